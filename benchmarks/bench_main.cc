@@ -1,0 +1,104 @@
+// cmax-bench: every host suite, usable alone like nccl-tests.
+//   cmax-bench <suite> [options]     (cmax-bench <suite> --help)
+#include <cstdio>
+#include <cstring>
+
+#include "benchmarks/suite.h"
+#include "common/version.h"
+
+namespace cmax::bench {
+#ifdef CMAX_SUITE_HOSTCHECK
+int RunHostcheck(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_SELFTEST
+int RunSelftest(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_GEMM
+int RunGemm(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_BURNIN
+int RunBurnin(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_CONSISTENCY
+int RunConsistency(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_HEALTH
+int RunHealth(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_AUDIT
+int RunAudit(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_STORAGE
+int RunStorage(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_CONNECTIVITY
+int RunConnectivity(int argc, char** argv);
+#endif
+#ifdef CMAX_SUITE_COLLECTIVE
+int RunCollective(int argc, char** argv);
+#endif
+
+namespace {
+const SuiteEntry kSuites[] = {
+#ifdef CMAX_SUITE_HOSTCHECK
+    {"hostcheck", RunHostcheck, "inventory and node sanity"},
+#endif
+#ifdef CMAX_SUITE_SELFTEST
+    {"selftest", RunSelftest, "pipeline self-test (records, sleep, fail, crash)"},
+#endif
+#ifdef CMAX_SUITE_GEMM
+    {"gemm", RunGemm, "host GEMM through OpenBLAS, verified"},
+#endif
+#ifdef CMAX_SUITE_BURNIN
+    {"burnin", RunBurnin, "sustained verified load on the host"},
+#endif
+#ifdef CMAX_SUITE_CONSISTENCY
+    {"consistency", RunConsistency, "deterministic workloads reduced to digests"},
+#endif
+#ifdef CMAX_SUITE_HEALTH
+    {"health", RunHealth, "passive health: GPUs (NVML), Xids, InfiniBand"},
+#endif
+#ifdef CMAX_SUITE_AUDIT
+    {"audit", RunAudit, "software versions against advisories, fabric isolation"},
+#endif
+#ifdef CMAX_SUITE_STORAGE
+    {"storage", RunStorage, "storage I/O through fio"},
+#endif
+#ifdef CMAX_SUITE_CONNECTIVITY
+    {"connectivity", RunConnectivity, "full-mesh TCP reachability and RTT"},
+#endif
+#ifdef CMAX_SUITE_COLLECTIVE
+    {"collective", RunCollective, "host collectives (gloo, mpi)"},
+#endif
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: cmax-bench <suite> [options]\n"
+               "       cmax-bench <suite> --help\n\n"
+               "Runs one cmax evaluation suite on this node. Human output by default;\n"
+               "--jsonl writes one cmax.v1.Record per line instead.\n"
+               "Exit codes: 0 passed, 1 ran and found failures, 2 could not run.\n\n"
+               "suites:\n");
+  for (const auto& s : kSuites) std::fprintf(out, "  %-14s %s\n", s.name, s.summary);
+}
+}  // namespace
+}  // namespace cmax::bench
+
+int main(int argc, char** argv) {
+  using namespace cmax::bench;
+  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
+    Usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? kExitCouldNotRun : kExitPassed;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("cmax-bench %s\n", cmax::kCmaxVersion);
+    return 0;
+  }
+  for (const auto& s : kSuites) {
+    if (!std::strcmp(argv[1], s.name)) return s.main(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "cmax-bench: unknown suite '%s'\n\n", argv[1]);
+  Usage(stderr);
+  return kExitCouldNotRun;
+}

@@ -1,0 +1,22 @@
+// One named spdlog logger per component ("coordinator", "agent", ...), all
+// writing to stderr (journald picks it up under systemd).
+#ifndef CMAX_COMMON_LOGGING_H_
+#define CMAX_COMMON_LOGGING_H_
+
+#include <memory>
+#include <string>
+
+#include "spdlog/spdlog.h"
+
+namespace cmax {
+
+// Returns the logger named `component`, creating it on first use.
+// Thread-safe.
+std::shared_ptr<spdlog::logger> GetLogger(const std::string& component);
+
+// Sets the level of every logger: "debug", "info", "warn", "error".
+void SetLogLevel(const std::string& level);
+
+}  // namespace cmax
+
+#endif  // CMAX_COMMON_LOGGING_H_

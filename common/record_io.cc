@@ -1,0 +1,160 @@
+#include "common/record_io.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/time_util.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace cmax {
+
+std::string MessageToJsonLine(const google::protobuf::Message& message, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.add_whitespace = pretty;
+  std::string out;
+  auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) return "{}";
+  if (!pretty) {
+    // The printer never emits raw newlines outside strings; be sure.
+    for (char& c : out)
+      if (c == '\n') c = ' ';
+  }
+  return out;
+}
+
+std::string RecordToJsonLine(const v1::Record& record) { return MessageToJsonLine(record); }
+
+absl::StatusOr<v1::Record> ParseRecordLine(std::string_view line) {
+  if (line.size() > kMaxRecordLineBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("record line of ", line.size(), " bytes exceeds ", kMaxRecordLineBytes));
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.empty()) return absl::InvalidArgumentError("empty record line");
+  v1::Record record;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(line.data(), line.size()), &record, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a cmax.v1.Record: ", std::string(status.message())));
+  }
+  if (record.kind_case() == v1::Record::KIND_NOT_SET) {
+    return absl::InvalidArgumentError("record has no kind (measurement, finding, ...)");
+  }
+  return record;
+}
+
+std::string SeverityName(v1::Severity severity) {
+  switch (severity) {
+    case v1::SEVERITY_INFO: return "info";
+    case v1::SEVERITY_WARN: return "warn";
+    case v1::SEVERITY_FAIL: return "fail";
+    case v1::SEVERITY_CRITICAL: return "critical";
+    default: return "unspecified";
+  }
+}
+
+RecordWriter::RecordWriter(std::string suite, FILE* out,
+                           std::map<std::string, std::string> labels)
+    : suite_(std::move(suite)), out_(out), labels_(std::move(labels)) {}
+
+void RecordWriter::Write(v1::Record record) {
+  if (record.time_unix_ns() == 0) record.set_time_unix_ns(NowUnixNs());
+  if (record.has_finding()) {
+    int s = record.finding().severity();
+    absl::MutexLock lock(&mu_);
+    if (s >= 0 && s < 5) ++severity_counts_[s];
+  }
+  if (!out_) return;
+  std::string line = RecordToJsonLine(record);
+  line.push_back('\n');
+  absl::MutexLock lock(&mu_);
+  fwrite(line.data(), 1, line.size(), out_);
+  fflush(out_);
+}
+
+int RecordWriter::findings_at_or_above(v1::Severity severity) const {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (int s = severity; s < 5; ++s) n += severity_counts_[s];
+  return n;
+}
+
+void RecordWriter::Measure(const std::string& metric, double value, const std::string& unit,
+                           const std::map<std::string, std::string>& labels) {
+  v1::Record record;
+  auto* m = record.mutable_measurement();
+  m->set_suite(suite_);
+  m->set_metric(metric);
+  m->set_value(value);
+  m->set_unit(unit);
+  for (const auto& [k, v] : labels_) (*m->mutable_labels())[k] = v;
+  for (const auto& [k, v] : labels) (*m->mutable_labels())[k] = v;
+  Write(std::move(record));
+}
+
+void RecordWriter::Find(v1::Finding finding) {
+  if (finding.suite().empty()) finding.set_suite(suite_);
+  for (const auto& [k, v] : labels_) {
+    if (!finding.labels().contains(k)) (*finding.mutable_labels())[k] = v;
+  }
+  v1::Record record;
+  *record.mutable_finding() = std::move(finding);
+  Write(std::move(record));
+}
+
+void RecordWriter::Sample(const std::string& metric, double value, const std::string& unit,
+                          const std::map<std::string, std::string>& labels) {
+  v1::Record record;
+  auto* s = record.mutable_sample();
+  s->set_suite(suite_);
+  s->set_metric(metric);
+  s->set_value(value);
+  s->set_unit(unit);
+  s->set_min(value);
+  s->set_max(value);
+  s->set_count(1);
+  s->set_time_unix_ns(NowUnixNs());
+  for (const auto& [k, v] : labels_) (*s->mutable_labels())[k] = v;
+  for (const auto& [k, v] : labels) (*s->mutable_labels())[k] = v;
+  Write(std::move(record));
+}
+
+void RecordWriter::Progress(const std::string& phase, double fraction,
+                            const std::string& message) {
+  v1::Record record;
+  auto* p = record.mutable_progress();
+  p->set_suite(suite_);
+  p->set_phase(phase);
+  p->set_fraction(fraction);
+  p->set_message(message);
+  Write(std::move(record));
+}
+
+void RecordWriter::Log(const std::string& level, const std::string& message) {
+  v1::Record record;
+  auto* l = record.mutable_log();
+  l->set_level(level);
+  l->set_message(message);
+  l->set_suite(suite_);
+  Write(std::move(record));
+}
+
+void RecordWriter::Artifact(const std::string& name, const std::string& media_type,
+                            const std::string& content) {
+  v1::Record record;
+  auto* a = record.mutable_artifact();
+  a->set_name(name);
+  a->set_media_type(media_type);
+  a->set_suite(suite_);
+  if (content.size() > kMaxArtifactBytes) {
+    a->set_content(content.substr(0, kMaxArtifactBytes));
+    a->set_truncated(true);
+  } else {
+    a->set_content(content);
+  }
+  Write(std::move(record));
+}
+
+}  // namespace cmax

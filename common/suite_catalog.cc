@@ -1,0 +1,297 @@
+#include "common/suite_catalog.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace cmax {
+namespace {
+
+using v1::SCOPE_BARRIER;
+using v1::SCOPE_GANG;
+using v1::SCOPE_NODE;
+using v1::SCOPE_PAIRS;
+
+std::vector<SuiteInfo> MakeCatalog() {
+  std::vector<SuiteInfo> c;
+
+  c.push_back({
+      .name = "hostcheck",
+      .binary = "cmax-bench",
+      .category = "reliability",
+      .help = "inventory and basic node sanity (GPUs on the bus, driver, memory, swap, disk, clock)",
+      .scopes = {SCOPE_NODE},
+      .default_timeout_s = 120,
+      .exclusive = false,
+      .takes_root = true,
+      .params =
+          {
+              {.name = "expect-gpus", .type = ParamType::kInt, .help = "GPUs expected per node",
+               .min = 0, .max = 1024},
+              {.name = "expect-gpu-model", .type = ParamType::kToken,
+               .help = "substring of the expected GPU model"},
+              {.name = "min-cpu-cores", .type = ParamType::kInt, .help = "minimum CPU cores",
+               .min = 0, .max = 1 << 20},
+              {.name = "min-memory-gib", .type = ParamType::kNumber,
+               .help = "minimum memory in GiB", .min = 0, .max = 1 << 30},
+              {.name = "min-free-root-pct", .type = ParamType::kNumber,
+               .help = "warn below this free percentage of /", .min = 0, .max = 100},
+          },
+  });
+
+  // A diagnostic suite that exercises the pipeline itself: records, slow,
+  // hanging, failing and crashing suites. Its records say "selftest".
+  c.push_back({
+      .name = "selftest",
+      .binary = "cmax-bench",
+      .category = "reliability",
+      .help = "pipeline self-test: writes records, sleeps, fails or crashes on request",
+      .scopes = {SCOPE_NODE, SCOPE_BARRIER, SCOPE_GANG},
+      .default_timeout_s = 60,
+      .exclusive = true,
+      .params =
+          {
+              {.name = "mode", .type = ParamType::kEnum, .help = "what to do",
+               .choices = {"ok", "records", "sleep", "fail", "error", "crash"}},
+              {.name = "records", .type = ParamType::kInt, .help = "records to write",
+               .min = 0, .max = 10000000},
+              {.name = "seconds", .type = ParamType::kNumber, .help = "time to take",
+               .min = 0, .max = 86400},
+              {.name = "rate", .type = ParamType::kNumber, .help = "records per second (0: as fast as possible)",
+               .min = 0, .max = 1e7},
+          },
+  });
+
+  return c;
+}
+
+bool IsTokenChar(char ch) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' ||
+         ch == ':' || ch == ',' || ch == '+' || ch == '-';
+}
+
+absl::Status Bad(const ParamSpec& spec, const std::string& value, const std::string& want) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("parameter '", spec.name, "': '", value, "' is not ", want));
+}
+
+absl::Status CheckRange(const ParamSpec& spec, const std::string& value, double v) {
+  if ((spec.min != 0 || spec.max != 0) && (v < spec.min || v > spec.max)) {
+    return Bad(spec, value, absl::StrCat("within [", spec.min, ", ", spec.max, "]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<SuiteInfo>& SuiteCatalog() {
+  static const std::vector<SuiteInfo>* catalog = new std::vector<SuiteInfo>(MakeCatalog());
+  return *catalog;
+}
+
+const SuiteInfo* FindSuite(const std::string& name) {
+  for (const auto& s : SuiteCatalog()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
+  if (text.empty()) return absl::InvalidArgumentError("empty size");
+  std::string digits = text;
+  int64_t mult = 1;
+  char last = absl::ascii_toupper(static_cast<unsigned char>(digits.back()));
+  if (last == 'B' && digits.size() > 1) {  // "64KB", "1MiB" style suffixes
+    digits.pop_back();
+    if (!digits.empty() && (digits.back() == 'i' || digits.back() == 'I')) digits.pop_back();
+    last = absl::ascii_toupper(static_cast<unsigned char>(digits.back()));
+  }
+  switch (last) {
+    case 'K': mult = int64_t{1} << 10; break;
+    case 'M': mult = int64_t{1} << 20; break;
+    case 'G': mult = int64_t{1} << 30; break;
+    case 'T': mult = int64_t{1} << 40; break;
+    default: break;
+  }
+  if (mult != 1) digits.pop_back();
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(digits, &n) || n < 0 || n > (INT64_MAX / mult)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a size in bytes"));
+  }
+  return n * mult;
+}
+
+absl::Status ValidateParam(const ParamSpec& spec, const std::string& value) {
+  if (value.size() > 4096) return Bad(spec, value.substr(0, 32) + "...", "short enough");
+  switch (spec.type) {
+    case ParamType::kInt: {
+      int64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return Bad(spec, value, "an integer");
+      return CheckRange(spec, value, static_cast<double>(v));
+    }
+    case ParamType::kNumber: {
+      double v;
+      if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) return Bad(spec, value, "a number");
+      return CheckRange(spec, value, v);
+    }
+    case ParamType::kBytes: {
+      auto v = ParseBytes(value);
+      if (!v.ok()) return Bad(spec, value, "a size (4096, 64K, 1M, 2G)");
+      return CheckRange(spec, value, static_cast<double>(*v));
+    }
+    case ParamType::kEnum:
+      if (std::find(spec.choices.begin(), spec.choices.end(), value) == spec.choices.end()) {
+        return Bad(spec, value, absl::StrCat("one of ", absl::StrJoin(spec.choices, ", ")));
+      }
+      return absl::OkStatus();
+    case ParamType::kEnumList: {
+      if (value.empty()) return Bad(spec, value, "a list");
+      for (absl::string_view item : absl::StrSplit(value, ',')) {
+        if (std::find(spec.choices.begin(), spec.choices.end(), item) == spec.choices.end()) {
+          return Bad(spec, value,
+                     absl::StrCat("a comma-separated list of ", absl::StrJoin(spec.choices, ", ")));
+        }
+      }
+      return absl::OkStatus();
+    }
+    case ParamType::kIntList: {
+      if (value == "all") return absl::OkStatus();
+      if (value.empty()) return Bad(spec, value, "a list of integers or 'all'");
+      for (absl::string_view item : absl::StrSplit(value, ',')) {
+        int64_t v;
+        if (!absl::SimpleAtoi(item, &v) || v < 0) {
+          return Bad(spec, value, "a list of integers or 'all'");
+        }
+      }
+      return absl::OkStatus();
+    }
+    case ParamType::kPath: {
+      if (value.empty() || value[0] != '/') return Bad(spec, value, "an absolute path");
+      for (char ch : value) {
+        if (!(absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '/' || ch == '_' ||
+              ch == '.' || ch == '-' || ch == '+' || ch == '@' || ch == ':')) {
+          return Bad(spec, value, "a path of letters, digits and / _ . - + @ :");
+        }
+      }
+      for (absl::string_view part : absl::StrSplit(value, '/')) {
+        if (part == "..") return Bad(spec, value, "a path without '..'");
+      }
+      return absl::OkStatus();
+    }
+    case ParamType::kToken:
+      if (value.empty() || value.size() > 128 ||
+          !std::all_of(value.begin(), value.end(), IsTokenChar)) {
+        return Bad(spec, value, "a word of letters, digits and _ . : , + -");
+      }
+      return absl::OkStatus();
+    case ParamType::kFlag:
+      if (value != "true" && value != "false") return Bad(spec, value, "true or false");
+      return absl::OkStatus();
+  }
+  return absl::InternalError("unknown parameter type");
+}
+
+absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
+    const SuiteInfo& suite, const std::map<std::string, std::string>& params) {
+  std::vector<std::string> args;
+  for (const auto& [name, value] : params) {  // std::map: sorted by name
+    auto it = std::find_if(suite.params.begin(), suite.params.end(),
+                           [&](const ParamSpec& p) { return p.name == name; });
+    if (it == suite.params.end()) {
+      std::vector<std::string> known;
+      for (const auto& p : suite.params) known.push_back(p.name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("suite '", suite.name, "' has no parameter '", name, "' (known: ",
+                       known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+    }
+    if (auto s = ValidateParam(*it, value); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("suite '", suite.name, "': ", s.message()));
+    }
+    if (it->type == ParamType::kFlag) {
+      if (value == "true") args.push_back(absl::StrCat("--", name));
+    } else {
+      args.push_back(absl::StrCat("--", name, "=", value));
+    }
+  }
+  return args;
+}
+
+absl::Status ValidateSuiteArgs(const SuiteInfo& suite, const std::vector<std::string>& args) {
+  std::set<std::string> seen;
+  for (const auto& arg : args) {
+    if (!absl::StartsWith(arg, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("argument '", arg, "' is not a --flag"));
+    }
+    std::string body = arg.substr(2);
+    size_t eq = body.find('=');
+    std::string name = body.substr(0, eq);
+    auto it = std::find_if(suite.params.begin(), suite.params.end(),
+                           [&](const ParamSpec& p) { return p.name == name; });
+    if (it == suite.params.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("suite '", suite.name, "' does not accept --", name));
+    }
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " given twice"));
+    }
+    if (it->type == ParamType::kFlag) {
+      if (eq != std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
+      }
+      continue;
+    }
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+    }
+    if (auto s = ValidateParam(*it, body.substr(eq + 1)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSuiteEnv(const std::string& name, const std::string& value) {
+  // Tuning variables only. Sources: NCCL's environment variable documentation
+  // (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html).
+  static const std::set<std::string> kAllowed = {
+      "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",
+      "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ",
+      "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_IB_SL", "NCCL_IB_QPS_PER_CONNECTION",
+      "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT", "NCCL_CROSS_NIC", "NCCL_SOCKET_IFNAME",
+      "NCCL_SOCKET_FAMILY", "NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS",
+      "NCCL_MAX_NCHANNELS", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_BUFFSIZE",
+      "NCCL_NTHREADS", "NCCL_CUMEM_ENABLE", "NCCL_NVLINK_ENABLE",
+      "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+      "GLOO_SOCKET_IFNAME"};
+  if (!kAllowed.count(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("environment variable '", name, "' is not allowed in a plan"));
+  }
+  if (value.size() > 256) {
+    return absl::InvalidArgumentError(absl::StrCat("value of ", name, " is too long"));
+  }
+  for (char ch : value) {
+    if (!(IsTokenChar(ch) || ch == '=' || ch == '^' || ch == '/')) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("value of ", name, " has a character that is not allowed: '", std::string(1, ch), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ScopeName(v1::Scope scope) {
+  switch (scope) {
+    case SCOPE_NODE: return "node";
+    case SCOPE_GANG: return "gang";
+    case SCOPE_BARRIER: return "barrier";
+    case SCOPE_PAIRS: return "pairs";
+    default: return "unspecified";
+  }
+}
+
+}  // namespace cmax

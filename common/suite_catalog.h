@@ -1,0 +1,81 @@
+// The suites cmax knows, their binaries, scopes and parameters. The
+// coordinator validates a plan against it and turns params into flags; the
+// agent validates every assignment against it again before it spawns
+// anything: a suite not in this table, or a flag not declared for it, is never
+// run. Values are checked by type, so no argument can smuggle a program,
+// a library or a shell word.
+#ifndef CMAX_COMMON_SUITE_CATALOG_H_
+#define CMAX_COMMON_SUITE_CATALOG_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cmax/v1/plan.pb.h"
+
+namespace cmax {
+
+enum class ParamType {
+  kInt,       // decimal integer within [min, max]
+  kNumber,    // decimal number within [min, max]
+  kBytes,     // 4096, 64K, 1M, 2G, 1T (binary multiples)
+  kEnum,      // one of `choices`
+  kEnumList,  // comma-separated subset of `choices`
+  kIntList,   // comma-separated integers, or "all"
+  kPath,      // absolute path without "..", shell metacharacters or spaces
+  kToken,     // [A-Za-z0-9_.:,+-]{1,128}
+  kFlag,      // "true" or "false": passed as --name when true
+};
+
+struct ParamSpec {
+  std::string name;  // plan key and flag (--name)
+  ParamType type;
+  std::string help;
+  std::vector<std::string> choices;
+  double min = 0;
+  double max = 0;  // 0 and 0: unbounded
+};
+
+struct SuiteInfo {
+  std::string name;
+  std::string binary;      // "cmax-bench" or "cmax-bench-cuda"
+  std::string category;    // the scorecard category it mainly feeds
+  std::string help;
+  std::vector<v1::Scope> scopes;  // allowed scopes; the first is the default
+  int default_timeout_s = 600;
+  bool exclusive = true;   // takes the node (GPU- or storage-heavy)
+  bool takes_root = false; // accepts --root (fixture trees)
+  std::vector<ParamSpec> params;
+};
+
+// Every suite, in catalog order.
+const std::vector<SuiteInfo>& SuiteCatalog();
+// nullptr when unknown.
+const SuiteInfo* FindSuite(const std::string& name);
+
+// Checks one value against its spec. INVALID_ARGUMENT names the parameter,
+// the value and what was expected.
+absl::Status ValidateParam(const ParamSpec& spec, const std::string& value);
+
+// Validates `params` (unknown ones are errors) and returns the suite's flags
+// ("--name=value", or "--name" for flags), sorted by name.
+absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
+    const SuiteInfo& suite, const std::map<std::string, std::string>& params);
+
+// Agent side: every arg must be "--name=value" or "--name" for a declared
+// parameter with a valid value.
+absl::Status ValidateSuiteArgs(const SuiteInfo& suite, const std::vector<std::string>& args);
+
+// Environment a plan may set for a suite (NCCL tuning and the like); never
+// loader, plugin or path variables. OK or INVALID_ARGUMENT with the reason.
+absl::Status ValidateSuiteEnv(const std::string& name, const std::string& value);
+
+// Parses "64K", "1M", "2G", "4096" into bytes.
+absl::StatusOr<int64_t> ParseBytes(const std::string& text);
+
+std::string ScopeName(v1::Scope scope);
+
+}  // namespace cmax
+
+#endif  // CMAX_COMMON_SUITE_CATALOG_H_

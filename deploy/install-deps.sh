@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages cmax builds and runs with.
+# Idempotent: installs only what is missing; uses sudo when not root.
+# Usage: deploy/install-deps.sh [--with-tests] [--quiet]
+set -euo pipefail
+
+want_tests=0
+quiet=0
+for a in "$@"; do
+  case "$a" in
+    --with-tests) want_tests=1 ;;
+    --quiet) quiet=1 ;;
+    -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$a'" >&2; exit 2 ;;
+  esac
+done
+
+# Build and runtime packages (versions as in bookworm; see shared REFERENCES).
+pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev libyaml-cpp-dev
+  libre2-dev libopenblas-dev fio openssl iproute2 procps
+)
+if [[ $want_tests -eq 1 ]]; then
+  pkgs+=(catch2 python3)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  [[ $quiet -eq 1 ]] || echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else
+    echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 2
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,105 @@
+#include "common/plan_parser.h"
+
+#include <catch2/catch.hpp>
+
+using cmax::ParsePlan;
+
+TEST_CASE("a minimal plan parses with defaults", "[plan]") {
+  auto plan = ParsePlan("name: quick\nsuites:\n  - suite: hostcheck\n", "quick.yaml");
+  REQUIRE(plan.ok());
+  CHECK(plan->name() == "quick");
+  REQUIRE(plan->suites_size() == 1);
+  CHECK(plan->suites(0).suite() == "hostcheck");
+  CHECK(plan->suites(0).scope() == cmax::v1::SCOPE_NODE);
+  CHECK(plan->suites(0).nodes().all());
+}
+
+TEST_CASE("plan fields reach the proto", "[plan]") {
+  const char* text = R"(name: full
+description: everything
+expect:
+  gpus_per_node: 8
+  gpu_model: H200
+  min_memory_gib: 512
+  metrics:
+    gemm_tflops.bf16: 750
+suites:
+  - suite: selftest
+    name: pipeline
+    timeout: 5m
+    nodes: [a, b]
+    retries: 2
+    params:
+      mode: sleep
+      seconds: 3
+)";
+  auto plan = ParsePlan(text, "full.yaml");
+  REQUIRE(plan.ok());
+  CHECK(plan->expect().gpus_per_node() == 8);
+  CHECK(plan->expect().gpu_model() == "H200");
+  CHECK(plan->expect().metrics().at("gemm_tflops.bf16") == 750);
+  const auto& s = plan->suites(0);
+  CHECK(s.timeout_seconds() == 300);
+  CHECK(s.nodes().names_size() == 2);
+  CHECK(s.retries() == 2);
+  CHECK(s.params().at("mode") == "sleep");
+}
+
+TEST_CASE("plan errors name file, line and column", "[plan]") {
+  SECTION("unknown suite") {
+    auto plan = ParsePlan("name: x\nsuites:\n  - suite: nosuch\n", "p.yaml");
+    REQUIRE_FALSE(plan.ok());
+    CHECK_THAT(std::string(plan.status().message()),
+               Catch::Contains("p.yaml:3:12") && Catch::Contains("unknown suite 'nosuch'"));
+  }
+  SECTION("unknown parameter") {
+    auto plan =
+        ParsePlan("name: x\nsuites:\n  - suite: selftest\n    params:\n      bogus: 1\n", "p.yaml");
+    REQUIRE_FALSE(plan.ok());
+    CHECK_THAT(std::string(plan.status().message()),
+               Catch::Contains("p.yaml:5:7") && Catch::Contains("no parameter 'bogus'"));
+  }
+  SECTION("bad value") {
+    auto plan = ParsePlan(
+        "name: x\nsuites:\n  - suite: selftest\n    params:\n      mode: explode\n", "p.yaml");
+    REQUIRE_FALSE(plan.ok());
+    CHECK_THAT(std::string(plan.status().message()), Catch::Contains("p.yaml:5:"));
+  }
+  SECTION("YAML syntax error") {
+    auto plan = ParsePlan("name: x\nsuites: [\n", "p.yaml");
+    REQUIRE_FALSE(plan.ok());
+    CHECK_THAT(std::string(plan.status().message()), Catch::StartsWith("p.yaml:"));
+  }
+  SECTION("unknown top-level key") {
+    auto plan = ParsePlan("name: x\nsuits: []\n", "p.yaml");
+    REQUIRE_FALSE(plan.ok());
+    CHECK_THAT(std::string(plan.status().message()),
+               Catch::Contains("p.yaml:2:1") && Catch::Contains("unknown key 'suits'"));
+  }
+  SECTION("forbidden environment") {
+    auto plan = ParsePlan(
+        "name: x\nsuites:\n  - suite: selftest\n    env:\n      LD_PRELOAD: /tmp/evil.so\n",
+        "p.yaml");
+    REQUIRE_FALSE(plan.ok());
+    CHECK_THAT(std::string(plan.status().message()), Catch::Contains("LD_PRELOAD"));
+  }
+  SECTION("scope not allowed for the suite") {
+    auto plan = ParsePlan("name: x\nsuites:\n  - suite: hostcheck\n    scope: gang\n", "p.yaml");
+    REQUIRE_FALSE(plan.ok());
+    CHECK_THAT(std::string(plan.status().message()), Catch::Contains("p.yaml:4:12"));
+  }
+  SECTION("missing suites") {
+    auto plan = ParsePlan("name: x\n", "p.yaml");
+    REQUIRE_FALSE(plan.ok());
+  }
+}
+
+TEST_CASE("durations", "[plan]") {
+  CHECK(*cmax::ParseDurationSeconds("90") == 90);
+  CHECK(*cmax::ParseDurationSeconds("90s") == 90);
+  CHECK(*cmax::ParseDurationSeconds("2m") == 120);
+  CHECK(*cmax::ParseDurationSeconds("1h") == 3600);
+  CHECK_FALSE(cmax::ParseDurationSeconds("0").ok());
+  CHECK_FALSE(cmax::ParseDurationSeconds("-5").ok());
+  CHECK_FALSE(cmax::ParseDurationSeconds("soon").ok());
+}

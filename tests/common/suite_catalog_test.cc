@@ -1,0 +1,44 @@
+#include "common/suite_catalog.h"
+
+#include <catch2/catch.hpp>
+
+TEST_CASE("params become validated flags", "[catalog]") {
+  const auto* s = cmax::FindSuite("selftest");
+  REQUIRE(s != nullptr);
+  auto args = cmax::BuildSuiteArgs(*s, {{"mode", "sleep"}, {"seconds", "2.5"}});
+  REQUIRE(args.ok());
+  CHECK(*args == std::vector<std::string>{"--mode=sleep", "--seconds=2.5"});
+  CHECK(cmax::ValidateSuiteArgs(*s, *args).ok());
+}
+
+TEST_CASE("the agent-side check refuses anything undeclared", "[catalog][security]") {
+  const auto* s = cmax::FindSuite("selftest");
+  REQUIRE(s != nullptr);
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"--mode=ok; rm -rf /"}).ok());
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"--exec=/bin/sh"}).ok());
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"positional"}).ok());
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"--mode=ok", "--mode=crash"}).ok());
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"--seconds=1e400"}).ok());
+  CHECK(cmax::FindSuite("bash") == nullptr);
+}
+
+TEST_CASE("plan environment is allow-listed", "[catalog][security]") {
+  CHECK(cmax::ValidateSuiteEnv("NCCL_P2P_DISABLE", "1").ok());
+  CHECK(cmax::ValidateSuiteEnv("NCCL_IB_HCA", "^mlx5_0:1").ok());
+  CHECK_FALSE(cmax::ValidateSuiteEnv("LD_PRELOAD", "/x.so").ok());
+  CHECK_FALSE(cmax::ValidateSuiteEnv("NCCL_NET_PLUGIN", "evil").ok());
+  CHECK_FALSE(cmax::ValidateSuiteEnv("PATH", "/tmp").ok());
+  CHECK_FALSE(cmax::ValidateSuiteEnv("NCCL_DEBUG", "INFO $(reboot)").ok());
+}
+
+TEST_CASE("path and size parameters", "[catalog]") {
+  cmax::ParamSpec path{.name = "path", .type = cmax::ParamType::kPath};
+  CHECK(cmax::ValidateParam(path, "/mnt/data").ok());
+  CHECK_FALSE(cmax::ValidateParam(path, "relative").ok());
+  CHECK_FALSE(cmax::ValidateParam(path, "/mnt/../etc").ok());
+  CHECK_FALSE(cmax::ValidateParam(path, "/mnt/a b").ok());
+  CHECK(*cmax::ParseBytes("64K") == 65536);
+  CHECK(*cmax::ParseBytes("1M") == 1 << 20);
+  CHECK(*cmax::ParseBytes("2GiB") == int64_t{2} << 30);
+  CHECK_FALSE(cmax::ParseBytes("lots").ok());
+}
