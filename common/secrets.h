@@ -1,0 +1,22 @@
+// Secrets read from files (bearer tokens, keys). Never log what they return.
+#ifndef CMAX_COMMON_SECRETS_H_
+#define CMAX_COMMON_SECRETS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace cmax {
+
+// Reads a token file: its content without surrounding whitespace. Errors:
+// NOT_FOUND / PERMISSION_DENIED with the path, INVALID_ARGUMENT when empty or
+// larger than 4 KiB. `warning` (optional) receives a note when the file is
+// readable by group or others.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, std::string* warning = nullptr);
+
+// Whole file (certificates, keys), up to 1 MiB.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
+
+}  // namespace cmax
+
+#endif  // CMAX_COMMON_SECRETS_H_

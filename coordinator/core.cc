@@ -1,0 +1,602 @@
+#include "coordinator/core.h"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <fstream>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "common/plan_parser.h"
+#include "common/time_util.h"
+#include "common/version.h"
+#include "reports/scorecard.h"
+
+namespace cmax::coordinator {
+namespace {
+
+std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
+
+bool IsSafeId(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  }
+  return id.find("..") == std::string::npos;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+    out << content;
+    out.flush();
+    if (!out) return absl::ResourceExhaustedError(absl::StrCat("write ", tmp, " failed"));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("rename ", tmp, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
+    const CoreOptions& options) {
+  if (mkdir(options.data_dir.c_str(), 0750) != 0 && errno != EEXIST) {
+    return absl::InternalError(
+        absl::StrCat("cannot create data dir ", options.data_dir, ": ", strerror(errno)));
+  }
+  std::string reports = options.data_dir + "/reports";
+  if (mkdir(reports.c_str(), 0750) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat("cannot create ", reports, ": ", strerror(errno)));
+  }
+  auto store = Store::Open(options.data_dir + "/cmax.db");
+  if (!store.ok()) return store.status();
+  std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(options, std::move(*store)));
+  // Restore: unfinished runs go on; their nodes must come back within the
+  // heartbeat timeout, counted from now.
+  const int64_t now = MonotonicNs();
+  auto agents = core->store_->LoadAgents();
+  if (!agents.ok()) return agents.status();
+  for (const auto& a : *agents) core->registry_.AddRemembered(a.node, a.inventory, now);
+  auto runs = core->store_->ListRuns(0, /*unfinished_only=*/true);
+  if (!runs.ok()) return runs.status();
+  for (auto& run : *runs) {
+    auto tasks = core->store_->LoadTasks(run.info.run_id());
+    if (!tasks.ok()) return tasks.status();
+    Log()->info("resuming run {} ({} tasks)", run.info.run_id(), tasks->size());
+    core->scheduler_.Restore(std::move(run), std::move(*tasks));
+  }
+  return core;
+}
+
+CoordinatorCore::CoordinatorCore(CoreOptions options, std::unique_ptr<Store> store)
+    : options_(std::move(options)),
+      db_path_(options_.data_dir + "/cmax.db"),
+      store_(std::move(store)),
+      registry_(options_.heartbeat_timeout_ms * 1000000),
+      rendezvous_([this](const std::string& node,
+                         int64_t unix_ns) { return registry_.ToAgentClock(node, unix_ns); },
+                  options_.barrier_lead_ms * 1000000) {}
+
+CoordinatorCore::~CoordinatorCore() { Stop(); }
+
+void CoordinatorCore::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void CoordinatorCore::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void CoordinatorCore::Post(std::function<void()> fn) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(fn));
+}
+
+void CoordinatorCore::Loop() {
+  for (;;) {
+    std::deque<std::function<void()>> work;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(100));
+      if (stopping_) return;
+      work.swap(queue_);
+    }
+    for (auto& fn : work) fn();
+    Tick();
+  }
+}
+
+void CoordinatorCore::Tick() {
+  const int64_t mono = MonotonicNs();
+  const int64_t now = NowUnixNs();
+  if (mono - last_ping_ns_ >= options_.ping_interval_ms * 1000000) {
+    last_ping_ns_ = mono;
+    v1::CoordinatorMessage ping;
+    for (const auto& node : registry_.ConnectedNodes()) {
+      ping.mutable_ping()->set_t1_ns(NowUnixNs());
+      SendTo(node, ping);
+    }
+  }
+  Changes changes;
+  for (const auto& node : registry_.ExpireSilent(mono)) {
+    Log()->warn("agent {} lost: nothing heard for {} ms", node, options_.heartbeat_timeout_ms);
+    const AgentEntry* e = registry_.Find(node);
+    if (e && e->session) e->session->Close("heartbeat timeout");
+    scheduler_.OnNodeLost(node, now, &changes);
+  }
+  scheduler_.ExpireOverdue(now, 60ll * 1000000000, &changes);
+  std::vector<RendezvousOut> replies;
+  rendezvous_.Expire(now, &replies);
+  for (auto& r : replies) {
+    v1::CoordinatorMessage m;
+    *m.mutable_rendezvous() = r.reply;
+    SendTo(r.node, m);
+  }
+  scheduler_.Schedule(registry_, now, &changes);
+  Apply(changes);
+}
+
+void CoordinatorCore::SendTo(const std::string& node, const v1::CoordinatorMessage& message) {
+  const AgentEntry* e = registry_.Find(node);
+  if (e && e->session && e->state == AgentState::kConnected) e->session->Send(message);
+}
+
+void CoordinatorCore::Apply(Changes& changes) {
+  std::vector<const TaskRow*> rows;
+  for (const auto& id : changes.tasks) {
+    if (const TaskRow* t = scheduler_.FindTask(id)) rows.push_back(t);
+  }
+  if (auto s = store_->PutTasks(rows); !s.ok()) Log()->error("persisting tasks: {}", s.ToString());
+  for (const auto& id : changes.runs) {
+    if (RunRow* r = scheduler_.FindRun(id)) {
+      scheduler_.RefreshCounters(r);
+      if (auto s = store_->PutRun(*r); !s.ok()) Log()->error("persisting run: {}", s.ToString());
+    }
+  }
+  // Rendezvous groups live exactly as long as their task runs.
+  for (const TaskRow* t : rows) {
+    const std::string& group = t->assignment.group();
+    if (group.empty()) continue;
+    auto s = t->info.state();
+    if ((s == v1::TASK_ASSIGNED || s == v1::TASK_RUNNING) && !rendezvous_.IsOpen(group)) {
+      rendezvous_.Open(group, t->assignment.world_size());
+    } else if ((IsTerminal(s) || s == v1::TASK_PENDING) && rendezvous_.IsOpen(group)) {
+      std::vector<RendezvousOut> replies;
+      rendezvous_.Close(group, &replies);
+      for (auto& r : replies) {
+        v1::CoordinatorMessage m;
+        *m.mutable_rendezvous() = r.reply;
+        SendTo(r.node, m);
+      }
+    }
+  }
+  for (const auto& o : changes.out) SendTo(o.node, o.message);
+  for (const TaskRow* t : rows) {
+    RunRow* run = scheduler_.FindRun(t->info.run_id());
+    if (!run) continue;
+    v1::RunEvent ev;
+    *ev.mutable_run() = run->info;
+    *ev.mutable_task() = t->info;
+    Broadcast(run->info.run_id(), ev);
+  }
+  for (const auto& run_id : changes.finished_runs) FinishRun(run_id);
+}
+
+void CoordinatorCore::Broadcast(const std::string& run_id, const v1::RunEvent& event) {
+  auto it = watchers_.find(run_id);
+  if (it == watchers_.end()) return;
+  auto& list = it->second;
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [](const std::shared_ptr<RunWatcher>& w) { return w->closed(); }),
+             list.end());
+  for (auto& w : list) w->OnEvent(event);
+}
+
+void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& session,
+                                         const v1::AgentMessage& message) {
+  const int64_t mono = MonotonicNs();
+  const int64_t now = NowUnixNs();
+  if (message.has_hello()) {
+    const v1::Hello& hello = message.hello();
+    if (!IsValidNodeName(hello.node_name())) {
+      Log()->warn("refusing agent from {}: invalid node name", session->peer());
+      session->Close("invalid node name: use 1-64 of [A-Za-z0-9_.-]");
+      return;
+    }
+    AgentSession* replaced = registry_.OnHello(hello, session.get(), mono, now);
+    sessions_[session.get()] = session;
+    if (replaced) {
+      replaced->Close("replaced by a newer connection of the same node");
+      sessions_.erase(replaced);
+    }
+    Log()->info("agent {} connected from {} ({} GPUs, {} held tasks)", hello.node_name(),
+                session->peer(), hello.inventory().gpu_count(), hello.held_size());
+    AgentRow row;
+    row.node = hello.node_name();
+    row.inventory = hello.inventory();
+    row.addresses.assign(hello.addresses().begin(), hello.addresses().end());
+    row.last_seen_ns = now;
+    if (auto s = store_->PutAgent(row); !s.ok()) Log()->error("persisting agent: {}", s.ToString());
+    v1::CoordinatorMessage welcome;
+    welcome.mutable_welcome()->set_coordinator_version(kCmaxVersion);
+    welcome.mutable_welcome()->set_heartbeat_interval_ms(
+        static_cast<int>(options_.ping_interval_ms));
+    session->Send(welcome);
+    v1::CoordinatorMessage ping;
+    ping.mutable_ping()->set_t1_ns(NowUnixNs());
+    session->Send(ping);
+    Changes changes;
+    scheduler_.OnHello(hello.node_name(), hello, &changes);
+    scheduler_.Schedule(registry_, now, &changes);
+    Apply(changes);
+    return;
+  }
+  const std::string node = registry_.NodeOf(session.get());
+  if (node.empty()) {
+    session->Close("the first message must be Hello");
+    return;
+  }
+  registry_.OnHeard(session.get(), mono, now);
+  switch (message.msg_case()) {
+    case v1::AgentMessage::kPong:
+      registry_.OnPong(session.get(), message.pong(), NowUnixNs());
+      break;
+    case v1::AgentMessage::kRecords:
+      OnRecords(session.get(), node, message.records());
+      break;
+    case v1::AgentMessage::kStatus:
+      OnStatus(session.get(), node, message.status());
+      break;
+    case v1::AgentMessage::kRendezvous: {
+      std::vector<RendezvousOut> replies;
+      const auto& req = message.rendezvous();
+      TaskRow* t = scheduler_.FindTask(req.group());
+      if (t && std::find(t->nodes.begin(), t->nodes.end(), node) == t->nodes.end()) {
+        RendezvousOut o;
+        o.node = node;
+        o.reply.set_request_id(req.request_id());
+        o.reply.set_error("this node is not part of the group");
+        replies.push_back(o);
+      } else {
+        rendezvous_.Handle(node, req, now, &replies);
+      }
+      for (auto& r : replies) {
+        v1::CoordinatorMessage m;
+        *m.mutable_rendezvous() = r.reply;
+        SendTo(r.node, m);
+      }
+      break;
+    }
+    default:
+      Log()->warn("agent {}: ignoring an empty or unknown message", node);
+  }
+}
+
+void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
+                                const v1::RecordBatch& batch) {
+  struct TaskMeta {
+    std::string run_id, suite;
+    std::vector<std::string> nodes;
+    bool ended = false;
+    bool known = false;
+  };
+  std::map<std::string, TaskMeta> meta;
+  std::vector<RecordToStore> rows;
+  std::map<std::tuple<std::string, int, int>, int64_t> next;
+  std::vector<v1::Finding> findings;
+  int refused = 0;
+  for (const auto& r : batch.records()) {
+    auto [it, inserted] = meta.try_emplace(r.task_id());
+    TaskMeta& m = it->second;
+    if (inserted) {
+      if (const TaskRow* t = scheduler_.FindTask(r.task_id())) {
+        m = {t->info.run_id(), t->info.suite(), t->nodes, IsTerminal(t->info.state()), true};
+      } else if (auto st = store_->GetTask(r.task_id()); st.ok()) {
+        m = {st->info.run_id(), st->info.suite(), st->nodes, true, true};
+      }
+    }
+    auto key = std::make_tuple(r.task_id(), r.attempt(), r.rank());
+    next[key] = std::max(next[key], r.seq() + 1);
+    if (!m.known || std::find(m.nodes.begin(), m.nodes.end(), node) == m.nodes.end() ||
+        r.seq() < 0) {
+      ++refused;  // acknowledged so the agent can drop it, but not stored
+      continue;
+    }
+    rows.push_back({&r, m.run_id, node, m.suite, m.ended});
+    if (r.record().has_finding() && r.record().finding().severity() >= v1::SEVERITY_WARN) {
+      v1::Finding f = r.record().finding();
+      (*f.mutable_labels())["node"] = node;
+      findings.push_back(std::move(f));
+    }
+  }
+  if (refused) {
+    Log()->warn("agent {}: dropped {} records of unknown tasks or tasks not on this node", node,
+                refused);
+  }
+  auto added = store_->InsertRecords(rows);
+  if (!added.ok()) {
+    // Not acknowledged: the agent keeps its spool and sends again later.
+    Log()->error("agent {}: storing {} records failed: {}", node, rows.size(),
+                 added.status().ToString());
+    return;
+  }
+  for (const auto& [key, next_seq] : next) {
+    v1::CoordinatorMessage m;
+    auto* ack = m.mutable_ack();
+    ack->set_task_id(std::get<0>(key));
+    ack->set_attempt(std::get<1>(key));
+    ack->set_rank(std::get<2>(key));
+    ack->set_next_seq(next_seq);
+    session->Send(m);
+  }
+  if (!findings.empty() && !rows.empty()) {
+    RunRow* run = scheduler_.FindRun(rows.front().run_id);
+    if (run) {
+      for (const auto& f : findings) {
+        v1::RunEvent ev;
+        *ev.mutable_run() = run->info;
+        *ev.mutable_finding() = f;
+        ev.set_node(node);
+        Broadcast(run->info.run_id(), ev);
+      }
+    }
+  }
+}
+
+void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
+                               const v1::TaskStatus& status) {
+  Changes changes;
+  const int64_t now = NowUnixNs();
+  scheduler_.OnStatus(node, status, now, &changes);
+  if (TaskRow* t = scheduler_.FindTask(status.task_id());
+      t && IsTerminal(status.state()) && IsTerminal(t->info.state())) {
+    if (auto n = store_->CountRecords(t->info.task_id()); n.ok()) t->info.set_records(*n);
+    changes.tasks.insert(t->info.task_id());
+  }
+  scheduler_.Schedule(registry_, now, &changes);
+  Apply(changes);
+  if (IsTerminal(status.state())) {
+    v1::CoordinatorMessage m;
+    auto* ack = m.mutable_status_ack();
+    ack->set_task_id(status.task_id());
+    ack->set_attempt(status.attempt());
+    ack->set_rank(status.rank());
+    session->Send(m);
+  }
+}
+
+void CoordinatorCore::HandleStreamEnded(const std::shared_ptr<AgentSession>& session) {
+  std::string node = registry_.OnStreamEnded(session.get(), MonotonicNs());
+  sessions_.erase(session.get());
+  if (!node.empty()) Log()->info("agent {} disconnected", node);
+}
+
+v1::RunEvent CoordinatorCore::RunEventFor(const RunRow& run) {
+  v1::RunEvent ev;
+  *ev.mutable_run() = run.info;
+  return ev;
+}
+
+void CoordinatorCore::FinishRun(const std::string& run_id) {
+  RunRow* run = scheduler_.FindRun(run_id);
+  if (!run) return;
+  reports::RunData data;
+  data.run = run->info;
+  data.plan = run->plan;
+  data.nodes = run->nodes;
+  for (TaskRow* t : scheduler_.TasksOf(run_id)) data.tasks.push_back(t->info);
+  auto scan = store_->ScanRecords(run_id, [&](const v1::ExportedRecord& r) {
+    data.records.push_back(r);
+    return true;
+  });
+  if (!scan.ok()) Log()->error("run {}: reading records: {}", run_id, scan.ToString());
+  for (const auto& node : run->nodes) {
+    if (const AgentEntry* e = registry_.Find(node)) data.inventories[node] = e->inventory;
+  }
+  v1::Scorecard card = reports::BuildScorecard(data);
+  std::string dir = absl::StrCat(options_.data_dir, "/reports/", run_id);
+  mkdir(dir.c_str(), 0750);
+  bool written = true;
+  for (const auto& [ext, content] :
+       std::vector<std::pair<std::string, std::string>>{{"json", reports::RenderJson(card)},
+                                                        {"md", reports::RenderMarkdown(card)},
+                                                        {"html", reports::RenderHtml(card)}}) {
+    if (auto s = WriteFileAtomically(absl::StrCat(dir, "/scorecard.", ext), content); !s.ok()) {
+      Log()->error("run {}: writing scorecard: {}", run_id, s.ToString());
+      written = false;
+    }
+  }
+  int nodes_failed = 0;
+  for (const auto& n : card.nodes()) nodes_failed += n.verdict() == "fail";
+  run->info.set_tier(card.tier());
+  run->info.set_nodes_failed(nodes_failed);
+  if (written) run->info.set_report_dir(dir);
+  scheduler_.RefreshCounters(run);
+  if (auto s = store_->PutRun(*run); !s.ok()) Log()->error("persisting run: {}", s.ToString());
+  Log()->info("run {} {}: tier {}, {} of {} tasks failed, {} nodes failed; scorecard in {}",
+              run_id, run->info.state(), card.tier(), run->info.tasks_failed(),
+              run->info.tasks_total(), nodes_failed, dir);
+  v1::RunEvent final_event = RunEventFor(*run);
+  Broadcast(run_id, final_event);
+  if (auto it = watchers_.find(run_id); it != watchers_.end()) {
+    for (auto& w : it->second) w->OnEnd();
+    watchers_.erase(it);
+  }
+  scheduler_.Forget(run_id);
+}
+
+v1::ListAgentsResponse CoordinatorCore::HandleListAgents() {
+  v1::ListAgentsResponse resp;
+  std::map<std::string, std::string> running;
+  for (RunRow* run : scheduler_.Runs()) {
+    for (TaskRow* t : scheduler_.TasksOf(run->info.run_id())) {
+      auto s = t->info.state();
+      if (s != v1::TASK_ASSIGNED && s != v1::TASK_RUNNING) continue;
+      for (const auto& n : t->nodes) running[n] = t->info.task_id();
+    }
+  }
+  for (const AgentEntry* e : registry_.All()) {
+    auto* a = resp.add_agents();
+    a->set_node_name(e->node);
+    std::string state = AgentStateName(e->state);
+    if (e->state == AgentState::kConnected && running.count(e->node)) {
+      state = "busy";
+      a->set_running_task(running[e->node]);
+    }
+    a->set_state(state);
+    a->set_last_heartbeat_unix_ns(e->last_heard_unix_ns);
+    a->set_clock_offset_ms(e->offset_ns / 1e6);
+    a->set_rtt_ms(e->rtt_ns < 0 ? -1 : e->rtt_ns / 1e6);
+    *a->mutable_inventory() = e->inventory;
+    for (const auto& addr : e->addresses) a->add_addresses(addr);
+  }
+  return resp;
+}
+
+std::string CoordinatorCore::NewRunId() {
+  static std::mt19937_64 rng(std::random_device{}());
+  int64_t now = NowUnixNs();
+  time_t secs = static_cast<time_t>(now / 1000000000);
+  tm utc;
+  gmtime_r(&secs, &utc);
+  return absl::StrFormat("r%04d%02d%02d-%02d%02d%02d-%04x", utc.tm_year + 1900, utc.tm_mon + 1,
+                         utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                         static_cast<unsigned>(rng() & 0xffff));
+}
+
+absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
+    const v1::SubmitRunRequest& request) {
+  if (auto s = ValidatePlan(request.plan()); !s.ok()) return s;
+  struct statvfs vfs;
+  if (statvfs(options_.data_dir.c_str(), &vfs) == 0) {
+    int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+    if (free_bytes < options_.min_free_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the coordinator's data directory %s has %d MiB free (needs %d MiB): new runs are "
+          "refused until space is freed",
+          options_.data_dir, free_bytes >> 20, options_.min_free_bytes >> 20));
+    }
+  }
+  Changes changes;
+  const std::string run_id = NewRunId();
+  auto run = scheduler_.CreateRun(request.plan(), registry_, NowUnixNs(), run_id, &changes);
+  if (!run.ok()) return run.status();
+  // Persist the whole run before anything is assigned; undo on failure.
+  std::vector<const TaskRow*> rows;
+  for (TaskRow* t : scheduler_.TasksOf(run_id)) rows.push_back(t);
+  absl::Status st = store_->PutRun(**run);
+  if (st.ok()) st = store_->PutTasks(rows);
+  if (!st.ok()) {
+    scheduler_.Forget(run_id);
+    return st;
+  }
+  v1::SubmitRunResponse resp;
+  resp.set_run_id(run_id);
+  resp.set_tasks(static_cast<int>(rows.size()));
+  for (const auto& n : (*run)->nodes) resp.add_nodes(n);
+  Log()->info("run {} submitted: plan '{}', {} tasks on {} nodes", run_id, request.plan().name(),
+              rows.size(), (*run)->nodes.size());
+  Changes sched;
+  scheduler_.Schedule(registry_, NowUnixNs(), &sched);
+  Apply(sched);
+  return resp;
+}
+
+absl::StatusOr<v1::ListRunsResponse> CoordinatorCore::HandleListRuns(
+    const v1::ListRunsRequest& request) {
+  auto runs = store_->ListRuns(request.limit() > 0 ? request.limit() : 50, false);
+  if (!runs.ok()) return runs.status();
+  v1::ListRunsResponse resp;
+  for (auto& r : *runs) *resp.add_runs() = r.info;
+  return resp;
+}
+
+absl::StatusOr<v1::GetRunResponse> CoordinatorCore::HandleGetRun(const std::string& run_id) {
+  v1::GetRunResponse resp;
+  if (RunRow* run = scheduler_.FindRun(run_id)) {
+    *resp.mutable_run() = run->info;
+    for (TaskRow* t : scheduler_.TasksOf(run_id)) *resp.add_tasks() = t->info;
+    return resp;
+  }
+  auto run = store_->GetRun(run_id);
+  if (!run.ok()) return run.status();
+  *resp.mutable_run() = run->info;
+  auto tasks = store_->LoadTasks(run_id);
+  if (!tasks.ok()) return tasks.status();
+  for (auto& t : *tasks) *resp.add_tasks() = t.info;
+  return resp;
+}
+
+absl::StatusOr<v1::CancelRunResponse> CoordinatorCore::HandleCancelRun(const std::string& run_id) {
+  Changes changes;
+  auto n = scheduler_.Cancel(run_id, NowUnixNs(), &changes);
+  if (!n.ok()) {
+    if (store_->GetRun(run_id).ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " has already ended"));
+    }
+    return n.status();
+  }
+  Log()->info("run {} cancelled: {} tasks stopped", run_id, *n);
+  Apply(changes);
+  v1::CancelRunResponse resp;
+  resp.set_tasks_cancelled(*n);
+  return resp;
+}
+
+absl::StatusOr<v1::GetReportResponse> CoordinatorCore::HandleGetReport(
+    const v1::GetReportRequest& request) {
+  if (!IsSafeId(request.run_id())) return absl::InvalidArgumentError("bad run id");
+  std::string fmt = request.format().empty() ? "json" : request.format();
+  if (fmt == "markdown") fmt = "md";
+  if (fmt != "json" && fmt != "md" && fmt != "html") {
+    return absl::InvalidArgumentError("format must be json, md or html");
+  }
+  auto run = store_->GetRun(request.run_id());
+  if (!run.ok()) return run.status();
+  std::string path =
+      absl::StrCat(options_.data_dir, "/reports/", request.run_id(), "/scorecard.", fmt);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", request.run_id(), " has no scorecard yet (state ", run->info.state(), ")"));
+  }
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  v1::GetReportResponse resp;
+  resp.set_content(content);
+  resp.set_path(path);
+  return resp;
+}
+
+absl::Status CoordinatorCore::HandleWatchRun(const std::string& run_id,
+                                             std::shared_ptr<RunWatcher> watcher) {
+  auto current = HandleGetRun(run_id);
+  if (!current.ok()) return current.status();
+  v1::RunEvent first;
+  *first.mutable_run() = current->run();
+  watcher->OnEvent(first);
+  for (const auto& t : current->tasks()) {
+    v1::RunEvent ev;
+    *ev.mutable_run() = current->run();
+    *ev.mutable_task() = t;
+    watcher->OnEvent(ev);
+  }
+  if (!scheduler_.FindRun(run_id)) {
+    watcher->OnEnd();
+    return absl::OkStatus();
+  }
+  watchers_[run_id].push_back(std::move(watcher));
+  return absl::OkStatus();
+}
+
+}  // namespace cmax::coordinator

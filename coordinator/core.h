@@ -1,0 +1,107 @@
+// The coordinator's domain: registry, scheduler, rendezvous and store, driven
+// by one thread. gRPC reactions never touch them directly: they Post() work
+// here and return; replies go back through AgentSession::Send, RunWatcher or
+// the unary reactor's Finish, none of which block.
+//
+// Thread: Start() creates the core thread, which owns every member below
+// except the queue. Post() is thread-safe.
+#ifndef CMAX_COORDINATOR_CORE_H_
+#define CMAX_COORDINATOR_CORE_H_
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/registry.h"
+#include "coordinator/rendezvous.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/store.h"
+
+namespace cmax::coordinator {
+
+struct CoreOptions {
+  std::string data_dir;
+  int64_t heartbeat_timeout_ms = 15000;
+  int64_t ping_interval_ms = 1000;
+  // Below this much free space in the data directory new runs are refused.
+  int64_t min_free_bytes = 64ll << 20;
+  // How far after a barrier's release its ranks start.
+  int64_t barrier_lead_ms = 500;
+};
+
+// Receives the events of one run (cmaxctl watch). Implementations queue and
+// return at once. OnEnd is the last call.
+class RunWatcher {
+ public:
+  virtual ~RunWatcher() = default;
+  virtual void OnEvent(const v1::RunEvent& event) = 0;
+  virtual void OnEnd() = 0;
+  virtual bool closed() const = 0;
+};
+
+class CoordinatorCore {
+ public:
+  // Opens the store in data_dir and restores unfinished runs.
+  static absl::StatusOr<std::unique_ptr<CoordinatorCore>> Create(const CoreOptions& options);
+  ~CoordinatorCore();
+
+  void Start();
+  void Stop();
+  // Runs `fn` on the core thread. Thread-safe.
+  void Post(std::function<void()> fn);
+
+  // --- Everything below runs on the core thread (call through Post). ---
+  void HandleAgentMessage(const std::shared_ptr<AgentSession>& session,
+                          const v1::AgentMessage& message);
+  void HandleStreamEnded(const std::shared_ptr<AgentSession>& session);
+
+  v1::ListAgentsResponse HandleListAgents();
+  absl::StatusOr<v1::SubmitRunResponse> HandleSubmitRun(const v1::SubmitRunRequest& request);
+  absl::StatusOr<v1::ListRunsResponse> HandleListRuns(const v1::ListRunsRequest& request);
+  absl::StatusOr<v1::GetRunResponse> HandleGetRun(const std::string& run_id);
+  absl::StatusOr<v1::CancelRunResponse> HandleCancelRun(const std::string& run_id);
+  absl::StatusOr<v1::GetReportResponse> HandleGetReport(const v1::GetReportRequest& request);
+  // Registers a watcher: it gets the current state at once, then every change.
+  absl::Status HandleWatchRun(const std::string& run_id, std::shared_ptr<RunWatcher> watcher);
+
+  const std::string& db_path() const { return db_path_; }
+
+ private:
+  CoordinatorCore(CoreOptions options, std::unique_ptr<Store> store);
+  void Loop();
+  void Tick();
+  // Persists, broadcasts and sends what a scheduler call changed.
+  void Apply(Changes& changes);
+  void SendTo(const std::string& node, const v1::CoordinatorMessage& message);
+  void OnRecords(AgentSession* session, const std::string& node, const v1::RecordBatch& batch);
+  void OnStatus(AgentSession* session, const std::string& node, const v1::TaskStatus& status);
+  void FinishRun(const std::string& run_id);
+  void Broadcast(const std::string& run_id, const v1::RunEvent& event);
+  v1::RunEvent RunEventFor(const RunRow& run);
+  std::string NewRunId();
+
+  CoreOptions options_;
+  std::string db_path_;
+  std::unique_ptr<Store> store_;
+  Registry registry_;
+  Scheduler scheduler_;
+  Rendezvous rendezvous_;
+  std::map<std::string, std::vector<std::shared_ptr<RunWatcher>>> watchers_;
+  std::map<AgentSession*, std::shared_ptr<AgentSession>> sessions_;  // keeps them alive
+  int64_t last_ping_ns_ = 0;
+  uint64_t run_counter_ = 0;
+
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace cmax::coordinator
+
+#endif  // CMAX_COORDINATOR_CORE_H_

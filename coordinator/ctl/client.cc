@@ -1,0 +1,64 @@
+#include "coordinator/ctl/client.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/secrets.h"
+
+namespace cmax::ctl {
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
+  auto c = std::unique_ptr<Client>(new Client());
+  c->address_ = options.coordinator;
+  if (!options.token_file.empty()) {
+    auto t = ReadTokenFile(options.token_file);
+    if (!t.ok()) return t.status();
+    c->token_ = *t;
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options.tls_ca.empty() || !options.tls_cert.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.tls_ca.empty()) {
+      auto ca = ReadSmallFile(options.tls_ca);
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+    }
+    if (!options.tls_cert.empty() || !options.tls_key.empty()) {
+      auto cert = ReadSmallFile(options.tls_cert);
+      auto key = ReadSmallFile(options.tls_key);
+      if (!cert.ok()) return cert.status();
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *cert;
+      ssl.pem_private_key = *key;
+    }
+    creds = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  c->channel_ = grpc::CreateCustomChannel(options.coordinator, creds, args);
+  c->stub_ = v1::Coordinator::NewStub(c->channel_);
+  return c;
+}
+
+std::unique_ptr<grpc::ClientContext> Client::Context(int deadline_seconds) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+  if (deadline_seconds > 0) {
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_seconds));
+  }
+  return ctx;
+}
+
+std::string Describe(const grpc::Status& status, const std::string& address) {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::StrCat("cannot reach the coordinator at ", address, ": ",
+                        status.error_message());
+  }
+  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    return absl::StrCat("the coordinator refused the credentials: ", status.error_message());
+  }
+  return status.error_message();
+}
+
+}  // namespace cmax::ctl

@@ -1,0 +1,343 @@
+// cmaxctl: the operator's command line for a cmax coordinator.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/args.h"
+#include "common/plan_parser.h"
+#include "common/record_io.h"
+#include "common/time_util.h"
+#include "common/version.h"
+#include "coordinator/ctl/client.h"
+#include "coordinator/ctl/progress.h"
+
+namespace cmax::ctl {
+namespace {
+
+constexpr int kOk = 0, kFailed = 1, kUsage = 2, kUnfinished = 3;
+
+constexpr char kUsageText[] =
+    R"(usage: cmaxctl [--coordinator HOST:PORT] [--token-file F] [--tls-ca F]
+               [--tls-cert F --tls-key F] <command> [options]
+
+commands:
+  agents [--json]                          every agent: state, heartbeat, clock offset, GPUs
+  run --plan FILE [--no-wait] [--json]     submit a plan, then follow it live
+  runs [--limit N] [--json]                recent runs
+  watch RUN [--json]                       follow a run live
+  cancel RUN                               stop every task of a run
+  report RUN [--format json|md|html] [-o FILE]
+                                           the run's scorecard
+  export RUN [-o FILE]                     every stored record as JSON lines
+
+defaults: --coordinator from $CMAX_COORDINATOR (else 127.0.0.1:8470),
+          --token-file from $CMAX_TOKEN_FILE
+exit codes (run, watch): 0 every task completed and no node failed; 1 a task
+  failed, was lost or timed out, or a node failed; 2 usage or plan error;
+  3 the run could not finish (cancelled, coordinator gone)
+)";
+
+int Usage(const std::string& error) {
+  if (!error.empty()) std::fprintf(stderr, "cmaxctl: %s\n\n", error.c_str());
+  std::fputs(kUsageText, error.empty() ? stdout : stderr);
+  return error.empty() ? kOk : kUsage;
+}
+
+int RpcError(const grpc::Status& status, Client& client) {
+  std::fprintf(stderr, "cmaxctl: %s\n", Describe(status, client.address()).c_str());
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return kUnfinished;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return kUsage;
+    default:
+      return kFailed;
+  }
+}
+
+std::string Ago(int64_t unix_ns) {
+  if (unix_ns <= 0) return "never";
+  double s = static_cast<double>(NowUnixNs() - unix_ns) / 1e9;
+  return absl::StrFormat("%.1fs ago", s < 0 ? 0 : s);
+}
+
+int CmdAgents(Client& client, const std::vector<std::string>& args) {
+  bool json = false;
+  ArgParser p("cmaxctl agents [--json]", "Every agent the coordinator knows.");
+  p.AddFlag("json", &json, "one JSON object");
+  if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
+  if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
+  v1::ListAgentsResponse resp;
+  auto ctx = client.Context();
+  grpc::Status st = client.stub()->ListAgents(ctx.get(), {}, &resp);
+  if (!st.ok()) return RpcError(st, client);
+  if (json) {
+    std::printf("%s\n", MessageToJsonLine(resp, true).c_str());
+    return kOk;
+  }
+  std::printf("%-20s %-12s %-12s %10s %8s %5s  %s\n", "NODE", "STATE", "HEARTBEAT", "OFFSET_MS",
+              "RTT_MS", "GPUS", "MODEL / TASK");
+  for (const auto& a : resp.agents()) {
+    std::string detail = a.inventory().gpu_model();
+    if (!a.running_task().empty()) detail = absl::StrCat(detail, detail.empty() ? "" : " / ",
+                                                         a.running_task());
+    std::printf("%-20s %-12s %-12s %10.3f %8.3f %5d  %s\n", a.node_name().c_str(),
+                a.state().c_str(), Ago(a.last_heartbeat_unix_ns()).c_str(), a.clock_offset_ms(),
+                a.rtt_ms(), a.inventory().gpu_count(), detail.c_str());
+  }
+  if (resp.agents().empty()) std::printf("(no agents have connected)\n");
+  return kOk;
+}
+
+int Follow(Client& client, const std::string& run_id, bool json) {
+  auto ctx = client.Context(0);
+  v1::WatchRunRequest req;
+  req.set_run_id(run_id);
+  auto reader = client.stub()->WatchRun(ctx.get(), req);
+  RunProgress progress(stdout, !json && isatty(STDOUT_FILENO));
+  v1::RunEvent ev;
+  while (reader->Read(&ev)) {
+    if (json) {
+      std::printf("%s\n", MessageToJsonLine(ev).c_str());
+      std::fflush(stdout);
+    }
+    progress.OnEvent(ev);
+  }
+  grpc::Status st = reader->Finish();
+  if (!st.ok() && st.error_code() != grpc::StatusCode::UNAVAILABLE) return RpcError(st, client);
+  if (json) {
+    const auto& r = progress.run();
+    if (!st.ok()) return kUnfinished;
+    if (r.state() == "cancelled") return kUnfinished;
+    if (r.state() != "completed") return kUnfinished;
+    return r.tasks_failed() > 0 || r.nodes_failed() > 0 ? kFailed : kOk;
+  }
+  return progress.Finish(st.ok());
+}
+
+int CmdRun(Client& client, const std::vector<std::string>& args) {
+  std::string plan_path;
+  bool no_wait = false, json = false;
+  ArgParser p("cmaxctl run --plan FILE [--no-wait] [--json]",
+              "Submits a plan, prints the run id, then follows the run until it ends.");
+  p.AddString("plan", &plan_path, "plan file (YAML)");
+  p.AddFlag("no-wait", &no_wait, "print the run id and return");
+  p.AddFlag("json", &json, "events as JSON lines");
+  if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
+  if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
+  if (plan_path.empty()) return Usage("run needs --plan FILE");
+  auto plan = LoadPlanFile(plan_path);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "cmaxctl: %s\n", std::string(plan.status().message()).c_str());
+    return kUsage;
+  }
+  v1::SubmitRunRequest req;
+  *req.mutable_plan() = *plan;
+  v1::SubmitRunResponse resp;
+  auto ctx = client.Context();
+  grpc::Status st = client.stub()->SubmitRun(ctx.get(), req, &resp);
+  if (!st.ok()) return RpcError(st, client);
+  if (json) {
+    std::printf("%s\n", MessageToJsonLine(resp).c_str());
+  } else {
+    std::printf("run %s: plan '%s', %d tasks on %d nodes\n", resp.run_id().c_str(),
+                plan->name().c_str(), resp.tasks(), resp.nodes_size());
+  }
+  std::fflush(stdout);
+  if (no_wait) return kOk;
+  return Follow(client, resp.run_id(), json);
+}
+
+int CmdRuns(Client& client, const std::vector<std::string>& args) {
+  bool json = false;
+  int64_t limit = 20;
+  ArgParser p("cmaxctl runs [--limit N] [--json]", "Recent runs, newest first.");
+  p.AddFlag("json", &json, "one JSON object");
+  p.AddInt("limit", &limit, "how many (default 20)");
+  if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
+  if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
+  v1::ListRunsRequest req;
+  req.set_limit(static_cast<int>(limit));
+  v1::ListRunsResponse resp;
+  auto ctx = client.Context();
+  grpc::Status st = client.stub()->ListRuns(ctx.get(), req, &resp);
+  if (!st.ok()) return RpcError(st, client);
+  if (json) {
+    std::printf("%s\n", MessageToJsonLine(resp, true).c_str());
+    return kOk;
+  }
+  std::printf("%-26s %-16s %-10s %-13s %7s %7s  %s\n", "RUN", "PLAN", "STATE", "TIER", "TASKS",
+              "FAILED", "CREATED");
+  for (const auto& r : resp.runs()) {
+    std::printf("%-26s %-16s %-10s %-13s %3d/%-3d %7d  %s\n", r.run_id().c_str(),
+                r.plan_name().c_str(), r.state().c_str(),
+                r.tier().empty() ? "-" : r.tier().c_str(), r.tasks_done(), r.tasks_total(),
+                r.tasks_failed(), FormatRfc3339(r.created_unix_ns()).c_str());
+  }
+  return kOk;
+}
+
+int CmdWatch(Client& client, const std::vector<std::string>& args) {
+  bool json = false;
+  ArgParser p("cmaxctl watch RUN [--json]", "Follows a run until it ends.");
+  p.AddFlag("json", &json, "events as JSON lines");
+  if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
+  if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
+  if (p.positional().size() != 1) return Usage("watch needs one RUN id");
+  return Follow(client, p.positional()[0], json);
+}
+
+int CmdCancel(Client& client, const std::vector<std::string>& args) {
+  ArgParser p("cmaxctl cancel RUN", "Stops every task of a run on every agent.");
+  if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
+  if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
+  if (p.positional().size() != 1) return Usage("cancel needs one RUN id");
+  v1::CancelRunRequest req;
+  req.set_run_id(p.positional()[0]);
+  v1::CancelRunResponse resp;
+  auto ctx = client.Context();
+  grpc::Status st = client.stub()->CancelRun(ctx.get(), req, &resp);
+  if (!st.ok()) return RpcError(st, client);
+  std::printf("run %s cancelled: %d tasks stopped\n", req.run_id().c_str(),
+              resp.tasks_cancelled());
+  return kOk;
+}
+
+int WriteOut(const std::string& path, const std::string& content) {
+  if (path.empty() || path == "-") {
+    std::fwrite(content.data(), 1, content.size(), stdout);
+    return kOk;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "cmaxctl: cannot write %s\n", path.c_str());
+    return kFailed;
+  }
+  std::fprintf(stderr, "wrote %s (%zu bytes)\n", path.c_str(), content.size());
+  return kOk;
+}
+
+int CmdReport(Client& client, const std::vector<std::string>& args) {
+  std::string format = "md", out;
+  ArgParser p("cmaxctl report RUN [--format json|md|html] [-o FILE]", "The run's scorecard.");
+  p.AddString("format", &format, "json, md or html (default md)");
+  p.AddString("output", &out, "write to FILE instead of stdout", "o");
+  if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
+  if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
+  if (p.positional().size() != 1) return Usage("report needs one RUN id");
+  if (format != "json" && format != "md" && format != "html" && format != "markdown") {
+    return Usage("--format must be json, md or html");
+  }
+  v1::GetReportRequest req;
+  req.set_run_id(p.positional()[0]);
+  req.set_format(format);
+  v1::GetReportResponse resp;
+  auto ctx = client.Context();
+  grpc::Status st = client.stub()->GetReport(ctx.get(), req, &resp);
+  if (!st.ok()) return RpcError(st, client);
+  return WriteOut(out, resp.content());
+}
+
+int CmdExport(Client& client, const std::vector<std::string>& args) {
+  std::string out;
+  ArgParser p("cmaxctl export RUN [-o FILE]",
+              "Every stored record of a run as JSON lines (task id, attempt, rank, seq, node, "
+              "suite, record, late).");
+  p.AddString("output", &out, "write to FILE instead of stdout", "o");
+  if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
+  if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
+  if (p.positional().size() != 1) return Usage("export needs one RUN id");
+  FILE* f = stdout;
+  if (!out.empty() && out != "-") {
+    f = std::fopen(out.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "cmaxctl: cannot write %s\n", out.c_str());
+      return kFailed;
+    }
+  }
+  auto ctx = client.Context(0);
+  v1::ExportRequest req;
+  req.set_run_id(p.positional()[0]);
+  auto reader = client.stub()->Export(ctx.get(), req);
+  v1::ExportedRecord r;
+  int64_t n = 0;
+  while (reader->Read(&r)) {
+    std::string line = MessageToJsonLine(r);
+    line.push_back('\n');
+    std::fwrite(line.data(), 1, line.size(), f);
+    ++n;
+  }
+  grpc::Status st = reader->Finish();
+  if (f != stdout) {
+    std::fclose(f);
+    std::fprintf(stderr, "wrote %lld records to %s\n", static_cast<long long>(n), out.c_str());
+  }
+  if (!st.ok()) return RpcError(st, client);
+  return kOk;
+}
+
+}  // namespace
+}  // namespace cmax::ctl
+
+int main(int argc, char** argv) {
+  using namespace cmax::ctl;
+  ClientOptions options;
+  if (const char* e = std::getenv("CMAX_COORDINATOR"); e && *e) options.coordinator = e;
+  if (const char* e = std::getenv("CMAX_TOKEN_FILE"); e && *e) options.token_file = e;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0 && a != "-h") break;
+    if (a == "-h" || a == "--help") return Usage("");
+    if (a == "--version") {
+      std::printf("cmaxctl %s\n", cmax::kCmaxVersion);
+      return kOk;
+    }
+    std::string name = a, value;
+    if (size_t eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return Usage(absl::StrCat(a, " needs a value"));
+    }
+    if (name == "--coordinator") options.coordinator = value;
+    else if (name == "--token-file") options.token_file = value;
+    else if (name == "--tls-ca") options.tls_ca = value;
+    else if (name == "--tls-cert") options.tls_cert = value;
+    else if (name == "--tls-key") options.tls_key = value;
+    else return Usage(absl::StrCat("unknown option ", name));
+  }
+  if (i >= argc) return Usage("no command given");
+  std::string command = argv[i];
+  std::vector<std::string> args(argv + i + 1, argv + argc);
+  auto client = Client::Create(options);
+  if (!client.ok()) {
+    std::fprintf(stderr, "cmaxctl: %s\n", std::string(client.status().message()).c_str());
+    return kUsage;
+  }
+  Client& c = **client;
+  if (command == "agents") return CmdAgents(c, args);
+  if (command == "run") return CmdRun(c, args);
+  if (command == "runs") return CmdRuns(c, args);
+  if (command == "watch") return CmdWatch(c, args);
+  if (command == "cancel") return CmdCancel(c, args);
+  if (command == "report") return CmdReport(c, args);
+  if (command == "export") return CmdExport(c, args);
+  if (command == "help") return Usage("");
+  return Usage(absl::StrCat("unknown command '", command, "'"));
+}

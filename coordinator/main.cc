@@ -1,0 +1,158 @@
+// cmax-coordinator: schedules evaluation suites onto agents, stores their
+// results and writes scorecards. See README.md and deploy/systemd/.
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/flag_names.h"
+#include "common/logging.h"
+#include "common/secrets.h"
+#include "common/version.h"
+#include "coordinator/core.h"
+#include "coordinator/service.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/security/server_credentials.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:8470",
+          "HOST:PORT to listen on. Loopback by default; any other address needs --tls-cert, "
+          "--tls-key and --token-file, or --allow-insecure");
+ABSL_FLAG(std::string, data_dir, "", "directory for cmax.db and reports/ (required)");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding the bearer token every agent and cmaxctl call must present");
+ABSL_FLAG(std::string, tls_cert, "", "server certificate (PEM)");
+ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "CA (PEM) whose client certificates agents and cmaxctl must present (mutual TLS)");
+ABSL_FLAG(int, heartbeat_timeout, 15,
+          "seconds without word from an agent before it is lost and its tasks with it");
+ABSL_FLAG(bool, allow_insecure, false,
+          "listen on a non-loopback address without TLS or token (not recommended)");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
+
+namespace {
+
+bool IsLoopback(const std::string& listen) {
+  return absl::StartsWith(listen, "127.") || absl::StartsWith(listen, "localhost:") ||
+         absl::StartsWith(listen, "[::1]:") || absl::StartsWith(listen, "unix:");
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "cmax-coordinator: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "cmax-coordinator --data-dir DIR [--listen HOST:PORT] [--token-file F] "
+      "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS]");
+  absl::SetFlagsUsageConfig({.version_string = [] {
+    return absl::StrCat("cmax-coordinator ", cmax::kCmaxVersion, "\n");
+  }});
+  cmax::DashedFlags flags(argc, argv);
+  absl::ParseCommandLine(flags.argc(), flags.argv());
+  cmax::SetLogLevel(absl::GetFlag(FLAGS_log_level));
+  auto log = cmax::GetLogger("coordinator");
+
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (data_dir.empty()) return Fail("--data-dir is required");
+  if (absl::GetFlag(FLAGS_heartbeat_timeout) < 1) return Fail("--heartbeat-timeout must be >= 1");
+
+  std::string token;
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    std::string warning;
+    auto t = cmax::ReadTokenFile(absl::GetFlag(FLAGS_token_file), &warning);
+    if (!t.ok()) return Fail(std::string(t.status().message()));
+    if (!warning.empty()) log->warn("{}", warning);
+    token = *t;
+  }
+  const bool tls = !absl::GetFlag(FLAGS_tls_cert).empty() || !absl::GetFlag(FLAGS_tls_key).empty();
+  if (tls && (absl::GetFlag(FLAGS_tls_cert).empty() || absl::GetFlag(FLAGS_tls_key).empty())) {
+    return Fail("--tls-cert and --tls-key go together");
+  }
+  if (!absl::GetFlag(FLAGS_tls_client_ca).empty() && !tls) {
+    return Fail("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  if (!IsLoopback(listen) && (!tls || token.empty())) {
+    if (!absl::GetFlag(FLAGS_allow_insecure)) {
+      return Fail(absl::StrCat("refusing to listen on ", listen,
+                               " without TLS and a token: give --tls-cert, --tls-key and "
+                               "--token-file, or --allow-insecure"));
+    }
+    log->warn("INSECURE: listening on {} without {}{}; anyone who reaches this port can run "
+              "suites on every agent",
+              listen, tls ? "" : "TLS", token.empty() ? (tls ? "a token" : " or a token") : "");
+  }
+
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (tls) {
+    auto cert = cmax::ReadSmallFile(absl::GetFlag(FLAGS_tls_cert));
+    auto key = cmax::ReadSmallFile(absl::GetFlag(FLAGS_tls_key));
+    if (!cert.ok()) return Fail(std::string(cert.status().message()));
+    if (!key.ok()) return Fail(std::string(key.status().message()));
+    grpc::SslServerCredentialsOptions opts;
+    opts.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!absl::GetFlag(FLAGS_tls_client_ca).empty()) {
+      auto ca = cmax::ReadSmallFile(absl::GetFlag(FLAGS_tls_client_ca));
+      if (!ca.ok()) return Fail(std::string(ca.status().message()));
+      opts.pem_root_certs = *ca;
+      opts.client_certificate_request =
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    creds = grpc::SslServerCredentials(opts);
+  }
+
+  // Signals are taken by sigwait below; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  cmax::coordinator::CoreOptions options;
+  options.data_dir = data_dir;
+  options.heartbeat_timeout_ms = int64_t{absl::GetFlag(FLAGS_heartbeat_timeout)} * 1000;
+  auto core = cmax::coordinator::CoordinatorCore::Create(options);
+  if (!core.ok()) return Fail(core.status().ToString());
+  (*core)->Start();
+
+  cmax::coordinator::CoordinatorService service(core->get(), token);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, creds, &port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) return Fail(absl::StrCat("cannot listen on ", listen));
+  std::string shown = listen;
+  if (size_t colon = listen.rfind(':'); colon != std::string::npos) {
+    shown = absl::StrCat(listen.substr(0, colon), ":", port);
+  }
+  log->info("cmax-coordinator {} listening on {} (data {}, tls {}, token {}, heartbeat {} s)",
+            cmax::kCmaxVersion, shown, data_dir, tls ? "on" : "off",
+            token.empty() ? "off" : "on", absl::GetFlag(FLAGS_heartbeat_timeout));
+  // Scripts and tests read the port from this line on stdout.
+  std::printf("listening on %s\n", shown.c_str());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log->info("signal {}: shutting down", sig);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  (*core)->Stop();
+  return 0;
+}

@@ -1,0 +1,544 @@
+#include "coordinator/scheduler.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/numbers.h"
+#include "common/suite_catalog.h"
+#include "re2/re2.h"
+
+namespace cmax::coordinator {
+
+bool IsTerminal(v1::TaskState s) {
+  return s == v1::TASK_COMPLETED || s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT ||
+         s == v1::TASK_LOST || s == v1::TASK_CANCELLED;
+}
+
+const char* TaskStateName(v1::TaskState s) {
+  switch (s) {
+    case v1::TASK_PENDING: return "pending";
+    case v1::TASK_ASSIGNED: return "assigned";
+    case v1::TASK_RUNNING: return "running";
+    case v1::TASK_COMPLETED: return "completed";
+    case v1::TASK_FAILED: return "failed";
+    case v1::TASK_TIMED_OUT: return "timed_out";
+    case v1::TASK_LOST: return "lost";
+    case v1::TASK_CANCELLED: return "cancelled";
+    default: return "unknown";
+  }
+}
+
+namespace {
+
+// Plan-level expectations fill a suite's parameters of the same meaning
+// unless the suite sets them itself.
+void ApplyExpectations(const v1::Expectations& e, const SuiteInfo& info,
+                       std::map<std::string, std::string>* params) {
+  auto has = [&](const char* name) {
+    return std::any_of(info.params.begin(), info.params.end(),
+                       [&](const ParamSpec& p) { return p.name == name; });
+  };
+  auto fill = [&](const char* name, const std::string& value) {
+    if (!value.empty() && has(name) && !params->count(name)) (*params)[name] = value;
+  };
+  if (e.gpus_per_node() > 0) fill("expect-gpus", absl::StrCat(e.gpus_per_node()));
+  fill("expect-gpu-model", e.gpu_model());
+  if (e.min_cpu_cores() > 0) fill("min-cpu-cores", absl::StrCat(e.min_cpu_cores()));
+  if (e.min_memory_gib() > 0) fill("min-memory-gib", absl::StrCat(e.min_memory_gib()));
+  fill("tenancy", e.tenancy());
+}
+
+absl::StatusOr<std::vector<std::string>> SelectNodes(const v1::NodeSelector& sel,
+                                                     const std::vector<std::string>& connected) {
+  std::vector<std::string> out;
+  if (!sel.names().empty()) {
+    for (const auto& n : sel.names()) {
+      if (std::find(connected.begin(), connected.end(), n) == connected.end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("node '", n, "' named by the plan is not connected"));
+      }
+      out.push_back(n);
+    }
+  } else if (!sel.name_regex().empty()) {
+    RE2 re(sel.name_regex());
+    for (const auto& n : connected) {
+      if (RE2::FullMatch(n, re)) out.push_back(n);
+    }
+  } else {
+    out = connected;
+  }
+  return out;
+}
+
+// Disjoint pairs in rounds (circle method), enough rounds that every node
+// meets at least two different partners where there are three or more nodes.
+std::vector<std::vector<std::pair<std::string, std::string>>> PairRounds(
+    std::vector<std::string> nodes) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> rounds;
+  if (nodes.size() < 2) return rounds;
+  if (nodes.size() % 2) nodes.push_back("");  // a bye
+  const size_t n = nodes.size();
+  size_t wanted = std::min<size_t>(n - 1, nodes.back().empty() ? 3 : 2);
+  for (size_t r = 0; r < n - 1 && rounds.size() < wanted; ++r) {
+    std::vector<std::pair<std::string, std::string>> round;
+    for (size_t i = 0; i < n / 2; ++i) {
+      const std::string& a = nodes[i];
+      const std::string& b = nodes[n - 1 - i];
+      if (!a.empty() && !b.empty()) round.emplace_back(std::min(a, b), std::max(a, b));
+    }
+    rounds.push_back(round);
+    // Rotate all but the first.
+    std::rotate(nodes.begin() + 1, nodes.end() - 1, nodes.end());
+  }
+  return rounds;
+}
+
+}  // namespace
+
+absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registry& registry,
+                                             int64_t now_unix_ns, const std::string& run_id,
+                                             Changes* changes) {
+  std::vector<std::string> connected = registry.ConnectedNodes();
+  if (connected.empty()) return absl::FailedPreconditionError("no agent is connected");
+  auto run = std::make_unique<RunRow>();
+  run->plan = plan;
+  run->info.set_run_id(run_id);
+  run->info.set_plan_name(plan.name());
+  run->info.set_state("running");
+  run->info.set_created_unix_ns(now_unix_ns);
+  std::set<std::string> all_nodes;
+  std::vector<std::unique_ptr<TaskRow>> created;
+
+  for (int i = 0; i < plan.suites_size(); ++i) {
+    const v1::SuiteSpec& spec = plan.suites(i);
+    const SuiteInfo* info = FindSuite(spec.suite());
+    if (!info) return absl::InvalidArgumentError(absl::StrCat("unknown suite ", spec.suite()));
+    std::map<std::string, std::string> params(spec.params().begin(), spec.params().end());
+    ApplyExpectations(plan.expect(), *info, &params);
+    auto args = BuildSuiteArgs(*info, params);
+    if (!args.ok()) return args.status();
+    auto nodes = SelectNodes(spec.nodes(), connected);
+    if (!nodes.ok()) return nodes.status();
+    if (nodes->empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("suite ", i, " (", spec.suite(), ") selects no connected node"));
+    }
+    v1::Scope scope = spec.scope() == v1::SCOPE_UNSPECIFIED ? info->scopes.front() : spec.scope();
+    const std::string name = spec.name().empty() ? spec.suite() : spec.name();
+
+    auto make_task = [&](const std::string& suffix, std::vector<std::string> task_nodes,
+                         bool group) {
+      auto t = std::make_unique<TaskRow>();
+      t->nodes = std::move(task_nodes);
+      t->retries = spec.retries();
+      t->exclusive = info->exclusive;
+      auto& ti = t->info;
+      ti.set_task_id(absl::StrCat(run_id, ".", i, ".", suffix));
+      ti.set_run_id(run_id);
+      ti.set_suite(spec.suite());
+      ti.set_name(name);
+      ti.set_node(absl::StrJoin(t->nodes, ","));
+      ti.set_state(v1::TASK_PENDING);
+      ti.set_suite_index(i);
+      auto& a = t->assignment;
+      a.set_task_id(ti.task_id());
+      a.set_run_id(run_id);
+      a.set_suite(spec.suite());
+      for (const auto& arg : *args) a.add_args(arg);
+      a.set_timeout_seconds(spec.timeout_seconds() > 0 ? spec.timeout_seconds()
+                                                        : info->default_timeout_s);
+      for (const auto& [k, v] : spec.env()) (*a.mutable_env())[k] = v;
+      if (group) {
+        a.set_group(ti.task_id());
+        a.set_launcher(spec.launcher().empty() ? "agents" : spec.launcher());
+      }
+      for (const auto& n : t->nodes) all_nodes.insert(n);
+      created.push_back(std::move(t));
+    };
+
+    switch (scope) {
+      case v1::SCOPE_NODE:
+        for (const auto& n : *nodes) make_task(n, {n}, false);
+        break;
+      case v1::SCOPE_GANG:
+      case v1::SCOPE_BARRIER:
+        make_task(scope == v1::SCOPE_GANG ? "gang" : "barrier", *nodes, true);
+        break;
+      case v1::SCOPE_PAIRS: {
+        auto rounds = PairRounds(*nodes);
+        if (rounds.empty()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("suite ", i, " (", spec.suite(), ") with scope pairs needs two nodes"));
+        }
+        int k = 0;
+        for (const auto& round : rounds) {
+          for (const auto& [a, b] : round) make_task(absl::StrCat("p", k++), {a, b}, true);
+        }
+        break;
+      }
+      default:
+        return absl::InvalidArgumentError("unknown scope");
+    }
+  }
+
+  run->nodes.assign(all_nodes.begin(), all_nodes.end());
+  run->info.set_tasks_total(static_cast<int>(created.size()));
+  RunRow* out = run.get();
+  runs_[run_id] = std::move(run);
+  run_order_.push_back(run_id);
+  changes->runs.insert(run_id);
+  for (auto& t : created) {
+    changes->tasks.insert(t->info.task_id());
+    tasks_[t->info.task_id()] = std::move(t);
+  }
+  return out;
+}
+
+void Scheduler::Restore(RunRow run, std::vector<TaskRow> tasks) {
+  std::string id = run.info.run_id();
+  runs_[id] = std::make_unique<RunRow>(std::move(run));
+  run_order_.push_back(id);
+  std::sort(run_order_.begin(), run_order_.end(), [&](const std::string& a, const std::string& b) {
+    return runs_[a]->info.created_unix_ns() < runs_[b]->info.created_unix_ns();
+  });
+  for (auto& t : tasks) {
+    std::string tid = t.info.task_id();
+    tasks_[tid] = std::make_unique<TaskRow>(std::move(t));
+  }
+}
+
+bool Scheduler::NodeBusy(const std::string& node) const {
+  for (const auto& [id, t] : tasks_) {
+    auto s = t->info.state();
+    if (s != v1::TASK_ASSIGNED && s != v1::TASK_RUNNING) continue;
+    if (std::find(t->nodes.begin(), t->nodes.end(), node) != t->nodes.end()) return true;
+  }
+  return false;
+}
+
+bool Scheduler::Ready(const TaskRow& task, const Registry& registry) const {
+  for (const auto& n : task.nodes) {
+    if (!registry.IsConnected(n) || NodeBusy(n)) return false;
+  }
+  for (const auto& [id, t] : tasks_) {
+    if (t->info.run_id() != task.info.run_id()) continue;
+    if (t->info.suite_index() >= task.info.suite_index() || IsTerminal(t->info.state())) continue;
+    for (const auto& n : task.nodes) {
+      if (std::find(t->nodes.begin(), t->nodes.end(), n) != t->nodes.end()) return false;
+    }
+  }
+  return true;
+}
+
+void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix_ns,
+                       Changes* changes) {
+  RunRow* run = FindRun(task->info.run_id());
+  task->info.set_attempt(task->info.attempt() + 1);
+  task->info.set_state(v1::TASK_ASSIGNED);
+  task->info.set_started_unix_ns(now_unix_ns);
+  task->info.set_message("");
+  task->assignment.set_attempt(task->info.attempt());
+  rank_ends_.erase(task->info.task_id());
+  const bool group = !task->assignment.group().empty();
+
+  // Rank layout: contiguous ranks per node, in node order.
+  std::vector<int> local_sizes;
+  for (const auto& n : task->nodes) {
+    int local = 1;
+    if (group && run) {
+      const std::string& rpn = run->plan.suites(task->info.suite_index()).ranks_per_node();
+      if (rpn == "gpus") {
+        const AgentEntry* e = registry.Find(n);
+        local = std::max(1, e ? e->inventory.gpu_count() : 1);
+      } else if (!rpn.empty()) {
+        int v = 1;
+        if (absl::SimpleAtoi(rpn, &v) && v > 0) local = v;
+      }
+    }
+    local_sizes.push_back(local);
+  }
+  int world = 0;
+  for (int l : local_sizes) world += l;
+  task->assignment.set_world_size(world);
+  task->assignment.clear_peer_addresses();
+  for (const auto& n : task->nodes) {
+    const AgentEntry* e = registry.Find(n);
+    task->assignment.add_peer_addresses(e && !e->addresses.empty() ? e->addresses.front() : "");
+  }
+
+  int first_rank = 0;
+  for (size_t i = 0; i < task->nodes.size(); ++i) {
+    Outbound o;
+    o.node = task->nodes[i];
+    v1::TaskAssignment* a = o.message.mutable_assign();
+    *a = task->assignment;
+    a->clear_ranks();
+    if (group) {
+      a->set_local_world_size(local_sizes[i]);
+      for (int l = 0; l < local_sizes[i]; ++l) {
+        auto* r = a->add_ranks();
+        r->set_rank(first_rank + l);
+        r->set_local_rank(l);
+      }
+    }
+    first_rank += local_sizes[i];
+    changes->out.push_back(std::move(o));
+  }
+  changes->tasks.insert(task->info.task_id());
+}
+
+void Scheduler::Schedule(const Registry& registry, int64_t now_unix_ns, Changes* changes) {
+  for (const auto& run_id : run_order_) {
+    for (TaskRow* t : TasksOf(run_id)) {
+      if (t->info.state() != v1::TASK_PENDING) continue;
+      if (Ready(*t, registry)) Assign(t, registry, now_unix_ns, changes);
+    }
+  }
+}
+
+void Scheduler::StopOnNodes(const TaskRow& task, const std::string& reason,
+                            const std::string& except, Changes* changes) {
+  for (const auto& n : task.nodes) {
+    if (n == except) continue;
+    Outbound o;
+    o.node = n;
+    auto* c = o.message.mutable_cancel();
+    c->set_task_id(task.info.task_id());
+    c->set_attempt(task.info.attempt());
+    c->set_reason(reason);
+    changes->out.push_back(std::move(o));
+  }
+}
+
+void Scheduler::EndTask(TaskRow* task, v1::TaskState state, const std::string& message,
+                        int64_t now_unix_ns, Changes* changes) {
+  if (state == v1::TASK_FAILED && task->info.attempt() <= task->retries) {
+    task->info.set_state(v1::TASK_PENDING);
+    task->info.set_message(absl::StrCat("attempt ", task->info.attempt(), " failed (", message,
+                                        "); retrying"));
+    changes->tasks.insert(task->info.task_id());
+    return;
+  }
+  task->info.set_state(state);
+  task->info.set_message(message);
+  task->info.set_finished_unix_ns(now_unix_ns);
+  changes->tasks.insert(task->info.task_id());
+  MaybeFinishRun(task->info.run_id(), now_unix_ns, changes);
+}
+
+void Scheduler::OnStatus(const std::string& node, const v1::TaskStatus& status,
+                         int64_t now_unix_ns, Changes* changes) {
+  TaskRow* task = FindTask(status.task_id());
+  if (!task || status.attempt() != task->info.attempt()) return;
+  if (std::find(task->nodes.begin(), task->nodes.end(), node) == task->nodes.end()) return;
+  v1::TaskInfo& info = task->info;
+  if (status.state() == v1::TASK_RUNNING) {
+    if (info.state() == v1::TASK_ASSIGNED) {
+      info.set_state(v1::TASK_RUNNING);
+      changes->tasks.insert(info.task_id());
+    }
+    return;
+  }
+  if (!IsTerminal(status.state()) || IsTerminal(info.state()) ||
+      info.state() == v1::TASK_PENDING) {
+    return;
+  }
+  const bool group = !task->assignment.group().empty();
+  if (!group) {
+    info.set_exit_code(status.exit_code());
+    info.set_stderr_tail(status.stderr_tail());
+    EndTask(task, status.state(), status.message(), now_unix_ns, changes);
+    return;
+  }
+  auto& ends = rank_ends_[info.task_id()];
+  ends[status.rank()] = status;
+  if (status.state() != v1::TASK_COMPLETED) {
+    std::string why = absl::StrCat("rank ", status.rank(), " on ", node, " ",
+                                   TaskStateName(status.state()),
+                                   status.message().empty() ? "" : ": ", status.message());
+    info.set_exit_code(status.exit_code());
+    info.set_stderr_tail(status.stderr_tail());
+    StopOnNodes(*task, why, "", changes);
+    EndTask(task, status.state() == v1::TASK_CANCELLED ? v1::TASK_FAILED : status.state(), why,
+            now_unix_ns, changes);
+    return;
+  }
+  info.set_exit_code(std::max(info.exit_code(), status.exit_code()));
+  if (static_cast<int>(ends.size()) >= task->assignment.world_size()) {
+    EndTask(task, v1::TASK_COMPLETED, "", now_unix_ns, changes);
+  }
+}
+
+void Scheduler::OnHello(const std::string& node, const v1::Hello& hello, Changes* changes) {
+  std::set<std::pair<std::string, int>> held;
+  for (const auto& h : hello.held()) {
+    held.insert({h.task_id(), h.attempt()});
+    TaskRow* t = FindTask(h.task_id());
+    bool stale = !t || t->info.attempt() != h.attempt() || IsTerminal(t->info.state());
+    if (h.running() && stale) {
+      Outbound o;
+      o.node = node;
+      auto* c = o.message.mutable_cancel();
+      c->set_task_id(h.task_id());
+      c->set_attempt(h.attempt());
+      c->set_reason(t ? absl::StrCat("task already ", TaskStateName(t->info.state()))
+                      : "unknown task");
+      changes->out.push_back(std::move(o));
+    }
+  }
+  // Assignments the agent does not hold: the message was lost with the old
+  // stream; send it again (the agent starts a task at most once).
+  for (auto& [id, t] : tasks_) {
+    auto s = t->info.state();
+    if (s != v1::TASK_ASSIGNED && s != v1::TASK_RUNNING) continue;
+    auto it = std::find(t->nodes.begin(), t->nodes.end(), node);
+    if (it == t->nodes.end() || held.count({id, t->info.attempt()})) continue;
+    if (s == v1::TASK_RUNNING && t->nodes.size() == 1) {
+      // It ran there but the agent has no trace of it: its files are gone.
+      EndTask(t.get(), v1::TASK_FAILED, "the agent restarted and holds no trace of the task", 0,
+              changes);
+      continue;
+    }
+    size_t index = static_cast<size_t>(it - t->nodes.begin());
+    Outbound o;
+    o.node = node;
+    *o.message.mutable_assign() = t->assignment;
+    if (!t->assignment.group().empty()) {
+      // Ranks of this node: world_size / nodes when uniform.
+      int local = t->assignment.world_size() / static_cast<int>(t->nodes.size());
+      auto* a = o.message.mutable_assign();
+      a->clear_ranks();
+      a->set_local_world_size(local);
+      for (int l = 0; l < local; ++l) {
+        auto* r = a->add_ranks();
+        r->set_rank(static_cast<int>(index) * local + l);
+        r->set_local_rank(l);
+      }
+    }
+    changes->out.push_back(std::move(o));
+  }
+}
+
+void Scheduler::OnNodeLost(const std::string& node, int64_t now_unix_ns, Changes* changes) {
+  for (auto& [id, t] : tasks_) {
+    if (IsTerminal(t->info.state())) continue;
+    if (std::find(t->nodes.begin(), t->nodes.end(), node) == t->nodes.end()) continue;
+    std::string why = t->info.state() == v1::TASK_PENDING
+                          ? absl::StrCat("agent on ", node, " lost before the task started")
+                          : absl::StrCat("agent on ", node, " lost (no heartbeat)");
+    if (t->info.state() != v1::TASK_PENDING) StopOnNodes(*t, why, node, changes);
+    t->info.set_state(v1::TASK_LOST);
+    t->info.set_message(why);
+    t->info.set_finished_unix_ns(now_unix_ns);
+    changes->tasks.insert(id);
+    MaybeFinishRun(t->info.run_id(), now_unix_ns, changes);
+  }
+}
+
+absl::StatusOr<int> Scheduler::Cancel(const std::string& run_id, int64_t now_unix_ns,
+                                      Changes* changes) {
+  RunRow* run = FindRun(run_id);
+  if (!run) return absl::NotFoundError(absl::StrCat("run '", run_id, "' is not active"));
+  run->cancel_requested = true;
+  changes->runs.insert(run_id);
+  int n = 0;
+  for (TaskRow* t : TasksOf(run_id)) {
+    if (IsTerminal(t->info.state())) continue;
+    if (t->info.state() != v1::TASK_PENDING) StopOnNodes(*t, "run cancelled", "", changes);
+    t->info.set_state(v1::TASK_CANCELLED);
+    t->info.set_message("run cancelled");
+    t->info.set_finished_unix_ns(now_unix_ns);
+    changes->tasks.insert(t->info.task_id());
+    ++n;
+  }
+  MaybeFinishRun(run_id, now_unix_ns, changes);
+  return n;
+}
+
+void Scheduler::ExpireOverdue(int64_t now_unix_ns, int64_t grace_ns, Changes* changes) {
+  for (auto& [id, t] : tasks_) {
+    auto s = t->info.state();
+    if (s != v1::TASK_ASSIGNED && s != v1::TASK_RUNNING) continue;
+    int64_t deadline = t->info.started_unix_ns() +
+                       int64_t{t->assignment.timeout_seconds()} * 1000000000 + grace_ns;
+    if (now_unix_ns < deadline) continue;
+    std::string why = absl::StrCat("no end status ", grace_ns / 1000000000,
+                                   " s after its timeout of ", t->assignment.timeout_seconds(),
+                                   " s");
+    StopOnNodes(*t, why, "", changes);
+    t->info.set_state(v1::TASK_TIMED_OUT);
+    t->info.set_message(why);
+    t->info.set_finished_unix_ns(now_unix_ns);
+    changes->tasks.insert(id);
+    MaybeFinishRun(t->info.run_id(), now_unix_ns, changes);
+  }
+}
+
+void Scheduler::MaybeFinishRun(const std::string& run_id, int64_t now_unix_ns,
+                               Changes* changes) {
+  RunRow* run = FindRun(run_id);
+  if (!run || (run->info.state() != "running" && run->info.state() != "pending")) return;
+  for (TaskRow* t : TasksOf(run_id)) {
+    if (!IsTerminal(t->info.state())) return;
+  }
+  run->info.set_state(run->cancel_requested ? "cancelled" : "completed");
+  run->info.set_finished_unix_ns(now_unix_ns);
+  RefreshCounters(run);
+  changes->runs.insert(run_id);
+  changes->finished_runs.push_back(run_id);
+}
+
+void Scheduler::RefreshCounters(RunRow* run) {
+  int total = 0, done = 0, failed = 0;
+  for (TaskRow* t : TasksOf(run->info.run_id())) {
+    ++total;
+    auto s = t->info.state();
+    if (IsTerminal(s)) ++done;
+    if (s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT || s == v1::TASK_LOST) ++failed;
+  }
+  run->info.set_tasks_total(total);
+  run->info.set_tasks_done(done);
+  run->info.set_tasks_failed(failed);
+}
+
+RunRow* Scheduler::FindRun(const std::string& run_id) {
+  auto it = runs_.find(run_id);
+  return it == runs_.end() ? nullptr : it->second.get();
+}
+
+TaskRow* Scheduler::FindTask(const std::string& task_id) {
+  auto it = tasks_.find(task_id);
+  return it == tasks_.end() ? nullptr : it->second.get();
+}
+
+std::vector<TaskRow*> Scheduler::TasksOf(const std::string& run_id) {
+  std::vector<TaskRow*> out;
+  // Task ids start with the run id followed by '.'.
+  std::string prefix = run_id + ".";
+  for (auto it = tasks_.lower_bound(prefix);
+       it != tasks_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    out.push_back(it->second.get());
+  }
+  std::stable_sort(out.begin(), out.end(), [](const TaskRow* a, const TaskRow* b) {
+    return a->info.suite_index() < b->info.suite_index();
+  });
+  return out;
+}
+
+std::vector<RunRow*> Scheduler::Runs() {
+  std::vector<RunRow*> out;
+  for (const auto& id : run_order_) out.push_back(runs_[id].get());
+  return out;
+}
+
+void Scheduler::Forget(const std::string& run_id) {
+  for (TaskRow* t : TasksOf(run_id)) {
+    rank_ends_.erase(t->info.task_id());
+    tasks_.erase(t->info.task_id());
+  }
+  runs_.erase(run_id);
+  run_order_.erase(std::remove(run_order_.begin(), run_order_.end(), run_id), run_order_.end());
+}
+
+}  // namespace cmax::coordinator

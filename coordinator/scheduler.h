@@ -1,0 +1,107 @@
+// Runs and tasks: expands a plan into tasks, decides what runs where and
+// when, and applies what agents report.
+//
+// Task states (cmax.v1.TaskState):
+//
+//   PENDING ──assign──▶ ASSIGNED ──agent: running──▶ RUNNING ──agent: end──▶ COMPLETED
+//      │                   │                            │                    FAILED ──(retries left)──▶ PENDING
+//      │                   │                            │                    TIMED_OUT
+//      └──── cancel ───────┴──── cancel / node lost ────┴──────────────────▶ CANCELLED / LOST
+//
+// A node runs one task at a time. A task is ready when every task of its run
+// with a lower suite index on any of its nodes has ended, and all its nodes
+// are connected and free. Runs are served first come, first served. Group
+// tasks (gang, barrier, pairs) hold all their nodes; a rank that fails, or a
+// node that is lost, ends the whole group and stops the other ranks.
+//
+// A run ends when all its tasks have ended: "completed", or "cancelled" after
+// a cancel.
+//
+// Thread: owned by the coordinator core thread; not thread-safe.
+#ifndef CMAX_COORDINATOR_SCHEDULER_H_
+#define CMAX_COORDINATOR_SCHEDULER_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/registry.h"
+#include "coordinator/store.h"
+
+namespace cmax::coordinator {
+
+// A message for one agent.
+struct Outbound {
+  std::string node;
+  v1::CoordinatorMessage message;
+};
+
+// What a scheduler call changed: to persist, to broadcast, to send.
+struct Changes {
+  std::set<std::string> tasks;  // task ids whose row changed
+  std::set<std::string> runs;   // run ids whose row changed
+  std::vector<Outbound> out;
+  std::vector<std::string> finished_runs;  // runs that just ended
+};
+
+bool IsTerminal(v1::TaskState state);
+const char* TaskStateName(v1::TaskState state);
+
+class Scheduler {
+ public:
+  // Expands `plan` over the connected agents. INVALID_ARGUMENT when the plan
+  // selects no connected node or asks for something impossible.
+  absl::StatusOr<RunRow*> CreateRun(const v1::Plan& plan, const Registry& registry,
+                                    int64_t now_unix_ns, const std::string& run_id,
+                                    Changes* changes);
+  // Brings back an unfinished run from the store (coordinator restart).
+  void Restore(RunRow run, std::vector<TaskRow> tasks);
+
+  // Assigns every ready task.
+  void Schedule(const Registry& registry, int64_t now_unix_ns, Changes* changes);
+  // An agent reported on a task (start or end).
+  void OnStatus(const std::string& node, const v1::TaskStatus& status, int64_t now_unix_ns,
+                Changes* changes);
+  // An agent (re)connected holding these tasks: re-send assignments it lost,
+  // stop tasks that ended here meanwhile.
+  void OnHello(const std::string& node, const v1::Hello& hello, Changes* changes);
+  void OnNodeLost(const std::string& node, int64_t now_unix_ns, Changes* changes);
+  // Cancels every unfinished task of a run. NOT_FOUND for an unknown or
+  // finished run. Returns how many tasks were cancelled.
+  absl::StatusOr<int> Cancel(const std::string& run_id, int64_t now_unix_ns, Changes* changes);
+  // Backstop for agents that do not enforce a timeout: a task running past
+  // its timeout plus `grace_ns` is ended as timed out.
+  void ExpireOverdue(int64_t now_unix_ns, int64_t grace_ns, Changes* changes);
+
+  RunRow* FindRun(const std::string& run_id);
+  TaskRow* FindTask(const std::string& task_id);
+  std::vector<TaskRow*> TasksOf(const std::string& run_id);
+  std::vector<RunRow*> Runs();
+  // Drops a finished run from memory (it stays in the store).
+  void Forget(const std::string& run_id);
+  // The run's counters (tasks_done, tasks_failed) recomputed.
+  void RefreshCounters(RunRow* run);
+
+ private:
+  bool NodeBusy(const std::string& node) const;
+  bool Ready(const TaskRow& task, const Registry& registry) const;
+  void Assign(TaskRow* task, const Registry& registry, int64_t now_unix_ns, Changes* changes);
+  void EndTask(TaskRow* task, v1::TaskState state, const std::string& message,
+               int64_t now_unix_ns, Changes* changes);
+  void MaybeFinishRun(const std::string& run_id, int64_t now_unix_ns, Changes* changes);
+  void StopOnNodes(const TaskRow& task, const std::string& reason, const std::string& except,
+                   Changes* changes);
+
+  std::map<std::string, std::unique_ptr<RunRow>> runs_;
+  std::map<std::string, std::unique_ptr<TaskRow>> tasks_;
+  std::vector<std::string> run_order_;  // creation order
+  // Per group task: end statuses per rank received so far.
+  std::map<std::string, std::map<int, v1::TaskStatus>> rank_ends_;
+};
+
+}  // namespace cmax::coordinator
+
+#endif  // CMAX_COORDINATOR_SCHEDULER_H_

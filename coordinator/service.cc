@@ -1,0 +1,409 @@
+#include "coordinator/service.h"
+
+#include <deque>
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+#include "common/logging.h"
+
+namespace cmax::coordinator {
+namespace {
+
+grpc::Status Unauthenticated() {
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "missing or wrong bearer token (see --token-file)");
+}
+
+// Constant-time comparison, so the token cannot be guessed byte by byte.
+bool SameSecret(const std::string& given, const std::string& want) {
+  if (want.empty()) return false;
+  unsigned char diff = given.size() != want.size() ? 1 : 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ want[i]);
+  }
+  return diff == 0;
+}
+
+// Outbound queue for one stream: one write in flight, the rest queued.
+// Thread-safe; `start_write` is called outside the lock.
+template <typename Message>
+class WriteQueue {
+ public:
+  // Returns the message to write now, or nullptr when a write is in flight.
+  const Message* Push(Message m) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return nullptr;
+    queue_.push_back(std::move(m));
+    if (writing_) return nullptr;
+    writing_ = true;
+    return &queue_.front();
+  }
+  // After a write completed: the next message to write, or nullptr.
+  const Message* Done(bool ok) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (!queue_.empty()) queue_.pop_front();
+    if (!ok) closed_ = true;
+    if (!ok || queue_.empty()) {
+      writing_ = false;
+      return nullptr;
+    }
+    return &queue_.front();
+  }
+  bool Idle() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return !writing_;
+  }
+  void Close() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::deque<Message> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class AgentReactor;
+
+// The core's handle on one agent stream; outlives the reactor (the core may
+// still hold it), after which Send and Close do nothing.
+class Session final : public AgentSession {
+ public:
+  Session(AgentReactor* reactor, std::string peer) : reactor_(reactor), peer_(std::move(peer)) {}
+  void Send(const v1::CoordinatorMessage& message) override;
+  void Close(const std::string& reason) override;
+  std::string peer() const override { return peer_; }
+  void WriteDone(bool ok);
+  void Detach() {
+    absl::MutexLock lock(&mu_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  absl::Mutex mu_;
+  AgentReactor* reactor_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::string peer_;
+  WriteQueue<v1::CoordinatorMessage> writes_;
+};
+
+class AgentReactor final
+    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+ public:
+  AgentReactor(CoordinatorCore* core, grpc::CallbackServerContext* context, bool authorized)
+      : core_(core), session_(std::make_shared<Session>(this, context->peer())) {
+    if (!authorized) {
+      GetLogger("coordinator")->warn("agent stream from {} refused: bad token", context->peer());
+      session_->Detach();
+      Finish(Unauthenticated());
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      session_->Close("stream closed by the agent");
+      return;
+    }
+    auto session = session_;
+    v1::AgentMessage message = std::move(in_);
+    CoordinatorCore* core = core_;
+    core_->Post([core, session, message = std::move(message)] {
+      core->HandleAgentMessage(session, message);
+    });
+    in_.Clear();
+    StartRead(&in_);
+  }
+  void OnWriteDone(bool ok) override { session_->WriteDone(ok); }
+  void OnDone() override {
+    session_->Detach();
+    auto session = session_;
+    CoordinatorCore* core = core_;
+    core_->Post([core, session] { core->HandleStreamEnded(session); });
+    delete this;
+  }
+
+ private:
+  CoordinatorCore* core_;
+  std::shared_ptr<Session> session_;
+  v1::AgentMessage in_;
+};
+
+void Session::Send(const v1::CoordinatorMessage& message) {
+  const v1::CoordinatorMessage* next = writes_.Push(message);
+  if (!next) return;
+  absl::MutexLock lock(&mu_);
+  if (reactor_ && !finished_) {
+    reactor_->StartWrite(next);
+  } else {
+    writes_.Close();
+  }
+}
+
+void Session::WriteDone(bool ok) {
+  const v1::CoordinatorMessage* next = writes_.Done(ok);
+  if (!next) return;
+  absl::MutexLock lock(&mu_);
+  if (reactor_ && !finished_) reactor_->StartWrite(next);
+}
+
+void Session::Close(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (!reactor_ || finished_) return;
+  finished_ = true;
+  reactor_->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, reason));
+}
+
+// Streams a run's events to one cmaxctl.
+class WatchReactor;
+class Watcher final : public RunWatcher {
+ public:
+  explicit Watcher(WatchReactor* reactor) : reactor_(reactor) {}
+  void OnEvent(const v1::RunEvent& event) override;
+  void OnEnd() override;
+  bool closed() const override {
+    absl::MutexLock lock(&mu_);
+    return reactor_ == nullptr || finished_;
+  }
+  void WriteDone(bool ok);
+  void Detach() {
+    absl::MutexLock lock(&mu_);
+    reactor_ = nullptr;
+  }
+  void Fail(const grpc::Status& status);
+
+ private:
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  mutable absl::Mutex mu_;
+  WatchReactor* reactor_ ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  WriteQueue<v1::RunEvent> writes_;
+};
+
+class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
+ public:
+  WatchReactor(CoordinatorCore* core, const std::string& run_id, bool authorized)
+      : watcher_(std::make_shared<Watcher>(this)) {
+    if (!authorized) {
+      watcher_->Fail(Unauthenticated());
+      return;
+    }
+    auto watcher = watcher_;
+    core->Post([core, run_id, watcher] {
+      if (auto s = core->HandleWatchRun(run_id, watcher); !s.ok()) watcher->Fail(ToGrpc(s));
+    });
+  }
+  void OnWriteDone(bool ok) override { watcher_->WriteDone(ok); }
+  void OnDone() override {
+    watcher_->Detach();
+    delete this;
+  }
+
+ private:
+  std::shared_ptr<Watcher> watcher_;
+};
+
+void Watcher::OnEvent(const v1::RunEvent& event) {
+  const v1::RunEvent* next = writes_.Push(event);
+  if (!next) return;
+  absl::MutexLock lock(&mu_);
+  if (reactor_ && !finished_) reactor_->StartWrite(next);
+}
+
+void Watcher::OnEnd() {
+  absl::MutexLock lock(&mu_);
+  ended_ = true;
+  MaybeFinishLocked();
+}
+
+void Watcher::MaybeFinishLocked() {
+  if (ended_ && !finished_ && reactor_ && writes_.Idle()) {
+    finished_ = true;
+    reactor_->Finish(grpc::Status::OK);
+  }
+}
+
+void Watcher::WriteDone(bool ok) {
+  const v1::RunEvent* next = writes_.Done(ok);
+  absl::MutexLock lock(&mu_);
+  if (next && reactor_ && !finished_) {
+    reactor_->StartWrite(next);
+    return;
+  }
+  MaybeFinishLocked();
+}
+
+void Watcher::Fail(const grpc::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (reactor_ && !finished_) {
+    finished_ = true;
+    reactor_->Finish(status);
+  }
+}
+
+// Streams a run's stored records, read on the core thread first.
+class ExportReactor final : public grpc::ServerWriteReactor<v1::ExportedRecord> {
+ public:
+  ExportReactor(CoordinatorCore* core, const std::string& run_id, bool authorized) {
+    if (!authorized) {
+      Finish(Unauthenticated());
+      return;
+    }
+    core->Post([this, core, run_id] {
+      auto run = core->HandleGetRun(run_id);
+      if (!run.ok()) {
+        Finish(ToGrpc(run.status()));
+        return;
+      }
+      // A second, read-only connection would let this run off the core
+      // thread; a scan of one run is short enough for now.
+      auto store = Store::Open(core->db_path());
+      if (!store.ok()) {
+        Finish(ToGrpc(store.status()));
+        return;
+      }
+      auto s = (*store)->ScanRecords(run_id, [this](const v1::ExportedRecord& r) {
+        records_.push_back(r);
+        return true;
+      });
+      if (!s.ok()) {
+        Finish(ToGrpc(s));
+        return;
+      }
+      Next();
+    });
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::CANCELLED);
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (index_ >= records_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartWrite(&records_[index_++]);
+  }
+  std::vector<v1::ExportedRecord> records_;
+  size_t index_ = 0;
+};
+
+// Runs `fn` (returning absl::StatusOr<Response>) on the core thread and
+// finishes the unary call with its result.
+template <typename Response, typename Fn>
+grpc::ServerUnaryReactor* Unary(CoordinatorCore* core, grpc::CallbackServerContext* context,
+                                bool authorized, Response* response, Fn fn) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!authorized) {
+    reactor->Finish(Unauthenticated());
+    return reactor;
+  }
+  core->Post([reactor, response, fn = std::move(fn)]() mutable {
+    absl::StatusOr<Response> result = fn();
+    if (!result.ok()) {
+      reactor->Finish(ToGrpc(result.status()));
+      return;
+    }
+    *response = std::move(*result);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+}  // namespace
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+CoordinatorService::CoordinatorService(CoordinatorCore* core, std::string token)
+    : core_(core), token_(std::move(token)) {}
+
+bool CoordinatorService::Authorized(grpc::CallbackServerContext* context) const {
+  if (token_.empty()) return true;
+  const auto& md = context->client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return false;
+  std::string value(it->second.data(), it->second.size());
+  const std::string prefix = "Bearer ";
+  if (value.compare(0, prefix.size(), prefix) != 0) return false;
+  return SameSecret(value.substr(prefix.size()), token_);
+}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* CoordinatorService::Connect(
+    grpc::CallbackServerContext* context) {
+  return new AgentReactor(core_, context, Authorized(context));
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::ListAgents(grpc::CallbackServerContext* context,
+                                                         const v1::ListAgentsRequest*,
+                                                         v1::ListAgentsResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core]() -> absl::StatusOr<v1::ListAgentsResponse> {
+                 return core->HandleListAgents();
+               });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::SubmitRun(grpc::CallbackServerContext* context,
+                                                        const v1::SubmitRunRequest* request,
+                                                        v1::SubmitRunResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core, request] { return core->HandleSubmitRun(*request); });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::ListRuns(grpc::CallbackServerContext* context,
+                                                       const v1::ListRunsRequest* request,
+                                                       v1::ListRunsResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core, request] { return core->HandleListRuns(*request); });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::GetRun(grpc::CallbackServerContext* context,
+                                                     const v1::GetRunRequest* request,
+                                                     v1::GetRunResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core, request] { return core->HandleGetRun(request->run_id()); });
+}
+
+grpc::ServerWriteReactor<v1::RunEvent>* CoordinatorService::WatchRun(
+    grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
+  return new WatchReactor(core_, request->run_id(), Authorized(context));
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::CancelRun(grpc::CallbackServerContext* context,
+                                                        const v1::CancelRunRequest* request,
+                                                        v1::CancelRunResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core, request] { return core->HandleCancelRun(request->run_id()); });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::GetReport(grpc::CallbackServerContext* context,
+                                                        const v1::GetReportRequest* request,
+                                                        v1::GetReportResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core, request] { return core->HandleGetReport(*request); });
+}
+
+grpc::ServerWriteReactor<v1::ExportedRecord>* CoordinatorService::Export(
+    grpc::CallbackServerContext* context, const v1::ExportRequest* request) {
+  return new ExportReactor(core_, request->run_id(), Authorized(context));
+}
+
+}  // namespace cmax::coordinator

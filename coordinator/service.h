@@ -1,0 +1,55 @@
+// The gRPC face of the coordinator (callback API). Every handler checks the
+// bearer token, posts its work to the core thread and returns at once.
+#ifndef CMAX_COORDINATOR_SERVICE_H_
+#define CMAX_COORDINATOR_SERVICE_H_
+
+#include <string>
+
+#include "cmax/v1/service.grpc.pb.h"
+#include "coordinator/core.h"
+
+namespace cmax::coordinator {
+
+class CoordinatorService final : public v1::Coordinator::CallbackService {
+ public:
+  // `token` empty: no authentication (loopback development set-ups).
+  CoordinatorService(CoordinatorCore* core, std::string token);
+
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext* context,
+                                       const v1::ListAgentsRequest* request,
+                                       v1::ListAgentsResponse* response) override;
+  grpc::ServerUnaryReactor* SubmitRun(grpc::CallbackServerContext* context,
+                                      const v1::SubmitRunRequest* request,
+                                      v1::SubmitRunResponse* response) override;
+  grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
+                                     const v1::ListRunsRequest* request,
+                                     v1::ListRunsResponse* response) override;
+  grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* context,
+                                   const v1::GetRunRequest* request,
+                                   v1::GetRunResponse* response) override;
+  grpc::ServerWriteReactor<v1::RunEvent>* WatchRun(grpc::CallbackServerContext* context,
+                                                   const v1::WatchRunRequest* request) override;
+  grpc::ServerUnaryReactor* CancelRun(grpc::CallbackServerContext* context,
+                                      const v1::CancelRunRequest* request,
+                                      v1::CancelRunResponse* response) override;
+  grpc::ServerUnaryReactor* GetReport(grpc::CallbackServerContext* context,
+                                      const v1::GetReportRequest* request,
+                                      v1::GetReportResponse* response) override;
+  grpc::ServerWriteReactor<v1::ExportedRecord>* Export(grpc::CallbackServerContext* context,
+                                                       const v1::ExportRequest* request) override;
+
+ private:
+  bool Authorized(grpc::CallbackServerContext* context) const;
+
+  CoordinatorCore* core_;
+  std::string token_;
+};
+
+// absl::Status -> grpc::Status (the codes are the same numbers).
+grpc::Status ToGrpc(const absl::Status& status);
+
+}  // namespace cmax::coordinator
+
+#endif  // CMAX_COORDINATOR_SERVICE_H_

@@ -1,0 +1,326 @@
+#include "coordinator/store.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace cmax::coordinator {
+namespace {
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agents(
+  node TEXT PRIMARY KEY, inventory BLOB, addresses TEXT, last_seen_ns INTEGER);
+CREATE TABLE IF NOT EXISTS runs(
+  run_id TEXT PRIMARY KEY, created_ns INTEGER NOT NULL, state TEXT NOT NULL,
+  info BLOB NOT NULL, plan BLOB NOT NULL, nodes TEXT NOT NULL, cancel_requested INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks(
+  task_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, info BLOB NOT NULL, assignment BLOB NOT NULL,
+  nodes TEXT NOT NULL, retries INTEGER NOT NULL, exclusive INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS tasks_by_run ON tasks(run_id);
+CREATE TABLE IF NOT EXISTS records(
+  task_id TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL, seq INTEGER NOT NULL,
+  run_id TEXT NOT NULL, node TEXT NOT NULL, suite TEXT NOT NULL, late INTEGER NOT NULL,
+  record BLOB NOT NULL,
+  PRIMARY KEY(task_id, attempt, rank, seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS records_by_run ON records(run_id);
+INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'cmax.v1');
+)sql";
+
+// RAII prepared statement.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  int rc() const { return rc_; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Text(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void Blob(int i, const std::string& s) {
+    sqlite3_bind_blob(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  std::string ColText(int i) {
+    const unsigned char* p = sqlite3_column_text(stmt_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, i)) : "";
+  }
+  std::string ColBlob(int i) {
+    const void* p = sqlite3_column_blob(stmt_, i);
+    return p ? std::string(static_cast<const char*>(p), sqlite3_column_bytes(stmt_, i)) : "";
+  }
+  int64_t ColInt(int i) { return sqlite3_column_int64(stmt_, i); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+std::vector<std::string> SplitList(const std::string& s) {
+  if (s.empty()) return {};
+  return absl::StrSplit(s, ',');
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::InternalError(absl::StrCat("open database ", path, ": ", msg));
+  }
+  std::unique_ptr<Store> store(new Store(db));
+  sqlite3_busy_timeout(db, 5000);
+  CMAX_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  // FULL: a commit is durable before the coordinator acknowledges records.
+  CMAX_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  CMAX_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  Stmt check(db, "PRAGMA quick_check");
+  if (check.rc() != SQLITE_OK || sqlite3_step(check.get()) != SQLITE_ROW ||
+      check.ColText(0) != "ok") {
+    return absl::DataLossError(absl::StrCat("database ", path, " failed its quick_check: ",
+                                            check.rc() == SQLITE_OK ? check.ColText(0)
+                                                                    : sqlite3_errmsg(db)));
+  }
+  CMAX_RETURN_IF_ERROR(store->Exec(kSchema));
+  return store;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+absl::Status Store::Error(const std::string& what, int rc) {
+  std::string msg = absl::StrCat(what, ": ", sqlite3_errmsg(db_), " (", sqlite3_errstr(rc), ")");
+  if (rc == SQLITE_FULL || (rc & 0xff) == SQLITE_FULL ||
+      (rc & 0xff) == SQLITE_IOERR) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(msg, "; is the coordinator's data directory full?"));
+  }
+  return absl::InternalError(msg);
+}
+
+absl::Status Store::Exec(const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : "";
+    sqlite3_free(err);
+    return Error(absl::StrCat("sql '", sql.substr(0, 60), "': ", msg), rc);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::PutAgent(const AgentRow& a) {
+  Stmt s(db_, "INSERT OR REPLACE INTO agents(node, inventory, addresses, last_seen_ns) "
+              "VALUES(?,?,?,?)");
+  s.Text(1, a.node);
+  s.Blob(2, a.inventory.SerializeAsString());
+  s.Text(3, absl::StrJoin(a.addresses, ","));
+  s.Int(4, a.last_seen_ns);
+  int rc = sqlite3_step(s.get());
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error("put agent", rc);
+}
+
+absl::StatusOr<std::vector<AgentRow>> Store::LoadAgents() {
+  Stmt s(db_, "SELECT node, inventory, addresses, last_seen_ns FROM agents ORDER BY node");
+  std::vector<AgentRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    AgentRow a;
+    a.node = s.ColText(0);
+    a.inventory.ParseFromString(s.ColBlob(1));
+    a.addresses = SplitList(s.ColText(2));
+    a.last_seen_ns = s.ColInt(3);
+    out.push_back(std::move(a));
+  }
+  if (rc != SQLITE_DONE) return Error("load agents", rc);
+  return out;
+}
+
+absl::Status Store::PutRun(const RunRow& r) {
+  Stmt s(db_, "INSERT OR REPLACE INTO runs(run_id, created_ns, state, info, plan, nodes, "
+              "cancel_requested) VALUES(?,?,?,?,?,?,?)");
+  s.Text(1, r.info.run_id());
+  s.Int(2, r.info.created_unix_ns());
+  s.Text(3, r.info.state());
+  s.Blob(4, r.info.SerializeAsString());
+  s.Blob(5, r.plan.SerializeAsString());
+  s.Text(6, absl::StrJoin(r.nodes, ","));
+  s.Int(7, r.cancel_requested ? 1 : 0);
+  int rc = sqlite3_step(s.get());
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error("put run", rc);
+}
+
+namespace {
+RunRow ReadRun(Stmt& s) {
+  RunRow r;
+  r.info.ParseFromString(s.ColBlob(0));
+  r.plan.ParseFromString(s.ColBlob(1));
+  r.nodes = SplitList(s.ColText(2));
+  r.cancel_requested = s.ColInt(3) != 0;
+  return r;
+}
+}  // namespace
+
+absl::StatusOr<RunRow> Store::GetRun(const std::string& run_id) {
+  Stmt s(db_, "SELECT info, plan, nodes, cancel_requested FROM runs WHERE run_id = ?");
+  s.Text(1, run_id);
+  int rc = sqlite3_step(s.get());
+  if (rc == SQLITE_ROW) return ReadRun(s);
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run '", run_id, "'"));
+  return Error("get run", rc);
+}
+
+absl::StatusOr<std::vector<RunRow>> Store::ListRuns(int limit, bool unfinished_only) {
+  std::string sql = "SELECT info, plan, nodes, cancel_requested FROM runs";
+  if (unfinished_only) sql += " WHERE state IN ('pending', 'running')";
+  sql += " ORDER BY created_ns DESC";
+  if (limit > 0) absl::StrAppend(&sql, " LIMIT ", limit);
+  Stmt s(db_, sql.c_str());
+  std::vector<RunRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.push_back(ReadRun(s));
+  if (rc != SQLITE_DONE) return Error("list runs", rc);
+  return out;
+}
+
+absl::Status Store::PutTaskLocked(const TaskRow& t) {
+  Stmt s(db_, "INSERT OR REPLACE INTO tasks(task_id, run_id, info, assignment, nodes, retries, "
+              "exclusive) VALUES(?,?,?,?,?,?,?)");
+  s.Text(1, t.info.task_id());
+  s.Text(2, t.info.run_id());
+  s.Blob(3, t.info.SerializeAsString());
+  s.Blob(4, t.assignment.SerializeAsString());
+  s.Text(5, absl::StrJoin(t.nodes, ","));
+  s.Int(6, t.retries);
+  s.Int(7, t.exclusive ? 1 : 0);
+  int rc = sqlite3_step(s.get());
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error("put task", rc);
+}
+
+absl::Status Store::PutTask(const TaskRow& t) { return PutTaskLocked(t); }
+
+absl::Status Store::PutTasks(const std::vector<const TaskRow*>& tasks) {
+  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  for (const TaskRow* t : tasks) {
+    if (auto s = PutTaskLocked(*t); !s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+  }
+  if (auto s = Exec("COMMIT"); !s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+TaskRow ReadTask(Stmt& s) {
+  TaskRow t;
+  t.info.ParseFromString(s.ColBlob(0));
+  t.assignment.ParseFromString(s.ColBlob(1));
+  t.nodes = SplitList(s.ColText(2));
+  t.retries = static_cast<int>(s.ColInt(3));
+  t.exclusive = s.ColInt(4) != 0;
+  return t;
+}
+}  // namespace
+
+absl::StatusOr<TaskRow> Store::GetTask(const std::string& task_id) {
+  Stmt s(db_, "SELECT info, assignment, nodes, retries, exclusive FROM tasks WHERE task_id = ?");
+  s.Text(1, task_id);
+  int rc = sqlite3_step(s.get());
+  if (rc == SQLITE_ROW) return ReadTask(s);
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no task '", task_id, "'"));
+  return Error("get task", rc);
+}
+
+absl::StatusOr<std::vector<TaskRow>> Store::LoadTasks(const std::string& run_id) {
+  Stmt s(db_, "SELECT info, assignment, nodes, retries, exclusive FROM tasks WHERE run_id = ?");
+  s.Text(1, run_id);
+  std::vector<TaskRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.push_back(ReadTask(s));
+  if (rc != SQLITE_DONE) return Error("load tasks", rc);
+  std::sort(out.begin(), out.end(), [](const TaskRow& a, const TaskRow& b) {
+    return a.info.task_id() < b.info.task_id();
+  });
+  return out;
+}
+
+absl::StatusOr<int> Store::InsertRecords(const std::vector<RecordToStore>& records) {
+  if (records.empty()) return 0;
+  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  Stmt s(db_, "INSERT OR IGNORE INTO records(task_id, attempt, rank, seq, run_id, node, suite, "
+              "late, record) VALUES(?,?,?,?,?,?,?,?,?)");
+  int added = 0;
+  for (const auto& r : records) {
+    sqlite3_reset(s.get());
+    s.Text(1, r.record->task_id());
+    s.Int(2, r.record->attempt());
+    s.Int(3, r.record->rank());
+    s.Int(4, r.record->seq());
+    s.Text(5, r.run_id);
+    s.Text(6, r.node);
+    s.Text(7, r.suite);
+    s.Int(8, r.late ? 1 : 0);
+    s.Blob(9, r.record->record().SerializeAsString());
+    int rc = sqlite3_step(s.get());
+    if (rc != SQLITE_DONE) {
+      absl::Status st = Error("insert record", rc);
+      (void)Exec("ROLLBACK");
+      return st;
+    }
+    added += sqlite3_changes(db_);
+  }
+  if (auto st = Exec("COMMIT"); !st.ok()) {
+    (void)Exec("ROLLBACK");
+    return st;
+  }
+  return added;
+}
+
+absl::Status Store::ScanRecords(const std::string& run_id,
+                                const std::function<bool(const v1::ExportedRecord&)>& fn) {
+  Stmt s(db_, "SELECT task_id, attempt, rank, seq, node, suite, late, record FROM records "
+              "WHERE run_id = ? ORDER BY task_id, attempt, rank, seq");
+  s.Text(1, run_id);
+  int rc;
+  v1::ExportedRecord r;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    r.Clear();
+    r.set_task_id(s.ColText(0));
+    r.set_attempt(static_cast<int>(s.ColInt(1)));
+    r.set_rank(static_cast<int>(s.ColInt(2)));
+    r.set_seq(s.ColInt(3));
+    r.set_node(s.ColText(4));
+    r.set_suite(s.ColText(5));
+    r.set_late(s.ColInt(6) != 0);
+    r.mutable_record()->ParseFromString(s.ColBlob(7));
+    if (!fn(r)) return absl::OkStatus();
+  }
+  if (rc != SQLITE_DONE) return Error("scan records", rc);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Store::CountRecords(const std::string& task_id) {
+  Stmt s(db_, "SELECT COUNT(*) FROM records WHERE task_id = ?");
+  s.Text(1, task_id);
+  int rc = sqlite3_step(s.get());
+  if (rc != SQLITE_ROW) return Error("count records", rc);
+  return s.ColInt(0);
+}
+
+absl::Status Store::CheckIntegrity() {
+  Stmt s(db_, "PRAGMA integrity_check");
+  int rc = sqlite3_step(s.get());
+  if (rc != SQLITE_ROW) return Error("integrity_check", rc);
+  std::string result = s.ColText(0);
+  if (result != "ok") return absl::DataLossError(absl::StrCat("integrity_check: ", result));
+  return absl::OkStatus();
+}
+
+}  // namespace cmax::coordinator

@@ -1,0 +1,105 @@
+// Durable state of the coordinator in SQLite (WAL, synchronous=FULL): agents,
+// runs, tasks and every record, each (task, attempt, rank, seq) stored once.
+//
+// Thread: not thread-safe. Owned by the coordinator core thread (core.h);
+// cmaxctl-facing reads are posted to that thread too.
+//
+// Errors: RESOURCE_EXHAUSTED when the disk is full (SQLITE_FULL), INTERNAL for
+// other SQLite errors, with the statement and SQLite's message. A failed
+// write leaves the database as it was (every write is one transaction).
+#ifndef CMAX_COORDINATOR_STORE_H_
+#define CMAX_COORDINATOR_STORE_H_
+
+#include <sqlite3.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cmax/v1/inventory.pb.h"
+#include "cmax/v1/plan.pb.h"
+#include "cmax/v1/service.pb.h"
+
+namespace cmax::coordinator {
+
+// A run as stored.
+struct RunRow {
+  v1::RunInfo info;
+  v1::Plan plan;
+  std::vector<std::string> nodes;  // the nodes the run selected
+  bool cancel_requested = false;
+};
+
+// A task as stored: what operators see (info) and what agents get (assignment).
+struct TaskRow {
+  v1::TaskInfo info;
+  v1::TaskAssignment assignment;   // attempt and ranks filled when assigned
+  std::vector<std::string> nodes;  // one for node scope; the group for gangs
+  int retries = 0;                 // new attempts allowed after a failure
+  bool exclusive = true;
+};
+
+struct AgentRow {
+  std::string node;
+  v1::Inventory inventory;
+  std::vector<std::string> addresses;
+  int64_t last_seen_ns = 0;
+};
+
+// A record to insert, with what the store needs besides the wire message.
+struct RecordToStore {
+  const v1::SpooledRecord* record;
+  std::string run_id;
+  std::string node;
+  std::string suite;
+  bool late = false;
+};
+
+class Store {
+ public:
+  // Opens or creates `path`. Fails when the file is not a cmax database or
+  // fails SQLite's quick_check.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  absl::Status PutAgent(const AgentRow& agent);
+  absl::StatusOr<std::vector<AgentRow>> LoadAgents();
+
+  absl::Status PutRun(const RunRow& run);
+  absl::StatusOr<RunRow> GetRun(const std::string& run_id);  // NOT_FOUND
+  // Newest first; `limit` 0 means all.
+  absl::StatusOr<std::vector<RunRow>> ListRuns(int limit, bool unfinished_only);
+
+  absl::Status PutTask(const TaskRow& task);
+  // Several tasks in one transaction.
+  absl::Status PutTasks(const std::vector<const TaskRow*>& tasks);
+  absl::StatusOr<std::vector<TaskRow>> LoadTasks(const std::string& run_id);
+  absl::StatusOr<TaskRow> GetTask(const std::string& task_id);  // NOT_FOUND
+
+  // Inserts in one transaction; duplicates of (task, attempt, rank, seq) are
+  // ignored. Returns how many were new.
+  absl::StatusOr<int> InsertRecords(const std::vector<RecordToStore>& records);
+  // Every record of a run in (task, attempt, rank, seq) order; `fn` returning
+  // false stops the scan.
+  absl::Status ScanRecords(const std::string& run_id,
+                           const std::function<bool(const v1::ExportedRecord&)>& fn);
+  absl::StatusOr<int64_t> CountRecords(const std::string& task_id);
+
+  // PRAGMA integrity_check == "ok".
+  absl::Status CheckIntegrity();
+
+ private:
+  explicit Store(sqlite3* db) : db_(db) {}
+  absl::Status Exec(const std::string& sql);
+  absl::Status Error(const std::string& what, int rc);
+  absl::Status PutTaskLocked(const TaskRow& task);
+  sqlite3* db_;
+};
+
+}  // namespace cmax::coordinator
+
+#endif  // CMAX_COORDINATOR_STORE_H_
