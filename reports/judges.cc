@@ -3,11 +3,17 @@
 namespace cmax::reports {
 
 // Declarations of the judges in judges/ (one line each).
-// (none yet)
+void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
-      // (one line per judge)
+      &FindingsJudge,
+      &TasksJudge,
+      &ExpectationsJudge,
+      &FleetJudge,
   };
   return judges;
 }

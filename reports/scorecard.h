@@ -1,4 +1,5 @@
-// Builds a run's scorecard from its data and renders it.
+// Builds a run's scorecard from its data and renders it. The rules (grades,
+// verdicts, tier) are documented in reports/RULES.md.
 #ifndef CMAX_REPORTS_SCORECARD_H_
 #define CMAX_REPORTS_SCORECARD_H_
 
@@ -9,11 +10,21 @@
 
 namespace cmax::reports {
 
-// Runs every judge and aggregates: category grades, node verdicts, tier.
+// Shown prominently by every rendering when card.simulated is true.
+inline constexpr char kSimulatedBanner[] = "SIMULATED DATA \u2014 not a measurement";
+
+// Runs every judge (judges.h) and aggregates: category grades (always the six
+// categories, in order), node verdicts with reasons and tasks, the tier with
+// its reason, every finding, and up to 2000 key measurements. Pure apart from
+// the `generated` timestamp.
 v1::Scorecard BuildScorecard(const RunData& data);
 
+// Proto JSON with the proto field names, pretty-printed.
 std::string RenderJson(const v1::Scorecard& card);
+// GitHub-flavoured Markdown; every text from the data is escaped.
 std::string RenderMarkdown(const v1::Scorecard& card);
+// One self-contained HTML file (inline CSS, no scripts, no external
+// resources); every text from the data is HTML-escaped.
 std::string RenderHtml(const v1::Scorecard& card);
 
 }  // namespace cmax::reports

@@ -1,0 +1,111 @@
+#include "reports/grading.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace cmax::reports {
+namespace {
+
+constexpr double kFailingNodeShare = 0.10;  // C allows fails on up to 10% of nodes
+
+// Categories Platinum requires measured (Lifecycle has no automated suite).
+const std::vector<std::string>& PlatinumCategories() {
+  static const std::vector<std::string> names = {"Compute", "Networking", "Storage",
+                                                 "Reliability", "Security"};
+  return names;
+}
+
+int GradeRank(const std::string& grade) {
+  static const std::vector<std::string> order = {"A", "B", "C", "D", "F"};
+  auto it = std::find(order.begin(), order.end(), grade);
+  return it == order.end() ? -1 : static_cast<int>(it - order.begin());
+}
+
+std::string TierForGrade(const std::string& grade) {
+  if (grade == "A") return "Platinum";
+  if (grade == "B") return "Gold";
+  if (grade == "C") return "Silver";
+  if (grade == "D") return "Bronze";
+  return "Underperform";
+}
+
+}  // namespace
+
+bool IsMeasured(const CategoryTally& t) {
+  return t.has_records || t.critical + t.fail + t.warn + t.pass > 0;
+}
+
+std::string GradeFor(const CategoryTally& t) {
+  if (!IsMeasured(t)) return kNotMeasured;
+  if (t.critical > 0) return "F";
+  if (t.fail > 0) {
+    if (t.fleet_wide_fail) return "D";
+    const size_t allowed = std::max<size_t>(
+        1, static_cast<size_t>(std::floor(kFailingNodeShare *
+                                          static_cast<double>(t.measured_nodes.size()))));
+    return t.failing_nodes.size() <= allowed ? "C" : "D";
+  }
+  if (t.warn > 0) return "B";
+  return "A";
+}
+
+TierDecision TierFor(const std::vector<v1::CategoryGrade>& categories,
+                     const std::vector<std::string>& security_critical) {
+  std::vector<std::string> measured, unmeasured;
+  int worst = -1;
+  for (const auto& c : categories) {
+    if (c.measured()) {
+      measured.push_back(c.name());
+      worst = std::max(worst, GradeRank(c.grade()));
+    } else {
+      unmeasured.push_back(c.name());
+    }
+  }
+  TierDecision d;
+  if (measured.empty()) {
+    d.tier = kNotRated;
+    d.reason = "no category was measured";
+    return d;
+  }
+  static const std::vector<std::string> order = {"A", "B", "C", "D", "F"};
+  const std::string worst_grade = order[std::max(worst, 0)];
+  std::vector<std::string> setters;
+  for (const auto& c : categories) {
+    if (c.measured() && c.grade() == worst_grade) setters.push_back(c.name());
+  }
+  d.tier = TierForGrade(worst_grade);
+  std::vector<std::string> parts;
+  parts.push_back(absl::StrCat("worst grade ", worst_grade, " (", absl::StrJoin(setters, ", "),
+                               ") gives ", d.tier));
+  if (!security_critical.empty()) {
+    d.tier = "Underperform";
+    parts.push_back(absl::StrCat("a critical Security finding caps the tier at Underperform: ",
+                                 security_critical.front()));
+  }
+  if (d.tier == "Platinum") {
+    std::vector<std::string> missing;
+    for (const auto& name : PlatinumCategories()) {
+      if (std::find(measured.begin(), measured.end(), name) == measured.end()) {
+        missing.push_back(name);
+      }
+    }
+    if (!missing.empty()) {
+      d.tier = "Gold";
+      parts.push_back(absl::StrCat("capped at Gold: Platinum needs ",
+                                   absl::StrJoin(missing, ", "), " measured too"));
+    }
+  }
+  if (unmeasured.empty()) {
+    parts.push_back("tier covers all six categories");
+  } else {
+    parts.push_back(absl::StrCat("tier covers ", absl::StrJoin(measured, ", "), " only; ",
+                                 absl::StrJoin(unmeasured, ", "), " not measured"));
+  }
+  d.reason = absl::StrJoin(parts, "; ");
+  return d;
+}
+
+}  // namespace cmax::reports

@@ -1,0 +1,146 @@
+#include "reports/judge_util.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/suite_catalog.h"
+#include "reports/metric_table.h"
+
+namespace cmax::reports {
+
+const std::vector<std::string>& CategoryNames() {
+  static const std::vector<std::string> names = {"Compute",     "Networking", "Storage",
+                                                 "Reliability", "Security",   "Lifecycle"};
+  return names;
+}
+
+std::string CanonicalCategory(const std::string& name) {
+  std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(name));
+  for (const auto& c : CategoryNames()) {
+    if (absl::AsciiStrToLower(c) == lower) return c;
+  }
+  return "";
+}
+
+std::string SuiteCategory(const std::string& suite) {
+  const SuiteInfo* info = FindSuite(suite);
+  if (info == nullptr) return "Reliability";
+  std::string c = CanonicalCategory(info->category);
+  return c.empty() ? "Reliability" : c;
+}
+
+std::string MeasurementCategory(const v1::Measurement& m, const std::string& record_suite) {
+  if (const FleetMetric* fm = FindFleetMetric(m.metric())) return fm->category;
+  return SuiteCategory(m.suite().empty() ? record_suite : m.suite());
+}
+
+std::string FindingCategory(const v1::Finding& f) {
+  std::string c = CanonicalCategory(f.category());
+  return c.empty() ? "Reliability" : c;
+}
+
+std::string RecordNode(const v1::ExportedRecord& rec) {
+  if (!rec.node().empty()) return rec.node();
+  const v1::Record& r = rec.record();
+  if (r.has_measurement()) {
+    auto it = r.measurement().labels().find("node");
+    if (it != r.measurement().labels().end()) return it->second;
+  }
+  if (r.has_finding()) {
+    auto it = r.finding().labels().find("node");
+    if (it != r.finding().labels().end()) return it->second;
+  }
+  return "";
+}
+
+std::string DescribeSubject(const std::string& node, const v1::Measurement& m) {
+  std::string out = node;
+  auto add = [&](const std::string& piece) {
+    if (!out.empty()) out += " ";
+    out += piece;
+  };
+  const auto& labels = m.labels();
+  if (auto it = labels.find("gpu"); it != labels.end() && !it->second.empty()) {
+    add(absl::StrCat("gpu:", it->second));
+  }
+  if (auto it = labels.find("uuid"); it != labels.end() && !it->second.empty()) {
+    add(absl::StrCat("(", it->second, ")"));
+  }
+  if (auto it = labels.find("peer"); it != labels.end() && !it->second.empty()) {
+    add(absl::StrCat("to ", it->second));
+  }
+  return out.empty() ? "fleet" : out;
+}
+
+std::vector<std::string> SplitNodes(const std::string& nodes) {
+  std::vector<std::string> out;
+  for (absl::string_view piece : absl::StrSplit(nodes, ',')) {
+    piece = absl::StripAsciiWhitespace(piece);
+    if (!piece.empty()) out.emplace_back(piece);
+  }
+  return out;
+}
+
+std::string FormatNumber(double v) {
+  char buf[64];
+  double a = std::fabs(v);
+  if (!std::isfinite(v)) {
+    std::snprintf(buf, sizeof(buf), "%g", v);
+  } else if (a < 1e15 && v == std::floor(v)) {
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  } else if (a >= 100) {
+    std::snprintf(buf, sizeof(buf), "%.1f", v);
+  } else if (a >= 1) {
+    std::snprintf(buf, sizeof(buf), "%.2f", v);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3g", v);
+  }
+  return buf;
+}
+
+std::string FormatValue(double v, const std::string& unit) {
+  return unit.empty() ? FormatNumber(v) : absl::StrCat(FormatNumber(v), " ", unit);
+}
+
+std::string TaskStateName(v1::TaskState state) {
+  switch (state) {
+    case v1::TASK_PENDING:
+      return "pending";
+    case v1::TASK_ASSIGNED:
+      return "assigned";
+    case v1::TASK_RUNNING:
+      return "running";
+    case v1::TASK_COMPLETED:
+      return "completed";
+    case v1::TASK_FAILED:
+      return "failed";
+    case v1::TASK_TIMED_OUT:
+      return "timed_out";
+    case v1::TASK_LOST:
+      return "lost";
+    case v1::TASK_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
+  }
+}
+
+std::string SeverityName(v1::Severity severity) {
+  switch (severity) {
+    case v1::SEVERITY_INFO:
+      return "info";
+    case v1::SEVERITY_WARN:
+      return "warn";
+    case v1::SEVERITY_FAIL:
+      return "fail";
+    case v1::SEVERITY_CRITICAL:
+      return "critical";
+    default:
+      return "unspecified";
+  }
+}
+
+}  // namespace cmax::reports

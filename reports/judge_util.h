@@ -1,0 +1,58 @@
+// Small helpers shared by the judges and the scorecard builder: category
+// names, which category a record feeds, how a measured subject is named, and
+// how numbers are printed. Pure functions.
+#ifndef CMAX_REPORTS_JUDGE_UTIL_H_
+#define CMAX_REPORTS_JUDGE_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "cmax/v1/record.pb.h"
+#include "cmax/v1/service.pb.h"
+
+namespace cmax::reports {
+
+// The six scorecard categories, in the order the scorecard shows them:
+// Compute, Networking, Storage, Reliability, Security, Lifecycle.
+const std::vector<std::string>& CategoryNames();
+
+// "reliability", "Reliability" or "RELIABILITY" -> "Reliability"; empty when
+// the name is not one of the six.
+std::string CanonicalCategory(const std::string& name);
+
+// The category a suite mainly feeds (suite catalog); Reliability when the
+// suite is unknown or its category is not one of the six.
+std::string SuiteCategory(const std::string& suite);
+
+// The category a Measurement feeds: the fleet metric table's category when
+// the metric is in it (metric_table.h), else its suite's category.
+std::string MeasurementCategory(const v1::Measurement& m, const std::string& record_suite);
+
+// The category a Finding feeds: its own category, Reliability when unknown.
+std::string FindingCategory(const v1::Finding& f);
+
+// The node a record is about: the record's node, else the "node" label.
+std::string RecordNode(const v1::ExportedRecord& rec);
+
+// "node-2 gpu:5 (GPU-1234)" from the node and the gpu / uuid / peer labels
+// that are present; just the node when none is.
+std::string DescribeSubject(const std::string& node, const v1::Measurement& m);
+
+// "a,b , c" -> {"a", "b", "c"}; empty pieces dropped.
+std::vector<std::string> SplitNodes(const std::string& nodes);
+
+// A number for people: "790", "671.5", "0.85", "1.2e-05".
+std::string FormatNumber(double v);
+
+// "790 TFLOP/s" (value and unit, unit omitted when empty).
+std::string FormatValue(double v, const std::string& unit);
+
+// "lost", "timed_out", ... for a task state.
+std::string TaskStateName(v1::TaskState state);
+
+// "info", "warn", "fail", "critical" ("unspecified" otherwise).
+std::string SeverityName(v1::Severity severity);
+
+}  // namespace cmax::reports
+
+#endif  // CMAX_REPORTS_JUDGE_UTIL_H_

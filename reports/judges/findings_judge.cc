@@ -1,0 +1,48 @@
+// Findings judge: every Finding a suite wrote becomes a rule result in its
+// category, its outcome taken from its severity (RULES.md, rule 1).
+#include "absl/strings/str_cat.h"
+#include "reports/judge_util.h"
+#include "reports/run_data.h"
+
+namespace cmax::reports {
+namespace {
+
+std::string OutcomeFor(v1::Severity s) {
+  switch (s) {
+    case v1::SEVERITY_WARN:
+      return "warn";
+    case v1::SEVERITY_FAIL:
+      return "fail";
+    case v1::SEVERITY_CRITICAL:
+      return "critical";
+    default:  // info, and unspecified (a fact without a verdict)
+      return "pass";
+  }
+}
+
+}  // namespace
+
+void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
+  for (const auto& rec : data.records) {
+    if (!rec.record().has_finding()) continue;
+    const v1::Finding& f = rec.record().finding();
+    v1::RuleResult r;
+    r.set_rule_id(f.check_id().empty() ? std::string("finding") : f.check_id());
+    r.set_category(FindingCategory(f));
+    r.set_outcome(OutcomeFor(f.severity()));
+    r.set_node(RecordNode(rec));
+    r.set_subject(f.subject());
+    std::string message = f.title();
+    if (!f.detail().empty()) {
+      message = message.empty() ? f.detail() : absl::StrCat(message, ": ", f.detail());
+    }
+    if (message.empty()) message = r.rule_id();
+    r.set_message(message);
+    for (const auto& e : f.evidence()) r.add_evidence(e);
+    for (const auto& l : f.links()) r.add_links(l);
+    r.set_action(f.action());
+    out->push_back(std::move(r));
+  }
+}
+
+}  // namespace cmax::reports

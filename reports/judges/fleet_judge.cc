@@ -1,0 +1,129 @@
+// Fleet judge: the same metric on comparable subjects (same group labels)
+// across the fleet; the slow GPU, link or disk is named by Tukey fences
+// (stats.h). Mild outlier -> warn, extreme -> fail; each group also gets a
+// pass-level result with its spread (RULES.md, rule 4). The metrics judged
+// are in metric_table.cc.
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "reports/judge_util.h"
+#include "reports/metric_table.h"
+#include "reports/run_data.h"
+#include "reports/stats.h"
+
+namespace cmax::reports {
+namespace {
+
+constexpr size_t kMinPeers = 4;  // FindOutliers' default: fewer names nobody
+
+struct Group {
+  std::vector<Keyed> items;
+  std::string unit;
+};
+
+// "dtype=bf16 m=8192" from the group keys present on the measurement.
+std::string GroupName(const FleetMetric& fm, const v1::Measurement& m) {
+  std::vector<std::string> parts;
+  for (const auto& key : fm.group_keys) {
+    auto it = m.labels().find(key);
+    if (it != m.labels().end()) parts.push_back(absl::StrCat(key, "=", it->second));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+// "15" for 15.2, "4.3" for 4.27: whole percents are enough above 10%.
+std::string Percent(double pct) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), pct >= 10 ? "%.0f" : "%.1f", pct);
+  return buf;
+}
+
+std::string Titled(const std::string& metric, const std::string& group) {
+  return group.empty() ? metric : absl::StrCat(metric, " (", group, ")");
+}
+
+void JudgeGroup(const FleetMetric& fm, const std::string& group_name, const Group& g,
+                std::vector<v1::RuleResult>* out) {
+  std::vector<double> values;
+  values.reserve(g.items.size());
+  for (const auto& k : g.items) values.push_back(k.value);
+  const FleetStats s = ComputeFleetStats(values);
+  const std::string title = Titled(fm.metric, group_name);
+  const std::string fence_text =
+      fm.better == Better::kHigher
+          ? absl::StrCat("fences: mild below ", FormatNumber(s.low_mild), ", extreme below ",
+                         FormatNumber(s.low_extreme), " (Tukey 1.5x / 3x IQR)")
+          : absl::StrCat("fences: mild above ", FormatNumber(s.high_mild), ", extreme above ",
+                         FormatNumber(s.high_extreme), " (Tukey 1.5x / 3x IQR)");
+  const std::string spread =
+      absl::StrCat("fleet median ", FormatValue(s.median, g.unit), ", min ",
+                   FormatNumber(s.min), ", max ", FormatNumber(s.max), ", n=", s.n);
+
+  for (const Outlier& o : FindOutliers(g.items, fm.better, kMinPeers)) {
+    const double pct = std::fabs(1.0 - o.relative_to_median) * 100.0;
+    const char* side = o.item.value < s.median ? "below" : "above";
+    v1::RuleResult r;
+    r.set_rule_id(absl::StrCat("fleet.outlier.", fm.metric));
+    r.set_category(fm.category);
+    r.set_outcome(o.extreme ? "fail" : "warn");
+    r.set_node(o.item.node);
+    r.set_subject(o.item.subject);
+    r.set_message(absl::StrCat(o.item.subject, ": ", title, " ", FormatValue(o.item.value, g.unit),
+                               " is ", Percent(pct), "% ", side,
+                               " the fleet median ", FormatValue(s.median, g.unit),
+                               o.extreme ? " (extreme outlier)" : " (outlier)"));
+    r.add_evidence(absl::StrCat("value ", FormatValue(o.item.value, g.unit)));
+    r.add_evidence(spread);
+    r.add_evidence(absl::StrCat("ratio to median ", FormatNumber(o.relative_to_median)));
+    r.add_evidence(fence_text);
+    r.set_value(o.item.value);
+    r.set_expected(s.median);
+    r.set_unit(g.unit);
+    r.set_action("rerun on this node; if it stays slow, check clocks, power and thermal "
+                 "throttling, PCIe/NVLink links and the firmware, then drain or replace it");
+    out->push_back(std::move(r));
+  }
+
+  v1::RuleResult pass;
+  pass.set_rule_id(absl::StrCat("fleet.spread.", fm.metric));
+  pass.set_category(fm.category);
+  pass.set_outcome("pass");
+  pass.set_subject(title);
+  pass.set_message(absl::StrCat(title, ": median ", FormatValue(s.median, g.unit), ", min ",
+                                FormatNumber(s.min), ", max ", FormatNumber(s.max), " over ",
+                                s.n, " values"));
+  pass.add_evidence(spread);
+  pass.add_evidence(absl::StrCat("q1 ", FormatNumber(s.q1), ", q3 ", FormatNumber(s.q3)));
+  if (s.n < kMinPeers) {
+    pass.add_evidence(absl::StrCat("too few values (", s.n, " < ", kMinPeers,
+                                   ") to name outliers"));
+  } else {
+    pass.add_evidence(fence_text);
+  }
+  pass.set_value(s.median);
+  pass.set_unit(g.unit);
+  out->push_back(std::move(pass));
+}
+
+}  // namespace
+
+void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
+  for (const FleetMetric& fm : FleetMetrics()) {
+    std::map<std::string, Group> groups;  // ordered: stable output
+    for (const auto& rec : data.records) {
+      if (!rec.record().has_measurement()) continue;
+      const v1::Measurement& m = rec.record().measurement();
+      if (m.metric() != fm.metric) continue;
+      Group& g = groups[GroupName(fm, m)];
+      const std::string node = RecordNode(rec);
+      g.items.push_back({DescribeSubject(node, m), node, m.value()});
+      if (g.unit.empty()) g.unit = m.unit();
+    }
+    for (const auto& [name, g] : groups) JudgeGroup(fm, name, g, out);
+  }
+}
+
+}  // namespace cmax::reports

@@ -1,0 +1,28 @@
+// Metrics judged against the fleet (fleet_judge.cc): which category each
+// feeds, which direction is better, and which labels define comparable
+// groups (a 4 KiB and a 16 GiB all_reduce are never compared).
+#ifndef CMAX_REPORTS_METRIC_TABLE_H_
+#define CMAX_REPORTS_METRIC_TABLE_H_
+
+#include <string>
+#include <vector>
+
+#include "reports/stats.h"
+
+namespace cmax::reports {
+
+struct FleetMetric {
+  std::string metric;                   // Measurement.metric
+  std::string category;                 // scorecard category
+  Better better;
+  std::vector<std::string> group_keys;  // labels that must match to compare
+};
+
+// Every metric compared across the fleet, in table order.
+const std::vector<FleetMetric>& FleetMetrics();
+// nullptr when the metric is not in the table.
+const FleetMetric* FindFleetMetric(const std::string& metric);
+
+}  // namespace cmax::reports
+
+#endif  // CMAX_REPORTS_METRIC_TABLE_H_
