@@ -63,7 +63,7 @@ TEST_CASE("hostcheck: CPU lists and cpuinfo are counted", "[hostcheck]") {
   CHECK(hc::CountCpuinfoProcessors("") == 0);
 }
 
-TEST_CASE("hostcheck: meminfo, swaps and os-release parse", "[hostcheck]") {
+TEST_CASE("hostcheck: meminfo and swaps and os-release parse", "[hostcheck]") {
   std::string meminfo = "MemTotal:       65536000 kB\nMemFree:        60000000 kB\n";
   CHECK(*hc::ParseMeminfoKib(meminfo, "MemTotal") == 65536000u);
   CHECK(*hc::ParseMeminfoKib(meminfo, "MemFree") == 60000000u);
@@ -94,8 +94,7 @@ TEST_CASE("hostcheck: meminfo, swaps and os-release parse", "[hostcheck]") {
   CHECK(hc::ParseOsReleasePrettyName("NAME=x\n").empty());
 }
 
-TEST_CASE("hostcheck: PCI attributes: hex values, GPU classes, model names",
-          "[hostcheck]") {
+TEST_CASE("hostcheck: PCI hex values and GPU classes and model names", "[hostcheck]") {
   CHECK(hc::ParseSysfsHex("0x10de\n") == 0x10deu);
   CHECK(hc::ParseSysfsHex("0x030200") == 0x030200u);
   CHECK_FALSE(hc::ParseSysfsHex("nvidia").has_value());
@@ -114,7 +113,7 @@ TEST_CASE("hostcheck: PCI attributes: hex values, GPU classes, model names",
   CHECK_FALSE(hc::IsKnownNvidiaGpu(0x22a3));  // the NVSwitch is not a GPU model
 }
 
-TEST_CASE("hostcheck: GPUs of the healthy fixture in bus order, NVSwitches excluded",
+TEST_CASE("hostcheck: GPUs of the healthy fixture in bus order without NVSwitches",
           "[hostcheck]") {
   auto gpus = hc::ReadNvidiaGpus(Fixture("healthy-8xh100"));
   REQUIRE(gpus.ok());
@@ -135,7 +134,7 @@ TEST_CASE("hostcheck: GPUs of the healthy fixture in bus order, NVSwitches exclu
   CHECK(absl::IsNotFound(hc::ReadNvidiaGpus(Fixture("no-such-tree")).status()));
 }
 
-TEST_CASE("hostcheck: driver: open, proprietary and absent", "[hostcheck]") {
+TEST_CASE("hostcheck: driver open or proprietary or absent", "[hostcheck]") {
   auto open = hc::ReadDriver(Fixture("healthy-8xh100"));
   CHECK(open.loaded);
   CHECK(open.version == "580.65.06");
@@ -150,8 +149,7 @@ TEST_CASE("hostcheck: driver: open, proprietary and absent", "[hostcheck]") {
   CHECK(none.version.empty());
 }
 
-TEST_CASE("hostcheck: CPU, memory, swap, NUMA and identity of the fixtures",
-          "[hostcheck]") {
+TEST_CASE("hostcheck: CPU memory swap NUMA and identity of the fixtures", "[hostcheck]") {
   auto healthy = Fixture("healthy-8xh100");
   auto cpus = hc::ReadCpuCount(healthy);
   REQUIRE(cpus.ok());
@@ -177,7 +175,7 @@ TEST_CASE("hostcheck: CPU, memory, swap, NUMA and identity of the fixtures",
   CHECK((*swaps)[0].size_kib == 8388604u);
 }
 
-TEST_CASE("hostcheck: clock: adjtimex state, the fixture seam, and not measured",
+TEST_CASE("hostcheck: clock from adjtimex or the fixture seam or not measured",
           "[hostcheck]") {
   CHECK(hc::InterpretAdjtimex(TIME_OK, 0, 1000).state == hc::ClockState::kSynchronized);
   CHECK(hc::InterpretAdjtimex(TIME_ERROR, 0, 16000000).state ==

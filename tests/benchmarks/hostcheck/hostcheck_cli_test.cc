@@ -140,8 +140,9 @@ TEST_CASE("hostcheck: GPUs without a loaded driver fail", "[hostcheck][cli]") {
   CHECK(f->title() == "GPUs present but no NVIDIA driver loaded");
 }
 
-TEST_CASE("hostcheck: CPU-only node: no GPUs, swap and clock warnings, no failure",
-          "[hostcheck][cli]") {
+TEST_CASE(
+    "hostcheck: CPU-only node has no GPUs and warns of swap and clock without failing",
+    "[hostcheck][cli]") {
   Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("cpu-only")});
   INFO(r.out << r.err);
   CHECK(r.code == 0);  // warnings only
@@ -159,7 +160,7 @@ TEST_CASE("hostcheck: CPU-only node: no GPUs, swap and clock warnings, no failur
   CHECK(r.Check("hostcheck.nvidia_driver") == nullptr);
 }
 
-TEST_CASE("hostcheck: unmet expectations fail: model, cores, memory",
+TEST_CASE("hostcheck: unmet model and cores and memory expectations fail",
           "[hostcheck][cli]") {
   Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("healthy-8xh100"),
                      "--expect-gpu-model=A100", "--min-cpu-cores=128",
