@@ -7,6 +7,7 @@ void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void JudgeInventoryUniformity(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -14,6 +15,7 @@ const std::vector<Judge>& AllJudges() {
       &TasksJudge,
       &ExpectationsJudge,
       &FleetJudge,
+      &JudgeInventoryUniformity,
   };
   return judges;
 }

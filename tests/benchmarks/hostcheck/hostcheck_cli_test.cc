@@ -1,0 +1,246 @@
+// Runs the built `cmax-bench hostcheck` on the fixture trees and on this
+// machine, and checks what an operator or the agent would read: exit codes,
+// records, the Inventory line.
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "cmax/v1/inventory.pb.h"
+#include "common/record_io.h"
+#include "common/subprocess.h"
+#include "google/protobuf/util/json_util.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string FixtureRoot(const std::string& name) {
+  return std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/hostcheck/" + name;
+}
+
+struct Run {
+  int code = -1;
+  std::string out, err;
+  std::vector<cmax::v1::Measurement> measurements;
+  std::vector<cmax::v1::Finding> findings;
+  int unparsed_lines = 0;
+
+  const cmax::v1::Measurement* Metric(const std::string& name) const {
+    for (const auto& m : measurements) {
+      if (m.metric() == name) return &m;
+    }
+    return nullptr;
+  }
+  const cmax::v1::Finding* Check(const std::string& id) const {
+    for (const auto& f : findings) {
+      if (f.check_id() == id) return &f;
+    }
+    return nullptr;
+  }
+  int Failures() const {
+    int n = 0;
+    for (const auto& f : findings) n += f.severity() >= cmax::v1::SEVERITY_FAIL;
+    return n;
+  }
+};
+
+Run Hostcheck(std::vector<std::string> args) {
+  std::vector<std::string> argv = {std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench",
+                                   "hostcheck"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = cmax::RunCommand(argv, 30s);
+  REQUIRE(r.ok());
+  REQUIRE_FALSE(r->timed_out);
+  REQUIRE(r->exit.exited);  // a crash is never an answer
+  Run run;
+  run.code = r->exit.code;
+  run.out = r->out;
+  run.err = r->err;
+  for (absl::string_view line : absl::StrSplit(run.out, '\n', absl::SkipEmpty())) {
+    auto rec = cmax::ParseRecordLine(std::string(line));
+    if (!rec.ok()) {
+      ++run.unparsed_lines;
+      continue;
+    }
+    if (rec->has_measurement()) run.measurements.push_back(rec->measurement());
+    if (rec->has_finding()) run.findings.push_back(rec->finding());
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("hostcheck: healthy 8xH100 node passes with its expectations",
+          "[hostcheck][cli]") {
+  Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("healthy-8xh100"),
+                     "--expect-gpus=8", "--expect-gpu-model=H100-SXM5",
+                     "--min-cpu-cores=64", "--min-memory-gib=2000"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(r.unparsed_lines == 0);  // --jsonl: only records on stdout
+  CHECK(r.Failures() == 0);
+  REQUIRE(r.Metric("gpu_count"));
+  CHECK(r.Metric("gpu_count")->value() == 8);
+  CHECK(r.Metric("cpu_cores")->value() == 64);
+  CHECK(r.Metric("memory_total_gib")->value() == Approx(2113515712.0 / (1 << 20)));
+  CHECK(r.Metric("swap_total_gib")->value() == 0);
+  CHECK(r.Metric("numa_nodes")->value() == 2);
+  REQUIRE(r.Metric("root_free_pct"));
+  std::vector<std::string> buses;
+  for (const auto& m : r.measurements) {
+    if (m.metric() != "gpu_present") continue;
+    CHECK(m.labels().at("gpu") == std::to_string(buses.size()));
+    CHECK(m.labels().at("model") == "NVIDIA H100 SXM5 80GB");
+    CHECK(m.labels().at("device_id") == "0x2330");
+    buses.push_back(m.labels().at("pci_bus_id"));
+  }
+  CHECK(buses == std::vector<std::string>{"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0",
+                                          "0000:5d:00.0", "0000:9a:00.0", "0000:ab:00.0",
+                                          "0000:ba:00.0", "0000:db:00.0"});
+  CHECK(r.Check("hostcheck.swap") == nullptr);
+  CHECK(r.Check("hostcheck.clock_sync") == nullptr);  // the seam says synchronised
+}
+
+TEST_CASE("hostcheck: a missing GPU fails the node and names what was found",
+          "[hostcheck][cli]") {
+  Run r =
+      Hostcheck({"--jsonl", "--root=" + FixtureRoot("missing-gpu"), "--expect-gpus=8"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(r.Metric("gpu_count")->value() == 7);
+  const auto* f = r.Check("hostcheck.gpu_count");
+  REQUIRE(f);
+  CHECK(f->severity() == cmax::v1::SEVERITY_FAIL);
+  CHECK(f->category() == "reliability");
+  CHECK(f->title().find("found 7") != std::string::npos);
+  CHECK(f->detail().find("0000:18:00.0") != std::string::npos);
+  CHECK(f->detail().find("0000:9a:00.0") == std::string::npos);
+  CHECK(f->evidence_size() == 7);
+  CHECK_FALSE(f->action().empty());
+  // No clock seam in this tree: recorded as not measured, not as a pass.
+  const auto* clock = r.Check("hostcheck.clock_sync");
+  REQUIRE(clock);
+  CHECK(clock->severity() == cmax::v1::SEVERITY_INFO);
+  CHECK(clock->detail().find("clock sync not measured under a fixture root") !=
+        std::string::npos);
+}
+
+TEST_CASE("hostcheck: GPUs without a loaded driver fail", "[hostcheck][cli]") {
+  Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("no-driver")});
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  const auto* f = r.Check("hostcheck.nvidia_driver");
+  REQUIRE(f);
+  CHECK(f->severity() == cmax::v1::SEVERITY_FAIL);
+  CHECK(f->title() == "GPUs present but no NVIDIA driver loaded");
+}
+
+TEST_CASE(
+    "hostcheck: CPU-only node has no GPUs and warns of swap and clock without failing",
+    "[hostcheck][cli]") {
+  Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("cpu-only")});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);  // warnings only
+  CHECK(r.Metric("gpu_count")->value() == 0);
+  CHECK(r.Metric("cpu_cores")->value() == 4);
+  CHECK(r.Metric("swap_total_gib")->value() == Approx(8388604.0 / (1 << 20)));
+  const auto* swap = r.Check("hostcheck.swap");
+  REQUIRE(swap);
+  CHECK(swap->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK(swap->title() == "swap enabled");
+  CHECK(swap->detail().find("/swap.img") != std::string::npos);
+  const auto* clock = r.Check("hostcheck.clock_sync");
+  REQUIRE(clock);
+  CHECK(clock->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK(r.Check("hostcheck.nvidia_driver") == nullptr);
+}
+
+TEST_CASE("hostcheck: unmet model and cores and memory expectations fail",
+          "[hostcheck][cli]") {
+  Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("healthy-8xh100"),
+                     "--expect-gpu-model=A100", "--min-cpu-cores=128",
+                     "--min-memory-gib=4096"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  for (const char* id :
+       {"hostcheck.gpu_model", "hostcheck.cpu_cores", "hostcheck.memory"}) {
+    const auto* f = r.Check(id);
+    INFO(id);
+    REQUIRE(f);
+    CHECK(f->severity() == cmax::v1::SEVERITY_FAIL);
+  }
+  CHECK(r.Check("hostcheck.gpu_model")->evidence_size() == 8);
+}
+
+TEST_CASE("hostcheck: inventory mode prints one Inventory line", "[hostcheck][cli]") {
+  Run r = Hostcheck({"--inventory", "--root=" + FixtureRoot("healthy-8xh100")});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  REQUIRE(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  cmax::v1::Inventory inv;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(r.out, &inv).ok());
+  CHECK(inv.hostname() == "gpu-node-01");
+  CHECK(inv.gpu_count() == 8);
+  CHECK(inv.gpu_model() == "NVIDIA H100 SXM5 80GB");
+  CHECK(inv.driver_version() == "580.65.06");
+  CHECK(inv.cpu_cores() == 64);
+  CHECK(inv.memory_gib() == Approx(2015.6).margin(0.1));
+  CHECK(inv.kernel() == "5.15.0-143-generic");
+  CHECK(inv.facts().at("os") == "Ubuntu 22.04.5 LTS");
+  CHECK(inv.facts().at("numa_nodes") == "2");
+  CHECK(inv.facts().at("boot_id") == "3f2b8c1e-5d4a-4e8f-9c7b-1a2b3c4d5e6f");
+  std::vector<std::string> ids = absl::StrSplit(inv.facts().at("gpu_pci_ids"), ',');
+  CHECK(ids.size() == 8);
+}
+
+TEST_CASE("hostcheck: the human table shows every check", "[hostcheck][cli]") {
+  Run ok = Hostcheck({"--root=" + FixtureRoot("healthy-8xh100")});
+  CHECK(ok.code == 0);
+  CHECK(ok.measurements.empty());  // no records without --jsonl
+  for (const char* check : {"gpu_count", "nvidia_driver", "cpu_cores", "memory", "swap",
+                            "root_disk", "clock_sync"}) {
+    CHECK(ok.out.find(check) != std::string::npos);
+  }
+  CHECK(ok.out.find("FAIL ") == std::string::npos);
+  Run bad = Hostcheck({"--root=" + FixtureRoot("missing-gpu"), "--expect-gpus=8"});
+  CHECK(bad.code == 1);
+  CHECK(bad.out.find("FAIL") != std::string::npos);
+  CHECK(bad.out.find("expected 8 GPUs, found 7") != std::string::npos);
+}
+
+TEST_CASE("hostcheck: on this machine it runs and reports the real CPUs and memory",
+          "[hostcheck][cli]") {
+  Run r = Hostcheck({"--jsonl"});
+  INFO(r.out << r.err);
+  CHECK((r.code == 0 || r.code == 1));
+  CHECK(r.unparsed_lines == 0);
+  REQUIRE(r.Metric("cpu_cores"));
+  CHECK(r.Metric("cpu_cores")->value() == sysconf(_SC_NPROCESSORS_ONLN));
+  REQUIRE(r.Metric("memory_total_gib"));
+  double gib = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) /
+               (1024.0 * 1024 * 1024);
+  CHECK(r.Metric("memory_total_gib")->value() == Approx(gib).margin(0.01));
+  REQUIRE(r.Metric("gpu_count"));
+  // The clock is measured for real here: synchronised (no finding) or a WARN
+  // that says how it was determined.
+  if (const auto* clock = r.Check("hostcheck.clock_sync")) {
+    CHECK(clock->detail().find("adjtimex()") != std::string::npos);
+  }
+}
+
+TEST_CASE("hostcheck: a missing root or a bad flag cannot run", "[hostcheck][cli]") {
+  Run r = Hostcheck({"--jsonl", "--root=/nonexistent/cmax-root"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("/nonexistent/cmax-root") != std::string::npos);
+  CHECK(r.findings.empty());
+  Run empty =
+      Hostcheck({"--root=" + std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/hostcheck"});
+  CHECK(empty.code == 2);  // a folder that is not a system root: nothing measured
+  Run flag = Hostcheck({"--no-such-flag"});
+  CHECK(flag.code == 2);
+}
