@@ -1,0 +1,103 @@
+#include "agent/agent.h"
+
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "agent/host_info.h"
+#include "common/logging.h"
+#include "common/version.h"
+
+namespace cmax::agent {
+namespace {
+
+std::shared_ptr<spdlog::logger> Log() { return GetLogger("agent"); }
+
+}  // namespace
+
+std::string RandomBootId() {
+  std::random_device rd;
+  uint64_t hi = (uint64_t{rd()} << 32) | rd();
+  uint64_t lo = (uint64_t{rd()} << 32) | rd();
+  return absl::StrFormat("%016x%016x", hi, lo);
+}
+
+Agent::Agent(AgentOptions options) : options_(std::move(options)), boot_id_(RandomBootId()) {
+  ConnectionOptions conn;
+  conn.target = options_.coordinator;
+  conn.token = options_.token;
+  conn.tls_ca_pem = options_.tls_ca_pem;
+  conn.clock_offset_ns = options_.clock_offset_ns;
+  connection_ = std::make_unique<Connection>(conn, this);
+  ExecutorOptions exec;
+  exec.work_dir = options_.work_dir;
+  exec.bench_dir = options_.bench_dir;
+  exec.root = options_.root;
+  exec.node_name = options_.node_name;
+  exec.clock_offset_ns = options_.clock_offset_ns;
+  executor_ = std::make_unique<Executor>(exec, connection_.get());
+}
+
+Agent::~Agent() { Stop(); }
+
+absl::Status Agent::Start() {
+  if (absl::Status s = executor_->LoadStoredTasks(); !s.ok()) return s;
+  inventory_ = GatherInventory(options_.bench_dir, options_.root,
+                               std::chrono::milliseconds(options_.inventory_timeout_ms));
+  if (auto it = inventory_.facts().find("inventory_error"); it != inventory_.facts().end()) {
+    Log()->warn("inventory from /proc only: {}", it->second);
+  }
+  Log()->info("node {}: {} GPUs ({}), {} CPU cores, {:.1f} GiB; agent {} boot {}",
+              options_.node_name, inventory_.gpu_count(), inventory_.gpu_model(),
+              inventory_.cpu_cores(), inventory_.memory_gib(), kCmaxVersion, boot_id_);
+  executor_->Start();
+  connection_->Start();
+  started_ = true;
+  return absl::OkStatus();
+}
+
+void Agent::Stop() {
+  if (connection_) connection_->Stop();
+  if (executor_) executor_->Stop();
+}
+
+v1::Hello Agent::MakeHello() {
+  v1::Hello hello;
+  hello.set_node_name(options_.node_name);
+  hello.set_agent_version(kCmaxVersion);
+  *hello.mutable_inventory() = inventory_;
+  for (const std::string& address : ReachableAddresses()) hello.add_addresses(address);
+  for (v1::HeldTask& held : executor_->HeldTasks()) *hello.add_held() = std::move(held);
+  hello.set_boot_id(boot_id_);
+  return hello;
+}
+
+void Agent::OnConnected(uint64_t generation) { executor_->OnConnected(generation); }
+
+void Agent::OnMessage(const v1::CoordinatorMessage& message) {
+  switch (message.msg_case()) {
+    case v1::CoordinatorMessage::kAssign:
+      executor_->Assign(message.assign());
+      break;
+    case v1::CoordinatorMessage::kCancel:
+      executor_->Cancel(message.cancel());
+      break;
+    case v1::CoordinatorMessage::kAck:
+      executor_->HandleAck(message.ack());
+      break;
+    case v1::CoordinatorMessage::kStatusAck:
+      executor_->HandleStatusAck(message.status_ack());
+      break;
+    case v1::CoordinatorMessage::kWelcome:
+    case v1::CoordinatorMessage::kPing:
+      break;  // handled by the connection
+    case v1::CoordinatorMessage::kRendezvous:
+      Log()->warn("rendezvous reply {} ignored: this agent does not relay rendezvous yet",
+                  message.rendezvous().request_id());
+      break;
+    default:
+      Log()->warn("unknown message from the coordinator (field {})",
+                  static_cast<int>(message.msg_case()));
+  }
+}
+
+}  // namespace cmax::agent

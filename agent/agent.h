@@ -1,0 +1,66 @@
+// The agent: wires the task executor to the coordinator connection.
+//
+//   Connection (reader thread) ──OnMessage──▶ Executor (posts, never blocks)
+//   Executor (its thread) ──Outbox::Send──▶ Connection (writer thread)
+//
+// Start-up: scan <work-dir>/tasks (restart), gather the inventory (a child
+// process, 10 s timeout), then connect. Thread: Start and Stop are called
+// from the main thread; MakeHello/OnConnected/OnMessage run on the
+// connection's threads.
+#ifndef CMAX_AGENT_AGENT_H_
+#define CMAX_AGENT_AGENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/connection.h"
+#include "agent/executor.h"
+#include "cmax/v1/inventory.pb.h"
+
+namespace cmax::agent {
+
+struct AgentOptions {
+  std::string coordinator;  // HOST:PORT
+  std::string node_name;
+  std::string work_dir;
+  std::string token;        // bearer token (never logged)
+  std::string tls_ca_pem;   // empty: insecure
+  std::string root;         // --root for suites that take it; empty: none
+  std::string bench_dir;    // where cmax-bench lives
+  int64_t clock_offset_ns = 0;
+  int64_t inventory_timeout_ms = 10000;
+};
+
+class Agent : public ConnectionHandler {
+ public:
+  explicit Agent(AgentOptions options);
+  ~Agent() override;  // Stop()
+
+  // Non-OK when the work dir cannot be scanned.
+  absl::Status Start();
+  // Stops the connection, then every child (SIGTERM, SIGKILL after 5 s).
+  void Stop();
+
+  v1::Hello MakeHello() override;
+  void OnConnected(uint64_t generation) override;
+  void OnMessage(const v1::CoordinatorMessage& message) override;
+
+  const std::string& boot_id() const { return boot_id_; }
+
+ private:
+  const AgentOptions options_;
+  const std::string boot_id_;
+  v1::Inventory inventory_;
+  std::unique_ptr<Connection> connection_;
+  std::unique_ptr<Executor> executor_;
+  bool started_ = false;
+};
+
+// A random 128-bit id as 32 hex digits.
+std::string RandomBootId();
+
+}  // namespace cmax::agent
+
+#endif  // CMAX_AGENT_AGENT_H_

@@ -1,0 +1,119 @@
+// The agent's one bidirectional Coordinator.Connect stream: dial out, send
+// Hello, answer Ping at once, hand everything else to a handler, and
+// reconnect forever with exponential backoff and jitter (0.5 s doubling up
+// to 10 s; reset once a stream delivered a message).
+//
+// Threads, per Connection:
+//   supervisor  (Start → Stop): dials, writes Hello, watches the stream,
+//               tears it down, sleeps the backoff;
+//   writer      (one per stream): drains the outbound queue, one Write at a
+//               time; a Pong's t3 is stamped just before its Write;
+//   reader      (one per stream): Read loop; Ping → Pong queued at the
+//               front; every other message → handler->OnMessage, which must
+//               not block.
+// Send/HasRoom (the Outbox) are thread-safe and never block on the network.
+//
+//   ┌──────────┐ stream up, Hello written ┌───────────┐
+//   │ dialing  │─────────────────────────▶│ connected │ generation++
+//   └──────────┘                          └───────────┘ handler->OnConnected
+//        ▲  backoff      read/write fails, or    │
+//        └───────────── watchdog, or Stop ◀──────┘
+//
+// Auth: with a token every call carries `authorization: Bearer <token>`
+// (the token is never logged). TLS: SslCredentials with the given root CA;
+// otherwise insecure credentials.
+#ifndef CMAX_AGENT_CONNECTION_H_
+#define CMAX_AGENT_CONNECTION_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/outbox.h"
+#include "cmax/v1/service.pb.h"
+
+namespace grpc {
+class ClientContext;
+}
+
+namespace cmax::agent {
+
+struct ConnectionOptions {
+  std::string target;        // HOST:PORT
+  std::string token;         // bearer token; empty: none
+  std::string tls_ca_pem;    // root CA (PEM); empty: insecure channel
+  int64_t clock_offset_ns = 0;
+  int64_t backoff_initial_ms = 500;
+  int64_t backoff_max_ms = 10000;
+  size_t max_queue_bytes = 8 << 20;  // HasRoom() false above this
+};
+
+// Receives what the coordinator sends. Called on the connection's threads.
+class ConnectionHandler {
+ public:
+  virtual ~ConnectionHandler() = default;
+  // The Hello for a new stream (called before each connect).
+  virtual v1::Hello MakeHello() = 0;
+  // Stream `generation` is up; Hello went out first on it.
+  virtual void OnConnected(uint64_t generation) = 0;
+  // Any message but Ping (answered by the connection). Must not block.
+  virtual void OnMessage(const v1::CoordinatorMessage& message) = 0;
+};
+
+class Connection : public Outbox {
+ public:
+  // `handler` must outlive the connection.
+  Connection(ConnectionOptions options, ConnectionHandler* handler);
+  ~Connection() override;  // Stop()
+
+  void Start();
+  // Cancels the stream and joins every thread. Idempotent.
+  void Stop();
+
+  bool Send(uint64_t generation, v1::AgentMessage message) override;
+  bool HasRoom(uint64_t generation) const override;
+
+  bool connected() const;
+  // Streams established so far.
+  uint64_t generation() const;
+  // Breaks the current stream as if the network failed (tests).
+  void BreakStreamForTesting();
+
+ private:
+  struct Stream;
+  void Supervise();
+  // Runs one stream until it breaks; true when it delivered any message.
+  bool RunStream();
+  void WriterLoop(Stream* stream, uint64_t generation);
+  void ReaderLoop(Stream* stream, uint64_t generation);
+  // Sleeps up to `ms` or until Stop.
+  void SleepUnlessStopped(int64_t ms);
+  int64_t AgentNowNs() const;
+
+  const ConnectionOptions options_;
+  ConnectionHandler* const handler_;
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool connected_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // (encoded size, message): the outbound queue of the current stream.
+  std::deque<std::pair<size_t, v1::AgentMessage>> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_receive_mono_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t heartbeat_ms_ ABSL_GUARDED_BY(mu_) = 0;  // from Welcome
+  bool received_any_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread supervisor_;
+};
+
+}  // namespace cmax::agent
+
+#endif  // CMAX_AGENT_CONNECTION_H_

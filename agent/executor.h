@@ -1,0 +1,164 @@
+// Runs the coordinator's tasks as child processes and delivers their records.
+//
+// Threads: the public methods are thread-safe and never block on the
+// executor (they post an event and return), so the connection's reader
+// thread can call them. Everything else -- children, task directories,
+// spool tailers, timeouts -- is owned by ONE long-lived executor thread.
+// Children are spawned only from that thread: Linux ties PR_SET_PDEATHSIG
+// to the thread that forked, so a child forked from a short-lived thread
+// would be killed when that thread exits.
+//
+// Per child (a rank of a (task, attempt)), on the executor thread:
+//
+//   assign ──validate──▶ rejected ─────────────────────────────┐
+//     │ create dir (fails: failed "work dir ...") ─────────────┤
+//     ▼                                                         ▼
+//   kWaiting ──start_at reached──▶ kRunning ──child exits──▶ kDone
+//     │ cancel                       │ timeout: SIGTERM, SIGKILL after grace
+//     └────────── cancelled ─────────┴ cancel:  SIGTERM, SIGKILL after grace
+//
+//   kDone: status.json written; records are sent up to record_count, THEN
+//   the end TaskStatus; on StatusAck with every record acked, the directory
+//   is removed and the child forgotten (its key remembered so a duplicate
+//   assignment does not run it again).
+//
+// Delivery: records go out in RecordBatch messages (≤ max_batch_records or
+// about max_batch_bytes) while the outbox has room and fewer than
+// max_unacked_records are unacknowledged; after a reconnect every spool
+// rewinds to its acked seq and unacknowledged end statuses go out again.
+#ifndef CMAX_AGENT_EXECUTOR_H_
+#define CMAX_AGENT_EXECUTOR_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/outbox.h"
+#include "agent/spool.h"
+#include "agent/task_store.h"
+#include "cmax/v1/service.pb.h"
+#include "common/subprocess.h"
+
+namespace cmax::agent {
+
+struct ExecutorOptions {
+  std::string work_dir;
+  std::string bench_dir;        // where cmax-bench / cmax-bench-cuda live
+  std::string root;             // --root for suites that take it; empty: none
+  std::string node_name;
+  int64_t clock_offset_ns = 0;  // --test-clock-offset-ms
+  int64_t kill_grace_ms = 5000; // SIGTERM → SIGKILL
+  size_t max_batch_records = 500;
+  size_t max_batch_bytes = 1 << 20;
+  int64_t max_unacked_records = 20000;  // per child
+  size_t max_inbox = 100000;            // events waiting for the executor
+  size_t max_remembered_done = 10000;   // finished keys kept for idempotency
+};
+
+// Checks an assignment the way the agent must before it spawns anything:
+// task id syntax, suite in the catalog and its binary in `bench_dir`, args,
+// env, ranks. OK or INVALID_ARGUMENT/NOT_FOUND with the reason.
+absl::Status ValidateAssignment(const v1::TaskAssignment& assignment,
+                                const std::string& bench_dir);
+
+class Executor {
+ public:
+  // `outbox` must outlive the executor.
+  Executor(ExecutorOptions options, Outbox* outbox);
+  ~Executor();  // Stop()
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Restart scan of <work-dir>/tasks (see TaskStore::ScanAtStartup): every
+  // directory becomes a finished child whose records are resent from seq 0,
+  // then its status. REQUIRES: called before Start().
+  absl::Status LoadStoredTasks();
+  // Starts the executor thread.
+  void Start();
+  // Stops every child (SIGTERM to its group, SIGKILL after the grace
+  // period), then the thread. Children's directories stay without
+  // status.json (the next start marks them failed). Idempotent.
+  void Stop();
+
+  // Thread-safe, non-blocking event posts.
+  void Assign(v1::TaskAssignment assignment);
+  void Cancel(v1::CancelTask cancel);
+  void HandleAck(v1::Ack ack);
+  void HandleStatusAck(v1::StatusAck ack);
+  // A new stream (generation) is up and Hello was sent on it.
+  void OnConnected(uint64_t generation);
+
+  // Every child the agent holds (running or finished and unacknowledged),
+  // for Hello. Thread-safe.
+  std::vector<v1::HeldTask> HeldTasks() const;
+  // Children spawned so far (tests). Thread-safe.
+  int spawned_count() const;
+
+ private:
+  enum class Phase { kWaiting, kRunning, kDone };
+  struct Task;
+  struct ConnectedEvent {
+    uint64_t generation;
+  };
+  using Event = std::variant<v1::TaskAssignment, v1::CancelTask, v1::Ack, v1::StatusAck,
+                             ConnectedEvent>;
+
+  void Post(Event event);
+  void Loop();
+  void Handle(Event& event);
+  void HandleAssign(const v1::TaskAssignment& assignment);
+  void HandleCancelEvent(const v1::CancelTask& cancel);
+  void HandleAckEvent(const v1::Ack& ack);
+  void HandleStatusAckEvent(const v1::StatusAck& ack);
+  void HandleConnected(uint64_t generation);
+  // One pass over every child; true when it did work and another pass
+  // should follow at once.
+  bool Tick();
+  void StartChild(Task& task);
+  void OnExit(Task& task, const ExitInfo& info);
+  // Ends a child that never ran or ran and ended: writes status.json when
+  // it has a directory, queues the end status.
+  void Finish(Task& task, v1::TaskStatus status);
+  bool PumpRecords(Task& task);
+  void MaybeSendEnd(Task& task);
+  bool MaybeForget(Task& task);
+  void SendStatus(const v1::TaskStatus& status);
+  void KillAll();
+  void RememberDone(const TaskKey& key);
+  void RefreshHeld();
+  int64_t AgentNowNs() const;
+
+  const ExecutorOptions options_;
+  Outbox* const outbox_;
+  TaskStore store_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Event> inbox_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<v1::HeldTask> held_ ABSL_GUARDED_BY(mu_);
+  int spawned_ ABSL_GUARDED_BY(mu_) = 0;
+  bool dropped_warned_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread thread_;
+  bool started_ = false;
+
+  // Executor thread only (and LoadStoredTasks before Start).
+  std::map<TaskKey, std::unique_ptr<Task>> tasks_;
+  std::set<TaskKey> done_keys_;
+  std::deque<TaskKey> done_order_;
+  uint64_t generation_ = 0;
+  bool held_dirty_ = true;
+};
+
+}  // namespace cmax::agent
+
+#endif  // CMAX_AGENT_EXECUTOR_H_

@@ -1,0 +1,142 @@
+// cmax-agent: the node daemon. Parses flags, wires the Agent, waits for
+// SIGTERM/SIGINT, stops the children and exits 0.
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/strip.h"
+#include "agent/agent.h"
+#include "common/logging.h"
+
+ABSL_FLAG(std::string, coordinator, "", "coordinator address HOST:PORT (required)");
+ABSL_FLAG(std::string, node_name, "", "this node's name (required)");
+ABSL_FLAG(std::string, work_dir, "", "directory for task directories (required)");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding a bearer token sent as 'authorization: Bearer <token>'");
+ABSL_FLAG(std::string, tls_ca, "", "root CA (PEM) for TLS to the coordinator; none: insecure");
+ABSL_FLAG(std::string, root, "",
+          "root directory passed as --root=DIR to suites that take one (fixture trees)");
+ABSL_FLAG(std::string, bench_dir, "",
+          "directory of cmax-bench and cmax-bench-cuda (default: the agent's own directory)");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
+ABSL_FLAG(int64_t, test_clock_offset_ms, 0,
+          "TEST ONLY (hidden in spirit; do not use in production): pretend the agent's clock "
+          "is shifted by N ms in every time it reports or is given");
+
+namespace {
+
+// absl flags are spelled with underscores; the documented command line uses
+// dashes (--node-name). Rewrites "--node-name[=v]" to "--node_name[=v]".
+std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i > 0 && arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      size_t end = arg.find('=');
+      if (end == std::string::npos) end = arg.size();
+      for (size_t j = 2; j < end; ++j) {
+        if (arg[j] == '-') arg[j] = '_';
+      }
+    }
+    out.push_back(arg);
+  }
+  return out;
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+std::string OwnDirectory() {
+  char buf[PATH_MAX] = {0};
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "the cmax node daemon\n"
+      "usage: cmax-agent --coordinator HOST:PORT --node-name NAME --work-dir DIR\n"
+      "       [--token-file F] [--tls-ca F] [--root DIR] [--bench-dir DIR]\n"
+      "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
+      "Flags may be written with dashes or underscores.");
+  std::vector<std::string> normalized = NormalizeFlagNames(argc, argv);
+  std::vector<char*> args;
+  for (std::string& a : normalized) args.push_back(a.data());
+  args.push_back(nullptr);
+  absl::ParseCommandLine(static_cast<int>(normalized.size()), args.data());
+
+  cmax::SetLogLevel(absl::GetFlag(FLAGS_log_level));
+  auto log = cmax::GetLogger("agent");
+  cmax::agent::AgentOptions options;
+  options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  options.node_name = absl::GetFlag(FLAGS_node_name);
+  options.work_dir = absl::GetFlag(FLAGS_work_dir);
+  if (options.coordinator.empty() || options.node_name.empty() || options.work_dir.empty()) {
+    std::fprintf(stderr, "cmax-agent: --coordinator, --node-name and --work-dir are required\n");
+    return 2;
+  }
+  options.root = absl::GetFlag(FLAGS_root);
+  options.bench_dir = absl::GetFlag(FLAGS_bench_dir);
+  if (options.bench_dir.empty()) options.bench_dir = OwnDirectory();
+  options.clock_offset_ns = absl::GetFlag(FLAGS_test_clock_offset_ms) * 1000000;
+  if (std::string f = absl::GetFlag(FLAGS_token_file); !f.empty()) {
+    std::string token;
+    if (!ReadFile(f, &token)) {
+      std::fprintf(stderr, "cmax-agent: cannot read --token-file %s\n", f.c_str());
+      return 2;
+    }
+    options.token = std::string(absl::StripAsciiWhitespace(token));
+  }
+  if (std::string f = absl::GetFlag(FLAGS_tls_ca); !f.empty()) {
+    if (!ReadFile(f, &options.tls_ca_pem) || options.tls_ca_pem.empty()) {
+      std::fprintf(stderr, "cmax-agent: cannot read --tls-ca %s\n", f.c_str());
+      return 2;
+    }
+  }
+  if (options.clock_offset_ns != 0) {
+    log->warn("test clock offset {} ms in effect", options.clock_offset_ns / 1000000);
+  }
+
+  // Block the stop signals in every thread (threads inherit the mask), and
+  // take them with sigwait below. Children get an empty mask at spawn.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  cmax::agent::Agent agent(options);
+  if (absl::Status s = agent.Start(); !s.ok()) {
+    log->error("cannot start: {}", std::string(s.message()));
+    return 2;
+  }
+  log->info("agent {} running; coordinator {}, work dir {}, bench dir {}", options.node_name,
+            options.coordinator, options.work_dir, options.bench_dir);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  log->info("signal {}: stopping", sig);
+  agent.Stop();
+  log->info("stopped");
+  return 0;
+}

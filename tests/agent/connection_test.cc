@@ -1,0 +1,1 @@
+// Connection tests are added below once the fake coordinator exists.

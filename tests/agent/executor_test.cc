@@ -1,0 +1,491 @@
+// The executor against real `cmax-bench selftest` children, with a fake
+// outbox in place of the coordinator stream.
+#include "agent/executor.h"
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "test_util.h"
+
+using namespace std::chrono_literals;
+using cmax::agent::Executor;
+using cmax::agent::ExecutorOptions;
+using cmax::agent::TaskKey;
+using cmax::agent::TaskStore;
+using cmax::agent::testing::AppendFile;
+using cmax::agent::testing::TempDir;
+using cmax::agent::testing::WaitFor;
+namespace v1 = cmax::v1;
+
+namespace {
+
+// Records what the executor sends, as the coordinator would see it.
+class FakeOutbox : public cmax::agent::Outbox {
+ public:
+  bool Send(uint64_t generation, v1::AgentMessage message) override {
+    absl::MutexLock lock(&mu_);
+    if (!up_ || generation != generation_) return false;
+    messages_.push_back(std::move(message));
+    return true;
+  }
+  bool HasRoom(uint64_t generation) const override {
+    absl::MutexLock lock(&mu_);
+    return up_ && generation == generation_;
+  }
+  void SetUp(bool up, uint64_t generation) {
+    absl::MutexLock lock(&mu_);
+    up_ = up;
+    generation_ = generation;
+  }
+  std::vector<v1::AgentMessage> messages() const {
+    absl::MutexLock lock(&mu_);
+    return messages_;
+  }
+  void Clear() {
+    absl::MutexLock lock(&mu_);
+    messages_.clear();
+  }
+  // The end status of (task, rank), if one was sent.
+  std::optional<v1::TaskStatus> EndStatus(const std::string& task, int rank = 0) const {
+    std::optional<v1::TaskStatus> found;
+    for (const auto& m : messages()) {
+      if (m.has_status() && m.status().task_id() == task && m.status().rank() == rank &&
+          m.status().state() != v1::TASK_RUNNING) {
+        found = m.status();
+      }
+    }
+    return found;
+  }
+  std::optional<v1::TaskStatus> Running(const std::string& task) const {
+    for (const auto& m : messages()) {
+      if (m.has_status() && m.status().task_id() == task &&
+          m.status().state() == v1::TASK_RUNNING) {
+        return m.status();
+      }
+    }
+    return std::nullopt;
+  }
+  // seq -> record for (task, rank), every copy counted in `copies`.
+  std::map<int64_t, v1::Record> Records(const std::string& task, int rank = 0,
+                                        int* copies = nullptr) const {
+    std::map<int64_t, v1::Record> out;
+    int n = 0;
+    for (const auto& m : messages()) {
+      for (const auto& r : m.records().records()) {
+        if (r.task_id() != task || r.rank() != rank) continue;
+        out[r.seq()] = r.record();
+        ++n;
+      }
+    }
+    if (copies) *copies = n;
+    return out;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  bool up_ = true;
+  uint64_t generation_ = 1;
+  std::vector<v1::AgentMessage> messages_;
+};
+
+ExecutorOptions Options(const std::string& work_dir) {
+  ExecutorOptions o;
+  o.work_dir = work_dir;
+  o.bench_dir = CMAX_TEST_BIN_DIR;
+  o.node_name = "test-node";
+  o.kill_grace_ms = 1000;
+  return o;
+}
+
+v1::TaskAssignment Selftest(const std::string& id, std::vector<std::string> args,
+                            int timeout_s = 30) {
+  v1::TaskAssignment a;
+  a.set_task_id(id);
+  a.set_attempt(0);
+  a.set_run_id("run-1");
+  a.set_suite("selftest");
+  for (auto& arg : args) a.add_args(arg);
+  a.set_timeout_seconds(timeout_s);
+  return a;
+}
+
+// An executor connected to a fake outbox (stream generation 1).
+struct Harness {
+  explicit Harness(const std::string& work_dir) : executor(Options(work_dir), &outbox) {}
+  void Start() {
+    executor.Start();
+    executor.OnConnected(1);
+  }
+  v1::TaskStatus WaitEnd(const std::string& task, std::chrono::milliseconds timeout = 20s,
+                         int rank = 0) {
+    REQUIRE(WaitFor([&] { return outbox.EndStatus(task, rank).has_value(); }, timeout));
+    return *outbox.EndStatus(task, rank);
+  }
+  FakeOutbox outbox;
+  Executor executor;
+};
+
+}  // namespace
+
+TEST_CASE("a selftest child completes and every record arrives before its status",
+          "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  h.executor.Assign(Selftest("ok1", {"--mode=ok", "--records=25"}));
+  v1::TaskStatus end = h.WaitEnd("ok1");
+  CHECK(end.state() == v1::TASK_COMPLETED);
+  CHECK(end.exit_code() == 0);
+  CHECK(end.attempt() == 0);
+  CHECK(end.started_unix_ns() > 0);
+  CHECK(end.ended_unix_ns() >= end.started_unix_ns());
+  REQUIRE(h.outbox.Running("ok1").has_value());
+
+  auto records = h.outbox.Records("ok1");
+  // 25 measurements plus the closing progress record, seq 0..N-1.
+  CHECK(end.record_count() == 26);
+  REQUIRE(records.size() == 26);
+  CHECK(records.begin()->first == 0);
+  CHECK(records.rbegin()->first == 25);
+  int measurements = 0;
+  for (const auto& [seq, r] : records) {
+    if (r.has_measurement()) {
+      CHECK(r.measurement().value() == seq);  // selftest_sequence counts up
+      ++measurements;
+    }
+  }
+  CHECK(measurements == 25);
+  // The end status comes after the last record batch.
+  auto msgs = h.outbox.messages();
+  size_t last_batch = 0, status_at = 0;
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    if (msgs[i].has_records()) last_batch = i;
+    if (msgs[i].has_status() && msgs[i].status().state() == v1::TASK_COMPLETED) status_at = i;
+  }
+  CHECK(status_at > last_batch);
+
+  // Task directory layout.
+  TaskStore store(dir.path());
+  TaskKey key{"ok1", 0, 0};
+  CHECK(store.Exists(key));
+  auto stored = store.ReadStatus(key);
+  REQUIRE(stored.ok());
+  CHECK(stored->state() == v1::TASK_COMPLETED);
+  auto assignment = store.ReadAssignment(key);
+  REQUIRE(assignment.ok());
+  CHECK(assignment->suite() == "selftest");
+
+  // Acknowledging everything removes the directory.
+  v1::Ack ack;
+  ack.set_task_id("ok1");
+  ack.set_next_seq(26);
+  h.executor.HandleAck(ack);
+  v1::StatusAck sack;
+  sack.set_task_id("ok1");
+  h.executor.HandleStatusAck(sack);
+  CHECK(WaitFor([&] { return !store.Exists(key); }, 5s));
+  CHECK(h.executor.HeldTasks().empty());
+  // A duplicate assignment after that does not run it again.
+  h.executor.Assign(Selftest("ok1", {"--mode=ok", "--records=25"}));
+  std::this_thread::sleep_for(300ms);
+  CHECK(h.executor.spawned_count() == 1);
+}
+
+TEST_CASE("a status ack before the records are acked keeps the directory",
+          "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  h.executor.Assign(Selftest("keep", {"--records=3"}));
+  v1::TaskStatus end = h.WaitEnd("keep");
+  v1::StatusAck sack;
+  sack.set_task_id("keep");
+  h.executor.HandleStatusAck(sack);
+  v1::Ack ack;
+  ack.set_task_id("keep");
+  ack.set_next_seq(end.record_count() - 1);
+  h.executor.HandleAck(ack);
+  std::this_thread::sleep_for(300ms);
+  TaskStore store(dir.path());
+  CHECK(store.Exists(TaskKey{"keep", 0, 0}));
+  ack.set_next_seq(end.record_count());
+  h.executor.HandleAck(ack);
+  CHECK(WaitFor([&] { return !store.Exists(TaskKey{"keep", 0, 0}); }, 5s));
+}
+
+TEST_CASE("a crashing child fails with its signal and stderr tail", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  h.executor.Assign(Selftest("crash1", {"--mode=crash", "--records=4"}));
+  v1::TaskStatus end = h.WaitEnd("crash1");
+  CHECK(end.state() == v1::TASK_FAILED);
+  CHECK_THAT(end.message(), Catch::StartsWith("crashed: ") && Catch::Contains("signal 6"));
+  CHECK(end.signal() == 6);
+  CHECK(end.exit_code() == -1);
+  CHECK_THAT(end.stderr_tail(), Catch::Contains("about to crash"));
+  CHECK(end.record_count() == 5);
+  CHECK(h.outbox.Records("crash1").size() == 5);
+}
+
+TEST_CASE("exit 2 is a failure to run, with the reason", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  h.executor.Assign(Selftest("err1", {"--mode=error"}));
+  v1::TaskStatus end = h.WaitEnd("err1");
+  CHECK(end.state() == v1::TASK_FAILED);
+  CHECK(end.exit_code() == 2);
+  CHECK_THAT(end.message(), Catch::StartsWith("could not run") &&
+                                Catch::Contains("asked to fail to run"));
+}
+
+TEST_CASE("exit 1 (found failures) is completed", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  h.executor.Assign(Selftest("fail1", {"--mode=fail", "--records=2"}));
+  v1::TaskStatus end = h.WaitEnd("fail1");
+  CHECK(end.state() == v1::TASK_COMPLETED);
+  CHECK(end.exit_code() == 1);
+  bool has_finding = false;
+  for (const auto& [seq, r] : h.outbox.Records("fail1")) has_finding |= r.has_finding();
+  CHECK(has_finding);
+}
+
+TEST_CASE("a child past its timeout is killed and timed out", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  auto start = std::chrono::steady_clock::now();
+  h.executor.Assign(Selftest("slow1", {"--mode=sleep", "--seconds=30"}, /*timeout_s=*/1));
+  v1::TaskStatus end = h.WaitEnd("slow1", 15s);
+  auto took = std::chrono::steady_clock::now() - start;
+  CHECK(end.state() == v1::TASK_TIMED_OUT);
+  CHECK(end.message() == "killed after 1 s timeout");
+  CHECK(took < 8s);
+  CHECK(took >= 1s);
+  CHECK(end.record_count() >= 1);  // the "sleeping" progress record
+}
+
+TEST_CASE("a cancelled child is stopped and cancelled", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  h.executor.Assign(Selftest("long1", {"--mode=sleep", "--seconds=30"}));
+  REQUIRE(WaitFor([&] { return h.outbox.Running("long1").has_value(); }, 10s));
+  v1::CancelTask c;
+  c.set_task_id("long1");
+  c.set_reason("operator asked");
+  h.executor.Cancel(c);
+  v1::TaskStatus end = h.WaitEnd("long1", 10s);
+  CHECK(end.state() == v1::TASK_CANCELLED);
+  CHECK_THAT(end.message(), Catch::Contains("operator asked"));
+}
+
+TEST_CASE("rejected assignments spawn nothing", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  auto bad_suite = Selftest("rej1", {});
+  bad_suite.set_suite("bash");
+  auto bad_arg = Selftest("rej2", {"--mode=ok;rm"});
+  auto bad_env = Selftest("rej3", {"--mode=ok"});
+  (*bad_env.mutable_env())["LD_PRELOAD"] = "/tmp/evil.so";
+  auto bad_id = Selftest("../etc", {"--mode=ok"});
+  auto bad_flag = Selftest("rej5", {"--exec=/bin/sh"});
+  for (const auto& a : {bad_suite, bad_arg, bad_env, bad_id, bad_flag}) h.executor.Assign(a);
+  for (const char* id : {"rej1", "rej2", "rej3", "../etc", "rej5"}) {
+    v1::TaskStatus end = h.WaitEnd(id, 5s);
+    CHECK(end.state() == v1::TASK_FAILED);
+    CHECK_THAT(end.message(), Catch::StartsWith("rejected: "));
+  }
+  CHECK_THAT(h.outbox.EndStatus("rej1")->message(), Catch::Contains("bash"));
+  CHECK_THAT(h.outbox.EndStatus("rej3")->message(), Catch::Contains("LD_PRELOAD"));
+  CHECK(h.executor.spawned_count() == 0);
+  CHECK(h.outbox.Running("rej1") == std::nullopt);
+  // No task directory was made for any of them.
+  struct stat st;
+  CHECK(stat((dir.path() + "/tasks/rej1.a0.r0").c_str(), &st) != 0);
+  CHECK(stat((dir.path() + "/tasks/rej2.a0.r0").c_str(), &st) != 0);
+}
+
+TEST_CASE("an unwritable work dir fails the task and the executor keeps serving",
+          "[agent][executor]") {
+  TempDir dir;
+  AppendFile(dir.path() + "/file", "not a directory");
+  FakeOutbox outbox;
+  Executor bad(Options(dir.path() + "/file/work"), &outbox);
+  bad.Start();
+  bad.OnConnected(1);
+  bad.Assign(Selftest("wd1", {"--mode=ok"}));
+  REQUIRE(WaitFor([&] { return outbox.EndStatus("wd1").has_value(); }, 5s));
+  auto end = *outbox.EndStatus("wd1");
+  CHECK(end.state() == v1::TASK_FAILED);
+  CHECK_THAT(end.message(),
+             Catch::StartsWith("work dir " + dir.path() + "/file/work") &&
+                 Catch::Contains("Not a directory"));
+  CHECK(bad.spawned_count() == 0);
+  // Still serving: a second assignment gets an answer too.
+  bad.Assign(Selftest("wd2", {"--mode=ok"}));
+  CHECK(WaitFor([&] { return outbox.EndStatus("wd2").has_value(); }, 5s));
+}
+
+TEST_CASE("a repeated assignment does not start the task twice", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  auto a = Selftest("dup1", {"--mode=sleep", "--seconds=1"});
+  h.executor.Assign(a);
+  h.executor.Assign(a);
+  v1::TaskStatus end = h.WaitEnd("dup1");
+  CHECK(end.state() == v1::TASK_COMPLETED);
+  // Once finished, the same assignment gets its status again, not a new run.
+  h.outbox.Clear();
+  h.executor.Assign(a);
+  REQUIRE(WaitFor([&] { return h.outbox.EndStatus("dup1").has_value(); }, 5s));
+  CHECK(h.executor.spawned_count() == 1);
+}
+
+TEST_CASE("a group task starts one child per rank, each with its own spool",
+          "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  auto a = Selftest("gang1", {"--records=3"});
+  a.set_group("gang1");
+  a.set_world_size(4);
+  a.set_local_world_size(2);
+  auto* r0 = a.add_ranks();
+  r0->set_rank(2);
+  r0->set_local_rank(0);
+  auto* r1 = a.add_ranks();
+  r1->set_rank(3);
+  r1->set_local_rank(1);
+  h.executor.Assign(a);
+  auto e2 = h.WaitEnd("gang1", 20s, 2);
+  auto e3 = h.WaitEnd("gang1", 20s, 3);
+  CHECK(e2.state() == v1::TASK_COMPLETED);
+  CHECK(e3.state() == v1::TASK_COMPLETED);
+  CHECK(h.outbox.Records("gang1", 2).size() == 4);
+  CHECK(h.outbox.Records("gang1", 3).size() == 4);
+  TaskStore store(dir.path());
+  CHECK(store.Exists(TaskKey{"gang1", 0, 2}));
+  CHECK(store.Exists(TaskKey{"gang1", 0, 3}));
+  CHECK(h.executor.spawned_count() == 2);
+}
+
+TEST_CASE("a start time in the agent's shifted clock delays the spawn", "[agent][executor]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.clock_offset_ns = int64_t{3600} * 1000000000;  // agent clock one hour ahead
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  const int64_t agent_now = cmax::NowUnixNs() + opts.clock_offset_ns;
+  auto a = Selftest("bar1", {"--records=1"});
+  a.set_start_at_agent_ns(agent_now + 800 * 1000000LL);
+  auto t0 = std::chrono::steady_clock::now();
+  ex.Assign(a);
+  REQUIRE(WaitFor([&] { return outbox.Running("bar1").has_value(); }, 10s));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  CHECK(waited >= 700ms);
+  CHECK(waited < 5s);
+  CHECK(outbox.Running("bar1")->started_unix_ns() >= a.start_at_agent_ns());
+}
+
+TEST_CASE("after a reconnect records are resent from the acked seq", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  h.executor.Assign(Selftest("re1", {"--records=9"}));
+  v1::TaskStatus end = h.WaitEnd("re1");
+  REQUIRE(end.record_count() == 10);
+  v1::Ack ack;
+  ack.set_task_id("re1");
+  ack.set_next_seq(6);
+  h.executor.HandleAck(ack);
+  std::this_thread::sleep_for(200ms);
+  h.outbox.Clear();
+  h.outbox.SetUp(true, 2);
+  h.executor.OnConnected(2);
+  REQUIRE(WaitFor([&] { return h.outbox.EndStatus("re1").has_value(); }, 5s));
+  int copies = 0;
+  auto resent = h.outbox.Records("re1", 0, &copies);
+  REQUIRE(resent.size() == 4);
+  CHECK(copies == 4);
+  CHECK(resent.begin()->first == 6);
+  CHECK(resent.rbegin()->first == 9);
+}
+
+TEST_CASE("while disconnected nothing is lost", "[agent][executor]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.outbox.SetUp(false, 1);
+  h.Start();
+  h.executor.Assign(Selftest("off1", {"--records=5"}));
+  REQUIRE(WaitFor([&] { return h.executor.spawned_count() == 1; }, 5s));
+  std::this_thread::sleep_for(1s);  // the child finishes while we are offline
+  CHECK(h.outbox.messages().empty());
+  h.outbox.SetUp(true, 2);
+  h.executor.OnConnected(2);
+  v1::TaskStatus end = h.WaitEnd("off1");
+  CHECK(end.state() == v1::TASK_COMPLETED);
+  CHECK(h.outbox.Records("off1").size() == 6);
+}
+
+TEST_CASE("after an agent restart held tasks are reported and resent from seq 0",
+          "[agent][executor]") {
+  TempDir dir;
+  TaskStore store(dir.path());
+  TaskKey orphan{"old1", 2, 0};
+  REQUIRE(store.Create(orphan, Selftest("old1", {})).ok());
+  AppendFile(store.SpoolPath(orphan),
+             "{\"log\":{\"level\":\"info\",\"message\":\"one\"}}\n"
+             "garbage\n"
+             "{\"log\":{\"level\":\"info\",\"message\":\"three\"}}\n");
+  Harness h(dir.path());
+  REQUIRE(h.executor.LoadStoredTasks().ok());
+  auto held = h.executor.HeldTasks();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].task_id() == "old1");
+  CHECK(held[0].attempt() == 2);
+  CHECK_FALSE(held[0].running());
+  h.Start();
+  v1::TaskStatus end = h.WaitEnd("old1", 5s);
+  CHECK(end.state() == v1::TASK_FAILED);
+  CHECK(end.message() == "agent restarted; the task process died with it");
+  CHECK(end.record_count() == 3);
+  auto records = h.outbox.Records("old1");
+  REQUIRE(records.size() == 3);
+  CHECK(records[0].log().message() == "one");
+  CHECK_THAT(records[1].log().message(), Catch::StartsWith("malformed record line 1: "));
+  CHECK(records[2].log().message() == "three");
+  CHECK(h.executor.spawned_count() == 0);
+}
+
+TEST_CASE("stopping the executor stops its children", "[agent][executor]") {
+  TempDir dir;
+  auto h = std::make_unique<Harness>(dir.path());
+  h->Start();
+  h->executor.Assign(Selftest("stop1", {"--mode=sleep", "--seconds=30"}));
+  REQUIRE(WaitFor([&] { return h->outbox.Running("stop1").has_value(); }, 10s));
+  auto start = std::chrono::steady_clock::now();
+  h->executor.Stop();
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  // A new executor on the same work dir marks the task as died with the agent.
+  h.reset();
+  Harness again(dir.path());
+  REQUIRE(again.executor.LoadStoredTasks().ok());
+  again.Start();
+  v1::TaskStatus end = again.WaitEnd("stop1", 5s);
+  CHECK(end.message() == "agent restarted; the task process died with it");
+}
