@@ -1,0 +1,265 @@
+// The walking skeleton end to end: real coordinator, agents and cmaxctl.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_split.h"
+#include "common/record_io.h"
+#include "google/protobuf/util/json_util.h"
+#include "tests/integration/cluster.h"
+
+using cmax::testing::Cluster;
+using cmax::testing::ClusterOptions;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string Fixture(const std::string& name) {
+  return Cluster::SourceDir() + "/tests/fixtures/hostcheck/" + name;
+}
+
+std::vector<cmax::v1::ExportedRecord> Export(Cluster& c, const std::string& run_id) {
+  auto r = c.Ctl({"export", run_id});
+  REQUIRE(r.exit.code == 0);
+  std::vector<cmax::v1::ExportedRecord> out;
+  for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
+    cmax::v1::ExportedRecord rec;
+    REQUIRE(google::protobuf::util::JsonStringToMessage(std::string(line), &rec).ok());
+    out.push_back(rec);
+  }
+  return out;
+}
+
+std::string Scorecard(Cluster& c, const std::string& run_id) {
+  auto r = c.Ctl({"report", run_id, "--format", "json"});
+  REQUIRE(r.exit.code == 0);
+  return r.out;
+}
+
+void WaitUntilBusy(Cluster& c, int n) {
+  auto s = c.WaitForAgents(n, "busy", 20s);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+}
+
+}  // namespace
+
+TEST_CASE("a quick run over three agents gives a scorecard with every node", "[integration]") {
+  ClusterOptions o;
+  o.agent_roots = {Fixture("healthy-8xh100"), Fixture("missing-gpu"), Fixture("cpu-only")};
+  Cluster c("sk1", o);
+  auto started = c.Start();
+  INFO(started.ToString());
+  REQUIRE(started.ok());
+  if (!c.using_netns()) WARN("network namespaces unavailable: agents ran on loopback");
+
+  auto run = c.Ctl({"run", "--plan", Cluster::SourceDir() + "/benchmarks/plans/quick.yaml"});
+  INFO(run.out << run.err);
+  CHECK(run.exit.code == 0);
+  std::string run_id = Cluster::RunIdFrom(run.out);
+  REQUIRE(!run_id.empty());
+  CHECK(run.out.find("scorecard: ") != std::string::npos);
+
+  // Every node's hostcheck records are stored, with the GPU counts of its tree.
+  std::map<std::string, double> gpus;
+  for (const auto& r : Export(c, run_id)) {
+    CHECK(r.suite() == "hostcheck");
+    if (r.record().has_measurement() && r.record().measurement().metric() == "gpu_count") {
+      gpus[r.node()] = r.record().measurement().value();
+    }
+  }
+  CHECK(gpus == std::map<std::string, double>{{"node-0", 8}, {"node-1", 7}, {"node-2", 0}});
+
+  std::string card = Scorecard(c, run_id);
+  for (const char* node : {"node-0", "node-1", "node-2"}) {
+    CHECK(card.find(std::string("\"node\": \"") + node + "\"") != std::string::npos);
+  }
+  CHECK(card.find("\"verdict\"") != std::string::npos);
+  CHECK(card.find("\"tier\"") != std::string::npos);
+  for (const char* f : {"json", "md", "html"}) {
+    std::ifstream in(c.data_dir() + "/reports/" + run_id + "/scorecard." + f);
+    CHECK(in.good());
+  }
+
+  SECTION("an expectation the nodes miss fails them and the run exits 1") {
+    std::string plan = c.WritePlan("expect8",
+                                   "name: expect8\nexpect:\n  gpus_per_node: 8\n"
+                                   "suites:\n  - suite: hostcheck\n");
+    auto r = c.Ctl({"run", "--plan", plan});
+    INFO(r.out << r.err);
+    CHECK(r.exit.code == 1);
+    std::string id = Cluster::RunIdFrom(r.out);
+    std::string md = c.Ctl({"report", id, "--format", "md"}).out;
+    CHECK(md.find("node-1") != std::string::npos);
+    CHECK(md.find("found 7") != std::string::npos);
+  }
+}
+
+TEST_CASE("an agent killed mid-task leaves its task lost and the run exits 1", "[integration]") {
+  Cluster c("sk2", {});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("sleep", R"(name: sleep
+suites:
+  - suite: selftest
+    timeout: 60s
+    params: {mode: sleep, seconds: 6}
+)");
+  auto submit = c.Ctl({"run", "--plan", plan, "--no-wait"});
+  REQUIRE(submit.exit.code == 0);
+  std::string run_id = Cluster::RunIdFrom(submit.out);
+  WaitUntilBusy(c, 3);
+  c.StopAgent(1, SIGKILL);
+  auto watch = c.Ctl({"watch", run_id}, 60s);
+  INFO(watch.out << watch.err);
+  CHECK(watch.exit.code == 1);
+  CHECK(watch.out.find("FAIL node-1 selftest: lost") != std::string::npos);
+  std::string card = Scorecard(c, run_id);
+  CHECK(card.find("lost") != std::string::npos);
+  // The agent comes back and is connected for new runs.
+  REQUIRE(c.StartAgent(1).ok());
+  CHECK(c.WaitForAgents(3, "connected", 20s).ok());
+}
+
+TEST_CASE("a hung suite is killed at its timeout and a crash keeps its stderr",
+          "[integration]") {
+  Cluster c("sk3", {.agents = 2});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("faults", R"(name: faults
+suites:
+  - suite: selftest
+    name: hang
+    timeout: 2s
+    params: {mode: sleep, seconds: 300}
+  - suite: selftest
+    name: crash
+    params: {mode: crash, records: 3}
+  - suite: selftest
+    name: after
+    params: {mode: ok, records: 2}
+)");
+  auto start = std::chrono::steady_clock::now();
+  auto r = c.Ctl({"run", "--plan", plan}, 90s);
+  INFO(r.out << r.err);
+  CHECK(r.exit.code == 1);
+  CHECK(std::chrono::steady_clock::now() - start < 40s);
+  CHECK(r.out.find("timed_out") != std::string::npos);
+  CHECK(r.out.find("signal 6") != std::string::npos);
+  CHECK(r.out.find("about to crash") != std::string::npos);
+  // Neither stopped the run or the agents: the last suite ran everywhere.
+  std::string run_id = Cluster::RunIdFrom(r.out);
+  int after = 0;
+  for (const auto& rec : Export(c, run_id)) {
+    if (rec.task_id().find(".2.") != std::string::npos && rec.record().has_measurement()) ++after;
+  }
+  CHECK(after == 4);
+}
+
+TEST_CASE("cancel stops every child on every agent", "[integration]") {
+  Cluster c("sk4", {});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("long", R"(name: long
+suites:
+  - suite: selftest
+    timeout: 5m
+    params: {mode: sleep, seconds: 120}
+)");
+  auto submit = c.Ctl({"run", "--plan", plan, "--no-wait"});
+  REQUIRE(submit.exit.code == 0);
+  std::string run_id = Cluster::RunIdFrom(submit.out);
+  WaitUntilBusy(c, 3);
+  auto cancel = c.Ctl({"cancel", run_id});
+  INFO(cancel.out << cancel.err);
+  CHECK(cancel.exit.code == 0);
+  auto watch = c.Ctl({"watch", run_id}, 30s);
+  CHECK(watch.exit.code == 3);
+  // Within a few seconds no selftest child is left anywhere.
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    auto ps = cmax::RunCommand({"pgrep", "-f", "cmax-bench selftest --mode=sleep --seconds=120"},
+                               5s);
+    gone = ps.ok() && ps->exit.code == 1;
+    if (!gone) std::this_thread::sleep_for(200ms);
+  }
+  CHECK(gone);
+}
+
+TEST_CASE("a malformed plan is refused with its line number", "[integration]") {
+  Cluster c("sk5", {.agents = 1, .netns = false});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("bad", "name: bad\nsuites:\n  - suite: hostcheck\n    params:\n"
+                                        "      no-such-param: 3\n");
+  auto r = c.Ctl({"run", "--plan", plan});
+  CHECK(r.exit.code == 2);
+  CHECK(r.err.find("bad.yaml:5:7") != std::string::npos);
+  auto unknown = c.Ctl({"run", "--plan", c.WritePlan("u", "name: u\nsuites:\n  - suite: rm\n")});
+  CHECK(unknown.exit.code == 2);
+  CHECK(unknown.err.find("unknown suite 'rm'") != std::string::npos);
+}
+
+TEST_CASE("wrong tokens and plaintext clients are refused", "[integration][security]") {
+  Cluster c("sk6", {.agents = 1, .token = "correct horse battery", .tls = true});
+  auto s = c.Start();  // the agent connects over TLS with the token
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  std::ofstream(c.dir() + "/wrong") << "wrong token\n";
+  auto wrong = c.Ctl({"--token-file", c.dir() + "/wrong", "agents"});
+  INFO(wrong.out << wrong.err);
+  CHECK(wrong.exit.code == 2);
+  CHECK(wrong.err.find("refused the credentials") != std::string::npos);
+  auto right = c.Ctl({"agents"});  // control: the right credentials work
+  CHECK(right.exit.code == 0);
+  CHECK(right.out.find("node-0") != std::string::npos);
+  // Plaintext against TLS: no --tls-ca.
+  std::vector<std::string> plain = {Cluster::BinDir() + "/cmaxctl", "--coordinator", c.address(),
+                                    "--token-file", c.dir() + "/token", "agents"};
+  if (c.using_netns()) plain.insert(plain.begin(), {"ip", "netns", "exec", "sk6-hub"});
+  auto p = cmax::RunCommand(plain, 30s);
+  REQUIRE(p.ok());
+  INFO(p->out << p->err);
+  CHECK(p->exit.code == 3);
+  CHECK(p->err.find("cannot reach the coordinator") != std::string::npos);
+}
+
+TEST_CASE("records survive a coordinator restart before their acknowledgement, once each",
+          "[integration]") {
+  Cluster c("sk7", {.heartbeat_timeout_s = 10});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("many", R"(name: many
+suites:
+  - suite: selftest
+    timeout: 2m
+    params: {mode: records, records: 3000, rate: 1000}
+)");
+  auto submit = c.Ctl({"run", "--plan", plan, "--no-wait"});
+  REQUIRE(submit.exit.code == 0);
+  std::string run_id = Cluster::RunIdFrom(submit.out);
+  WaitUntilBusy(c, 3);
+  std::this_thread::sleep_for(1s);
+  c.StopCoordinator(SIGKILL);
+  std::this_thread::sleep_for(1500ms);
+  auto restarted = c.StartCoordinator();
+  INFO(restarted.ToString());
+  REQUIRE(restarted.ok());
+  auto watch = c.Ctl({"watch", run_id}, 90s);
+  INFO(watch.out << watch.err);
+  CHECK(watch.exit.code == 0);
+  std::map<std::string, std::set<int64_t>> seqs;
+  int64_t total = 0;
+  for (const auto& r : Export(c, run_id)) {
+    seqs[r.node()].insert(r.seq());
+    ++total;
+  }
+  // 3000 measurements and one progress line per node, each exactly once.
+  REQUIRE(seqs.size() == 3);
+  for (const auto& [node, s] : seqs) {
+    INFO(node);
+    CHECK(s.size() == 3001);
+    CHECK(*s.begin() == 0);
+    CHECK(*s.rbegin() == 3000);
+  }
+  CHECK(total == 3 * 3001);
+}
