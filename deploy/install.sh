@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs cmax for systemd: the binaries to /usr/local/bin, the units to
+# /etc/systemd/system, example configuration to /etc/cmax (never overwritten),
+# and a `cmax` system user for the coordinator.
+#
+#   deploy/install.sh [--prefix /usr/local] [--build-dir build] [--no-build]
+#
+# Then, on the head node:   systemctl enable --now cmax-coordinator
+#      on every node:       systemctl enable --now cmax-agent
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+prefix=/usr/local
+build=${CMAX_BUILD_DIR:-$root/build}
+do_build=1
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --prefix) prefix=$2; shift 2 ;;
+    --build-dir) build=$2; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+[[ $(id -u) -eq 0 ]] || { echo "install.sh: run as root (sudo deploy/install.sh)" >&2; exit 2; }
+
+if [[ $do_build -eq 1 ]]; then
+  ./deploy/install-deps.sh --quiet
+  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -DCMAX_BUILD_TESTS=OFF
+  cmake --build "$build" -j "$(nproc)"
+fi
+
+install -d "$prefix/bin" "$prefix/share/cmax/plans" "$prefix/share/doc/cmax"
+for b in cmax-coordinator cmax-agent cmaxctl cmax-bench cmax-bench-cuda; do
+  [[ -x $build/bin/$b ]] && install -m 0755 "$build/bin/$b" "$prefix/bin/$b"
+done
+install -m 0644 benchmarks/plans/*.yaml "$prefix/share/cmax/plans/"
+for d in benchmarks/*/data; do
+  [[ -d $d ]] && cp -r "$d/." "$prefix/share/cmax/"
+done
+install -m 0644 README.md "$prefix/share/doc/cmax/README.md"
+
+getent group cmax >/dev/null || groupadd --system cmax
+getent passwd cmax >/dev/null || useradd --system --gid cmax --home-dir /var/lib/cmax \
+  --shell /usr/sbin/nologin cmax
+
+install -d -m 0750 /etc/cmax
+if [[ ! -f /etc/cmax/coordinator.env ]]; then
+  cat >/etc/cmax/coordinator.env <<'ENV'
+# Arguments for cmax-coordinator (see cmax-coordinator --help).
+# Loopback only by default. For a cluster, listen on the head node's address
+# with TLS and a token, e.g.:
+#   CMAX_COORDINATOR_ARGS=--listen 10.0.0.5:8470 --tls-cert /etc/cmax/tls/server.pem --tls-key /etc/cmax/tls/server.key --token-file /etc/cmax/token
+CMAX_COORDINATOR_ARGS=--listen 127.0.0.1:8470
+ENV
+fi
+if [[ ! -f /etc/cmax/agent.env ]]; then
+  cat >/etc/cmax/agent.env <<'ENV'
+# Arguments for cmax-agent (see cmax-agent --help). The node name is the host
+# name unless --node-name is given here. For a cluster, e.g.:
+#   CMAX_AGENT_ARGS=--coordinator 10.0.0.5:8470 --tls-ca /etc/cmax/tls/ca.pem --token-file /etc/cmax/token
+CMAX_AGENT_ARGS=--coordinator 127.0.0.1:8470
+ENV
+fi
+chgrp cmax /etc/cmax /etc/cmax/coordinator.env
+chmod 0640 /etc/cmax/coordinator.env /etc/cmax/agent.env
+
+install -m 0644 deploy/systemd/cmax-coordinator.service /etc/systemd/system/
+install -m 0644 deploy/systemd/cmax-agent.service /etc/systemd/system/
+if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+  systemctl daemon-reload
+fi
+echo "installed cmax to $prefix/bin; units in /etc/systemd/system; configuration in /etc/cmax"
+echo "head node:  systemctl enable --now cmax-coordinator"
+echo "each node:  systemctl enable --now cmax-agent"

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# cmax quickstart: installs what is missing, builds, starts a coordinator and
+# local agents on loopback, runs the quick evaluation, prints the scorecard
+# summary and where the files are, and stops what it started.
+#
+#   deploy/quickstart.sh [--agents N] [--plan FILE] [--keep-running]
+#
+# Environment: CMAX_BUILD_DIR (default build/), CMAX_QUICKSTART_DIR (default
+# /tmp/cmax-quickstart), CMAX_PORT (default 8470).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+agents=1
+plan=$root/benchmarks/plans/quick.yaml
+keep=0
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --agents) agents=${2:?--agents needs a number}; shift 2 ;;
+    --agents=*) agents=${1#*=}; shift ;;
+    --plan) plan=${2:?--plan needs a file}; shift 2 ;;
+    --plan=*) plan=${1#*=}; shift ;;
+    --keep-running) keep=1; shift ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "quickstart: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+[[ $agents =~ ^[0-9]+$ && $agents -ge 1 && $agents -le 64 ]] || {
+  echo "quickstart: --agents must be 1..64" >&2; exit 2; }
+
+build=${CMAX_BUILD_DIR:-$root/build}
+work=${CMAX_QUICKSTART_DIR:-/tmp/cmax-quickstart}
+port=${CMAX_PORT:-8470}
+addr=127.0.0.1:$port
+
+echo "==> installing missing packages"
+./deploy/install-deps.sh --quiet
+
+echo "==> building into $build"
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/cmax-ccache}
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAX_BUILD_TESTS=OFF >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)" --target cmax-coordinator cmax-agent cmaxctl cmax-bench
+bin=$build/bin
+
+pids=()
+cleanup() {
+  if [[ $keep -eq 0 ]]; then
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+
+mkdir -p "$work"
+echo "==> starting cmax-coordinator on $addr (data in $work/data)"
+"$bin/cmax-coordinator" --listen "$addr" --data-dir "$work/data" >"$work/coordinator.out" \
+  2>"$work/coordinator.log" &
+pids+=($!)
+for _ in $(seq 50); do
+  grep -q "listening on" "$work/coordinator.out" 2>/dev/null && break
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then
+    echo "quickstart: the coordinator did not start:" >&2; tail -5 "$work/coordinator.log" >&2; exit 1
+  fi
+  sleep 0.1
+done
+
+echo "==> starting $agents agent(s): local-0 .. local-$((agents - 1))"
+for i in $(seq 0 $((agents - 1))); do
+  "$bin/cmax-agent" --coordinator "$addr" --node-name "local-$i" --work-dir "$work/agent-$i" \
+    >"$work/agent-$i.log" 2>&1 &
+  pids+=($!)
+done
+for _ in $(seq 100); do
+  n=$("$bin/cmaxctl" --coordinator "$addr" agents 2>/dev/null | grep -cE ' (connected|busy) ' || true)
+  [[ $n -ge $agents ]] && break
+  sleep 0.2
+done
+"$bin/cmaxctl" --coordinator "$addr" agents
+
+echo "==> running $(basename "$plan")"
+set +e
+"$bin/cmaxctl" --coordinator "$addr" run --plan "$plan" | tee "$work/run.out"
+rc=${PIPESTATUS[0]}
+set -e
+run_id=$(sed -n 's/^run \(r[0-9a-z-]*\):.*/\1/p' "$work/run.out" | head -1)
+if [[ -n $run_id ]]; then
+  dir="$work/data/reports/$run_id"
+  echo
+  echo "==> scorecard summary"
+  "$bin/cmaxctl" --coordinator "$addr" report "$run_id" --format md |
+    sed -n '/^| Tier/p;/^| Why/p;/^## Categories/,/^## Rules/p' | grep -v '^## Rules'
+  echo "scorecard files:"
+  echo "  $dir/scorecard.html"
+  echo "  $dir/scorecard.md"
+  echo "  $dir/scorecard.json"
+fi
+if [[ $keep -eq 1 ]]; then
+  echo "coordinator and agents keep running (pids ${pids[*]}); CMAX_COORDINATOR=$addr cmaxctl agents"
+fi
+exit "$rc"
