@@ -310,7 +310,7 @@ class GpuGemm {
     // Verify sampled elements of the timed runs' output.
     auto positions = PickSamplePositions(s.m, s.n, kSamples, seed + 17);
     if (o_.fault_inject && !positions.empty()) {
-      // TEST ONLY: bytes 0x7F make a huge finite value in every output type.
+      // TEST ONLY: bytes 0x7F make a huge value (NaN in fp16) in every output type.
       auto [i, j] = positions[positions.size() / 2];
       char* elem = static_cast<char*>(d.p) + static_cast<size_t>(i + j * s.m) * t.cd_size;
       CMAX_CUDA(cudaMemsetAsync(elem, 0x7F, t.cd_size, stream_));

@@ -16,6 +16,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -134,11 +135,16 @@ absl::StatusOr<uint64_t> DeviceCheck(GpuMem& g, const void* p, int64_t words, ui
   return static_cast<uint64_t>(bad);
 }
 
-// Median milliseconds of `op` over iters timed runs after `warmup` untimed ones.
+// Median milliseconds of `op` over iters timed runs after `warmup` untimed
+// ones. `poison` runs after the warm-up has finished and before the timed
+// runs, so that verification sees what the timed copies wrote.
 absl::StatusOr<double> TimeOp(int gpu, cudaStream_t stream, int warmup, int iters,
-                              const std::function<cudaError_t()>& op) {
+                              const std::function<cudaError_t()>& op,
+                              const std::function<cudaError_t()>& poison) {
   CMAX_CUDA(cudaSetDevice(gpu));
   for (int i = 0; i < warmup; ++i) CMAX_CUDA(op());
+  CMAX_CUDA(cudaStreamSynchronize(stream));
+  CMAX_CUDA(poison());
   std::vector<cudaEvent_t> ev(static_cast<size_t>(iters) + 1, nullptr);
   absl::Status status;
   std::vector<double> ms;
@@ -189,11 +195,8 @@ Result HostCopy(GpuMem& g, const MemOptions& o, bool to_device) {
     CMAX_CUDA(cudaSetDevice(gpu));
     if (to_device) {
       HostFill(g.host->data(), words, seed);
-      CMAX_CUDA(cudaMemsetAsync(g.dst, 0xFF, static_cast<size_t>(o.size), g.stream));
     } else {
       CMAX_CUDA(LaunchFillPattern(static_cast<uint64_t*>(g.src), words, seed, g.stream));
-      CMAX_CUDA(cudaStreamSynchronize(g.stream));
-      std::memset(g.host->data(), 0xFF, static_cast<size_t>(o.size));
     }
     auto op = [&]() {
       return to_device ? cudaMemcpyAsync(g.dst, g.host->data(), static_cast<size_t>(o.size),
@@ -201,7 +204,12 @@ Result HostCopy(GpuMem& g, const MemOptions& o, bool to_device) {
                        : cudaMemcpyAsync(g.host->data(), g.src, static_cast<size_t>(o.size),
                                          cudaMemcpyDeviceToHost, g.stream);
     };
-    auto ms = TimeOp(gpu, g.stream, o.warmup, o.iters, op);
+    auto poison = [&]() {
+      if (to_device) return cudaMemsetAsync(g.dst, 0xFF, static_cast<size_t>(o.size), g.stream);
+      std::memset(g.host->data(), 0xFF, static_cast<size_t>(o.size));  // stream is idle here
+      return cudaSuccess;
+    };
+    auto ms = TimeOp(gpu, g.stream, o.warmup, o.iters, op, poison);
     if (!ms.ok()) return ms.status();
     r.median_ms = *ms;
     if (to_device) {
@@ -249,7 +257,6 @@ std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, cons
       CMAX_CUDA(cudaSetDevice(gpu));
       if (to_device) {
         HostFill(g.host->data(), words, seed);
-        CMAX_CUDA(cudaMemsetAsync(g.dst, 0xFF, static_cast<size_t>(o.size), g.stream));
       } else {
         CMAX_CUDA(LaunchFillPattern(static_cast<uint64_t*>(g.src), words, seed, g.stream));
       }
@@ -257,7 +264,13 @@ std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, cons
       CMAX_CUDA(cudaEventCreate(&e1));
       for (int i = 0; i < o.warmup; ++i) CMAX_CUDA(op());
       CMAX_CUDA(cudaStreamSynchronize(g.stream));
-      if (!to_device) std::memset(g.host->data(), 0xFF, static_cast<size_t>(o.size));
+      // Poison the destination after the warm-up, before the timed copies.
+      if (to_device) {
+        CMAX_CUDA(cudaMemsetAsync(g.dst, 0xFF, static_cast<size_t>(o.size), g.stream));
+        CMAX_CUDA(cudaStreamSynchronize(g.stream));
+      } else {
+        std::memset(g.host->data(), 0xFF, static_cast<size_t>(o.size));
+      }
       arrived = true;
       sync.arrive_and_wait();
       CMAX_CUDA(cudaEventRecord(e0, g.stream));
@@ -317,13 +330,15 @@ Result DeviceCopy(GpuMem& g, const MemOptions& o, bool kernel) {
   auto run = [&]() -> absl::Status {
     CMAX_CUDA(cudaSetDevice(gpu));
     CMAX_CUDA(LaunchFillPattern(static_cast<uint64_t*>(g.src), words, seed, g.stream));
-    CMAX_CUDA(cudaMemsetAsync(g.dst, 0xFF, static_cast<size_t>(o.size), g.stream));
     auto op = [&]() {
       return kernel ? LaunchStreamCopy(g.src, g.dst, o.size, g.info.sm_count, g.stream)
                     : cudaMemcpyAsync(g.dst, g.src, static_cast<size_t>(o.size),
                                       cudaMemcpyDeviceToDevice, g.stream);
     };
-    auto ms = TimeOp(gpu, g.stream, o.warmup, o.iters, op);
+    auto poison = [&]() {
+      return cudaMemsetAsync(g.dst, 0xFF, static_cast<size_t>(o.size), g.stream);
+    };
+    auto ms = TimeOp(gpu, g.stream, o.warmup, o.iters, op, poison);
     if (!ms.ok()) return ms.status();
     r.median_ms = *ms;
     auto bad = DeviceCheck(g, g.dst, words, seed);
@@ -357,10 +372,6 @@ Result PeerCopy(GpuMem& s, GpuMem& d, const MemOptions& o) {
         CMAX_CUDA(e);
       }
     }
-    gpu = d.info.index;
-    CMAX_CUDA(cudaSetDevice(gpu));
-    CMAX_CUDA(cudaMemsetAsync(d.dst, 0xFF, static_cast<size_t>(o.size), d.stream));
-    CMAX_CUDA(cudaStreamSynchronize(d.stream));
     gpu = s.info.index;
     CMAX_CUDA(cudaSetDevice(gpu));
     CMAX_CUDA(LaunchFillPattern(static_cast<uint64_t*>(s.src), words, seed, s.stream));
@@ -368,7 +379,15 @@ Result PeerCopy(GpuMem& s, GpuMem& d, const MemOptions& o) {
       return cudaMemcpyPeerAsync(d.dst, d.info.index, s.src, s.info.index,
                                  static_cast<size_t>(o.size), s.stream);
     };
-    auto ms = TimeOp(gpu, s.stream, o.warmup, o.iters, op);
+    // Poison on the destination's own device and stream.
+    auto poison = [&]() {
+      cudaError_t e = cudaSetDevice(d.info.index);
+      if (e == cudaSuccess) e = cudaMemsetAsync(d.dst, 0xFF, static_cast<size_t>(o.size), d.stream);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(d.stream);
+      cudaError_t back = cudaSetDevice(s.info.index);
+      return e != cudaSuccess ? e : back;
+    };
+    auto ms = TimeOp(gpu, s.stream, o.warmup, o.iters, op, poison);
     if (!ms.ok()) return ms.status();
     r.median_ms = *ms;
     auto bad = DeviceCheck(d, d.dst, words, seed);
