@@ -69,6 +69,65 @@ std::vector<SuiteInfo> MakeCatalog() {
           },
   });
 
+  // GEMM per GPU (cuBLASLt, cmax-bench-cuda) or on the host CPU (OpenBLAS,
+  // cmax-bench): --backend picks the binary (SuiteBinary). gpus applies to
+  // the cuda backend only, threads to the cpu backend only; each binary
+  // refuses the other's flag (exit 2).
+  c.push_back({
+      .name = "gemm",
+      .binary = "cmax-bench-cuda",
+      .category = "compute",
+      .help = "verified GEMM throughput per GPU (cuBLASLt) or on the host (OpenBLAS)",
+      .scopes = {SCOPE_NODE},
+      .default_timeout_s = 1800,
+      .exclusive = true,
+      .params =
+          {
+              {.name = "backend", .type = ParamType::kEnum,
+               .help = "cuda (every GPU, default) or cpu (OpenBLAS on all cores)",
+               .choices = {"cuda", "cpu"}},
+              {.name = "dtype", .type = ParamType::kEnum,
+               .help = "data type (cpu: fp32 or fp64)",
+               .choices = {"bf16", "fp16", "fp8", "tf32", "fp32", "fp64"}},
+              {.name = "m", .type = ParamType::kInt, .help = "rows of C", .min = 1, .max = 65536},
+              {.name = "n", .type = ParamType::kInt, .help = "columns of C", .min = 1,
+               .max = 65536},
+              {.name = "k", .type = ParamType::kInt, .help = "inner dimension", .min = 1,
+               .max = 65536},
+              {.name = "gpus", .type = ParamType::kIntList,
+               .help = "GPU indices or 'all' (cuda backend)"},
+              {.name = "iters", .type = ParamType::kInt, .help = "timed iterations", .min = 1,
+               .max = 100000},
+              {.name = "warmup", .type = ParamType::kInt, .help = "warm-up iterations", .min = 0,
+               .max = 10000},
+              {.name = "threads", .type = ParamType::kInt,
+               .help = "OpenBLAS threads, 0 for all (cpu backend)", .min = 0, .max = 65536},
+          },
+      .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
+  });
+
+  c.push_back({
+      .name = "memory",
+      .binary = "cmax-bench-cuda",
+      .category = "compute",
+      .help = "host<->device (pinned, NUMA-local), device, HBM and peer-to-peer bandwidth, verified",
+      .scopes = {SCOPE_NODE},
+      .default_timeout_s = 1200,
+      .exclusive = true,
+      .params =
+          {
+              {.name = "gpus", .type = ParamType::kIntList, .help = "GPU indices or 'all'"},
+              {.name = "size", .type = ParamType::kBytes, .help = "bytes per copy",
+               .min = 1 << 20, .max = 64.0 * (1LL << 30)},
+              {.name = "iters", .type = ParamType::kInt, .help = "timed iterations", .min = 1,
+               .max = 100000},
+              {.name = "warmup", .type = ParamType::kInt, .help = "warm-up iterations", .min = 0,
+               .max = 10000},
+              {.name = "tests", .type = ParamType::kEnumList, .help = "tests to run (default all)",
+               .choices = {"h2d", "d2h", "h2d_all", "d2h_all", "d2d", "hbm", "p2p"}},
+          },
+  });
+
   return c;
 }
 
@@ -101,6 +160,15 @@ const SuiteInfo* FindSuite(const std::string& name) {
     if (s.name == name) return &s;
   }
   return nullptr;
+}
+
+std::string SuiteBinary(const SuiteInfo& suite, const std::vector<std::string>& args) {
+  for (const auto& arg : args) {
+    if (!absl::StartsWith(arg, "--backend=")) continue;
+    auto it = suite.binary_by_backend.find(arg.substr(10));
+    if (it != suite.binary_by_backend.end()) return it->second;
+  }
+  return suite.binary;
 }
 
 absl::StatusOr<int64_t> ParseBytes(const std::string& text) {

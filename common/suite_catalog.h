@@ -47,12 +47,22 @@ struct SuiteInfo {
   bool exclusive = true;   // takes the node (GPU- or storage-heavy)
   bool takes_root = false; // accepts --root (fixture trees)
   std::vector<ParamSpec> params;
+  // Suites whose backends live in different binaries (gemm: cuda in
+  // cmax-bench-cuda, cpu in cmax-bench): the value of --backend -> binary.
+  // Empty for most suites. Use SuiteBinary() rather than `binary` directly.
+  std::map<std::string, std::string> binary_by_backend;
 };
 
 // Every suite, in catalog order.
 const std::vector<SuiteInfo>& SuiteCatalog();
 // nullptr when unknown.
 const SuiteInfo* FindSuite(const std::string& name);
+
+// The binary that runs `suite` with these (validated) args: the entry of
+// binary_by_backend for a "--backend=<value>" arg when there is one, else
+// `suite.binary`. E.g. gemm with "--backend=cpu" -> "cmax-bench", gemm
+// without --backend or with "--backend=cuda" -> "cmax-bench-cuda".
+std::string SuiteBinary(const SuiteInfo& suite, const std::vector<std::string>& args);
 
 // Checks one value against its spec. INVALID_ARGUMENT names the parameter,
 // the value and what was expected.

@@ -8,6 +8,7 @@ void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeInventoryUniformity(const RunData& data, std::vector<v1::RuleResult>* out);
+void ComputeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -16,6 +17,7 @@ const std::vector<Judge>& AllJudges() {
       &ExpectationsJudge,
       &FleetJudge,
       &JudgeInventoryUniformity,
+      &ComputeJudge,
   };
   return judges;
 }

@@ -42,3 +42,27 @@ TEST_CASE("path and size parameters", "[catalog]") {
   CHECK(*cmax::ParseBytes("2GiB") == int64_t{2} << 30);
   CHECK_FALSE(cmax::ParseBytes("lots").ok());
 }
+
+TEST_CASE("gemm runs in the binary of its backend", "[catalog]") {
+  const auto* gemm = cmax::FindSuite("gemm");
+  REQUIRE(gemm != nullptr);
+  auto cpu = cmax::BuildSuiteArgs(*gemm, {{"backend", "cpu"}, {"dtype", "fp64"}, {"threads", "8"}});
+  REQUIRE(cpu.ok());
+  CHECK(cmax::ValidateSuiteArgs(*gemm, *cpu).ok());
+  CHECK(cmax::SuiteBinary(*gemm, *cpu) == "cmax-bench");
+  auto gpu = cmax::BuildSuiteArgs(*gemm, {{"dtype", "bf16"}, {"gpus", "0,3"}});
+  REQUIRE(gpu.ok());
+  CHECK(cmax::SuiteBinary(*gemm, *gpu) == "cmax-bench-cuda");
+  CHECK(cmax::SuiteBinary(*gemm, {"--backend=cuda"}) == "cmax-bench-cuda");
+  CHECK_FALSE(cmax::BuildSuiteArgs(*gemm, {{"backend", "rocm"}}).ok());
+  CHECK_FALSE(cmax::BuildSuiteArgs(*gemm, {{"dtype", "int4"}}).ok());
+  // Suites with one binary ignore --backend.
+  const auto* selftest = cmax::FindSuite("selftest");
+  CHECK(cmax::SuiteBinary(*selftest, {"--backend=cpu"}) == "cmax-bench");
+
+  const auto* memory = cmax::FindSuite("memory");
+  REQUIRE(memory != nullptr);
+  CHECK(memory->binary == "cmax-bench-cuda");
+  CHECK(cmax::BuildSuiteArgs(*memory, {{"size", "1G"}, {"tests", "h2d,p2p"}}).ok());
+  CHECK_FALSE(cmax::BuildSuiteArgs(*memory, {{"tests", "h2d,nvme"}}).ok());
+}

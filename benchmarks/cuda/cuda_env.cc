@@ -1,0 +1,156 @@
+#include "benchmarks/cuda/cuda_env.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "benchmarks/gpu_common/numa_memory.h"
+#include "common/sysroot.h"
+
+namespace cmax::bench {
+
+static_assert(static_cast<int>(cudaErrorInsufficientDriver) == kCudaErrorInsufficientDriver);
+static_assert(static_cast<int>(cudaErrorNoDevice) == kCudaErrorNoDevice);
+static_assert(static_cast<int>(cudaErrorSystemDriverMismatch) == kCudaErrorSystemDriverMismatch);
+
+namespace {
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "?";
+  return buf;
+}
+}  // namespace
+
+absl::Status CudaStatus(cudaError_t err, const char* call, const char* file, int line, int gpu) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  const char* base = std::strrchr(file, '/');
+  return absl::InternalError(absl::StrFormat("%s: %s (%s) at %s:%d on host %s, GPU %d", call,
+                                             cudaGetErrorName(err), cudaGetErrorString(err),
+                                             base ? base + 1 : file, line, HostName(), gpu));
+}
+
+absl::Status CublasStatus(cublasStatus_t st, const char* call, const char* file, int line,
+                          int gpu) {
+  if (st == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  const char* base = std::strrchr(file, '/');
+  return absl::InternalError(absl::StrFormat("%s: cuBLAS status %d at %s:%d on host %s, GPU %d",
+                                             call, static_cast<int>(st), base ? base + 1 : file,
+                                             line, HostName(), gpu));
+}
+
+DriverProbe ProbeDriver() {
+  DriverProbe p;
+  cudaDriverGetVersion(&p.driver_api_version);  // 0 when there is no driver
+  cudaRuntimeGetVersion(&p.runtime_version);
+  cudaError_t err = cudaGetDeviceCount(&p.device_count);
+  p.runtime_error = static_cast<int>(err);
+  if (err != cudaSuccess) {
+    p.runtime_error_name = cudaGetErrorName(err);
+    p.device_count = 0;
+    cudaGetLastError();  // clear the sticky-free error for later calls
+  }
+  Sysroot root("/");
+  if (auto text = root.Read("/proc/driver/nvidia/version"); text.ok()) {
+    p.proc_driver_version = *text;
+    p.driver_files_present = true;
+  }
+  if (!p.driver_files_present) {
+    if (void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+      p.driver_files_present = true;
+      dlclose(h);
+    }
+  }
+  return p;
+}
+
+std::map<std::string, std::string> GpuInfo::Labels() const {
+  return {{"gpu", absl::StrCat(index)},        {"uuid", uuid},
+          {"pci_bus_id", pci_bus_id},         {"numa_node", absl::StrCat(numa_node)},
+          {"model", name},                    {"cc", absl::StrCat(cc_major, ".", cc_minor)}};
+}
+
+absl::StatusOr<std::vector<GpuInfo>> ListGpus() {
+  int count = 0;
+  int gpu = -1;
+  CMAX_CUDA(cudaGetDeviceCount(&count));
+  std::vector<GpuInfo> gpus;
+  Sysroot root("/");
+  for (gpu = 0; gpu < count; ++gpu) {
+    cudaDeviceProp prop;
+    CMAX_CUDA(cudaGetDeviceProperties(&prop, gpu));
+    GpuInfo g;
+    g.index = gpu;
+    g.name = prop.name;
+    const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+    g.uuid = absl::StrFormat(
+        "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+        u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    char bus[64] = {0};
+    CMAX_CUDA(cudaDeviceGetPCIBusId(bus, sizeof(bus), gpu));
+    g.pci_bus_id = NormalizePciBusId(bus);
+    g.numa_node = PciNumaNode(root, g.pci_bus_id);
+    g.cc_major = prop.major;
+    g.cc_minor = prop.minor;
+    g.memory_bytes = prop.totalGlobalMem;
+    g.sm_count = prop.multiProcessorCount;
+    gpus.push_back(g);
+  }
+  return gpus;
+}
+
+absl::StatusOr<std::vector<int>> ParseGpuSelection(const std::string& text, int count) {
+  std::vector<int> out;
+  if (text.empty() || text == "all") {
+    for (int i = 0; i < count; ++i) out.push_back(i);
+    return out;
+  }
+  std::set<int> seen;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    int v;
+    if (!absl::SimpleAtoi(item, &v) || v < 0 || v >= count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--gpus '", text, "': '", std::string(item), "' is not a GPU index in [0, ", count, ")"));
+    }
+    if (!seen.insert(v).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--gpus '", text, "': GPU ", v, " twice"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+CudaVersions GetCudaVersions(const DriverProbe& probe) {
+  CudaVersions v;
+  v.driver = ParseProcDriverVersion(probe.proc_driver_version);
+  if (v.driver.empty()) {
+    v.driver = probe.driver_api_version > 0
+                   ? "CUDA " + CudaVersionString(probe.driver_api_version)
+                   : "none";
+  }
+  v.runtime = CudaVersionString(probe.runtime_version);
+  size_t lt = cublasLtGetVersion();  // e.g. 130100 = 13.1.0
+  v.cublas = absl::StrCat(lt / 10000, ".", (lt % 10000) / 100, ".", lt % 100);
+  return v;
+}
+
+int CheckCudaReady(RecordWriter& out, const DriverProbe& probe, bool quiet) {
+  DriverDecision d = DecideDriver(probe);
+  if (d.availability == GpuAvailability::kReady) return 0;
+  if (d.finding) out.Find(*d.finding);
+  out.Log(d.availability == GpuAvailability::kDriverTooOld ||
+                  d.availability == GpuAvailability::kInitFailed
+              ? "error"
+              : "warn",
+          d.message);
+  std::fprintf(quiet ? stderr : stdout, "%s\n", d.message.c_str());
+  return d.exit_code;
+}
+
+}  // namespace cmax::bench

@@ -1,0 +1,86 @@
+// The CUDA environment of a GPU suite: driver/runtime/cuBLAS versions, the
+// start-up check (benchmarks/gpu_common/driver_check.h decides), the list of
+// GPUs with their identity (index, UUID, PCI bus id, NUMA node), and CUDA /
+// cuBLAS errors as absl::Status naming the call, the error, file:line, host
+// and GPU.
+//
+// Compiles with CUDA 12.x and 13.x toolkits (no API that only 13 has).
+#ifndef CMAX_BENCHMARKS_CUDA_CUDA_ENV_H_
+#define CMAX_BENCHMARKS_CUDA_CUDA_ENV_H_
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "benchmarks/gpu_common/driver_check.h"
+#include "common/record_io.h"
+
+namespace cmax::bench {
+
+// OK for cudaSuccess; otherwise INTERNAL "cudaMalloc(...): cudaErrorMemoryAllocation
+// (out of memory) at gpu_gemm.cc:120 on host h, GPU 3".
+absl::Status CudaStatus(cudaError_t err, const char* call, const char* file, int line, int gpu);
+absl::Status CublasStatus(cublasStatus_t st, const char* call, const char* file, int line,
+                          int gpu);
+
+// Evaluate a CUDA / cuBLAS call; return its Status from the enclosing
+// function on failure. `gpu` must be an int in scope naming the device.
+#define CMAX_CUDA(call)                                                               \
+  do {                                                                                \
+    if (cudaError_t cmax_err_ = (call); cmax_err_ != cudaSuccess)                     \
+      return ::cmax::bench::CudaStatus(cmax_err_, #call, __FILE__, __LINE__, gpu);    \
+  } while (0)
+#define CMAX_CUBLAS(call)                                                             \
+  do {                                                                                \
+    if (cublasStatus_t cmax_st_ = (call); cmax_st_ != CUBLAS_STATUS_SUCCESS)          \
+      return ::cmax::bench::CublasStatus(cmax_st_, #call, __FILE__, __LINE__, gpu);   \
+  } while (0)
+
+// Probes the driver the way driver_check.h describes: cudaDriverGetVersion,
+// cudaRuntimeGetVersion, cudaGetDeviceCount, /proc/driver/nvidia/version,
+// dlopen("libcuda.so.1").
+DriverProbe ProbeDriver();
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;        // "NVIDIA H200"
+  std::string uuid;        // "GPU-8f0c...": the form nvidia-smi prints
+  std::string pci_bus_id;  // "0000:3b:00.0" (sysfs spelling)
+  int numa_node = -1;      // from sysfs; -1 unknown
+  int cc_major = 0, cc_minor = 0;
+  size_t memory_bytes = 0;
+  int sm_count = 0;
+  int compute_capability() const { return cc_major * 10 + cc_minor; }
+  // gpu, uuid, pci_bus_id, numa_node, model, cc.
+  std::map<std::string, std::string> Labels() const;
+};
+
+absl::StatusOr<std::vector<GpuInfo>> ListGpus();
+
+// "all" or "0,2,5" against `count` devices. INVALID_ARGUMENT for an index out
+// of range, a duplicate or a malformed list.
+absl::StatusOr<std::vector<int>> ParseGpuSelection(const std::string& text, int count);
+
+// "580.95.05" (or "CUDA 12.8" when the kernel module's file is unreadable),
+// "13.0", "13.1.0".
+struct CudaVersions {
+  std::string driver;
+  std::string runtime;
+  std::string cublas;
+};
+CudaVersions GetCudaVersions(const DriverProbe& probe);
+
+// Runs the start-up check: on a machine that cannot run, writes the finding
+// (and prints the message unless `quiet`) and returns the exit code (2);
+// returns 0 when GPUs are ready.
+int CheckCudaReady(RecordWriter& out, const DriverProbe& probe, bool quiet);
+
+}  // namespace cmax::bench
+
+#endif  // CMAX_BENCHMARKS_CUDA_CUDA_ENV_H_

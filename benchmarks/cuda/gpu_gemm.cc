@@ -1,0 +1,568 @@
+// cmax-bench-cuda gemm: dense GEMM throughput of every selected GPU at once
+// through cuBLASLt, verified on sampled elements against an fp64 reference.
+//
+// Per GPU (one host thread and one stream each, all GPUs concurrently):
+//   random operands from a device kernel (zeros inflate throughput), a 64 MiB
+//   workspace, the heuristic's top 8 algorithms each timed and the fastest
+//   kept, warm-up, per-iteration CUDA events and the median of the timed
+//   iterations; TFLOP/s = 2mnk / median. The output is poisoned (NaN) before
+//   the timed runs, and 256 sampled elements of what they wrote are recomputed
+//   in fp64 by an independent kernel (kernels.cu); a wrong element is a FAIL
+//   finding, never just a slow number.
+//
+// Layout: column-major "TN" for every dtype (A stored k x m and transposed,
+// B stored k x n), which is what cuBLASLt requires for FP8 on Hopper and Ada
+// and a layout every dtype runs at full speed in.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "benchmarks/cuda/cuda_env.h"
+#include "benchmarks/cuda/kernels.h"
+#include "benchmarks/gpu_common/gemm_check.h"
+#include "benchmarks/suite.h"
+#include "common/args.h"
+#include "common/record_io.h"
+#include "reports/gpu_specs.h"
+
+namespace cmax::bench {
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t{64} << 20;  // >= 32 MiB (REFERENCES.md)
+constexpr int kHeuristicAlgos = 8;
+constexpr int kAlgoTrialRuns = 3;
+constexpr int kSamples = 256;
+// FP8 operand scales (device pointers): not 1, so a GEMM that ignored them
+// fails verification. D = a_scale * b_scale * A^T B.
+constexpr float kFp8ScaleA = 0.5f, kFp8ScaleB = 0.25f;
+
+struct Shape {
+  std::string name;
+  int64_t m, n, k;
+};
+
+// 8192^3 reaches peak on every listed GPU. The others are the GEMMs of a
+// transformer layer with 8192 tokens in flight (m = tokens):
+//   llama3_8b_mlp_up   8192 x 14336 x 4096   gate/up projection (hidden 4096, FFN 14336)
+//   llama3_8b_mlp_down 8192 x 4096 x 14336   down projection: long k
+//   llama3_70b_kv      8192 x 1024 x 8192    K/V projection with GQA (8 KV heads x 128):
+//                                            a narrow n that shows how a GPU does off-peak
+// (model dimensions from Meta's Llama 3 model cards). Only the best figure
+// is graded against the datasheet (reports/RULES_COMPUTE.md).
+std::vector<Shape> DefaultShapes() {
+  return {{"square_8192", 8192, 8192, 8192},
+          {"llama3_8b_mlp_up", 8192, 14336, 4096},
+          {"llama3_8b_mlp_down", 8192, 4096, 14336},
+          {"llama3_70b_kv", 8192, 1024, 8192}};
+}
+
+struct TypeSetup {
+  cudaDataType_t ab, cd;
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  Elem ab_elem, cd_elem;
+  size_t ab_size, cd_size;
+  int min_cc;  // 10 * major + minor
+  const char* min_cc_reason;
+};
+
+// FP32 uses CUBLAS_COMPUTE_32F: cuBLASLt never down-converts to TF32 for it
+// (only CUBLAS_COMPUTE_32F_FAST_TF32 does), so it runs on the CUDA cores and
+// is graded against the non-tensor FP32 peak. Should TF32 ever sneak in, the
+// fp32 tolerance (2^-23 accumulation) catches its 2^-10 input rounding.
+TypeSetup SetupFor(GemmDtype d) {
+  switch (d) {
+    case GemmDtype::kBf16:
+      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::kBf16, Elem::kBf16,
+              2, 2, 80, "bf16 GEMM needs compute capability 8.0 or newer"};
+    case GemmDtype::kFp16:
+      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::kF16, Elem::kF16, 2,
+              2, 70, "fp16 tensor-core GEMM needs compute capability 7.0 or newer"};
+    case GemmDtype::kFp8:
+      // cuBLASLt FP8 rules: A and B E4M3, TN layout, FP32 compute and scale,
+      // C/D bf16 (or fp16), A/B scale pointers, dims multiple of 16.
+      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::kF8E4M3,
+              Elem::kBf16, 1, 2, 89,
+              "FP8 GEMM needs compute capability 8.9 (Ada) or 9.0 (Hopper) or newer"};
+    case GemmDtype::kTf32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, Elem::kF32,
+              Elem::kF32, 4, 4, 80, "TF32 needs compute capability 8.0 or newer"};
+    case GemmDtype::kFp32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::kF32, Elem::kF32, 4,
+              4, 0, ""};
+    case GemmDtype::kFp64:
+      return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F, Elem::kF64, Elem::kF64, 8,
+              8, 0, ""};
+  }
+  return {};
+}
+
+struct GemmOptions {
+  GemmDtype dtype = GemmDtype::kBf16;
+  std::vector<Shape> shapes;
+  int iters = 20;
+  int warmup = 5;
+  bool fault_inject = false;
+};
+
+struct GemmRow {
+  GpuInfo gpu;
+  Shape shape;
+  std::string skipped;  // reason, when not measured
+  absl::Status error;   // a CUDA or cuBLAS failure
+  double tflops = 0;
+  double median_ms = 0;
+  int algos_timed = 0;
+  GemmVerdict verdict;
+};
+
+// Owns device memory, events and cuBLASLt objects of one shape's run.
+struct DeviceMem {
+  void* p = nullptr;
+  ~DeviceMem() {
+    if (p) cudaFree(p);
+  }
+};
+struct LtObjects {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtObjects() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+struct Events {
+  std::vector<cudaEvent_t> e;
+  ~Events() {
+    for (auto ev : e) cudaEventDestroy(ev);
+  }
+};
+
+class GpuGemm {
+ public:
+  GpuGemm(GpuInfo gpu, const GemmOptions& o) : info_(std::move(gpu)), o_(o) {}
+  ~GpuGemm() {
+    if (workspace_) cudaFree(workspace_);
+    if (handle_) cublasLtDestroy(handle_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  absl::Status Init() {
+    const int gpu = info_.index;
+    CMAX_CUDA(cudaSetDevice(gpu));
+    CMAX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CMAX_CUBLAS(cublasLtCreate(&handle_));
+    CMAX_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
+    return absl::OkStatus();
+  }
+
+  GemmRow Run(const Shape& shape, uint64_t seed) {
+    GemmRow row;
+    row.gpu = info_;
+    row.shape = shape;
+    row.error = RunShape(shape, seed, &row);
+    return row;
+  }
+
+ private:
+  absl::Status RunShape(const Shape& s, uint64_t seed, GemmRow* row) {
+    const int gpu = info_.index;
+    const TypeSetup t = SetupFor(o_.dtype);
+    if (info_.compute_capability() < t.min_cc) {
+      row->skipped = absl::StrFormat("%s; %s is %d.%d", t.min_cc_reason, info_.name,
+                                     info_.cc_major, info_.cc_minor);
+      return absl::OkStatus();
+    }
+    if (o_.dtype == GemmDtype::kFp8 && (s.m % 16 || s.n % 16 || s.k % 16)) {
+      row->skipped = "FP8 GEMM needs m, n and k multiples of 16 (cuBLASLt FP8 rules)";
+      return absl::OkStatus();
+    }
+    CMAX_CUDA(cudaSetDevice(gpu));
+    const size_t a_bytes = static_cast<size_t>(s.m * s.k) * t.ab_size;
+    const size_t b_bytes = static_cast<size_t>(s.k * s.n) * t.ab_size;
+    const size_t d_bytes = static_cast<size_t>(s.m * s.n) * t.cd_size;
+    size_t free_b = 0, total_b = 0;
+    CMAX_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    if (a_bytes + b_bytes + d_bytes > free_b / 10 * 9) {
+      row->skipped = absl::StrFormat("needs %.2f GiB, %.2f GiB free on the GPU",
+                                     (a_bytes + b_bytes + d_bytes) / 1073741824.0,
+                                     free_b / 1073741824.0);
+      return absl::OkStatus();
+    }
+    DeviceMem a, b, d, scales, ij_dev, result_dev;
+    CMAX_CUDA(cudaMalloc(&a.p, a_bytes));
+    CMAX_CUDA(cudaMalloc(&b.p, b_bytes));
+    CMAX_CUDA(cudaMalloc(&d.p, d_bytes));
+    CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, s.m * s.k, seed, stream_));
+    CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, s.k * s.n, seed ^ 0xA5A5A5A5ULL, stream_));
+    double ab_scale = 1.0;
+
+    LtObjects lt;
+    CMAX_CUBLAS(cublasLtMatmulDescCreate(&lt.op, t.compute, t.scale));
+    cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+    CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_t,
+                                               sizeof(op_t)));
+    CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_n,
+                                               sizeof(op_n)));
+    if (o_.dtype == GemmDtype::kFp8) {
+      CMAX_CUDA(cudaMalloc(&scales.p, 2 * sizeof(float)));
+      const float host_scales[2] = {kFp8ScaleA, kFp8ScaleB};
+      CMAX_CUDA(cudaMemcpyAsync(scales.p, host_scales, sizeof(host_scales),
+                                cudaMemcpyHostToDevice, stream_));
+      void* sa = static_cast<float*>(scales.p);
+      void* sb = static_cast<float*>(scales.p) + 1;
+      CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa,
+                                                 sizeof(sa)));
+      CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
+                                                 sizeof(sb)));
+      ab_scale = static_cast<double>(kFp8ScaleA) * kFp8ScaleB;
+    }
+    CMAX_CUBLAS(cublasLtMatrixLayoutCreate(&lt.a, t.ab, s.k, s.m, s.k));
+    CMAX_CUBLAS(cublasLtMatrixLayoutCreate(&lt.b, t.ab, s.k, s.n, s.k));
+    CMAX_CUBLAS(cublasLtMatrixLayoutCreate(&lt.c, t.cd, s.m, s.n, s.m));
+    CMAX_CUBLAS(cublasLtMatmulPreferenceCreate(&lt.pref));
+    uint64_t ws = kWorkspaceBytes;
+    CMAX_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+        lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    cublasLtMatmulHeuristicResult_t heur[kHeuristicAlgos] = {};
+    int found = 0;
+    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle_, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref,
+                                               kHeuristicAlgos, heur, &found));
+    if (found <= 0) {
+      row->skipped = "cuBLASLt's heuristic offers no algorithm for this dtype and shape";
+      return absl::OkStatus();
+    }
+
+    // alpha = 1, beta = 0 in the scale type; C = D (beta 0: C is not read).
+    const float alpha_f = 1.0f, beta_f = 0.0f;
+    const double alpha_d = 1.0, beta_d = 0.0;
+    const void* alpha = t.scale == CUDA_R_64F ? static_cast<const void*>(&alpha_d) : &alpha_f;
+    const void* beta = t.scale == CUDA_R_64F ? static_cast<const void*>(&beta_d) : &beta_f;
+    auto matmul = [&](const cublasLtMatmulAlgo_t* algo) {
+      return cublasLtMatmul(handle_, lt.op, alpha, a.p, lt.a, b.p, lt.b, beta, d.p, lt.c, d.p,
+                            lt.c, algo, workspace_, kWorkspaceBytes, stream_);
+    };
+
+    // Time each offered algorithm; keep the fastest.
+    Events ev;
+    ev.e.resize(static_cast<size_t>(std::max(o_.iters, kAlgoTrialRuns)) + 1, nullptr);
+    for (auto& e : ev.e) CMAX_CUDA(cudaEventCreate(&e));
+    int best = -1;
+    float best_ms = 0;
+    for (int i = 0; i < found; ++i) {
+      if (heur[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      if (matmul(&heur[i].algo) != CUBLAS_STATUS_SUCCESS) continue;  // not runnable: skip it
+      CMAX_CUDA(cudaEventRecord(ev.e[0], stream_));
+      bool ok = true;
+      for (int r = 0; r < kAlgoTrialRuns && ok; ++r) ok = matmul(&heur[i].algo) == CUBLAS_STATUS_SUCCESS;
+      CMAX_CUDA(cudaEventRecord(ev.e[1], stream_));
+      CMAX_CUDA(cudaEventSynchronize(ev.e[1]));
+      if (!ok) continue;
+      float ms = 0;
+      CMAX_CUDA(cudaEventElapsedTime(&ms, ev.e[0], ev.e[1]));
+      ++row->algos_timed;
+      if (best < 0 || ms < best_ms) {
+        best = i;
+        best_ms = ms;
+      }
+    }
+    CMAX_CUDA(cudaGetLastError());
+    if (best < 0) {
+      row->skipped = absl::StrFormat("none of the %d algorithms cuBLASLt offered ran", found);
+      return absl::OkStatus();
+    }
+    const cublasLtMatmulAlgo_t* algo = &heur[best].algo;
+
+    for (int i = 0; i < o_.warmup; ++i) CMAX_CUBLAS(matmul(algo));
+    // Poison D (all bits set: NaN in every float type) so that an element the
+    // timed runs did not write fails verification.
+    CMAX_CUDA(cudaMemsetAsync(d.p, 0xFF, d_bytes, stream_));
+    CMAX_CUDA(cudaEventRecord(ev.e[0], stream_));
+    for (int i = 0; i < o_.iters; ++i) {
+      CMAX_CUBLAS(matmul(algo));
+      CMAX_CUDA(cudaEventRecord(ev.e[static_cast<size_t>(i) + 1], stream_));
+    }
+    CMAX_CUDA(cudaEventSynchronize(ev.e[static_cast<size_t>(o_.iters)]));
+    std::vector<double> times;
+    for (int i = 0; i < o_.iters; ++i) {
+      float ms = 0;
+      CMAX_CUDA(cudaEventElapsedTime(&ms, ev.e[static_cast<size_t>(i)],
+                                     ev.e[static_cast<size_t>(i) + 1]));
+      times.push_back(ms);
+    }
+    row->median_ms = Median(times);
+    row->tflops = row->median_ms > 0 ? GemmFlops(s.m, s.n, s.k) / (row->median_ms * 1e-3) / 1e12 : 0;
+
+    // Verify sampled elements of the timed runs' output.
+    auto positions = PickSamplePositions(s.m, s.n, kSamples, seed + 17);
+    if (o_.fault_inject && !positions.empty()) {
+      // TEST ONLY: bytes 0x7F make a huge value (NaN in fp16) in every output type.
+      auto [i, j] = positions[positions.size() / 2];
+      char* elem = static_cast<char*>(d.p) + static_cast<size_t>(i + j * s.m) * t.cd_size;
+      CMAX_CUDA(cudaMemsetAsync(elem, 0x7F, t.cd_size, stream_));
+    }
+    std::vector<int64_t> ij;
+    for (auto [i, j] : positions) {
+      ij.push_back(i);
+      ij.push_back(j);
+    }
+    const int count = static_cast<int>(positions.size());
+    CMAX_CUDA(cudaMalloc(&ij_dev.p, ij.size() * sizeof(int64_t)));
+    CMAX_CUDA(cudaMalloc(&result_dev.p, 3 * static_cast<size_t>(count) * sizeof(double)));
+    CMAX_CUDA(cudaMemcpyAsync(ij_dev.p, ij.data(), ij.size() * sizeof(int64_t),
+                              cudaMemcpyHostToDevice, stream_));
+    CMAX_CUDA(LaunchGemmReference(a.p, b.p, d.p, t.ab_elem, t.cd_elem, s.m, s.k,
+                                  static_cast<const int64_t*>(ij_dev.p), count, ab_scale,
+                                  static_cast<double*>(result_dev.p), stream_));
+    std::vector<double> result(3 * static_cast<size_t>(count));
+    CMAX_CUDA(cudaMemcpyAsync(result.data(), result_dev.p, result.size() * sizeof(double),
+                              cudaMemcpyDeviceToHost, stream_));
+    CMAX_CUDA(cudaStreamSynchronize(stream_));
+    std::vector<GemmSample> samples;
+    for (int x = 0; x < count; ++x) {
+      GemmSample smp;
+      smp.i = positions[static_cast<size_t>(x)].first;
+      smp.j = positions[static_cast<size_t>(x)].second;
+      smp.got = result[3 * static_cast<size_t>(x)];
+      smp.ref = result[3 * static_cast<size_t>(x) + 1];
+      smp.scale = result[3 * static_cast<size_t>(x) + 2];
+      samples.push_back(smp);
+    }
+    row->verdict = CheckGemmSamples(o_.dtype, s.k, samples);
+    return absl::OkStatus();
+  }
+
+  GpuInfo info_;
+  const GemmOptions& o_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+};
+
+void RunOneGpu(const GpuInfo& gpu, const GemmOptions& o, std::vector<GemmRow>* rows) {
+  GpuGemm g(gpu, o);
+  if (absl::Status s = g.Init(); !s.ok()) {
+    GemmRow row;
+    row.gpu = gpu;
+    row.shape = o.shapes.front();
+    row.error = s;
+    rows->push_back(row);
+    return;
+  }
+  for (size_t i = 0; i < o.shapes.size(); ++i) {
+    rows->push_back(g.Run(o.shapes[i], 0x5eed0000ULL + 7919ULL * gpu.index + 104729ULL * i));
+    if (!rows->back().error.ok()) return;  // the GPU is in an unknown state: stop here
+  }
+}
+
+std::string Percent(double tflops, const std::string& model, const std::string& dtype) {
+  auto spec = reports::FindGpuSpec(model);
+  if (!spec) return "-";
+  double peak = reports::PeakTflops(*spec, dtype);
+  return peak > 0 ? absl::StrFormat("%.0f%%", 100 * tflops / peak) : "-";
+}
+
+}  // namespace
+
+int RunCudaGemm(int argc, char** argv) {
+  std::string backend = "cuda", dtype_name = "bf16", gpus_arg = "all";
+  int64_t m = 0, n = 0, k = 0, iters = 20, warmup = 5;
+  bool jsonl = false, fault_inject = false;
+  ArgParser args(
+      "cmax-bench-cuda gemm [--dtype bf16|fp16|fp8|tf32|fp32|fp64] [--m M --n N --k K] "
+      "[--gpus all|0,1] [options]",
+      "Dense GEMM through cuBLASLt on every selected GPU at once (a host thread and a\n"
+      "stream per GPU): random operands, 64 MiB workspace, the heuristic's top 8\n"
+      "algorithms timed and the fastest kept, median of the timed iterations, and 256\n"
+      "sampled output elements recomputed in fp64 (a wrong element is a FAIL, exit 1).\n"
+      "Default shapes: 8192^3 and three Llama-3 layer GEMMs; --m/--n/--k give one shape\n"
+      "(missing sizes default to 8192). FP8 (E4M3 in, bf16 out) needs compute\n"
+      "capability 8.9 or newer; tf32 uses the tensor cores, fp32 does not.");
+  args.AddString("backend", &backend, "cuda (the only backend of this binary)");
+  args.AddString("dtype", &dtype_name, "bf16, fp16, fp8, tf32, fp32 or fp64 (default bf16)");
+  args.AddInt("m", &m, "rows of C");
+  args.AddInt("n", &n, "columns of C");
+  args.AddInt("k", &k, "inner dimension");
+  args.AddString("gpus", &gpus_arg, "GPU indices (0,1,...) or all (default all)");
+  args.AddInt("iters", &iters, "timed iterations (default 20)");
+  args.AddInt("warmup", &warmup, "warm-up iterations (default 5)");
+  args.AddFlag("fault-inject", &fault_inject,
+               "TEST ONLY: corrupt one output element before verification (must FAIL)");
+  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto s = args.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "gemm: %s\n", std::string(s.message()).c_str());
+    return kExitCouldNotRun;
+  }
+  if (args.help_requested()) {
+    std::fputs(args.Help().c_str(), stdout);
+    return kExitPassed;
+  }
+  auto dtype = ParseGemmDtype(dtype_name);
+  if (backend != "cuda" || !dtype || iters < 1 || warmup < 0 || m < 0 || n < 0 || k < 0 ||
+      m > 65536 || n > 65536 || k > 65536) {
+    std::fprintf(stderr,
+                 "gemm: bad arguments (backend must be cuda: the cpu GEMM is `cmax-bench gemm "
+                 "--backend cpu`; dtype one of bf16 fp16 fp8 tf32 fp32 fp64; 1 <= iters; "
+                 "0 <= warmup; sizes <= 65536)\n");
+    return kExitCouldNotRun;
+  }
+
+  DriverProbe probe = ProbeDriver();
+  CudaVersions versions = GetCudaVersions(probe);
+  RecordWriter out("gemm", jsonl ? stdout : nullptr,
+                   {{"backend", "cuda"}, {"driver", versions.driver},
+                    {"cuda_runtime", versions.runtime}, {"cublas", versions.cublas}});
+  if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
+  auto all = ListGpus();
+  if (!all.ok()) {
+    out.Log("error", std::string(all.status().message()));
+    std::fprintf(stderr, "gemm: %s\n", std::string(all.status().message()).c_str());
+    return kExitCouldNotRun;
+  }
+  auto selection = ParseGpuSelection(gpus_arg, static_cast<int>(all->size()));
+  if (!selection.ok()) {
+    std::fprintf(stderr, "gemm: %s\n", std::string(selection.status().message()).c_str());
+    return kExitCouldNotRun;
+  }
+
+  GemmOptions o;
+  o.dtype = *dtype;
+  o.iters = static_cast<int>(iters);
+  o.warmup = static_cast<int>(warmup);
+  o.fault_inject = fault_inject;
+  if (m || n || k) {
+    o.shapes = {{"custom", m ? m : 8192, n ? n : 8192, k ? k : 8192}};
+  } else {
+    o.shapes = DefaultShapes();
+  }
+  if (fault_inject) out.Log("warn", "--fault-inject: one output element is corrupted on purpose");
+  out.Progress("gemm", 0, absl::StrCat(dtype_name, " on ", selection->size(), " GPUs"));
+
+  std::vector<std::vector<GemmRow>> per_gpu(selection->size());
+  std::vector<std::thread> threads;
+  for (size_t x = 0; x < selection->size(); ++x) {
+    threads.emplace_back(RunOneGpu, (*all)[static_cast<size_t>((*selection)[x])], std::cref(o),
+                         &per_gpu[x]);
+  }
+  for (auto& t : threads) t.join();
+
+  int measured = 0, failures = 0;
+  std::map<std::string, std::vector<std::string>> skipped;  // reason -> "gpu:i shape"
+  const std::string cmd =
+      absl::StrFormat("cmax-bench-cuda gemm --dtype %s --gpus %s", dtype_name, gpus_arg);
+  if (!jsonl) {
+    std::printf("driver %s, CUDA runtime %s, cuBLASLt %s\n", versions.driver.c_str(),
+                versions.runtime.c_str(), versions.cublas.c_str());
+    std::printf("%-4s %-22s %-6s %-20s %-17s %10s %6s %10s  %s\n", "gpu", "model", "dtype",
+                "shape", "m x n x k", "TFLOP/s", "peak", "median_ms", "verified");
+  }
+  for (const auto& rows : per_gpu) {
+    for (const auto& r : rows) {
+      std::map<std::string, std::string> labels = r.gpu.Labels();
+      labels["dtype"] = dtype_name;
+      labels["shape"] = r.shape.name;
+      labels["m"] = absl::StrCat(r.shape.m);
+      labels["n"] = absl::StrCat(r.shape.n);
+      labels["k"] = absl::StrCat(r.shape.k);
+      const std::string subject = absl::StrCat("gpu:", r.gpu.index);
+      const std::string mnk = absl::StrCat(r.shape.m, "x", r.shape.n, "x", r.shape.k);
+      if (!r.error.ok()) {
+        ++failures;
+        v1::Finding f;
+        f.set_check_id("gemm.cuda_error");
+        f.set_severity(v1::SEVERITY_FAIL);
+        f.set_category("compute");
+        f.set_subject(subject);
+        f.set_title(absl::StrCat("GEMM failed on GPU ", r.gpu.index, " (", r.gpu.uuid, ")"));
+        f.set_detail(std::string(r.error.message()));
+        f.add_evidence(cmd);
+        f.add_evidence(absl::StrCat("shape ", r.shape.name, " ", mnk, ", PCI ",
+                                    r.gpu.pci_bus_id));
+        f.set_action("check the kernel log for Xids on this GPU and nvidia-smi; drain the node "
+                     "if the error repeats");
+        for (const auto& [key, value] : labels) (*f.mutable_labels())[key] = value;
+        out.Find(f);
+        if (!jsonl) {
+          std::printf("%-4d %-22s %-6s %-20s %-17s ERROR %s\n", r.gpu.index, r.gpu.name.c_str(),
+                      dtype_name.c_str(), r.shape.name.c_str(), mnk.c_str(),
+                      std::string(r.error.message()).c_str());
+        }
+        continue;
+      }
+      if (!r.skipped.empty()) {
+        skipped[r.skipped].push_back(absl::StrCat(subject, " ", r.shape.name));
+        if (!jsonl) {
+          std::printf("%-4d %-22s %-6s %-20s %-17s skipped: %s\n", r.gpu.index,
+                      r.gpu.name.c_str(), dtype_name.c_str(), r.shape.name.c_str(), mnk.c_str(),
+                      r.skipped.c_str());
+        }
+        continue;
+      }
+      ++measured;
+      labels["verified"] = r.verdict.ok() ? "true" : "false";
+      labels["algos_timed"] = absl::StrCat(r.algos_timed);
+      out.Measure("gemm_tflops", r.tflops, "TFLOP/s", labels);
+      if (!r.verdict.ok()) {
+        ++failures;
+        v1::Finding f;
+        f.set_check_id("gemm.wrong_result");
+        f.set_severity(v1::SEVERITY_FAIL);
+        f.set_category("compute");
+        f.set_subject(subject);
+        f.set_title(absl::StrCat(dtype_name, " GEMM on GPU ", r.gpu.index, " (", r.gpu.uuid,
+                                 ") returned a wrong result"));
+        f.set_detail(r.verdict.Describe());
+        f.add_evidence(absl::StrCat(cmd, fault_inject ? " --fault-inject" : ""));
+        f.add_evidence(absl::StrCat("shape ", r.shape.name, " ", mnk, ", ", r.gpu.name, ", PCI ",
+                                    r.gpu.pci_bus_id, ", cuBLASLt ", versions.cublas));
+        if (fault_inject) f.add_evidence("--fault-inject was given: the corruption was planted");
+        f.set_action(fault_inject ? "none: the error was injected by --fault-inject"
+                                  : "rerun; a repeated wrong result is silent data corruption: "
+                                    "drain the node and replace the GPU");
+        for (const auto& [key, value] : labels) (*f.mutable_labels())[key] = value;
+        out.Find(f);
+      }
+      if (!jsonl) {
+        std::printf("%-4d %-22s %-6s %-20s %-17s %10.1f %6s %10.3f  %s\n", r.gpu.index,
+                    r.gpu.name.c_str(), dtype_name.c_str(), r.shape.name.c_str(), mnk.c_str(),
+                    r.tflops, Percent(r.tflops, r.gpu.name, dtype_name).c_str(), r.median_ms,
+                    r.verdict.ok() ? "ok" : ("FAIL: " + r.verdict.Describe()).c_str());
+      }
+    }
+  }
+  for (const auto& [reason, where] : skipped) {
+    v1::Finding f;
+    f.set_check_id("gemm.not_measured");
+    f.set_severity(v1::SEVERITY_INFO);
+    f.set_category("compute");
+    f.set_subject("node");
+    f.set_title(absl::StrCat("not measured: ", dtype_name, " GEMM skipped"));
+    f.set_detail(reason);
+    for (const auto& w : where) f.add_evidence(w);
+    f.set_action("none when the GPU lacks the data type; otherwise rerun with smaller --m/--n/--k");
+    out.Find(f);
+  }
+  if (failures > 0) return kExitFoundFailures;
+  if (measured == 0) {
+    std::fprintf(stderr, "gemm: nothing was measured (%s)\n",
+                 skipped.empty() ? "no GPU selected" : skipped.begin()->first.c_str());
+    return kExitCouldNotRun;
+  }
+  return kExitPassed;
+}
+
+}  // namespace cmax::bench

@@ -1,0 +1,132 @@
+// cmax-bench-cuda end to end: on a GPU machine it must measure and verify;
+// on a machine without one it must say "not measured" and exit 2.
+#include <cuda_runtime.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "common/record_io.h"
+#include "common/subprocess.h"
+
+namespace {
+
+int UsableGpus(std::string* why) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    *why = cudaGetErrorName(e);
+    return 0;
+  }
+  if (n == 0) *why = "no device";
+  return n;
+}
+
+struct Run {
+  int exit_code = -1;
+  std::vector<cmax::v1::Record> records;
+  std::string err;
+};
+
+Run RunSuite(std::vector<std::string> args) {
+  args.insert(args.begin(), std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench-cuda");
+  auto r = cmax::RunCommand(args, std::chrono::seconds(300));
+  Run out;
+  REQUIRE(r.ok());
+  REQUIRE(r->exit.exited);
+  out.exit_code = r->exit.code;
+  out.err = r->err;
+  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
+    auto rec = cmax::ParseRecordLine(std::string_view(line.data(), line.size()));
+    REQUIRE(rec.ok());
+    out.records.push_back(*rec);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("without a GPU cmax-bench-cuda says not measured and exits 2", "[cuda]") {
+  std::string why;
+  if (UsableGpus(&why) > 0) {
+    WARN("this machine has a GPU: the no-GPU path is covered by driver_check_test");
+    return;
+  }
+  for (const char* suite : {"gemm", "memory"}) {
+    Run r = RunSuite({suite, "--jsonl"});
+    CHECK(r.exit_code == 2);
+    bool said_why = false;
+    for (const auto& rec : r.records) {
+      CHECK_FALSE(rec.has_measurement());  // never a number without a GPU
+      if (rec.has_finding() && rec.finding().title().find("not measured") != std::string::npos) {
+        said_why = true;
+      }
+      if (rec.has_finding() && rec.finding().check_id() == "gpu.driver_too_old") said_why = true;
+    }
+    CHECK(said_why);
+  }
+}
+
+TEST_CASE("GEMM on every GPU is measured and verified", "[gpu]") {
+  std::string why;
+  int n = UsableGpus(&why);
+  if (n == 0) {
+    WARN("SKIPPED: no usable GPU (" << why << ")");
+    return;
+  }
+  Run r = RunSuite({"gemm", "--dtype", "bf16", "--m=2048", "--n=2048", "--k=2048", "--iters=5",
+                    "--warmup=2", "--jsonl"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  int measured = 0;
+  for (const auto& rec : r.records) {
+    if (!rec.has_measurement()) continue;
+    ++measured;
+    const auto& m = rec.measurement();
+    CHECK(m.metric() == "gemm_tflops");
+    CHECK(m.labels().at("verified") == "true");
+    CHECK(m.labels().at("uuid").rfind("GPU-", 0) == 0);
+    CHECK(m.value() > 1.0);  // any tensor-core GPU does > 1 TFLOP/s in bf16
+  }
+  CHECK(measured == n);
+
+  Run bad = RunSuite({"gemm", "--dtype", "fp32", "--m=512", "--n=512", "--k=512", "--iters=2",
+                      "--gpus=0", "--fault-inject", "--jsonl"});
+  CHECK(bad.exit_code == 1);
+  bool found = false;
+  for (const auto& rec : bad.records) {
+    if (rec.has_finding() && rec.finding().check_id() == "gemm.wrong_result") {
+      found = true;
+      CHECK(rec.finding().severity() == cmax::v1::SEVERITY_FAIL);
+      CHECK(rec.finding().subject() == "gpu:0");
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("memory paths are measured and verified", "[gpu]") {
+  std::string why;
+  if (UsableGpus(&why) == 0) {
+    WARN("SKIPPED: no usable GPU (" << why << ")");
+    return;
+  }
+  Run r = RunSuite({"memory", "--size=64M", "--iters=3", "--warmup=1", "--jsonl"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  std::set<std::string> tests;
+  for (const auto& rec : r.records) {
+    if (!rec.has_measurement()) continue;
+    const auto& m = rec.measurement();
+    CHECK(m.metric() == "memory_bandwidth_gbps");
+    CHECK(m.labels().at("verified") == "true");
+    CHECK(m.value() > 0.1);
+    tests.insert(m.labels().at("test"));
+  }
+  for (const char* t : {"h2d", "d2h", "h2d_all", "d2h_all", "d2d", "hbm"}) {
+    INFO(t);
+    CHECK(tests.count(t) == 1);
+  }
+}
