@@ -58,10 +58,11 @@ int RunAudit(int argc, char** argv) {
                  "within 1 s is critical)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
   args.AddCount("verbose", "v", &verbose, "-v: advisory ids and links; -vv: description and fix");
-  RecordWriter out("audit", jsonl ? stdout : nullptr);
   if (auto s = args.Parse(argc, argv); !s.ok()) {
-    return CouldNotRun(out, jsonl, "audit.usage", std::string(s.message()));
+    RecordWriter none("audit", nullptr);
+    return CouldNotRun(none, false, "audit.usage", std::string(s.message()));
   }
+  RecordWriter out("audit", jsonl ? stdout : nullptr);
   if (args.help_requested()) {
     std::fputs(args.Help().c_str(), stdout);
     return kExitPassed;
