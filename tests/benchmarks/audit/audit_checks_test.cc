@@ -54,6 +54,20 @@ TEST_CASE("Container Toolkit 1.17.7 fails NVIDIAScape with its link; 1.17.8 pass
   }
 }
 
+TEST_CASE("an installed component whose version cannot be read is UNKNOWN, never a pass",
+          "[audit]") {
+  AuditReport r = AuditFixture(Fixture("bin/empty"), "ctk-broken", Shipped());
+  const ComponentVersion* v = FindVersion(r, "container_toolkit");
+  REQUIRE(v != nullptr);
+  CHECK(v->installed);
+  CHECK(v->version.empty());
+  CHECK(absl::StrContains(v->error, "exit 127"));
+  const CheckResult* c = FindCheck(r, "audit.version.container_toolkit");
+  REQUIRE(c != nullptr);
+  CHECK(c->status == CheckStatus::kUnknown);
+  CHECK(FindCheck(r, "audit.advisory.NVIDIA-5659") == nullptr);
+}
+
 TEST_CASE("upstream runc 1.1.11 fails Leaky Vessels", "[audit]") {
   AuditReport r = AuditFixture(Fixture("bin/empty"), "runc-1.1.11", Shipped());
   const ComponentVersion* v = FindVersion(r, "runc");
