@@ -125,6 +125,26 @@ std::vector<SuiteInfo> MakeCatalog() {
                .max = 10000},
               {.name = "tests", .type = ParamType::kEnumList, .help = "tests to run (default all)",
                .choices = {"h2d", "d2h", "h2d_all", "d2h_all", "d2d", "hbm", "p2p"}},
+  // Software versions against advisories, InfiniBand and tenant isolation.
+  c.push_back({
+      .name = "audit",
+      .binary = "cmax-bench",
+      .category = "security",
+      .help = "component versions against advisories (distribution backports included), "
+              "driver branch lifecycle, P_Key/M_Key isolation, forbidden targets",
+      .scopes = {SCOPE_NODE},
+      .default_timeout_s = 300,
+      .exclusive = false,
+      .takes_root = true,
+      .params =
+          {
+              {.name = "advisories", .type = ParamType::kPath,
+               .help = "advisory file replacing the installed one"},
+              {.name = "tenancy", .type = ParamType::kEnum,
+               .help = "shared: an unpartitioned fabric fails; single: it is informational",
+               .choices = {"shared", "single"}},
+              {.name = "forbidden", .type = ParamType::kToken,
+               .help = "comma-separated host:port targets a tenant must not reach"},
           },
   });
 

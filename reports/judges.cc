@@ -9,6 +9,7 @@ void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeInventoryUniformity(const RunData& data, std::vector<v1::RuleResult>* out);
 void ComputeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -18,6 +19,7 @@ const std::vector<Judge>& AllJudges() {
       &FleetJudge,
       &JudgeInventoryUniformity,
       &ComputeJudge,
+      &JudgeAuditDrift,
   };
   return judges;
 }

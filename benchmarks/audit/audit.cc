@@ -1,0 +1,51 @@
+#include "benchmarks/audit/audit.h"
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "benchmarks/audit/version_checks.h"
+
+namespace cmax::audit {
+
+AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
+  Sysroot root(options.root);
+  CommandRunner commands(root, options.command_timeout);
+  Collector collector(root, commands);
+
+  AuditReport report;
+  report.root = root.root();
+  report.distro = collector.distro();
+  report.advisories_path = db.path;
+  report.versions = collector.CollectAll();
+  report.kernel = collector.Kernel();
+
+  std::string today = options.today_ym.empty()
+                          ? absl::FormatTime("%Y-%m", absl::Now(), absl::UTCTimeZone())
+                          : options.today_ym;
+  for (const auto& v : report.versions) {
+    if (v.component == "driver") {
+      report.checks.push_back(CheckDriverBranch(v, db, today));
+      break;
+    }
+  }
+  for (auto& r : CheckAdvisories(report.versions, db)) report.checks.push_back(std::move(r));
+  for (auto& r : CheckKernel(report.kernel)) report.checks.push_back(std::move(r));
+  for (auto& r : CheckFirmwareUniform(report.versions)) report.checks.push_back(std::move(r));
+  for (auto& r : CheckInfiniband(root, options.tenancy, commands)) {
+    report.checks.push_back(std::move(r));
+  }
+  for (auto& r : CheckForbiddenTargets(options.forbidden, options.connect_timeout)) {
+    report.checks.push_back(std::move(r));
+  }
+  report.checks.push_back(CheckBmcDevice(root));
+  report.checks.push_back(CheckNcclSystemEnv(root));
+  return report;
+}
+
+int ExitCodeFor(const AuditReport& report) {
+  for (const auto& c : report.checks) {
+    if (IsFailure(c.status)) return 1;
+  }
+  return 0;
+}
+
+}  // namespace cmax::audit

@@ -1,0 +1,55 @@
+// Checks on component versions: each installed component against its
+// advisories, the NVIDIA driver branch against the branch table, the running
+// kernel against the newest installed one and a pending reboot, and NIC
+// firmware uniformity within the node.
+#ifndef CMAX_BENCHMARKS_AUDIT_VERSION_CHECKS_H_
+#define CMAX_BENCHMARKS_AUDIT_VERSION_CHECKS_H_
+
+#include <string>
+#include <vector>
+
+#include "benchmarks/audit/advisories.h"
+#include "benchmarks/audit/check_result.h"
+#include "benchmarks/audit/collectors.h"
+
+namespace cmax::audit {
+
+// How one version stands against one advisory.
+struct AdvisoryVerdict {
+  enum Kind { kFixed, kVulnerable, kNotAffected, kUnknown } kind = kUnknown;
+  std::string compared;  // the version compared (a package's upstream base, ...)
+  std::string required;  // ">= 1.1.12", ">= 1.1.5+ds1-1+deb12u1 (debian/bookworm package)"
+  std::string why;
+};
+
+// A distribution package with a fixed version recorded for its distribution
+// is compared with that version (debian or rpm ordering). A distribution
+// package without one is compared by its upstream base: at or above
+// upstream's fix is fixed, below is unknown (the distribution may have
+// backported the fix). Upstream binaries and vendor packages are compared
+// with upstream's fixed versions, branch by branch.
+AdvisoryVerdict EvaluateAdvisory(const Advisory& advisory, const ComponentInfo& component,
+                                 const ComponentVersion& version);
+
+// One result per (installed component, advisory); one SKIPPED result per
+// component with advisories that is not installed; one UNKNOWN result per
+// installed component whose version could not be read.
+std::vector<CheckResult> CheckAdvisories(const std::vector<ComponentVersion>& versions,
+                                         const AdvisoryDb& db);
+
+// The driver's branch against the table. `today_ym` is "YYYY-MM"; a branch
+// past its end-of-life month is end of life. Supported: PASS; end of life:
+// WARN, or FAIL when a driver advisory's fixes exist only on other branches
+// and this driver is below them; not in the table: UNKNOWN; no driver: SKIPPED.
+CheckResult CheckDriverBranch(const ComponentVersion& driver, const AdvisoryDb& db,
+                              const std::string& today_ym);
+
+// Running kernel vs. the newest installed, and /var/run/reboot-required.
+std::vector<CheckResult> CheckKernel(const KernelInfo& kernel);
+
+// WARN when NICs of one firmware family run different versions on this node.
+std::vector<CheckResult> CheckFirmwareUniform(const std::vector<ComponentVersion>& versions);
+
+}  // namespace cmax::audit
+
+#endif  // CMAX_BENCHMARKS_AUDIT_VERSION_CHECKS_H_
