@@ -107,7 +107,7 @@ TEST_CASE("two models side by side give divergence, not a fault", "[judge][consi
   CHECK(div->message().find("divergence across models") != std::string::npos);
 }
 
-TEST_CASE("CPU digests that agree pass; a strict majority of three is needed to blame",
+TEST_CASE("CPU digests that agree pass, and a strict majority of three is needed to blame",
           "[judge][consistency]") {
   RunData agree;
   for (int n = 0; n < 3; ++n) {

@@ -263,7 +263,7 @@ TEST_CASE("kernel log lines parse from kmsg and the journal", "[health]") {
   CHECK(NormalizePciAddress("00000000:18:00.0") == "0000:18:00");
 }
 
-TEST_CASE("GPU checks: DBE, pending remap, narrow link, throttling; no NVML is not measured",
+TEST_CASE("GPU checks: DBE, pending remap, narrow link, throttling, and no NVML is not measured",
           "[health]") {
   auto t = DefaultThresholds();
   REQUIRE(t.ok());
@@ -295,7 +295,7 @@ TEST_CASE("GPU checks: DBE, pending remap, narrow link, throttling; no NVML is n
   CHECK_FALSE(none.logs.empty());
 }
 
-TEST_CASE("thresholds override by file; unknown keys are errors", "[health]") {
+TEST_CASE("thresholds override by file, unknown keys are errors", "[health]") {
   auto t = DefaultThresholds();
   REQUIRE(t.ok());
   CHECK(t->retired_pages_fail == 63);
