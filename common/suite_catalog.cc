@@ -132,6 +132,12 @@ std::vector<SuiteInfo> MakeCatalog() {
       .category = "security",
       .help = "component versions against advisories (distribution backports included), "
               "driver branch lifecycle, P_Key/M_Key isolation, forbidden targets",
+  // Passive health (benchmarks/health): NVML, kernel log Xids, InfiniBand.
+  c.push_back({
+      .name = "health",
+      .binary = "cmax-bench",
+      .category = "reliability",
+      .help = "passive health: GPUs through NVML, Xid/SXid in the kernel log, InfiniBand/RoCE ports",
       .scopes = {SCOPE_NODE},
       .default_timeout_s = 300,
       .exclusive = false,
@@ -145,6 +151,52 @@ std::vector<SuiteInfo> MakeCatalog() {
                .choices = {"shared", "single"}},
               {.name = "forbidden", .type = ParamType::kToken,
                .help = "comma-separated host:port targets a tenant must not reach"},
+              {.name = "expect-gpus", .type = ParamType::kInt, .help = "GPUs expected per node",
+               .min = 0, .max = 1024},
+              {.name = "expect-ib-rate", .type = ParamType::kNumber,
+               .help = "expected rate of every RDMA port in Gb/s", .min = 0, .max = 1e5},
+              {.name = "thresholds", .type = ParamType::kPath,
+               .help = "YAML file on the node overriding health thresholds"},
+          },
+  });
+
+  // Burn-in (benchmarks/burnin): sustained verified GEMM; --backend cuda runs
+  // cmax-bench-cuda burnin next to cmax-bench.
+  c.push_back({
+      .name = "burnin",
+      .binary = "cmax-bench",
+      .category = "reliability",
+      .help = "sustained verified GEMM load with telemetry (host or GPUs)",
+      .scopes = {SCOPE_NODE, SCOPE_BARRIER},
+      .default_timeout_s = 7200,
+      .exclusive = true,
+      .params =
+          {
+              {.name = "backend", .type = ParamType::kEnum, .help = "cpu or cuda",
+               .choices = {"cpu", "cuda"}},
+              {.name = "duration", .type = ParamType::kNumber, .help = "seconds of load",
+               .min = 1, .max = 7 * 86400},
+              {.name = "threads", .type = ParamType::kInt,
+               .help = "host threads (cpu backend; 0: all cores)", .min = 0, .max = 4096},
+              {.name = "dtype", .type = ParamType::kEnum, .help = "element type",
+               .choices = {"fp32", "fp64", "bf16"}},
+          },
+  });
+
+  // Numerical consistency (benchmarks/consistency): digests of deterministic
+  // workloads, compared across the fleet by reports/judges/consistency_judge.cc.
+  c.push_back({
+      .name = "consistency",
+      .binary = "cmax-bench",
+      .category = "reliability",
+      .help = "deterministic workloads reduced to digests (silent data corruption check)",
+      .scopes = {SCOPE_NODE, SCOPE_BARRIER},
+      .default_timeout_s = 900,
+      .exclusive = true,
+      .params =
+          {
+              {.name = "backend", .type = ParamType::kEnum, .help = "cpu or cuda",
+               .choices = {"cpu", "cuda"}},
           },
   });
 

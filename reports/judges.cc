@@ -10,6 +10,7 @@ void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeInventoryUniformity(const RunData& data, std::vector<v1::RuleResult>* out);
 void ComputeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out);
+void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -20,6 +21,7 @@ const std::vector<Judge>& AllJudges() {
       &JudgeInventoryUniformity,
       &ComputeJudge,
       &JudgeAuditDrift,
+      &JudgeConsistency,
   };
   return judges;
 }

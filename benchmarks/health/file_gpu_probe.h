@@ -1,0 +1,35 @@
+// A GpuProbe that reads GPU state from a YAML file: how fixture roots
+// (tests/fixtures/health/...) describe their GPUs, since NVML only ever
+// describes the real machine. Used by `health --root DIR` when
+// DIR/cmax-fixture/gpus.yaml exists; never on the real root.
+//
+// Format (every field but index optional; names as in GpuState):
+//   driver_version: "550.54.15"
+//   gpus:
+//     - {index: 0, name: "NVIDIA H100 80GB HBM3", uuid: GPU-..., pci_bus_id: "00000000:18:00.0",
+//        ecc_enabled: true, volatile_dbe: 0, remap_pending: false, pcie_width: 16, ...}
+#ifndef CMAX_BENCHMARKS_HEALTH_FILE_GPU_PROBE_H_
+#define CMAX_BENCHMARKS_HEALTH_FILE_GPU_PROBE_H_
+
+#include <string>
+
+#include "benchmarks/health/gpu_probe.h"
+
+namespace cmax::health {
+
+class FileGpuProbe : public GpuProbe {
+ public:
+  explicit FileGpuProbe(std::string path) : path_(std::move(path)) {}
+  // NOT_FOUND when the file is missing; INVALID_ARGUMENT names a bad field.
+  absl::StatusOr<GpuInventory> Probe() override;
+  std::string Describe() const override { return "fixture file " + path_; }
+
+  static absl::StatusOr<GpuInventory> ParseYaml(const std::string& text);
+
+ private:
+  std::string path_;
+};
+
+}  // namespace cmax::health
+
+#endif  // CMAX_BENCHMARKS_HEALTH_FILE_GPU_PROBE_H_

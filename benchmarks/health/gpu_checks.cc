@@ -1,0 +1,258 @@
+#include "benchmarks/health/gpu_checks.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "benchmarks/health/kernel_log.h"
+
+namespace cmax::health {
+namespace {
+
+constexpr char kNvmlDoc[] = "https://docs.nvidia.com/deploy/nvml-api/";
+constexpr char kDcgmDoc[] =
+    "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html";
+
+std::string Subject(const GpuState& g) { return absl::StrCat("gpu:", g.index); }
+
+std::map<std::string, std::string> Labels(const GpuState& g) {
+  std::map<std::string, std::string> l = {{"gpu", absl::StrCat(g.index)}};
+  if (!g.uuid.empty()) l["uuid"] = g.uuid;
+  if (!g.pci_bus_id.empty()) l["pci_bus_id"] = g.pci_bus_id;
+  if (!g.name.empty()) l["model"] = g.name;
+  return l;
+}
+
+std::string Who(const GpuState& g) {
+  return absl::StrCat("GPU ", g.index, g.uuid.empty() ? "" : " " + g.uuid,
+                      g.pci_bus_id.empty() ? "" : " (" + g.pci_bus_id + ")");
+}
+
+v1::Finding& GpuFinding(HealthResult* r, const GpuState& g, const std::string& id,
+                        v1::Severity sev, const std::string& category, const std::string& title,
+                        const std::string& detail, const std::string& action,
+                        const std::string& link) {
+  v1::Finding& f = r->Find(id, sev, category, Subject(g), title, detail, action);
+  for (const auto& [k, v] : Labels(g)) (*f.mutable_labels())[k] = v;
+  if (!link.empty()) f.add_links(link);
+  return f;
+}
+
+void MeasureOpt(HealthResult* r, const GpuState& g, const char* metric,
+                const std::optional<uint64_t>& v, const char* unit) {
+  if (v) r->Measure(metric, static_cast<double>(*v), unit, Labels(g));
+}
+
+void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
+  MeasureOpt(r, g, "gpu_ecc_volatile_sbe", g.volatile_sbe, "count");
+  MeasureOpt(r, g, "gpu_ecc_volatile_dbe", g.volatile_dbe, "count");
+  MeasureOpt(r, g, "gpu_ecc_aggregate_sbe", g.aggregate_sbe, "count");
+  MeasureOpt(r, g, "gpu_ecc_aggregate_dbe", g.aggregate_dbe, "count");
+  MeasureOpt(r, g, "gpu_retired_pages_sbe", g.retired_pages_sbe, "count");
+  MeasureOpt(r, g, "gpu_retired_pages_dbe", g.retired_pages_dbe, "count");
+  MeasureOpt(r, g, "gpu_remapped_rows_correctable", g.remapped_rows_correctable, "count");
+  MeasureOpt(r, g, "gpu_remapped_rows_uncorrectable", g.remapped_rows_uncorrectable, "count");
+  MeasureOpt(r, g, "gpu_pcie_link_width", g.pcie_width, "lanes");
+  MeasureOpt(r, g, "gpu_pcie_replay_count", g.pcie_replays, "count");
+  MeasureOpt(r, g, "gpu_temperature_c", g.temperature_c, "C");
+  MeasureOpt(r, g, "gpu_violation_power_ns", g.violation_power_ns, "ns");
+  MeasureOpt(r, g, "gpu_violation_thermal_ns", g.violation_thermal_ns, "ns");
+  MeasureOpt(r, g, "gpu_compute_processes", g.compute_processes, "count");
+
+  if (g.lost) {
+    GpuFinding(r, g, "health.gpu_lost", v1::SEVERITY_CRITICAL, "reliability",
+               absl::StrCat(Who(g), " is lost (NVML: GPU_IS_LOST)"),
+               absl::StrJoin(g.errors, "; "),
+               "drain and inspect hardware: collect nvidia-bug-report, reboot, RMA if it recurs",
+               kNvmlDoc);
+    return;
+  }
+  if (!g.errors.empty()) {
+    v1::Finding& f = GpuFinding(r, g, "health.gpu_query_error", v1::SEVERITY_WARN, "reliability",
+                                absl::StrCat("NVML could not read part of ", Who(g)),
+                                "these readings are not measured", "check the driver and NVML",
+                                kNvmlDoc);
+    for (const auto& e : g.errors) f.add_evidence(e);
+  }
+  if (g.ecc_enabled && !*g.ecc_enabled) {
+    GpuFinding(r, g, "health.ecc_disabled", v1::SEVERITY_WARN, "reliability",
+               absl::StrCat("ECC is disabled on ", Who(g)),
+               "memory errors are neither corrected nor counted",
+               "enable ECC (nvidia-smi -e 1) and reset the GPU", kNvmlDoc);
+  }
+  if (g.volatile_dbe && static_cast<int64_t>(*g.volatile_dbe) >= t.volatile_dbe_fail) {
+    GpuFinding(r, g, "health.ecc_volatile_dbe", v1::SEVERITY_FAIL, "reliability",
+               absl::StrCat(Who(g), ": ", *g.volatile_dbe,
+                            " uncorrectable ECC errors since the driver loaded"),
+               absl::StrCat("threshold ", t.volatile_dbe_fail, " (DCGM fails on any)"),
+               "reset GPU: stop its jobs, reset it so the memory is remapped, then rerun health; "
+               "drain and inspect hardware if errors recur",
+               kDcgmDoc);
+  }
+  if (g.aggregate_dbe && static_cast<int64_t>(*g.aggregate_dbe) >= t.aggregate_dbe_warn) {
+    GpuFinding(r, g, "health.ecc_aggregate_dbe", v1::SEVERITY_WARN, "reliability",
+               absl::StrCat(Who(g), ": ", *g.aggregate_dbe,
+                            " uncorrectable ECC errors over its lifetime"),
+               "history, not a current fault; watch for new ones",
+               "check the application runs that failed around them; drain and inspect hardware "
+               "if the count grows",
+               kNvmlDoc);
+  }
+  uint64_t retired = g.retired_pages_sbe.value_or(0) + g.retired_pages_dbe.value_or(0);
+  if ((g.retired_pages_sbe || g.retired_pages_dbe) &&
+      static_cast<int64_t>(retired) >= t.retired_pages_fail) {
+    GpuFinding(r, g, "health.retired_pages", v1::SEVERITY_FAIL, "reliability",
+               absl::StrCat(Who(g), ": ", retired, " retired pages"),
+               absl::StrCat("threshold ", t.retired_pages_fail, " (DCGM)"),
+               "drain and inspect hardware (RMA candidate)", kDcgmDoc);
+  }
+  if (g.remap_failed && *g.remap_failed) {
+    GpuFinding(r, g, "health.row_remap_failure", t.row_remap_failure_fails
+                                                     ? v1::SEVERITY_CRITICAL
+                                                     : v1::SEVERITY_WARN,
+               "reliability", absl::StrCat(Who(g), ": a row remap failed"),
+               "the GPU ran out of spare rows or could not record a remap",
+               "drain and inspect hardware (RMA candidate)", kNvmlDoc);
+  }
+  if (g.remap_pending && *g.remap_pending) {
+    GpuFinding(r, g, "health.row_remap_pending",
+               t.row_remap_pending_fails ? v1::SEVERITY_FAIL : v1::SEVERITY_WARN, "reliability",
+               absl::StrCat(Who(g), ": a row remap is pending"),
+               "the remap takes effect only after a GPU reset; until then the bad row is in use",
+               "reset GPU when idle (nvidia-smi -r), then confirm no remap is pending", kNvmlDoc);
+  }
+  if (g.pcie_width && g.pcie_max_width && *g.pcie_width < *g.pcie_max_width) {
+    GpuFinding(r, g, "health.pcie_width", v1::SEVERITY_FAIL, "reliability",
+               absl::StrCat(Who(g), ": PCIe link x", *g.pcie_width, " of x", *g.pcie_max_width),
+               "a narrow link cuts host-device bandwidth (width is judged at any load; "
+               "generation only under load)",
+               "drain and inspect hardware: reseat the GPU or riser, check the slot", kNvmlDoc);
+  }
+  if (g.pcie_replays && static_cast<int64_t>(*g.pcie_replays) >= t.pcie_replay_warn) {
+    GpuFinding(r, g, "health.pcie_replays", v1::SEVERITY_WARN, "reliability",
+               absl::StrCat(Who(g), ": ", *g.pcie_replays, " PCIe replays since the driver loaded"),
+               absl::StrCat("threshold ", t.pcie_replay_warn,
+                            "; DCGM judges the rate, compare the run's change"),
+               "drain and inspect hardware if the count grows: reseat the GPU or riser",
+               kDcgmDoc);
+  }
+  if (g.throttle_reasons) {
+    uint64_t judged = *g.throttle_reasons & ~t.throttle_ignore_mask;
+    r->Measure("gpu_throttle_reasons", static_cast<double>(*g.throttle_reasons), "bitmask",
+               Labels(g));
+    if (judged != 0) {
+      GpuFinding(r, g, "health.throttle", v1::SEVERITY_WARN, "reliability",
+                 absl::StrCat(Who(g), " is throttled: ", ThrottleReasonNames(judged)),
+                 absl::StrCat("clock event reasons 0x", absl::Hex(*g.throttle_reasons),
+                              " (GpuIdle and application-clock bits masked)"),
+                 "check cooling and power delivery; drain and inspect hardware if a hardware "
+                 "slowdown persists at idle",
+                 kNvmlDoc);
+    }
+  }
+  if (g.temperature_c && g.slowdown_temperature_c && *g.slowdown_temperature_c > 0) {
+    int64_t temp = static_cast<int64_t>(*g.temperature_c);
+    int64_t slow = static_cast<int64_t>(*g.slowdown_temperature_c);
+    if (temp >= slow || temp >= slow - t.temperature_margin_c) {
+      bool over = temp >= slow;
+      GpuFinding(r, g, "health.temperature", over ? v1::SEVERITY_FAIL : v1::SEVERITY_WARN,
+                 "reliability",
+                 absl::StrCat(Who(g), " at ", temp, " C, slowdown threshold ", slow, " C"),
+                 over ? std::string("at or above the GPU's own slowdown threshold")
+                      : absl::StrCat("within ", t.temperature_margin_c,
+                                     " C of the GPU's own slowdown threshold"),
+                 "check cooling (fans, airflow, inlet temperature)", kNvmlDoc);
+    }
+  }
+  if (t.persistence_off_warn && g.persistence_mode && !*g.persistence_mode) {
+    GpuFinding(r, g, "health.persistence_off", v1::SEVERITY_WARN, "reliability",
+               absl::StrCat("persistence mode is off on ", Who(g)),
+               "the driver tears the GPU down between jobs: slow starts, lost state",
+               "enable nvidia-persistenced (or nvidia-smi -pm 1)", kNvmlDoc);
+  }
+  if (g.mig_enabled && *g.mig_enabled) {
+    GpuFinding(r, g, "health.mig_enabled", v1::SEVERITY_WARN, "compute",
+               absl::StrCat("MIG mode is on for ", Who(g)),
+               "benchmarks see a slice of the GPU: measurements would be meaningless",
+               "disable MIG (nvidia-smi -mig 0) and reset the GPU before benchmarking", kNvmlDoc);
+  }
+  if (g.compute_processes && *g.compute_processes > 0) {
+    GpuFinding(r, g, "health.gpu_busy", v1::SEVERITY_WARN, "compute",
+               absl::StrCat(*g.compute_processes, " other compute process(es) on ", Who(g)),
+               "other work on the GPU makes benchmark measurements meaningless",
+               "check the application: stop or drain the other jobs before benchmarking",
+               kNvmlDoc);
+  }
+}
+
+}  // namespace
+
+std::string ThrottleReasonNames(uint64_t mask) {
+  // nvmlClocksEventReasons bits, from the NVML API reference.
+  static const std::pair<uint64_t, const char*> kBits[] = {
+      {0x1, "GpuIdle"},           {0x2, "ApplicationsClocksSetting"},
+      {0x4, "SwPowerCap"},        {0x8, "HwSlowdown"},
+      {0x10, "SyncBoost"},        {0x20, "SwThermalSlowdown"},
+      {0x40, "HwThermalSlowdown"}, {0x80, "HwPowerBrakeSlowdown"},
+      {0x100, "DisplayClockSetting"}};
+  std::vector<std::string> names;
+  uint64_t known = 0;
+  for (const auto& [bit, name] : kBits) {
+    known |= bit;
+    if (mask & bit) names.push_back(name);
+  }
+  if (mask & ~known) names.push_back(absl::StrCat("0x", absl::Hex(mask & ~known)));
+  return absl::StrJoin(names, ", ");
+}
+
+void CheckGpus(const absl::StatusOr<GpuInventory>& probed, const std::vector<PciGpu>& pci,
+               const HealthThresholds& t, int expect_gpus, HealthResult* r) {
+  r->Measure("gpu_pci_count", static_cast<double>(pci.size()), "count", {});
+  if (expect_gpus >= 0 && static_cast<int>(pci.size()) < expect_gpus) {
+    v1::Finding& f = r->Find(
+        "health.gpu_count_pci", v1::SEVERITY_FAIL, "reliability", "node",
+        absl::StrCat(pci.size(), " NVIDIA GPUs on the PCI bus, expected ", expect_gpus),
+        "GPUs missing from the bus (fallen off, not trained, or disabled)",
+        "drain and inspect hardware: reseat GPUs and risers, check power and BIOS settings");
+    for (const auto& g : pci) f.add_evidence(absl::StrCat("present: ", g.address));
+  }
+  if (!probed.ok()) {
+    if (absl::IsUnavailable(probed.status())) {
+      r->Find("health.gpu_not_measured", v1::SEVERITY_INFO, "reliability", "node",
+              "GPU health not measured: no NVML library",
+              std::string(probed.status().message()),
+              pci.empty() ? "none: no NVIDIA GPU on this node"
+                          : "install the NVIDIA driver (libnvidia-ml.so.1) and rerun");
+      r->Log("warn", absl::StrCat("GPU checks not measured: ", probed.status().message()));
+    } else {
+      r->Find("health.nvml_error", pci.empty() ? v1::SEVERITY_WARN : v1::SEVERITY_FAIL,
+              "reliability", "node", "NVML failed: GPU health not measured",
+              std::string(probed.status().message()),
+              "check the driver: is the kernel module loaded and does it match the library? "
+              "Reboot if the module is wedged");
+      r->Log("error", absl::StrCat("NVML: ", probed.status().message()));
+    }
+    return;
+  }
+  const GpuInventory& inv = *probed;
+  r->Measure("gpu_count", static_cast<double>(inv.gpus.size()), "count",
+             inv.driver_version.empty()
+                 ? std::map<std::string, std::string>{}
+                 : std::map<std::string, std::string>{{"driver", inv.driver_version}});
+  if (expect_gpus >= 0 && static_cast<int>(inv.gpus.size()) < expect_gpus) {
+    r->Find("health.gpu_count", v1::SEVERITY_FAIL, "reliability", "node",
+            absl::StrCat("the driver sees ", inv.gpus.size(), " GPUs, expected ", expect_gpus),
+            absl::StrCat(pci.size(), " NVIDIA GPUs on the PCI bus"),
+            "drain and inspect hardware; check the kernel log for Xid 79 and the driver for "
+            "GPUs it failed to initialise");
+  } else if (inv.gpus.size() < pci.size()) {
+    r->Find("health.gpu_count", v1::SEVERITY_FAIL, "reliability", "node",
+            absl::StrCat("the driver sees ", inv.gpus.size(), " of the ", pci.size(),
+                         " NVIDIA GPUs on the PCI bus"),
+            "a GPU on the bus is not usable", "reset GPU or reboot; drain and inspect hardware "
+            "if it stays missing");
+  }
+  for (const auto& g : inv.gpus) CheckOne(g, t, r);
+}
+
+}  // namespace cmax::health

@@ -1,0 +1,180 @@
+// health: passive, one-shot node health — GPUs through NVML, NVIDIA Xid and
+// SXid events in the kernel log, InfiniBand and RoCE ports from sysfs.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "benchmarks/health/file_gpu_probe.h"
+#include "benchmarks/health/gpu_checks.h"
+#include "benchmarks/health/health_result.h"
+#include "benchmarks/health/health_run.h"
+#include "benchmarks/health/ib_ports.h"
+#include "benchmarks/health/kernel_log.h"
+#include "benchmarks/health/nvml_loader.h"
+#include "benchmarks/health/pci_gpus.h"
+#include "benchmarks/health/thresholds.h"
+#include "benchmarks/health/xid_catalog.h"
+#include "benchmarks/health/xid_checks.h"
+#include "benchmarks/suite.h"
+#include "common/args.h"
+#include "common/record_io.h"
+#include "common/sysroot.h"
+
+namespace cmax::health {
+
+HealthRun RunHealthChecks(const Sysroot& root, const XidCatalog& catalog,
+                          const HealthOptions& options, GpuProbe* probe) {
+  HealthRun run;
+  HealthResult& result = run.result;
+
+  // GPUs.
+  std::vector<PciGpu> pci = ListNvidiaGpus(root);
+  run.pci_gpus = pci.size();
+  std::unique_ptr<GpuProbe> owned;
+  if (!probe && root.is_real()) {
+    owned = std::make_unique<NvmlGpuProbe>();
+  } else if (!probe && root.Exists("/cmax-fixture/gpus.yaml")) {
+    owned = std::make_unique<FileGpuProbe>(root.Path("/cmax-fixture/gpus.yaml"));
+  }
+  if (!probe) probe = owned.get();
+  absl::StatusOr<GpuInventory> inventory =
+      probe ? probe->Probe()
+            : absl::UnavailableError(absl::StrCat(
+                  "root ", root.root(),
+                  " has no cmax-fixture/gpus.yaml and NVML describes only the real machine"));
+  CheckGpus(inventory, pci, options.thresholds, options.expect_gpus, &result);
+  run.gpus_measured = inventory.ok();
+
+  // Kernel log.
+  auto log = ReadKernelLog(root, options.kernel_log);
+  run.kernel_log_measured = log.ok();
+  if (!log.ok()) {
+    v1::Finding& f = result.Find(
+        "health.kernel_log_unreadable", v1::SEVERITY_WARN, "reliability", "node",
+        "kernel log not readable: Xids not measured", std::string(log.status().message()),
+        "give the agent CAP_SYSLOG (or run it as root) or membership of systemd-journal/adm, or "
+        "set kernel.dmesg_restrict=0; until then Xids on this node are unknown");
+    f.add_evidence(std::string(log.status().message()));
+    result.Log("warn", absl::StrCat("Xids not measured: ", log.status().message()));
+  } else {
+    XidContext ctx;
+    ctx.gpus = pci;
+    ctx.uuids = ParseGpuUuidLines(log->lines);
+    if (inventory.ok()) {
+      for (const auto& g : inventory->gpus) {
+        std::string p = NormalizePciAddress(g.pci_bus_id);
+        if (!p.empty() && !g.uuid.empty()) ctx.uuids[p] = g.uuid;
+      }
+    }
+    ctx.kills = ReadKills(root);
+    ctx.boot_unix_ns = ReadBootTimeNs(root);
+    ctx.source = log->source;
+    CheckXids(ParseXidEvents(log->lines), catalog, ctx, &result);
+  }
+
+  // InfiniBand / RoCE.
+  CheckIbPorts(ReadIbPorts(root), options.thresholds, &result);
+  return run;
+}
+
+}  // namespace cmax::health
+
+namespace cmax::bench {
+namespace {
+
+using health::HealthResult;
+
+void PrintHuman(const HealthResult& r) {
+  int shown = 0;
+  for (const auto& f : r.findings) {
+    std::printf("%-8s %-18s %s\n", SeverityName(f.severity()).c_str(), f.subject().c_str(),
+                f.title().c_str());
+    if (!f.action().empty()) std::printf("         action: %s\n", f.action().c_str());
+    ++shown;
+  }
+  if (shown == 0) std::printf("no findings\n");
+  for (const auto& l : r.logs) std::printf("log: %s\n", l.c_str());
+}
+
+}  // namespace
+
+int RunHealth(int argc, char** argv) {
+  std::string root_dir = "/";
+  bool jsonl = false;
+  int64_t expect_gpus = -1;
+  double expect_ib_rate = 0;
+  std::string thresholds_file;
+  ArgParser args(
+      "cmax-bench health [--root DIR] [--jsonl] [--expect-gpus N] [--expect-ib-rate GBPS] "
+      "[--thresholds FILE]",
+      "Passive node health, one shot: GPUs through NVML (ECC, row remapping, PCIe, throttling,\n"
+      "temperature, persistence, MIG, other processes), NVIDIA Xid/SXid events in the kernel\n"
+      "log since boot (/dev/kmsg, else the journal), InfiniBand/RoCE port state, rate and error\n"
+      "counters. Findings carry a suggested action. An unreadable kernel log or a missing NVML\n"
+      "library is reported as not measured, never as healthy.\n"
+      "Exit: 0 no failures, 1 a fail or critical finding, 2 nothing could be measured.");
+  args.AddString("root", &root_dir, "system root to read (fixture trees); default /");
+  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  args.AddInt("expect-gpus", &expect_gpus, "GPUs expected on this node");
+  args.AddDouble("expect-ib-rate", &expect_ib_rate, "expected rate of every RDMA port, Gb/s");
+  args.AddString("thresholds", &thresholds_file, "YAML file overriding thresholds");
+  if (auto s = args.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "health: %s\n", std::string(s.message()).c_str());
+    return kExitCouldNotRun;
+  }
+  if (args.help_requested()) {
+    std::fputs(args.Help().c_str(), stdout);
+    return kExitPassed;
+  }
+  auto thresholds = health::DefaultThresholds();
+  if (thresholds.ok() && !thresholds_file.empty()) {
+    std::ifstream in(thresholds_file);
+    if (!in) {
+      std::fprintf(stderr, "health: cannot read --thresholds %s\n", thresholds_file.c_str());
+      return kExitCouldNotRun;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    thresholds = health::ParseThresholds(ss.str(), *thresholds);
+  }
+  if (!thresholds.ok()) {
+    std::fprintf(stderr, "health: %s\n", std::string(thresholds.status().message()).c_str());
+    return kExitCouldNotRun;
+  }
+  if (expect_ib_rate > 0) thresholds->expect_rate_gbps = expect_ib_rate;
+  auto catalog = health::XidCatalog::LoadDefault();
+  if (!catalog.ok()) {
+    std::fprintf(stderr, "health: %s\n", std::string(catalog.status().message()).c_str());
+    return kExitCouldNotRun;
+  }
+
+  Sysroot root(root_dir);
+  health::HealthOptions options;
+  options.expect_gpus = static_cast<int>(expect_gpus);
+  options.thresholds = *thresholds;
+  health::HealthRun run = health::RunHealthChecks(root, *catalog, options);
+  const HealthResult& result = run.result;
+
+  RecordWriter out("health", jsonl ? stdout : nullptr);
+  for (const auto& m : result.measurements) {
+    std::map<std::string, std::string> labels(m.labels().begin(), m.labels().end());
+    out.Measure(m.metric(), m.value(), m.unit(), labels);
+  }
+  for (const auto& f : result.findings) out.Find(f);
+  for (const auto& l : result.logs) {
+    size_t colon = l.find(": ");
+    out.Log(l.substr(0, colon), l.substr(colon + 2));
+  }
+  if (!jsonl) PrintHuman(result);
+
+  v1::Severity worst = result.WorstSeverity();
+  if (worst >= v1::SEVERITY_FAIL) return kExitFoundFailures;
+  if (!run.gpus_measured && !run.kernel_log_measured && run.pci_gpus > 0) {
+    return kExitCouldNotRun;
+  }
+  return kExitPassed;
+}
+
+}  // namespace cmax::bench

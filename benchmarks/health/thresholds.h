@@ -1,0 +1,38 @@
+// Health thresholds (data/thresholds.yaml, each default citing its source).
+// A file given with --thresholds overrides the keys it names.
+#ifndef CMAX_BENCHMARKS_HEALTH_THRESHOLDS_H_
+#define CMAX_BENCHMARKS_HEALTH_THRESHOLDS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace cmax::health {
+
+struct HealthThresholds {
+  // gpu
+  int64_t volatile_dbe_fail = 1;
+  int64_t aggregate_dbe_warn = 1;
+  int64_t retired_pages_fail = 63;
+  bool row_remap_pending_fails = true;
+  bool row_remap_failure_fails = true;
+  int64_t pcie_replay_warn = 100;
+  int64_t temperature_margin_c = 5;
+  uint64_t throttle_ignore_mask = 3;
+  bool persistence_off_warn = true;
+  // infiniband
+  double expect_rate_gbps = 0;  // 0: no expectation
+  int64_t error_counter_warn = 1;
+};
+
+// Applies the keys in `yaml_text` on top of `base`. INVALID_ARGUMENT names an
+// unknown section or key, or a value of the wrong type.
+absl::StatusOr<HealthThresholds> ParseThresholds(const std::string& yaml_text,
+                                                 const HealthThresholds& base);
+// The compiled-in defaults (data/thresholds.yaml).
+absl::StatusOr<HealthThresholds> DefaultThresholds();
+
+}  // namespace cmax::health
+
+#endif  // CMAX_BENCHMARKS_HEALTH_THRESHOLDS_H_

@@ -1,0 +1,62 @@
+// The consistency suite: digests are reproducible on one machine (two runs of
+// cmax-bench agree bit for bit) and the digest function matches FNV-1a.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_split.h"
+#include "benchmarks/consistency/digest.h"
+#include "common/record_io.h"
+#include "common/subprocess.h"
+
+using namespace cmax;
+
+namespace {
+
+// workload -> digest, from one run of the built binary.
+std::map<std::string, std::string> RunDigests() {
+  auto r = RunCommand({std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench", "consistency",
+                       "--backend", "cpu", "--jsonl"},
+                      std::chrono::seconds(120));
+  REQUIRE(r.ok());
+  INFO(r->err);
+  REQUIRE(r->exit.exited);
+  CHECK(r->exit.code == 0);
+  std::map<std::string, std::string> out;
+  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
+    auto rec = ParseRecordLine(std::string_view(line.data(), line.size()));
+    REQUIRE(rec.ok());
+    if (rec->has_measurement() && rec->measurement().metric() == "consistency_digest") {
+      const auto& l = rec->measurement().labels();
+      REQUIRE(l.contains("digest"));
+      REQUIRE(l.contains("model"));
+      REQUIRE(l.contains("versions"));
+      out[l.at("workload")] = l.at("digest");
+    }
+    if (rec->has_finding()) FAIL("unexpected finding: " << rec->finding().title());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("FNV-1a 64 matches the published test vectors", "[consistency]") {
+  consistency::Fnv1a64 empty;
+  CHECK(empty.Hex() == "cbf29ce484222325");
+  consistency::Fnv1a64 a;
+  a.Update("a", 1);
+  CHECK(a.Hex() == "af63dc4c8601ec8c");
+}
+
+TEST_CASE("consistency digests are identical across two runs on this machine",
+          "[consistency]") {
+  auto first = RunDigests();
+  auto second = RunDigests();
+  CHECK(first.size() == 5);
+  CHECK(first.count("gemm_fp32"));
+  CHECK(first.count("memory_pattern"));
+  CHECK(first == second);
+  // Different workloads give different digests (the digest is not constant).
+  CHECK(first["gemm_fp32"] != first["gemm_fp64"]);
+}
