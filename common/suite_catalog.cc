@@ -125,6 +125,9 @@ std::vector<SuiteInfo> MakeCatalog() {
                .max = 10000},
               {.name = "tests", .type = ParamType::kEnumList, .help = "tests to run (default all)",
                .choices = {"h2d", "d2h", "h2d_all", "d2h_all", "d2d", "hbm", "p2p"}},
+          },
+  });
+
   // Software versions against advisories, InfiniBand and tenant isolation.
   c.push_back({
       .name = "audit",
@@ -132,12 +135,6 @@ std::vector<SuiteInfo> MakeCatalog() {
       .category = "security",
       .help = "component versions against advisories (distribution backports included), "
               "driver branch lifecycle, P_Key/M_Key isolation, forbidden targets",
-  // Passive health (benchmarks/health): NVML, kernel log Xids, InfiniBand.
-  c.push_back({
-      .name = "health",
-      .binary = "cmax-bench",
-      .category = "reliability",
-      .help = "passive health: GPUs through NVML, Xid/SXid in the kernel log, InfiniBand/RoCE ports",
       .scopes = {SCOPE_NODE},
       .default_timeout_s = 300,
       .exclusive = false,
@@ -151,6 +148,21 @@ std::vector<SuiteInfo> MakeCatalog() {
                .choices = {"shared", "single"}},
               {.name = "forbidden", .type = ParamType::kToken,
                .help = "comma-separated host:port targets a tenant must not reach"},
+          },
+  });
+
+  // Passive health (benchmarks/health): NVML, kernel log Xids, InfiniBand.
+  c.push_back({
+      .name = "health",
+      .binary = "cmax-bench",
+      .category = "reliability",
+      .help = "passive health: GPUs through NVML, Xid/SXid in the kernel log, InfiniBand/RoCE ports",
+      .scopes = {SCOPE_NODE},
+      .default_timeout_s = 300,
+      .exclusive = false,
+      .takes_root = true,
+      .params =
+          {
               {.name = "expect-gpus", .type = ParamType::kInt, .help = "GPUs expected per node",
                .min = 0, .max = 1024},
               {.name = "expect-ib-rate", .type = ParamType::kNumber,
