@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <filesystem>
 #include <random>
 
 #include "absl/strings/str_format.h"
@@ -40,6 +41,12 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)), boot_id_(Rand
 Agent::~Agent() { Stop(); }
 
 absl::Status Agent::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.work_dir + "/tasks", ec);
+  if (ec) {
+    // Not fatal: each task then fails with the reason and the agent serves on.
+    Log()->error("work dir {}: {}", options_.work_dir, ec.message());
+  }
   if (absl::Status s = executor_->LoadStoredTasks(); !s.ok()) return s;
   inventory_ = GatherInventory(options_.bench_dir, options_.root,
                                std::chrono::milliseconds(options_.inventory_timeout_ms));

@@ -68,6 +68,13 @@ absl::Status ValidateAssignment(const v1::TaskAssignment& a, const std::string& 
     if (absl::Status s = ValidateSuiteEnv(name, value); !s.ok()) return s;
   }
   if (a.timeout_seconds() < 0) return absl::InvalidArgumentError("negative timeout");
+  // Ranks are always children of their node's agent here; an mpirun launch
+  // is not implemented by this agent, so it is refused rather than run
+  // differently from what the plan asked.
+  if (!a.launcher().empty() && a.launcher() != "agents") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("launcher '", a.launcher().substr(0, 64), "' is not supported by this agent"));
+  }
   if (!a.group().empty() && !ValidTaskId(a.group())) {
     return absl::InvalidArgumentError("group name is not a valid task id");
   }

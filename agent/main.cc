@@ -13,6 +13,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "agent/agent.h"
 #include "common/logging.h"
@@ -29,7 +31,7 @@ ABSL_FLAG(std::string, bench_dir, "",
           "directory of cmax-bench and cmax-bench-cuda (default: the agent's own directory)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(int64_t, test_clock_offset_ms, 0,
-          "TEST ONLY (hidden in spirit; do not use in production): pretend the agent's clock "
+          "TEST ONLY (a hidden test option, not for production): pretend the agent's clock "
           "is shifted by N ms in every time it reports or is given");
 
 namespace {
@@ -79,6 +81,14 @@ int main(int argc, char** argv) {
       "       [--token-file F] [--tls-ca F] [--root DIR] [--bench-dir DIR]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
       "Flags may be written with dashes or underscores.");
+  // --help lists this file's flags (absl matches files named after the
+  // program by default, and this one is main.cc).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "agent/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> normalized = NormalizeFlagNames(argc, argv);
   std::vector<char*> args;
   for (std::string& a : normalized) args.push_back(a.data());

@@ -191,7 +191,7 @@ TEST_CASE("a selftest child completes and every record arrives before its status
   sack.set_task_id("ok1");
   h.executor.HandleStatusAck(sack);
   CHECK(WaitFor([&] { return !store.Exists(key); }, 5s));
-  CHECK(h.executor.HeldTasks().empty());
+  CHECK(WaitFor([&] { return h.executor.HeldTasks().empty(); }, 2s));
   // A duplicate assignment after that does not run it again.
   h.executor.Assign(Selftest("ok1", {"--mode=ok", "--records=25"}));
   std::this_thread::sleep_for(300ms);
@@ -301,8 +301,12 @@ TEST_CASE("rejected assignments spawn nothing", "[agent][executor]") {
   (*bad_env.mutable_env())["LD_PRELOAD"] = "/tmp/evil.so";
   auto bad_id = Selftest("../etc", {"--mode=ok"});
   auto bad_flag = Selftest("rej5", {"--exec=/bin/sh"});
-  for (const auto& a : {bad_suite, bad_arg, bad_env, bad_id, bad_flag}) h.executor.Assign(a);
-  for (const char* id : {"rej1", "rej2", "rej3", "../etc", "rej5"}) {
+  auto bad_launcher = Selftest("rej6", {"--mode=ok"});
+  bad_launcher.set_launcher("mpirun");
+  for (const auto& a : {bad_suite, bad_arg, bad_env, bad_id, bad_flag, bad_launcher}) {
+    h.executor.Assign(a);
+  }
+  for (const char* id : {"rej1", "rej2", "rej3", "../etc", "rej5", "rej6"}) {
     v1::TaskStatus end = h.WaitEnd(id, 5s);
     CHECK(end.state() == v1::TASK_FAILED);
     CHECK_THAT(end.message(), Catch::StartsWith("rejected: "));
