@@ -469,9 +469,10 @@ void Executor::HandleStatusAckEvent(const v1::StatusAck& ack) {
                 ack.rank());
     return;
   }
-  if (it->second->phase != Phase::kDone) {
-    return;  // acknowledges a TASK_RUNNING status
-  }
+  // StatusAck carries no state: only an end status that went out on this
+  // stream can be what it acknowledges (a late ack of TASK_RUNNING must not
+  // count as the end status being durable).
+  if (it->second->phase != Phase::kDone || !it->second->status_sent) return;
   it->second->status_acked = true;
 }
 

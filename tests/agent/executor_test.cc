@@ -493,3 +493,35 @@ TEST_CASE("stopping the executor stops its children", "[agent][executor]") {
   v1::TaskStatus end = again.WaitEnd("stop1", 5s);
   CHECK(end.message() == "agent restarted; the task process died with it");
 }
+
+TEST_CASE("records go out in batches of at most 500 and within the unacked window",
+          "[agent][executor]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.max_unacked_records = 1200;
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  ex.Assign(Selftest("many", {"--records=3000"}));
+  // Without acks the executor stops at the window.
+  REQUIRE(WaitFor([&] { return outbox.Records("many").size() == 1200; }, 20s));
+  std::this_thread::sleep_for(500ms);
+  CHECK(outbox.Records("many").size() == 1200);
+  CHECK_FALSE(outbox.EndStatus("many").has_value());
+  for (const auto& m : outbox.messages()) {
+    if (m.has_records()) CHECK(m.records().records_size() <= 500);
+  }
+  // Acks open the window until everything is delivered.
+  REQUIRE(WaitFor([&] {
+    v1::Ack ack;
+    ack.set_task_id("many");
+    ack.set_next_seq(static_cast<int64_t>(outbox.Records("many").size()));
+    ex.HandleAck(ack);
+    return outbox.EndStatus("many").has_value();
+  }, 30s));
+  auto records = outbox.Records("many");
+  CHECK(records.size() == 3001);
+  CHECK(outbox.EndStatus("many")->record_count() == 3001);
+  CHECK(records.rbegin()->first == 3000);
+}
