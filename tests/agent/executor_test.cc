@@ -3,6 +3,9 @@
 #include "agent/executor.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -524,4 +527,79 @@ TEST_CASE("records go out in batches of at most 500 and within the unacked windo
   CHECK(records.size() == 3001);
   CHECK(outbox.EndStatus("many")->record_count() == 3001);
   CHECK(records.rbegin()->first == 3000);
+}
+
+namespace {
+
+// The pid of a process whose working directory is `dir` (0 if none).
+int PidWithCwd(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    char buf[4096];
+    ssize_t n = readlink((e.path().string() + "/cwd").c_str(), buf, sizeof(buf) - 1);
+    if (n > 0 && std::string(buf, n) == dir) return std::stoi(name);
+  }
+  return 0;
+}
+
+// NUL-separated /proc/<pid>/<file> as a list.
+std::vector<std::string> ProcList(int pid, const std::string& file) {
+  std::string data = cmax::agent::testing::ReadFile("/proc/" + std::to_string(pid) + "/" + file);
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data[i] == '\0') {
+      out.push_back(data.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a rank's child gets its argv, environment and directory", "[agent][executor]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.root = "/some/fixture/root";  // selftest does not take --root
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  auto a = Selftest("envt", {"--mode=sleep", "--seconds=3"});
+  a.set_attempt(2);
+  a.set_group("envt");
+  a.set_world_size(8);
+  a.set_local_world_size(4);
+  auto* r = a.add_ranks();
+  r->set_rank(5);
+  r->set_local_rank(1);
+  (*a.mutable_env())["NCCL_DEBUG"] = "INFO";
+  ex.Assign(a);
+  TaskStore store(dir.path());
+  const std::string task_dir = store.DirFor(TaskKey{"envt", 2, 5});
+  int pid = 0;
+  REQUIRE(WaitFor([&] { return (pid = PidWithCwd(task_dir)) != 0; }, 10s));
+  std::vector<std::string> argv = ProcList(pid, "cmdline");
+  std::vector<std::string> env = ProcList(pid, "environ");
+  std::vector<std::string> want_argv = {std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench",
+                                        "selftest", "--mode=sleep", "--seconds=3", "--jsonl"};
+  CHECK(argv == want_argv);
+  auto has = [&](const std::string& kv) {
+    return std::find(env.begin(), env.end(), kv) != env.end();
+  };
+  CHECK(has("CMAX_TASK_ID=envt"));
+  CHECK(has("CMAX_NODE_NAME=test-node"));
+  CHECK(has("CMAX_TASK_DIR=" + task_dir));
+  CHECK(has("CMAX_RANK=5"));
+  CHECK(has("CMAX_WORLD_SIZE=8"));
+  CHECK(has("CMAX_LOCAL_RANK=1"));
+  CHECK(has("CMAX_LOCAL_WORLD_SIZE=4"));
+  CHECK(has("CMAX_GROUP=envt"));
+  CHECK(has("NCCL_DEBUG=INFO"));
+  const char* path = getenv("PATH");
+  if (path) CHECK(has(std::string("PATH=") + path));  // inherited
+  ex.Stop();
 }
