@@ -22,7 +22,8 @@ std::string RandomBootId() {
   return absl::StrFormat("%016x%016x", hi, lo);
 }
 
-Agent::Agent(AgentOptions options) : options_(std::move(options)), boot_id_(RandomBootId()) {
+Agent::Agent(AgentOptions options)
+    : options_(std::move(options)), boot_id_(RandomBootId()) {
   ConnectionOptions conn;
   conn.target = options_.coordinator;
   conn.token = options_.token;
@@ -50,7 +51,8 @@ absl::Status Agent::Start() {
   if (absl::Status s = executor_->LoadStoredTasks(); !s.ok()) return s;
   inventory_ = GatherInventory(options_.bench_dir, options_.root,
                                std::chrono::milliseconds(options_.inventory_timeout_ms));
-  if (auto it = inventory_.facts().find("inventory_error"); it != inventory_.facts().end()) {
+  if (auto it = inventory_.facts().find("inventory_error");
+      it != inventory_.facts().end()) {
     Log()->warn("inventory from /proc only: {}", it->second);
   }
   Log()->info("node {}: {} GPUs ({}), {} CPU cores, {:.1f} GiB; agent {} boot {}",

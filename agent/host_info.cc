@@ -70,8 +70,8 @@ v1::Inventory GatherInventory(const std::string& bench_dir, const std::string& r
   if (!result.ok()) {
     error = std::string(result.status().message());
   } else if (result->timed_out) {
-    error = absl::StrCat(argv[0], " hostcheck --inventory timed out after ", timeout.count(),
-                         " ms");
+    error = absl::StrCat(argv[0], " hostcheck --inventory timed out after ",
+                         timeout.count(), " ms");
   } else {
     absl::StatusOr<v1::Inventory> inv = ParseInventoryOutput(result->out);
     if (inv.ok()) return *std::move(inv);

@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/task_store.h"
 #include "cmax/v1/service.grpc.pb.h"
+#include "common/subprocess.h"
 #include "common/time_util.h"
 #include "common/version.h"
 #include "test_util.h"
@@ -27,9 +28,9 @@ namespace {
 // One stream at a time; remembers everything every stream received.
 class FakeCoordinator final : public v1::Coordinator::Service {
  public:
-  grpc::Status Connect(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>* stream) override {
+  grpc::Status Connect(grpc::ServerContext* context,
+                       grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>*
+                           stream) override {
     {
       absl::MutexLock lock(&mu_);
       ++streams_;
@@ -104,7 +105,8 @@ struct Server {
   std::unique_ptr<grpc::Server> server;
 };
 
-cmax::agent::AgentOptions Options(const std::string& address, const std::string& work_dir) {
+cmax::agent::AgentOptions Options(const std::string& address,
+                                  const std::string& work_dir) {
   cmax::agent::AgentOptions o;
   o.coordinator = address;
   o.node_name = "node-a";
@@ -116,7 +118,8 @@ cmax::agent::AgentOptions Options(const std::string& address, const std::string&
 }
 
 template <typename Pred>
-std::optional<v1::AgentMessage> FindMessage(const std::vector<v1::AgentMessage>& ms, Pred pred) {
+std::optional<v1::AgentMessage> FindMessage(const std::vector<v1::AgentMessage>& ms,
+                                            Pred pred) {
   for (const auto& m : ms) {
     if (pred(m)) return m;
   }
@@ -124,10 +127,12 @@ std::optional<v1::AgentMessage> FindMessage(const std::vector<v1::AgentMessage>&
 }
 
 bool HasEndStatus(const std::vector<v1::AgentMessage>& ms, const std::string& task) {
-  return FindMessage(ms, [&](const v1::AgentMessage& m) {
-           return m.has_status() && m.status().task_id() == task &&
-                  m.status().state() == v1::TASK_COMPLETED;
-         }).has_value();
+  return FindMessage(ms,
+                     [&](const v1::AgentMessage& m) {
+                       return m.has_status() && m.status().task_id() == task &&
+                              m.status().state() == v1::TASK_COMPLETED;
+                     })
+      .has_value();
 }
 
 std::set<int64_t> Seqs(const std::vector<v1::AgentMessage>& ms, const std::string& task) {
@@ -166,11 +171,14 @@ TEST_CASE("the agent says Hello, answers Ping and resends after a broken stream"
   const int64_t t1 = cmax::NowUnixNs();
   ping.mutable_ping()->set_t1_ns(t1);
   REQUIRE(server.fake.Send(ping));
-  REQUIRE(WaitFor([&] {
-    return FindMessage(server.fake.Received(1), [](auto& m) { return m.has_pong(); })
-        .has_value();
-  }, 5s));
-  auto pong = FindMessage(server.fake.Received(1), [](auto& m) { return m.has_pong(); })->pong();
+  REQUIRE(WaitFor(
+      [&] {
+        return FindMessage(server.fake.Received(1), [](auto& m) { return m.has_pong(); })
+            .has_value();
+      },
+      5s));
+  auto pong =
+      FindMessage(server.fake.Received(1), [](auto& m) { return m.has_pong(); })->pong();
   CHECK(pong.t1_ns() == t1);
   CHECK(pong.t2_ns() >= t1);
   CHECK(pong.t3_ns() >= pong.t2_ns());
@@ -196,8 +204,12 @@ TEST_CASE("the agent says Hello, answers Ping and resends after a broken stream"
   // Break the stream: the agent reconnects, reports the task as held and
   // resends the unacknowledged records and the end status.
   server.fake.BreakStream();
-  REQUIRE(WaitFor([&] { return server.fake.streams() >= 2 &&
-                               HasEndStatus(server.fake.Received(2), "t-conn"); }, 20s));
+  REQUIRE(WaitFor(
+      [&] {
+        return server.fake.streams() >= 2 &&
+               HasEndStatus(server.fake.Received(2), "t-conn");
+      },
+      20s));
   auto second = server.fake.Received(2);
   REQUIRE(second.front().has_hello());
   CHECK(second.front().hello().boot_id() == agent.boot_id());
@@ -218,7 +230,8 @@ TEST_CASE("the agent says Hello, answers Ping and resends after a broken stream"
   agent.Stop();
 }
 
-TEST_CASE("the agent keeps dialling until the coordinator appears", "[agent][connection]") {
+TEST_CASE("the agent keeps dialling until the coordinator appears",
+          "[agent][connection]") {
   // Find a free port, then start the agent before anything listens there.
   int port = 0;
   {
@@ -247,13 +260,92 @@ TEST_CASE("the agent keeps dialling until the coordinator appears", "[agent][con
   const int64_t t1 = cmax::NowUnixNs();
   ping.mutable_ping()->set_t1_ns(t1);
   REQUIRE(fake.Send(ping));
-  REQUIRE(WaitFor([&] {
-    return FindMessage(fake.Received(1), [](auto& m) { return m.has_pong(); }).has_value();
-  }, 5s));
+  REQUIRE(WaitFor(
+      [&] {
+        return FindMessage(fake.Received(1), [](auto& m) { return m.has_pong(); })
+            .has_value();
+      },
+      5s));
   auto pong = FindMessage(fake.Received(1), [](auto& m) { return m.has_pong(); })->pong();
   const int64_t hour = int64_t{3600} * 1000000000;
   CHECK(pong.t2_ns() - t1 > hour - 5'000'000'000);
   CHECK(pong.t2_ns() - t1 < hour + 5'000'000'000);
   agent.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + 1s);
+}
+
+namespace {
+
+// Runs openssl; false (with a warning) when it fails.
+bool OpenSsl(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"openssl"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = cmax::RunCommand(argv, std::chrono::seconds(30));
+  if (!r.ok() || !r->exit.exited || r->exit.code != 0) {
+    WARN("openssl failed: " << (r.ok() ? r->err : std::string(r.status().message())));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("with --tls-ca the agent connects over TLS and verifies the server",
+          "[agent][connection]") {
+  if (cmax::FindExecutable("openssl").empty()) {
+    WARN("openssl not installed: cannot make test certificates; skipping");
+    return;
+  }
+  TempDir certs;
+  const std::string d = certs.path();
+  cmax::agent::testing::AppendFile(d + "/ext.cnf", "subjectAltName=IP:127.0.0.1\n");
+  const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt",
+                                       "ec_paramgen_curve:prime256v1", "-nodes"};
+  std::vector<std::string> ca = {"req", "-x509"};
+  ca.insert(ca.end(), ec.begin(), ec.end());
+  ca.insert(ca.end(), {"-keyout", d + "/ca.key", "-out", d + "/ca.pem", "-days", "1",
+                       "-subj", "/CN=cmax test CA"});
+  std::vector<std::string> csr = {"req"};
+  csr.insert(csr.end(), ec.begin(), ec.end());
+  csr.insert(csr.end(), {"-keyout", d + "/srv.key", "-out", d + "/srv.csr", "-subj",
+                         "/CN=127.0.0.1"});
+  if (!OpenSsl(ca) || !OpenSsl(csr) ||
+      !OpenSsl({"x509", "-req", "-in", d + "/srv.csr", "-CA", d + "/ca.pem", "-CAkey",
+                d + "/ca.key", "-CAcreateserial", "-out", d + "/srv.pem", "-days", "1",
+                "-extfile", d + "/ext.cnf"})) {
+    WARN("could not make test certificates; skipping");
+    return;
+  }
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({cmax::agent::testing::ReadFile(d + "/srv.key"),
+                                    cmax::agent::testing::ReadFile(d + "/srv.pem")});
+  FakeCoordinator fake;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl), &port);
+  builder.RegisterService(&fake);
+  auto server = builder.BuildAndStart();
+  REQUIRE(server);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+
+  SECTION("an agent without the CA cannot talk to it") {
+    TempDir dir;
+    cmax::agent::Agent agent(Options(address, dir.path()));
+    REQUIRE(agent.Start().ok());
+    std::this_thread::sleep_for(1500ms);
+    CHECK(fake.Received(1).empty());
+    agent.Stop();
+  }
+  SECTION("an agent with the CA says Hello") {
+    TempDir dir;
+    auto opts = Options(address, dir.path());
+    opts.tls_ca_pem = cmax::agent::testing::ReadFile(d + "/ca.pem");
+    cmax::agent::Agent agent(opts);
+    REQUIRE(agent.Start().ok());
+    REQUIRE(WaitFor([&] { return !fake.Received(1).empty(); }, 20s));
+    CHECK(fake.Received(1).front().hello().node_name() == "node-a");
+    CHECK(fake.authorization() == "Bearer s3cret");
+    agent.Stop();
+  }
   server->Shutdown(std::chrono::system_clock::now() + 1s);
 }

@@ -5,10 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
-
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -170,7 +169,8 @@ TEST_CASE("a selftest child completes and every record arrives before its status
   size_t last_batch = 0, status_at = 0;
   for (size_t i = 0; i < msgs.size(); ++i) {
     if (msgs[i].has_records()) last_batch = i;
-    if (msgs[i].has_status() && msgs[i].status().state() == v1::TASK_COMPLETED) status_at = i;
+    if (msgs[i].has_status() && msgs[i].status().state() == v1::TASK_COMPLETED)
+      status_at = i;
   }
   CHECK(status_at > last_batch);
 
@@ -230,7 +230,8 @@ TEST_CASE("a crashing child fails with its signal and stderr tail", "[agent][exe
   h.executor.Assign(Selftest("crash1", {"--mode=crash", "--records=4"}));
   v1::TaskStatus end = h.WaitEnd("crash1");
   CHECK(end.state() == v1::TASK_FAILED);
-  CHECK_THAT(end.message(), Catch::StartsWith("crashed: ") && Catch::Contains("signal 6"));
+  CHECK_THAT(end.message(),
+             Catch::StartsWith("crashed: ") && Catch::Contains("signal 6"));
   CHECK(end.signal() == 6);
   CHECK(end.exit_code() == -1);
   CHECK_THAT(end.stderr_tail(), Catch::Contains("about to crash"));
@@ -336,9 +337,8 @@ TEST_CASE("an unwritable work dir fails the task and the executor keeps serving"
   REQUIRE(WaitFor([&] { return outbox.EndStatus("wd1").has_value(); }, 5s));
   auto end = *outbox.EndStatus("wd1");
   CHECK(end.state() == v1::TASK_FAILED);
-  CHECK_THAT(end.message(),
-             Catch::StartsWith("work dir " + dir.path() + "/file/work") &&
-                 Catch::Contains("Not a directory"));
+  CHECK_THAT(end.message(), Catch::StartsWith("work dir " + dir.path() + "/file/work") &&
+                                Catch::Contains("Not a directory"));
   CHECK(bad.spawned_count() == 0);
   // Still serving: a second assignment gets an answer too.
   bad.Assign(Selftest("wd2", {"--mode=ok"}));
@@ -389,7 +389,8 @@ TEST_CASE("a group task starts one child per rank, each with its own spool",
   CHECK(h.executor.spawned_count() == 2);
 }
 
-TEST_CASE("a start time in the agent's shifted clock delays the spawn", "[agent][executor]") {
+TEST_CASE("a start time in the agent's shifted clock delays the spawn",
+          "[agent][executor]") {
   TempDir dir;
   FakeOutbox outbox;
   auto opts = Options(dir.path());
@@ -409,7 +410,8 @@ TEST_CASE("a start time in the agent's shifted clock delays the spawn", "[agent]
   CHECK(outbox.Running("bar1")->started_unix_ns() >= a.start_at_agent_ns());
 }
 
-TEST_CASE("after a reconnect records are resent from the acked seq", "[agent][executor]") {
+TEST_CASE("after a reconnect records are resent from the acked seq",
+          "[agent][executor]") {
   TempDir dir;
   Harness h(dir.path());
   h.Start();
@@ -516,13 +518,15 @@ TEST_CASE("records go out in batches of at most 500 and within the unacked windo
     if (m.has_records()) CHECK(m.records().records_size() <= 500);
   }
   // Acks open the window until everything is delivered.
-  REQUIRE(WaitFor([&] {
-    v1::Ack ack;
-    ack.set_task_id("many");
-    ack.set_next_seq(static_cast<int64_t>(outbox.Records("many").size()));
-    ex.HandleAck(ack);
-    return outbox.EndStatus("many").has_value();
-  }, 30s));
+  REQUIRE(WaitFor(
+      [&] {
+        v1::Ack ack;
+        ack.set_task_id("many");
+        ack.set_next_seq(static_cast<int64_t>(outbox.Records("many").size()));
+        ex.HandleAck(ack);
+        return outbox.EndStatus("many").has_value();
+      },
+      30s));
   auto records = outbox.Records("many");
   CHECK(records.size() == 3001);
   CHECK(outbox.EndStatus("many")->record_count() == 3001);
@@ -546,7 +550,8 @@ int PidWithCwd(const std::string& dir) {
 
 // NUL-separated /proc/<pid>/<file> as a list.
 std::vector<std::string> ProcList(int pid, const std::string& file) {
-  std::string data = cmax::agent::testing::ReadFile("/proc/" + std::to_string(pid) + "/" + file);
+  std::string data =
+      cmax::agent::testing::ReadFile("/proc/" + std::to_string(pid) + "/" + file);
   std::vector<std::string> out;
   size_t start = 0;
   for (size_t i = 0; i < data.size(); ++i) {
@@ -560,7 +565,8 @@ std::vector<std::string> ProcList(int pid, const std::string& file) {
 
 }  // namespace
 
-TEST_CASE("a rank's child gets its argv, environment and directory", "[agent][executor]") {
+TEST_CASE("a rank's child gets its argv, environment and directory",
+          "[agent][executor]") {
   TempDir dir;
   FakeOutbox outbox;
   auto opts = Options(dir.path());
@@ -580,12 +586,22 @@ TEST_CASE("a rank's child gets its argv, environment and directory", "[agent][ex
   ex.Assign(a);
   TaskStore store(dir.path());
   const std::string task_dir = store.DirFor(TaskKey{"envt", 2, 5});
+  const std::string binary = std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench";
   int pid = 0;
-  REQUIRE(WaitFor([&] { return (pid = PidWithCwd(task_dir)) != 0; }, 10s));
-  std::vector<std::string> argv = ProcList(pid, "cmdline");
+  std::vector<std::string> argv;
+  // Between fork and exec the child still shows the test's own cmdline:
+  // wait for the exec.
+  REQUIRE(WaitFor(
+      [&] {
+        pid = PidWithCwd(task_dir);
+        if (pid == 0) return false;
+        argv = ProcList(pid, "cmdline");
+        return !argv.empty() && argv[0] == binary;
+      },
+      10s));
   std::vector<std::string> env = ProcList(pid, "environ");
-  std::vector<std::string> want_argv = {std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench",
-                                        "selftest", "--mode=sleep", "--seconds=3", "--jsonl"};
+  std::vector<std::string> want_argv = {binary, "selftest", "--mode=sleep", "--seconds=3",
+                                        "--jsonl"};
   CHECK(argv == want_argv);
   auto has = [&](const std::string& kv) {
     return std::find(env.begin(), env.end(), kv) != env.end();

@@ -19,8 +19,10 @@ TEST_CASE("the inventory line is parsed as protobuf JSON, unknown fields ignored
           "[agent][inventory]") {
   auto inv = cmax::agent::ParseInventoryOutput(
       "some banner\n"
-      "{\"hostname\":\"gpu-07\",\"gpuCount\":8,\"gpuModel\":\"NVIDIA H200\",\"cpuCores\":224,"
-      "\"memoryGib\":2015.5,\"driverVersion\":\"580.65.06\",\"facts\":{\"nvlink\":\"18\"},"
+      "{\"hostname\":\"gpu-07\",\"gpuCount\":8,\"gpuModel\":\"NVIDIA "
+      "H200\",\"cpuCores\":224,"
+      "\"memoryGib\":2015.5,\"driverVersion\":\"580.65.06\",\"facts\":{\"nvlink\":\"18\"}"
+      ","
       "\"newField\":1}\n");
   REQUIRE(inv.ok());
   CHECK(inv->hostname() == "gpu-07");
@@ -33,10 +35,11 @@ TEST_CASE("the inventory line is parsed as protobuf JSON, unknown fields ignored
 
 TEST_CASE("a failing inventory child leaves the reason in facts", "[agent][inventory]") {
   // No cmax-bench in /nonexistent: the fallback says why.
-  auto inv = cmax::agent::GatherInventory("/nonexistent", CMAX_SOURCE_DIR "/tests/fixtures/agent/proc",
-                                          2s);
+  auto inv = cmax::agent::GatherInventory(
+      "/nonexistent", CMAX_SOURCE_DIR "/tests/fixtures/agent/proc", 2s);
   REQUIRE(inv.facts().count("inventory_error"));
-  CHECK_THAT(inv.facts().at("inventory_error"), Catch::Contains("/nonexistent/cmax-bench"));
+  CHECK_THAT(inv.facts().at("inventory_error"),
+             Catch::Contains("/nonexistent/cmax-bench"));
   CHECK(inv.cpu_cores() == 4);
 }
 

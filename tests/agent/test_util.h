@@ -40,11 +40,13 @@ inline void AppendFile(const std::string& path, const std::string& data) {
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
 }
 
 // Polls `done` every 20 ms until it holds or `timeout` passes.
-inline bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+inline bool WaitFor(const std::function<bool()>& done,
+                    std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
