@@ -1,6 +1,8 @@
 // The whole agent (connection + executor) against a small in-process fake
 // coordinator: a gRPC server on 127.0.0.1 that implements Connect.
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -348,4 +350,65 @@ TEST_CASE("with --tls-ca the agent connects over TLS and verifies the server",
     agent.Stop();
   }
   server->Shutdown(std::chrono::system_clock::now() + 1s);
+}
+
+TEST_CASE("the cmax-agent daemon runs a task and stops its child on SIGTERM",
+          "[agent][connection][daemon]") {
+  Server server;
+  TempDir dir;
+  cmax::agent::testing::AppendFile(dir.path() + "/token", "t0ken-from-file\n");
+  cmax::SpawnOptions spawn;
+  spawn.argv = {std::string(CMAX_TEST_BIN_DIR) + "/cmax-agent",
+                "--coordinator",
+                server.address(),
+                "--node-name",
+                "daemon-1",
+                "--work-dir",
+                dir.path() + "/work",
+                "--token-file",
+                dir.path() + "/token",
+                "--log-level=info"};
+  spawn.stderr_path = dir.path() + "/agent.log";
+  auto agent = cmax::Subprocess::Spawn(spawn);
+  REQUIRE(agent.ok());
+  REQUIRE(WaitFor([&] { return !server.fake.Received(1).empty(); }, 20s));
+  CHECK(server.fake.Received(1).front().hello().node_name() == "daemon-1");
+  CHECK(server.fake.authorization() == "Bearer t0ken-from-file");
+
+  v1::CoordinatorMessage assign;
+  auto* a = assign.mutable_assign();
+  a->set_task_id("d-sleep");
+  a->set_suite("selftest");
+  a->add_args("--mode=sleep");
+  a->add_args("--seconds=60");
+  a->set_timeout_seconds(120);
+  REQUIRE(server.fake.Send(assign));
+  REQUIRE(WaitFor(
+      [&] {
+        return FindMessage(server.fake.Received(1),
+                           [](auto& m) {
+                             return m.has_status() &&
+                                    m.status().state() == v1::TASK_RUNNING;
+                           })
+            .has_value();
+      },
+      20s));
+  const std::string spool = dir.path() + "/work/tasks/d-sleep.a0.r0/records.jsonl";
+  CHECK(WaitFor([&] { return !cmax::agent::testing::ReadFile(spool).empty(); }, 10s));
+
+  const int child =
+      cmax::agent::testing::PidWithCwd(dir.path() + "/work/tasks/d-sleep.a0.r0");
+  REQUIRE(child > 0);
+  auto start = std::chrono::steady_clock::now();
+  kill((*agent)->pid(), SIGTERM);
+  cmax::ExitInfo exit = (*agent)->Wait();
+  CHECK(exit.exited);
+  CHECK(exit.code == 0);
+  CHECK(std::chrono::steady_clock::now() - start < 8s);
+  // The child is gone with it.
+  CHECK(kill(child, 0) != 0);
+  CHECK(cmax::agent::testing::PidWithCwd(dir.path() + "/work/tasks/d-sleep.a0.r0") == 0);
+  std::string log = cmax::agent::testing::ReadFile(dir.path() + "/agent.log");
+  CHECK_THAT(log, Catch::Contains("stopping (agent shutting down)"));
+  CHECK(log.find("t0ken-from-file") == std::string::npos);  // never logged
 }

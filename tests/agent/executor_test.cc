@@ -22,6 +22,8 @@ using cmax::agent::ExecutorOptions;
 using cmax::agent::TaskKey;
 using cmax::agent::TaskStore;
 using cmax::agent::testing::AppendFile;
+using cmax::agent::testing::PidWithCwd;
+using cmax::agent::testing::ProcList;
 using cmax::agent::testing::TempDir;
 using cmax::agent::testing::WaitFor;
 namespace v1 = cmax::v1;
@@ -532,38 +534,6 @@ TEST_CASE("records go out in batches of at most 500 and within the unacked windo
   CHECK(outbox.EndStatus("many")->record_count() == 3001);
   CHECK(records.rbegin()->first == 3000);
 }
-
-namespace {
-
-// The pid of a process whose working directory is `dir` (0 if none).
-int PidWithCwd(const std::string& dir) {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    char buf[4096];
-    ssize_t n = readlink((e.path().string() + "/cwd").c_str(), buf, sizeof(buf) - 1);
-    if (n > 0 && std::string(buf, n) == dir) return std::stoi(name);
-  }
-  return 0;
-}
-
-// NUL-separated /proc/<pid>/<file> as a list.
-std::vector<std::string> ProcList(int pid, const std::string& file) {
-  std::string data =
-      cmax::agent::testing::ReadFile("/proc/" + std::to_string(pid) + "/" + file);
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t i = 0; i < data.size(); ++i) {
-    if (data[i] == '\0') {
-      out.push_back(data.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("a rank's child gets its argv, environment and directory",
           "[agent][executor]") {
