@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <filesystem>
 #include <random>
 
 #include "absl/strings/str_format.h"
@@ -21,7 +22,8 @@ std::string RandomBootId() {
   return absl::StrFormat("%016x%016x", hi, lo);
 }
 
-Agent::Agent(AgentOptions options) : options_(std::move(options)), boot_id_(RandomBootId()) {
+Agent::Agent(AgentOptions options)
+    : options_(std::move(options)), boot_id_(RandomBootId()) {
   ConnectionOptions conn;
   conn.target = options_.coordinator;
   conn.token = options_.token;
@@ -40,10 +42,17 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)), boot_id_(Rand
 Agent::~Agent() { Stop(); }
 
 absl::Status Agent::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.work_dir + "/tasks", ec);
+  if (ec) {
+    // Not fatal: each task then fails with the reason and the agent serves on.
+    Log()->error("work dir {}: {}", options_.work_dir, ec.message());
+  }
   if (absl::Status s = executor_->LoadStoredTasks(); !s.ok()) return s;
   inventory_ = GatherInventory(options_.bench_dir, options_.root,
                                std::chrono::milliseconds(options_.inventory_timeout_ms));
-  if (auto it = inventory_.facts().find("inventory_error"); it != inventory_.facts().end()) {
+  if (auto it = inventory_.facts().find("inventory_error");
+      it != inventory_.facts().end()) {
     Log()->warn("inventory from /proc only: {}", it->second);
   }
   Log()->info("node {}: {} GPUs ({}), {} CPU cores, {:.1f} GiB; agent {} boot {}",

@@ -25,10 +25,10 @@ struct AgentOptions {
   std::string coordinator;  // HOST:PORT
   std::string node_name;
   std::string work_dir;
-  std::string token;        // bearer token (never logged)
-  std::string tls_ca_pem;   // empty: insecure
-  std::string root;         // --root for suites that take it; empty: none
-  std::string bench_dir;    // where cmax-bench lives
+  std::string token;       // bearer token (never logged)
+  std::string tls_ca_pem;  // empty: insecure
+  std::string root;        // --root for suites that take it; empty: none
+  std::string bench_dir;   // where cmax-bench lives
   int64_t clock_offset_ns = 0;
   int64_t inventory_timeout_ms = 10000;
 };

@@ -80,7 +80,8 @@ bool Connection::Send(uint64_t generation, v1::AgentMessage message) {
 
 bool Connection::HasRoom(uint64_t generation) const {
   absl::MutexLock lock(&mu_);
-  return connected_ && generation == generation_ && queued_bytes_ < options_.max_queue_bytes;
+  return connected_ && generation == generation_ &&
+         queued_bytes_ < options_.max_queue_bytes;
 }
 
 void Connection::SleepUnlessStopped(int64_t ms) {
@@ -103,15 +104,14 @@ void Connection::Supervise() {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    int64_t sleep_ms = std::min<int64_t>(
-        options_.backoff_max_ms, static_cast<int64_t>(backoff_ms * jitter(rng)));
+    int64_t sleep_ms = std::min<int64_t>(options_.backoff_max_ms,
+                                         static_cast<int64_t>(backoff_ms * jitter(rng)));
     SleepUnlessStopped(sleep_ms);
     backoff_ms = std::min<int64_t>(options_.backoff_max_ms, backoff_ms * 2);
   }
 }
 
 bool Connection::RunStream() {
-  static int64_t last_dial_warn_mono_ns = 0;  // supervisor thread only
   auto stream = std::make_unique<Stream>();
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (!options_.tls_ca_pem.empty()) {
@@ -122,8 +122,10 @@ bool Connection::RunStream() {
     creds = grpc::InsecureChannelCredentials();
   }
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options_.backoff_initial_ms));
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.backoff_max_ms));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(options_.backoff_initial_ms));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              static_cast<int>(options_.backoff_max_ms));
   stream->channel = grpc::CreateCustomChannel(options_.target, creds, args);
   stream->stub = v1::Coordinator::NewStub(stream->channel);
   if (!options_.token.empty()) {
@@ -143,18 +145,19 @@ bool Connection::RunStream() {
   if (!stream->rw->Write(hello)) {
     grpc::Status status = stream->rw->Finish();
     const int64_t now = MonotonicNs();
-    if (now - last_dial_warn_mono_ns >= kDialWarnEveryMs * kNsPerMs) {
-      Log()->warn("cannot reach coordinator {}: {} (retrying with backoff)", options_.target,
-                  status.error_message());
-      last_dial_warn_mono_ns = now;
+    if (now - last_dial_warn_mono_ns_ >= kDialWarnEveryMs * kNsPerMs) {
+      Log()->warn("cannot reach coordinator {}: {} (retrying with backoff)",
+                  options_.target, status.error_message());
+      last_dial_warn_mono_ns_ = now;
     } else {
-      Log()->debug("cannot reach coordinator {}: {}", options_.target, status.error_message());
+      Log()->debug("cannot reach coordinator {}: {}", options_.target,
+                   status.error_message());
     }
     absl::MutexLock lock(&mu_);
     context_ = nullptr;
     return false;
   }
-  last_dial_warn_mono_ns = 0;
+  last_dial_warn_mono_ns_ = 0;
   uint64_t generation;
   {
     absl::MutexLock lock(&mu_);
@@ -206,8 +209,8 @@ bool Connection::RunStream() {
     context_ = nullptr;
   }
   if (why.empty()) why = status.ok() ? "stream closed" : status.error_message();
-  Log()->info("disconnected from coordinator {} (stream {}): {}", options_.target, generation,
-              why);
+  Log()->info("disconnected from coordinator {} (stream {}): {}", options_.target,
+              generation, why);
   return delivered;
 }
 
@@ -230,7 +233,8 @@ void Connection::ReaderLoop(Stream* stream, uint64_t generation) {
         }
         continue;
       }
-      if (message.has_welcome()) heartbeat_ms_ = message.welcome().heartbeat_interval_ms();
+      if (message.has_welcome())
+        heartbeat_ms_ = message.welcome().heartbeat_interval_ms();
     }
     if (message.has_welcome()) {
       Log()->info("coordinator {} is version {}, heartbeat every {} ms", options_.target,

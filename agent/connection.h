@@ -44,9 +44,9 @@ class ClientContext;
 namespace cmax::agent {
 
 struct ConnectionOptions {
-  std::string target;        // HOST:PORT
-  std::string token;         // bearer token; empty: none
-  std::string tls_ca_pem;    // root CA (PEM); empty: insecure channel
+  std::string target;      // HOST:PORT
+  std::string token;       // bearer token; empty: none
+  std::string tls_ca_pem;  // root CA (PEM); empty: insecure channel
   int64_t clock_offset_ns = 0;
   int64_t backoff_initial_ms = 500;
   int64_t backoff_max_ms = 10000;
@@ -112,6 +112,7 @@ class Connection : public Outbox {
   bool received_any_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread supervisor_;
+  int64_t last_dial_warn_mono_ns_ = 0;  // supervisor thread only
 };
 
 }  // namespace cmax::agent

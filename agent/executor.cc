@@ -45,7 +45,8 @@ std::shared_ptr<spdlog::logger> Log() { return GetLogger("agent"); }
 
 }  // namespace
 
-absl::Status ValidateAssignment(const v1::TaskAssignment& a, const std::string& bench_dir) {
+absl::Status ValidateAssignment(const v1::TaskAssignment& a,
+                                const std::string& bench_dir) {
   if (!ValidTaskId(a.task_id())) {
     return absl::InvalidArgumentError(
         absl::StrCat("task id '", a.task_id().substr(0, 200),
@@ -68,14 +69,22 @@ absl::Status ValidateAssignment(const v1::TaskAssignment& a, const std::string& 
     if (absl::Status s = ValidateSuiteEnv(name, value); !s.ok()) return s;
   }
   if (a.timeout_seconds() < 0) return absl::InvalidArgumentError("negative timeout");
+  // Ranks are always children of their node's agent here; an mpirun launch
+  // is not implemented by this agent, so it is refused rather than run
+  // differently from what the plan asked.
+  if (!a.launcher().empty() && a.launcher() != "agents") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "launcher '", a.launcher().substr(0, 64), "' is not supported by this agent"));
+  }
   if (!a.group().empty() && !ValidTaskId(a.group())) {
     return absl::InvalidArgumentError("group name is not a valid task id");
   }
   if (a.ranks_size() > 0) {
-    if (a.world_size() < 1) return absl::InvalidArgumentError("ranks given with world_size < 1");
+    if (a.world_size() < 1)
+      return absl::InvalidArgumentError("ranks given with world_size < 1");
     if (a.local_world_size() < a.ranks_size()) {
-      return absl::InvalidArgumentError(absl::StrCat("local_world_size ", a.local_world_size(),
-                                                     " < ", a.ranks_size(), " ranks"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "local_world_size ", a.local_world_size(), " < ", a.ranks_size(), " ranks"));
     }
     std::set<int32_t> seen;
     for (const v1::RankAssignment& r : a.ranks()) {
@@ -84,11 +93,13 @@ absl::Status ValidateAssignment(const v1::TaskAssignment& a, const std::string& 
             absl::StrCat("rank ", r.rank(), " outside world size ", a.world_size()));
       }
       if (r.local_rank() < 0 || r.local_rank() >= a.local_world_size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "local rank ", r.local_rank(), " outside local world size ", a.local_world_size()));
+        return absl::InvalidArgumentError(absl::StrCat("local rank ", r.local_rank(),
+                                                       " outside local world size ",
+                                                       a.local_world_size()));
       }
       if (!seen.insert(r.rank()).second) {
-        return absl::InvalidArgumentError(absl::StrCat("rank ", r.rank(), " given twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("rank ", r.rank(), " given twice"));
       }
     }
   }
@@ -138,8 +149,9 @@ absl::Status Executor::LoadStoredTasks() {
     task->tailer = std::make_unique<SpoolTailer>(store_.SpoolPath(s.key));
     task->record_count = s.status.record_count();
     task->end_status = s.status;
-    Log()->info("holding task {} from before the restart: {} records, {}", s.key.DirName(),
-                task->record_count, v1::TaskState_Name(s.status.state()));
+    Log()->info("holding task {} from before the restart: {} records, {}",
+                s.key.DirName(), task->record_count,
+                v1::TaskState_Name(s.status.state()));
     tasks_[s.key] = std::move(task);
   }
   held_dirty_ = true;
@@ -248,7 +260,8 @@ void Executor::HandleAssign(const v1::TaskAssignment& a) {
       continue;
     }
     if (done_keys_.count(key)) {
-      Log()->info("task {} assigned again: already finished and acknowledged", key.DirName());
+      Log()->info("task {} assigned again: already finished and acknowledged",
+                  key.DirName());
       continue;
     }
     auto task = std::make_unique<Task>();
@@ -270,8 +283,8 @@ void Executor::HandleAssign(const v1::TaskAssignment& a) {
     }
     if (store_.Exists(key)) {
       // Not ours to reuse (left by someone else); never run twice in one dir.
-      status.set_message(
-          absl::StrCat("rejected: task directory ", store_.DirFor(key), " already exists"));
+      status.set_message(absl::StrCat("rejected: task directory ", store_.DirFor(key),
+                                      " already exists"));
       Finish(t, status);
       continue;
     }
@@ -283,11 +296,13 @@ void Executor::HandleAssign(const v1::TaskAssignment& a) {
     }
     t.has_dir = true;
     t.tailer = std::make_unique<SpoolTailer>(store_.SpoolPath(key));
-    t.timeout_s = a.timeout_seconds() > 0 ? a.timeout_seconds() : suite->default_timeout_s;
-    Log()->info("task {}: suite {} accepted{}", key.DirName(), a.suite(),
-                start_mono > now_mono
-                    ? absl::StrCat(", starts in ", (start_mono - now_mono) / kNsPerMs, " ms")
-                    : "");
+    t.timeout_s =
+        a.timeout_seconds() > 0 ? a.timeout_seconds() : suite->default_timeout_s;
+    Log()->info(
+        "task {}: suite {} accepted{}", key.DirName(), a.suite(),
+        start_mono > now_mono
+            ? absl::StrCat(", starts in ", (start_mono - now_mono) / kNsPerMs, " ms")
+            : "");
   }
 }
 
@@ -325,7 +340,8 @@ void Executor::StartChild(Task& t) {
     v1::TaskStatus status;
     status.set_state(v1::TASK_FAILED);
     status.set_exit_code(-1);
-    status.set_message(absl::StrCat("could not start ", spawn.argv[0], ": ", child.status().message()));
+    status.set_message(
+        absl::StrCat("could not start ", spawn.argv[0], ": ", child.status().message()));
     Log()->error("task {}: {}", t.key.DirName(), status.message());
     Finish(t, status);
     return;
@@ -361,8 +377,8 @@ void Executor::OnExit(Task& t, const ExitInfo& info) {
     s.set_message(absl::StrCat("killed after ", t.timeout_s, " s timeout"));
   } else if (t.cancelled) {
     s.set_state(v1::TASK_CANCELLED);
-    s.set_message(absl::StrCat("cancelled", t.cancel_reason.empty() ? "" : ": ",
-                               t.cancel_reason));
+    s.set_message(
+        absl::StrCat("cancelled", t.cancel_reason.empty() ? "" : ": ", t.cancel_reason));
   } else if (info.exited && (info.code == 0 || info.code == 1)) {
     s.set_state(v1::TASK_COMPLETED);
     s.set_message(info.code == 0 ? "passed" : "ran and found failures");
@@ -374,7 +390,8 @@ void Executor::OnExit(Task& t, const ExitInfo& info) {
     s.set_state(v1::TASK_FAILED);
     s.set_message(absl::StrCat("crashed: ", info.Describe()));
   }
-  Log()->info("task {}: {} ({})", t.key.DirName(), v1::TaskState_Name(s.state()), s.message());
+  Log()->info("task {}: {} ({})", t.key.DirName(), v1::TaskState_Name(s.state()),
+              s.message());
   t.proc.reset();
   Finish(t, s);
 }
@@ -398,8 +415,10 @@ void Executor::Finish(Task& t, v1::TaskStatus s) {
   s.set_record_count(t.record_count);
   if (t.has_dir) {
     if (absl::Status w = store_.WriteStatus(t.key, s); !w.ok()) {
-      Log()->error("task {}: status.json not written: {}", t.key.DirName(), std::string(w.message()));
-      s.set_message(absl::StrCat(s.message(), " (status.json not written: ", w.message(), ")"));
+      Log()->error("task {}: status.json not written: {}", t.key.DirName(),
+                   std::string(w.message()));
+      s.set_message(
+          absl::StrCat(s.message(), " (status.json not written: ", w.message(), ")"));
     }
   }
   t.end_status = std::move(s);
@@ -440,7 +459,8 @@ void Executor::HandleCancelEvent(const v1::CancelTask& c) {
 void Executor::HandleAckEvent(const v1::Ack& ack) {
   auto it = tasks_.find(TaskKey{ack.task_id(), ack.attempt(), ack.rank()});
   if (it == tasks_.end()) {
-    Log()->warn("ack for unknown task {}.a{}.r{}", ack.task_id(), ack.attempt(), ack.rank());
+    Log()->warn("ack for unknown task {}.a{}.r{}", ack.task_id(), ack.attempt(),
+                ack.rank());
     return;
   }
   Task& t = *it->second;
@@ -462,9 +482,10 @@ void Executor::HandleStatusAckEvent(const v1::StatusAck& ack) {
                 ack.rank());
     return;
   }
-  if (it->second->phase != Phase::kDone) {
-    return;  // acknowledges a TASK_RUNNING status
-  }
+  // StatusAck carries no state: only an end status that went out on this
+  // stream can be what it acknowledges (a late ack of TASK_RUNNING must not
+  // count as the end status being durable).
+  if (it->second->phase != Phase::kDone || !it->second->status_sent) return;
   it->second->status_acked = true;
 }
 
@@ -504,7 +525,8 @@ bool Executor::PumpRecords(Task& t) {
   if (!entries.ok()) {
     const int64_t now = MonotonicNs();
     if (now >= t.next_error_log_mono_ns) {
-      Log()->error("task {}: {}", t.key.DirName(), std::string(entries.status().message()));
+      Log()->error("task {}: {}", t.key.DirName(),
+                   std::string(entries.status().message()));
       t.next_error_log_mono_ns = now + 10 * kNsPerS;
     }
     return false;
@@ -525,7 +547,8 @@ bool Executor::PumpRecords(Task& t) {
 }
 
 void Executor::MaybeSendEnd(Task& t) {
-  if (t.phase != Phase::kDone || t.status_sent || t.status_acked || generation_ == 0) return;
+  if (t.phase != Phase::kDone || t.status_sent || t.status_acked || generation_ == 0)
+    return;
   if (t.tailer && t.tailer->next_seq() < t.record_count) return;  // records first
   v1::AgentMessage m;
   *m.mutable_status() = t.end_status;
@@ -573,8 +596,8 @@ bool Executor::Tick() {
           t.kill_at_mono_ns = now_mono + options_.kill_grace_ms * kNsPerMs;
         }
         if (t.kill_at_mono_ns > 0 && now_mono >= t.kill_at_mono_ns) {
-          Log()->warn("task {}: still alive {} ms after SIGTERM; SIGKILL", t.key.DirName(),
-                      options_.kill_grace_ms);
+          Log()->warn("task {}: still alive {} ms after SIGTERM; SIGKILL",
+                      t.key.DirName(), options_.kill_grace_ms);
           t.proc->SignalGroup(SIGKILL);
           t.kill_at_mono_ns = 0;
         }

@@ -52,11 +52,11 @@ namespace cmax::agent {
 
 struct ExecutorOptions {
   std::string work_dir;
-  std::string bench_dir;        // where cmax-bench / cmax-bench-cuda live
-  std::string root;             // --root for suites that take it; empty: none
+  std::string bench_dir;  // where cmax-bench / cmax-bench-cuda live
+  std::string root;       // --root for suites that take it; empty: none
   std::string node_name;
-  int64_t clock_offset_ns = 0;  // --test-clock-offset-ms
-  int64_t kill_grace_ms = 5000; // SIGTERM → SIGKILL
+  int64_t clock_offset_ns = 0;   // --test-clock-offset-ms
+  int64_t kill_grace_ms = 5000;  // SIGTERM → SIGKILL
   size_t max_batch_records = 500;
   size_t max_batch_bytes = 1 << 20;
   int64_t max_unacked_records = 20000;  // per child

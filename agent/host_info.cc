@@ -70,14 +70,15 @@ v1::Inventory GatherInventory(const std::string& bench_dir, const std::string& r
   if (!result.ok()) {
     error = std::string(result.status().message());
   } else if (result->timed_out) {
-    error = absl::StrCat(argv[0], " hostcheck --inventory timed out after ", timeout.count(),
-                         " ms");
+    error = absl::StrCat(argv[0], " hostcheck --inventory timed out after ",
+                         timeout.count(), " ms");
   } else {
     absl::StatusOr<v1::Inventory> inv = ParseInventoryOutput(result->out);
     if (inv.ok()) return *std::move(inv);
-    std::string err_tail = result->err.size() > 300
-                               ? result->err.substr(result->err.size() - 300)
-                               : result->err;
+    // The last non-empty line of stderr says why, usually.
+    std::vector<std::string> err_lines =
+        absl::StrSplit(result->err, '\n', absl::SkipWhitespace());
+    std::string err_tail = err_lines.empty() ? "" : err_lines.back().substr(0, 300);
     error = absl::StrCat(argv[0], " hostcheck --inventory (", result->exit.Describe(),
                          "): ", inv.status().message(),
                          err_tail.empty() ? "" : absl::StrCat("; stderr: ", err_tail));

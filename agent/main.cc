@@ -13,6 +13,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "agent/agent.h"
 #include "common/logging.h"
@@ -22,15 +24,18 @@ ABSL_FLAG(std::string, node_name, "", "this node's name (required)");
 ABSL_FLAG(std::string, work_dir, "", "directory for task directories (required)");
 ABSL_FLAG(std::string, token_file, "",
           "file holding a bearer token sent as 'authorization: Bearer <token>'");
-ABSL_FLAG(std::string, tls_ca, "", "root CA (PEM) for TLS to the coordinator; none: insecure");
+ABSL_FLAG(std::string, tls_ca, "",
+          "root CA (PEM) for TLS to the coordinator; none: insecure");
 ABSL_FLAG(std::string, root, "",
           "root directory passed as --root=DIR to suites that take one (fixture trees)");
-ABSL_FLAG(std::string, bench_dir, "",
-          "directory of cmax-bench and cmax-bench-cuda (default: the agent's own directory)");
+ABSL_FLAG(
+    std::string, bench_dir, "",
+    "directory of cmax-bench and cmax-bench-cuda (default: the agent's own directory)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
-ABSL_FLAG(int64_t, test_clock_offset_ms, 0,
-          "TEST ONLY (hidden in spirit; do not use in production): pretend the agent's clock "
-          "is shifted by N ms in every time it reports or is given");
+ABSL_FLAG(
+    int64_t, test_clock_offset_ms, 0,
+    "TEST ONLY (a hidden test option, not for production): pretend the agent's clock "
+    "is shifted by N ms in every time it reports or is given");
 
 namespace {
 
@@ -79,6 +84,14 @@ int main(int argc, char** argv) {
       "       [--token-file F] [--tls-ca F] [--root DIR] [--bench-dir DIR]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
       "Flags may be written with dashes or underscores.");
+  // --help lists this file's flags (absl matches files named after the
+  // program by default, and this one is main.cc).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "agent/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> normalized = NormalizeFlagNames(argc, argv);
   std::vector<char*> args;
   for (std::string& a : normalized) args.push_back(a.data());
@@ -91,8 +104,10 @@ int main(int argc, char** argv) {
   options.coordinator = absl::GetFlag(FLAGS_coordinator);
   options.node_name = absl::GetFlag(FLAGS_node_name);
   options.work_dir = absl::GetFlag(FLAGS_work_dir);
-  if (options.coordinator.empty() || options.node_name.empty() || options.work_dir.empty()) {
-    std::fprintf(stderr, "cmax-agent: --coordinator, --node-name and --work-dir are required\n");
+  if (options.coordinator.empty() || options.node_name.empty() ||
+      options.work_dir.empty()) {
+    std::fprintf(stderr,
+                 "cmax-agent: --coordinator, --node-name and --work-dir are required\n");
     return 2;
   }
   options.root = absl::GetFlag(FLAGS_root);
@@ -131,8 +146,8 @@ int main(int argc, char** argv) {
     log->error("cannot start: {}", std::string(s.message()));
     return 2;
   }
-  log->info("agent {} running; coordinator {}, work dir {}, bench dir {}", options.node_name,
-            options.coordinator, options.work_dir, options.bench_dir);
+  log->info("agent {} running; coordinator {}, work dir {}, bench dir {}",
+            options.node_name, options.coordinator, options.work_dir, options.bench_dir);
   int sig = 0;
   sigwait(&stop_signals, &sig);
   log->info("signal {}: stopping", sig);

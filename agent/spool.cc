@@ -44,7 +44,8 @@ absl::StatusOr<std::string> ReadRange(int fd, int64_t offset, size_t size,
   std::string data(size, '\0');
   size_t got = 0;
   while (got < size) {
-    ssize_t r = pread(fd, data.data() + got, size - got, offset + static_cast<int64_t>(got));
+    ssize_t r =
+        pread(fd, data.data() + got, size - got, offset + static_cast<int64_t>(got));
     if (r < 0) {
       if (errno == EINTR) continue;
       return ReadError("read", path);
@@ -58,13 +59,14 @@ absl::StatusOr<std::string> ReadRange(int fd, int64_t offset, size_t size,
 
 }  // namespace
 
-v1::Record MalformedLineRecord(int64_t seq, const std::string& reason, std::string_view line) {
+v1::Record MalformedLineRecord(int64_t seq, const std::string& reason,
+                               std::string_view line) {
   v1::Record record;
   v1::Log* log = record.mutable_log();
   log->set_level("error");
   std::string_view prefix = line.substr(0, std::min(line.size(), kQuotedPrefix));
   log->set_message(absl::StrCat("malformed record line ", seq, ": ", reason, ": ",
-                                 absl::string_view(prefix.data(), prefix.size())));
+                                absl::string_view(prefix.data(), prefix.size())));
   return record;
 }
 
@@ -109,8 +111,8 @@ absl::StatusOr<bool> SpoolTailer::FindLineEnd(int fd, int64_t file_size, bool fi
   return false;
 }
 
-absl::StatusOr<std::vector<SpoolEntry>> SpoolTailer::Read(size_t max_records, size_t max_bytes,
-                                                          bool final) {
+absl::StatusOr<std::vector<SpoolEntry>> SpoolTailer::Read(size_t max_records,
+                                                          size_t max_bytes, bool final) {
   std::vector<SpoolEntry> out;
   Fd fd(open(path_.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
@@ -132,12 +134,14 @@ absl::StatusOr<std::vector<SpoolEntry>> SpoolTailer::Read(size_t max_records, si
     entry.seq = next_seq_;
     entry.line_bytes = static_cast<size_t>(line_len);
     if (line_len > static_cast<int64_t>(kMaxRecordLineBytes)) {
-      absl::StatusOr<std::string> prefix = ReadRange(fd.get(), offset_, kQuotedPrefix, path_);
+      absl::StatusOr<std::string> prefix =
+          ReadRange(fd.get(), offset_, kQuotedPrefix, path_);
       if (!prefix.ok()) return prefix.status();
-      entry.record = MalformedLineRecord(
-          next_seq_,
-          absl::StrCat("record line of ", line_len, " bytes exceeds ", kMaxRecordLineBytes),
-          *prefix);
+      entry.record =
+          MalformedLineRecord(next_seq_,
+                              absl::StrCat("record line of ", line_len, " bytes exceeds ",
+                                           kMaxRecordLineBytes),
+                              *prefix);
       entry.line_bytes = kQuotedPrefix;  // what is actually sent
     } else {
       absl::StatusOr<std::string> line =

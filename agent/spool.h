@@ -61,7 +61,8 @@ class SpoolTailer {
   // Finds the end of the line starting at offset_: sets *line_end to the
   // offset of its '\n' (or the file end when `final`). False when the line is
   // not complete yet.
-  absl::StatusOr<bool> FindLineEnd(int fd, int64_t file_size, bool final, int64_t* line_end);
+  absl::StatusOr<bool> FindLineEnd(int fd, int64_t file_size, bool final,
+                                   int64_t* line_end);
   void Remember(int64_t seq, int64_t offset);
 
   std::string path_;
@@ -79,7 +80,8 @@ class SpoolTailer {
 absl::StatusOr<int64_t> CountSpoolLines(const std::string& path);
 
 // The record that stands for a malformed line (see the rules above).
-v1::Record MalformedLineRecord(int64_t seq, const std::string& reason, std::string_view line);
+v1::Record MalformedLineRecord(int64_t seq, const std::string& reason,
+                               std::string_view line);
 
 }  // namespace cmax::agent
 

@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 absl::Status WorkDirError(const std::string& path, int err) {
   std::string text = absl::StrCat("work dir ", path, ": ", strerror(err));
   if (err == ENOSPC) return absl::ResourceExhaustedError(text);
-  if (err == EACCES || err == EPERM || err == EROFS) return absl::PermissionDeniedError(text);
+  if (err == EACCES || err == EPERM || err == EROFS)
+    return absl::PermissionDeniedError(text);
   if (err == EEXIST) return absl::AlreadyExistsError(text);
   return absl::InternalError(text);
 }
@@ -130,7 +131,8 @@ bool TaskStore::Exists(const TaskKey& key) const {
   return stat(DirFor(key).c_str(), &st) == 0;
 }
 
-absl::Status TaskStore::Create(const TaskKey& key, const v1::TaskAssignment& assignment) const {
+absl::Status TaskStore::Create(const TaskKey& key,
+                               const v1::TaskAssignment& assignment) const {
   struct stat st;
   if (stat(tasks_root_.c_str(), &st) != 0) {
     // Create the work dir and tasks/ (one level each; the work dir's parent
@@ -145,8 +147,8 @@ absl::Status TaskStore::Create(const TaskKey& key, const v1::TaskAssignment& ass
   std::string dir = DirFor(key);
   absl::Status made = MakeDir(dir);
   if (!made.ok()) return made;
-  absl::Status written =
-      WriteFileAtomically(dir + "/assignment.json", MessageToJsonLine(assignment, true) + "\n");
+  absl::Status written = WriteFileAtomically(dir + "/assignment.json",
+                                             MessageToJsonLine(assignment, true) + "\n");
   if (!written.ok()) {
     std::error_code ec;
     fs::remove_all(dir, ec);
@@ -155,8 +157,10 @@ absl::Status TaskStore::Create(const TaskKey& key, const v1::TaskAssignment& ass
   return absl::OkStatus();
 }
 
-absl::Status TaskStore::WriteStatus(const TaskKey& key, const v1::TaskStatus& status) const {
-  return WriteFileAtomically(DirFor(key) + "/status.json", MessageToJsonLine(status, true) + "\n");
+absl::Status TaskStore::WriteStatus(const TaskKey& key,
+                                    const v1::TaskStatus& status) const {
+  return WriteFileAtomically(DirFor(key) + "/status.json",
+                             MessageToJsonLine(status, true) + "\n");
 }
 
 absl::StatusOr<v1::TaskStatus> TaskStore::ReadStatus(const TaskKey& key) const {
@@ -170,16 +174,19 @@ absl::StatusOr<v1::TaskAssignment> TaskStore::ReadAssignment(const TaskKey& key)
 absl::Status TaskStore::Remove(const TaskKey& key) const {
   std::error_code ec;
   fs::remove_all(DirFor(key), ec);
-  if (ec) return absl::InternalError(absl::StrCat("remove ", DirFor(key), ": ", ec.message()));
+  if (ec)
+    return absl::InternalError(absl::StrCat("remove ", DirFor(key), ": ", ec.message()));
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<StoredTask>> TaskStore::ScanAtStartup(int64_t now_unix_ns) const {
+absl::StatusOr<std::vector<StoredTask>> TaskStore::ScanAtStartup(
+    int64_t now_unix_ns) const {
   std::vector<StoredTask> out;
   std::error_code ec;
   if (!fs::exists(tasks_root_, ec)) return out;
   fs::directory_iterator it(tasks_root_, ec);
-  if (ec) return absl::InternalError(absl::StrCat("list ", tasks_root_, ": ", ec.message()));
+  if (ec)
+    return absl::InternalError(absl::StrCat("list ", tasks_root_, ": ", ec.message()));
   std::vector<std::string> names;
   for (const fs::directory_entry& entry : it) {
     if (entry.is_directory(ec)) names.push_back(entry.path().filename().string());

@@ -54,7 +54,9 @@ class TaskStore {
 
   const std::string& tasks_root() const { return tasks_root_; }
   std::string DirFor(const TaskKey& key) const;
-  std::string SpoolPath(const TaskKey& key) const { return DirFor(key) + "/records.jsonl"; }
+  std::string SpoolPath(const TaskKey& key) const {
+    return DirFor(key) + "/records.jsonl";
+  }
   std::string StderrPath(const TaskKey& key) const { return DirFor(key) + "/stderr.log"; }
 
   bool Exists(const TaskKey& key) const;

@@ -3,9 +3,11 @@
 #include "agent/executor.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -20,6 +22,8 @@ using cmax::agent::ExecutorOptions;
 using cmax::agent::TaskKey;
 using cmax::agent::TaskStore;
 using cmax::agent::testing::AppendFile;
+using cmax::agent::testing::PidWithCwd;
+using cmax::agent::testing::ProcList;
 using cmax::agent::testing::TempDir;
 using cmax::agent::testing::WaitFor;
 namespace v1 = cmax::v1;
@@ -167,7 +171,8 @@ TEST_CASE("a selftest child completes and every record arrives before its status
   size_t last_batch = 0, status_at = 0;
   for (size_t i = 0; i < msgs.size(); ++i) {
     if (msgs[i].has_records()) last_batch = i;
-    if (msgs[i].has_status() && msgs[i].status().state() == v1::TASK_COMPLETED) status_at = i;
+    if (msgs[i].has_status() && msgs[i].status().state() == v1::TASK_COMPLETED)
+      status_at = i;
   }
   CHECK(status_at > last_batch);
 
@@ -191,7 +196,7 @@ TEST_CASE("a selftest child completes and every record arrives before its status
   sack.set_task_id("ok1");
   h.executor.HandleStatusAck(sack);
   CHECK(WaitFor([&] { return !store.Exists(key); }, 5s));
-  CHECK(h.executor.HeldTasks().empty());
+  CHECK(WaitFor([&] { return h.executor.HeldTasks().empty(); }, 2s));
   // A duplicate assignment after that does not run it again.
   h.executor.Assign(Selftest("ok1", {"--mode=ok", "--records=25"}));
   std::this_thread::sleep_for(300ms);
@@ -227,7 +232,8 @@ TEST_CASE("a crashing child fails with its signal and stderr tail", "[agent][exe
   h.executor.Assign(Selftest("crash1", {"--mode=crash", "--records=4"}));
   v1::TaskStatus end = h.WaitEnd("crash1");
   CHECK(end.state() == v1::TASK_FAILED);
-  CHECK_THAT(end.message(), Catch::StartsWith("crashed: ") && Catch::Contains("signal 6"));
+  CHECK_THAT(end.message(),
+             Catch::StartsWith("crashed: ") && Catch::Contains("signal 6"));
   CHECK(end.signal() == 6);
   CHECK(end.exit_code() == -1);
   CHECK_THAT(end.stderr_tail(), Catch::Contains("about to crash"));
@@ -301,8 +307,12 @@ TEST_CASE("rejected assignments spawn nothing", "[agent][executor]") {
   (*bad_env.mutable_env())["LD_PRELOAD"] = "/tmp/evil.so";
   auto bad_id = Selftest("../etc", {"--mode=ok"});
   auto bad_flag = Selftest("rej5", {"--exec=/bin/sh"});
-  for (const auto& a : {bad_suite, bad_arg, bad_env, bad_id, bad_flag}) h.executor.Assign(a);
-  for (const char* id : {"rej1", "rej2", "rej3", "../etc", "rej5"}) {
+  auto bad_launcher = Selftest("rej6", {"--mode=ok"});
+  bad_launcher.set_launcher("mpirun");
+  for (const auto& a : {bad_suite, bad_arg, bad_env, bad_id, bad_flag, bad_launcher}) {
+    h.executor.Assign(a);
+  }
+  for (const char* id : {"rej1", "rej2", "rej3", "../etc", "rej5", "rej6"}) {
     v1::TaskStatus end = h.WaitEnd(id, 5s);
     CHECK(end.state() == v1::TASK_FAILED);
     CHECK_THAT(end.message(), Catch::StartsWith("rejected: "));
@@ -329,9 +339,8 @@ TEST_CASE("an unwritable work dir fails the task and the executor keeps serving"
   REQUIRE(WaitFor([&] { return outbox.EndStatus("wd1").has_value(); }, 5s));
   auto end = *outbox.EndStatus("wd1");
   CHECK(end.state() == v1::TASK_FAILED);
-  CHECK_THAT(end.message(),
-             Catch::StartsWith("work dir " + dir.path() + "/file/work") &&
-                 Catch::Contains("Not a directory"));
+  CHECK_THAT(end.message(), Catch::StartsWith("work dir " + dir.path() + "/file/work") &&
+                                Catch::Contains("Not a directory"));
   CHECK(bad.spawned_count() == 0);
   // Still serving: a second assignment gets an answer too.
   bad.Assign(Selftest("wd2", {"--mode=ok"}));
@@ -382,7 +391,8 @@ TEST_CASE("a group task starts one child per rank, each with its own spool",
   CHECK(h.executor.spawned_count() == 2);
 }
 
-TEST_CASE("a start time in the agent's shifted clock delays the spawn", "[agent][executor]") {
+TEST_CASE("a start time in the agent's shifted clock delays the spawn",
+          "[agent][executor]") {
   TempDir dir;
   FakeOutbox outbox;
   auto opts = Options(dir.path());
@@ -402,7 +412,8 @@ TEST_CASE("a start time in the agent's shifted clock delays the spawn", "[agent]
   CHECK(outbox.Running("bar1")->started_unix_ns() >= a.start_at_agent_ns());
 }
 
-TEST_CASE("after a reconnect records are resent from the acked seq", "[agent][executor]") {
+TEST_CASE("after a reconnect records are resent from the acked seq",
+          "[agent][executor]") {
   TempDir dir;
   Harness h(dir.path());
   h.Start();
@@ -488,4 +499,93 @@ TEST_CASE("stopping the executor stops its children", "[agent][executor]") {
   again.Start();
   v1::TaskStatus end = again.WaitEnd("stop1", 5s);
   CHECK(end.message() == "agent restarted; the task process died with it");
+}
+
+TEST_CASE("records go out in batches of at most 500 and within the unacked window",
+          "[agent][executor]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.max_unacked_records = 1200;
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  ex.Assign(Selftest("many", {"--records=3000"}));
+  // Without acks the executor stops at the window.
+  REQUIRE(WaitFor([&] { return outbox.Records("many").size() == 1200; }, 20s));
+  std::this_thread::sleep_for(500ms);
+  CHECK(outbox.Records("many").size() == 1200);
+  CHECK_FALSE(outbox.EndStatus("many").has_value());
+  for (const auto& m : outbox.messages()) {
+    if (m.has_records()) CHECK(m.records().records_size() <= 500);
+  }
+  // Acks open the window until everything is delivered.
+  REQUIRE(WaitFor(
+      [&] {
+        v1::Ack ack;
+        ack.set_task_id("many");
+        ack.set_next_seq(static_cast<int64_t>(outbox.Records("many").size()));
+        ex.HandleAck(ack);
+        return outbox.EndStatus("many").has_value();
+      },
+      30s));
+  auto records = outbox.Records("many");
+  CHECK(records.size() == 3001);
+  CHECK(outbox.EndStatus("many")->record_count() == 3001);
+  CHECK(records.rbegin()->first == 3000);
+}
+
+TEST_CASE("a rank's child gets its argv, environment and directory",
+          "[agent][executor]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.root = "/some/fixture/root";  // selftest does not take --root
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  auto a = Selftest("envt", {"--mode=sleep", "--seconds=3"});
+  a.set_attempt(2);
+  a.set_group("envt");
+  a.set_world_size(8);
+  a.set_local_world_size(4);
+  auto* r = a.add_ranks();
+  r->set_rank(5);
+  r->set_local_rank(1);
+  (*a.mutable_env())["NCCL_DEBUG"] = "INFO";
+  ex.Assign(a);
+  TaskStore store(dir.path());
+  const std::string task_dir = store.DirFor(TaskKey{"envt", 2, 5});
+  const std::string binary = std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench";
+  int pid = 0;
+  std::vector<std::string> argv;
+  // Between fork and exec the child still shows the test's own cmdline:
+  // wait for the exec.
+  REQUIRE(WaitFor(
+      [&] {
+        pid = PidWithCwd(task_dir);
+        if (pid == 0) return false;
+        argv = ProcList(pid, "cmdline");
+        return !argv.empty() && argv[0] == binary;
+      },
+      10s));
+  std::vector<std::string> env = ProcList(pid, "environ");
+  std::vector<std::string> want_argv = {binary, "selftest", "--mode=sleep", "--seconds=3",
+                                        "--jsonl"};
+  CHECK(argv == want_argv);
+  auto has = [&](const std::string& kv) {
+    return std::find(env.begin(), env.end(), kv) != env.end();
+  };
+  CHECK(has("CMAX_TASK_ID=envt"));
+  CHECK(has("CMAX_NODE_NAME=test-node"));
+  CHECK(has("CMAX_TASK_DIR=" + task_dir));
+  CHECK(has("CMAX_RANK=5"));
+  CHECK(has("CMAX_WORLD_SIZE=8"));
+  CHECK(has("CMAX_LOCAL_RANK=1"));
+  CHECK(has("CMAX_LOCAL_WORLD_SIZE=4"));
+  CHECK(has("CMAX_GROUP=envt"));
+  CHECK(has("NCCL_DEBUG=INFO"));
+  const char* path = getenv("PATH");
+  if (path) CHECK(has(std::string("PATH=") + path));  // inherited
+  ex.Stop();
 }

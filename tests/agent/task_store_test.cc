@@ -35,7 +35,8 @@ TEST_CASE("restart scan fails a directory without status and keeps finished ones
   TaskKey finished{"t2", 1, 0};
   REQUIRE(store.Create(orphan, a).ok());
   REQUIRE(store.Create(finished, a).ok());
-  AppendFile(store.SpoolPath(orphan), "{\"log\":{\"message\":\"a\"}}\n{\"log\":{}}\n{\"lo");
+  AppendFile(store.SpoolPath(orphan),
+             "{\"log\":{\"message\":\"a\"}}\n{\"log\":{}}\n{\"lo");
   AppendFile(store.StderrPath(orphan), "last words\n");
   cmax::v1::TaskStatus done;
   done.set_task_id("t2");
@@ -55,7 +56,8 @@ TEST_CASE("restart scan fails a directory without status and keeps finished ones
   CHECK(o.status.ended_unix_ns() == 12345);
   CHECK_THAT(o.status.stderr_tail(), Catch::Contains("last words"));
   // The status was written, so the next scan reads it back unchanged.
-  CHECK_THAT(ReadFile(store.DirFor(orphan) + "/status.json"), Catch::Contains("agent restarted"));
+  CHECK_THAT(ReadFile(store.DirFor(orphan) + "/status.json"),
+             Catch::Contains("agent restarted"));
   const auto& f = (*scanned)[1];
   CHECK(f.key == finished);
   CHECK(f.status.state() == cmax::v1::TASK_COMPLETED);
@@ -73,7 +75,9 @@ TEST_CASE("a missing tasks directory scans as empty", "[agent][store]") {
 TEST_CASE("an unwritable work dir gives a message naming the path and reason",
           "[agent][store]") {
   if (geteuid() == 0) {
-    WARN("running as root: permissions are not enforced; using a path under a file instead");
+    WARN(
+        "running as root: permissions are not enforced; using a path under a file "
+        "instead");
   }
   TempDir dir;
   // A work dir below a regular file cannot be created by anyone, root included.

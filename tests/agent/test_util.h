@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace cmax::agent::testing {
 
@@ -40,17 +41,46 @@ inline void AppendFile(const std::string& path, const std::string& data) {
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
 }
 
 // Polls `done` every 20 ms until it holds or `timeout` passes.
-inline bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+inline bool WaitFor(const std::function<bool()>& done,
+                    std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return done();
+}
+
+// The pid of a process whose working directory is `dir` (0 if none).
+inline int PidWithCwd(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    char buf[4096];
+    ssize_t n = readlink((e.path().string() + "/cwd").c_str(), buf, sizeof(buf) - 1);
+    if (n > 0 && std::string(buf, n) == dir) return std::stoi(name);
+  }
+  return 0;
+}
+
+// NUL-separated /proc/<pid>/<file> as a list.
+inline std::vector<std::string> ProcList(int pid, const std::string& file) {
+  std::string data = ReadFile("/proc/" + std::to_string(pid) + "/" + file);
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data[i] == '\0') {
+      out.push_back(data.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
 }
 
 }  // namespace cmax::agent::testing

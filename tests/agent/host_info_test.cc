@@ -1,0 +1,64 @@
+#include "agent/host_info.h"
+
+#include <arpa/inet.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+
+using namespace std::chrono_literals;
+
+TEST_CASE("the fallback inventory reads /proc under the root", "[agent][inventory]") {
+  auto inv = cmax::agent::MinimalInventory(CMAX_SOURCE_DIR "/tests/fixtures/agent/proc");
+  CHECK(inv.cpu_cores() == 4);
+  CHECK(inv.memory_gib() == Approx(2113475660.0 / 1024 / 1024));
+  CHECK(inv.kernel() == "6.8.0-45-generic");
+  CHECK_FALSE(inv.hostname().empty());
+}
+
+TEST_CASE("the inventory line is parsed as protobuf JSON, unknown fields ignored",
+          "[agent][inventory]") {
+  auto inv = cmax::agent::ParseInventoryOutput(
+      "some banner\n"
+      "{\"hostname\":\"gpu-07\",\"gpuCount\":8,\"gpuModel\":\"NVIDIA "
+      "H200\",\"cpuCores\":224,"
+      "\"memoryGib\":2015.5,\"driverVersion\":\"580.65.06\",\"facts\":{\"nvlink\":\"18\"}"
+      ","
+      "\"newField\":1}\n");
+  REQUIRE(inv.ok());
+  CHECK(inv->hostname() == "gpu-07");
+  CHECK(inv->gpu_count() == 8);
+  CHECK(inv->gpu_model() == "NVIDIA H200");
+  CHECK(inv->facts().at("nvlink") == "18");
+  CHECK_FALSE(cmax::agent::ParseInventoryOutput("not json\n").ok());
+  CHECK_FALSE(cmax::agent::ParseInventoryOutput("").ok());
+}
+
+TEST_CASE("a failing inventory child leaves the reason in facts", "[agent][inventory]") {
+  // No cmax-bench in /nonexistent: the fallback says why.
+  auto inv = cmax::agent::GatherInventory(
+      "/nonexistent", CMAX_SOURCE_DIR "/tests/fixtures/agent/proc", 2s);
+  REQUIRE(inv.facts().count("inventory_error"));
+  CHECK_THAT(inv.facts().at("inventory_error"),
+             Catch::Contains("/nonexistent/cmax-bench"));
+  CHECK(inv.cpu_cores() == 4);
+}
+
+TEST_CASE("reachable addresses are parseable and not loopback unless alone",
+          "[agent][inventory]") {
+  auto addresses = cmax::agent::ReachableAddresses();
+  REQUIRE_FALSE(addresses.empty());
+  bool any_other = false;
+  for (const auto& a : addresses) {
+    unsigned char buf[16];
+    bool v4 = inet_pton(AF_INET, a.c_str(), buf) == 1;
+    bool v6 = inet_pton(AF_INET6, a.c_str(), buf) == 1;
+    CHECK((v4 || v6));
+    if (a != "127.0.0.1" && a != "::1") any_other = true;
+  }
+  if (any_other) {
+    for (const auto& a : addresses) {
+      CHECK(a != "127.0.0.1");
+      CHECK(a != "::1");
+    }
+  }
+}
