@@ -27,6 +27,7 @@ void AppendCommon(const JobSpec& spec, int64_t bs, std::string* out) {
   absl::StrAppend(out,
                   "[global]\n"
                   "directory=", spec.dir, "\n",
+                  "filename_format=$jobname.$jobnum.$filenum\n"
                   "ioengine=", spec.engine, "\n",
                   "direct=", spec.direct ? 1 : 0, "\n",
                   "iodepth=", spec.engine == "psync" ? 1 : spec.queue_depth, "\n",

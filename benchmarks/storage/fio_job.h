@@ -21,7 +21,7 @@ namespace cmax::storage {
 // Patterns, in the order `--pattern all` runs them.
 const std::vector<std::string>& AllPatterns();
 bool IsPattern(const std::string& name);
-// seq-*, rand-*: work on the data files ("data.<job>.0").
+// seq-*, rand-*: work on the data files ("<work>/files/data.<job>.0").
 bool IsDataPattern(const std::string& pattern);
 bool IsReadPattern(const std::string& pattern);  // seq-read, rand-read, restore
 

@@ -141,7 +141,10 @@ int64_t StorageRun::BytesNeeded() const {
 JobSpec StorageRun::SpecFor(const std::string& pattern) const {
   JobSpec s;
   s.pattern = pattern;
-  s.dir = absl::StrCat(work_, "/data");
+  // Not "<work>/data": fio runs in <work>, and a job named "data" whose name
+  // is an existing entry of the current directory would use that entry as
+  // its file (fio 3.33 does so) instead of data.<job>.<file>.
+  s.dir = absl::StrCat(work_, "/files");
   s.size_bytes = cfg_.size;
   s.block_size = cfg_.block_size;
   s.queue_depth = static_cast<int>(cfg_.queue_depth);
@@ -501,7 +504,9 @@ StorageRun::Outcome StorageRun::RunPattern(const std::string& pattern) {
   if (IsDataPattern(pattern)) {
     mkdir(spec.dir.c_str(), 0700);
     int64_t bs = EffectiveBlockSize(spec);
-    if (!data_laid_out_ || (cfg_.verify && layout_block_size_ != bs)) {
+    // With --reuse the files are read as they were kept: never rewritten.
+    bool relayout = cfg_.verify && cfg_.reuse.empty() && layout_block_size_ != bs;
+    if (!data_laid_out_ || relayout) {
       Outcome o = Layout(spec, "every block written before it is read");
       if (o != Outcome::kOk) return o;
       data_laid_out_ = true;
@@ -657,7 +662,7 @@ int StorageRun::Run() {
     }
     for (int j = 0; j < cfg_.jobs; ++j) {
       int64_t sz = 0;
-      std::string f = absl::StrCat(*dir, "/data/data.", j, ".0");
+      std::string f = absl::StrCat(*dir, "/files/data.", j, ".0");
       if (!FileSize(f, &sz) || sz < cfg_.size) {
         return CouldNotRun("storage.reuse_mismatch", "cannot reuse that directory",
                            absl::StrCat(f, " is missing or smaller than --size ", cfg_.size,
