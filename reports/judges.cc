@@ -3,11 +3,11 @@
 namespace cmax::reports {
 
 // Declarations of the judges in judges/ (one line each).
-// (none yet)
+void StorageJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
-      // (one line per judge)
+      StorageJudge,
   };
   return judges;
 }
