@@ -212,6 +212,44 @@ std::vector<SuiteInfo> MakeCatalog() {
           },
   });
 
+  // Storage through fio (benchmarks/storage): honest data, direct I/O where
+  // allowed; with scope barrier every node starts its measured phase at once.
+  c.push_back({
+      .name = "storage",
+      .binary = "cmax-bench",
+      .category = "storage",
+      .help = "storage bandwidth, IOPS, latency, metadata, checkpoint and restore through fio",
+      .scopes = {SCOPE_NODE, SCOPE_BARRIER},
+      .default_timeout_s = 3600,
+      .exclusive = true,
+      .params =
+          {
+              {.name = "path", .type = ParamType::kPath, .help = "directory to measure"},
+              {.name = "pattern", .type = ParamType::kEnumList, .help = "patterns to run",
+               .choices = {"seq-write", "seq-read", "rand-read", "rand-write", "metadata",
+                           "checkpoint", "restore", "all"}},
+              {.name = "size", .type = ParamType::kBytes, .help = "bytes per job and file",
+               .min = 4096, .max = 1e15},
+              {.name = "block-size", .type = ParamType::kBytes, .help = "block size",
+               .min = 512, .max = 1 << 30},
+              {.name = "queue-depth", .type = ParamType::kInt, .help = "I/O depth per job",
+               .min = 1, .max = 4096},
+              {.name = "jobs", .type = ParamType::kInt, .help = "parallel jobs (one file each)",
+               .min = 1, .max = 1024},
+              {.name = "duration", .type = ParamType::kNumber,
+               .help = "seconds per time-based pattern", .min = 1, .max = 86400},
+              {.name = "files", .type = ParamType::kInt, .help = "files per job (metadata)",
+               .min = 1, .max = 10000000},
+              {.name = "direct", .type = ParamType::kFlag, .help = "O_DIRECT (default)"},
+              {.name = "buffered", .type = ParamType::kFlag, .help = "use the page cache"},
+              {.name = "verify", .type = ParamType::kFlag, .help = "crc32c on every block"},
+              {.name = "keep", .type = ParamType::kFlag,
+               .help = "leave the files (a checkpoint for another node's restore)"},
+              {.name = "shard-from", .type = ParamType::kToken,
+               .help = "restore: the node whose kept shard to read, or 'next'"},
+          },
+  });
+
   return c;
 }
 

@@ -11,6 +11,7 @@ void JudgeInventoryUniformity(const RunData& data, std::vector<v1::RuleResult>* 
 void ComputeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out);
+void StorageJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -22,6 +23,7 @@ const std::vector<Judge>& AllJudges() {
       &ComputeJudge,
       &JudgeAuditDrift,
       &JudgeConsistency,
+      &StorageJudge,
   };
   return judges;
 }

@@ -1,0 +1,166 @@
+// The storage judge: aggregate over the all-active window, stragglers, local
+// and shared storage apart, "not measured".
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "reports/run_data.h"
+
+namespace cmax::reports {
+void StorageJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+}
+
+using cmax::reports::RunData;
+using cmax::v1::RuleResult;
+
+namespace {
+
+constexpr int64_t kT0Ms = 1795987924000LL;
+
+struct NodeRun {
+  std::string node;
+  double mbps;
+  std::vector<double> series;  // empty: no per-second log
+  int64_t start_ms;            // series start (and window start)
+  std::string cls = "shared";
+  std::string pattern = "seq-read";
+};
+
+void Add(RunData* d, const NodeRun& n) {
+  cmax::v1::ExportedRecord er;
+  er.set_node(n.node);
+  er.set_suite("storage");
+  auto* m = er.mutable_record()->mutable_measurement();
+  m->set_suite("storage");
+  m->set_metric("storage_bandwidth_mbps");
+  m->set_value(n.mbps);
+  m->set_unit("MB/s");
+  auto& l = *m->mutable_labels();
+  l["job"] = "all";
+  l["pattern"] = n.pattern;
+  l["op"] = absl::StrContains(n.pattern, "write") ? "write" : "read";
+  l["storage_class"] = n.cls;
+  l["fs_type"] = n.cls == "shared" ? "lustre" : "ext4";
+  l["mount_source"] = n.cls == "shared" ? "10.0.0.9@o2ib:/fs1" : "/dev/nvme0n1";
+  l["path"] = n.cls == "shared" ? "/lustre/scratch" : "/tmp";
+  int64_t len = n.series.empty() ? 10 : static_cast<int64_t>(n.series.size());
+  l["start_unix_ns"] = absl::StrCat(n.start_ms * 1000000);
+  l["end_unix_ns"] = absl::StrCat((n.start_ms + len * 1000) * 1000000);
+  if (!n.series.empty()) {
+    std::vector<std::string> parts;
+    for (double v : n.series) parts.push_back(absl::StrCat(v));
+    l["bw_series_mbps"] = absl::StrJoin(parts, ",");
+    l["bw_series_start_unix_ms"] = absl::StrCat(n.start_ms);
+    l["bw_series_step_ms"] = "1000";
+  }
+  d->records.push_back(er);
+}
+
+std::vector<RuleResult> Judge(const RunData& d) {
+  std::vector<RuleResult> out;
+  cmax::reports::StorageJudge(d, &out);
+  return out;
+}
+
+std::vector<const RuleResult*> ById(const std::vector<RuleResult>& rs, const std::string& id) {
+  std::vector<const RuleResult*> out;
+  for (const auto& r : rs) {
+    if (r.rule_id() == id) out.push_back(&r);
+  }
+  return out;
+}
+
+std::string All(const RuleResult& r) {
+  return absl::StrCat(r.message(), " | ", absl::StrJoin(r.evidence(), " | "));
+}
+
+}  // namespace
+
+TEST_CASE("storage aggregate: bytes inside the all-active window only", "[storage_judge]") {
+  RunData d;
+  // Three nodes, 1000 MB/s each, 8 s series. node-c starts 3 s late and runs
+  // 3 s longer: the window where all are active is seconds 4..6 after
+  // trimming partial edge seconds (a: 1..6, b: 1..6, c: 4..9).
+  std::vector<double> flat(8, 1000.0);
+  flat.front() = 400;  // partial first and last seconds
+  flat.back() = 300;
+  Add(&d, {"node-a", 950, flat, kT0Ms});
+  Add(&d, {"node-b", 950, flat, kT0Ms});
+  std::vector<double> c = flat;
+  c[2] = 500;  // a dip inside the common window counts
+  Add(&d, {"node-c", 900, c, kT0Ms + 3000});
+  auto out = Judge(d);
+  auto agg = ById(out, "storage.aggregate_bandwidth");
+  REQUIRE(agg.size() == 1);
+  INFO(All(*agg[0]));
+  CHECK(agg[0]->category() == "Storage");
+  CHECK(agg[0]->outcome() == "pass");
+  // Seconds 4,5,6 (relative): a and b give 1000 each; c gives its samples
+  // 1,2,3 = 1000, 500, 1000.
+  CHECK(agg[0]->value() == Approx((3 * 2000.0 + 2500.0) / 3));
+  CHECK(absl::StrContains(All(*agg[0]), "all 3 nodes were active"));
+  CHECK(absl::StrContains(All(*agg[0]), "shared"));
+  CHECK(agg[0]->unit() == "MB/s");
+  // Not the naive sum of the per-node figures.
+  CHECK(agg[0]->value() != Approx(950 + 950 + 900));
+  CHECK(ById(out, "storage.straggler").empty());
+}
+
+TEST_CASE("storage stragglers are named, local and shared graded apart", "[storage_judge]") {
+  RunData d;
+  for (int i = 0; i < 6; ++i) {
+    double v = i == 4 ? 420.0 : 1000.0 + i * 5;
+    Add(&d, {absl::StrCat("gpu-node-", i), v, {}, kT0Ms + i * 10});
+  }
+  Add(&d, {"gpu-node-0", 3000, {}, kT0Ms, "local"});
+  Add(&d, {"gpu-node-1", 3100, {}, kT0Ms, "local"});
+  cmax::v1::Inventory inv;
+  inv.set_gpu_count(8);
+  for (int i = 0; i < 6; ++i) d.inventories[absl::StrCat("gpu-node-", i)] = inv;
+  auto out = Judge(d);
+  auto agg = ById(out, "storage.aggregate_bandwidth");
+  REQUIRE(agg.size() == 2);
+  const RuleResult* shared = absl::StrContains(agg[0]->subject(), "shared") ? agg[0] : agg[1];
+  const RuleResult* local = shared == agg[0] ? agg[1] : agg[0];
+  INFO(All(*shared));
+  CHECK(shared->value() == Approx(1000 + 1005 + 1010 + 1015 + 420 + 1025));
+  CHECK(absl::StrContains(All(*shared), "sum of the per-node bandwidths"));
+  CHECK(absl::StrContains(All(*shared), "overlap"));
+  CHECK(absl::StrContains(All(*shared), "per GPU of the fleet"));
+  CHECK(local->value() == Approx(6100));
+  CHECK(absl::StrContains(local->subject(), "local"));
+  auto stragglers = ById(out, "storage.straggler");
+  REQUIRE(stragglers.size() == 1);
+  CHECK(stragglers[0]->node() == "gpu-node-4");
+  CHECK(stragglers[0]->outcome() == "warn");
+  CHECK(absl::StrContains(stragglers[0]->message(), "gpu-node-4"));
+}
+
+TEST_CASE("storage aggregate below the plan's floor fails", "[storage_judge]") {
+  RunData d;
+  (*d.plan.mutable_expect()->mutable_metrics())["storage_aggregate_mbps.seq-read"] = 5000;
+  Add(&d, {"n1", 1000, {}, kT0Ms});
+  Add(&d, {"n2", 1000, {}, kT0Ms});
+  auto out = Judge(d);
+  auto agg = ById(out, "storage.aggregate_bandwidth");
+  REQUIRE(agg.size() == 1);
+  CHECK(agg[0]->outcome() == "fail");
+  CHECK(agg[0]->expected() == 5000);
+}
+
+TEST_CASE("storage that ran without measurements is not measured", "[storage_judge]") {
+  RunData d;
+  cmax::v1::ExportedRecord er;
+  er.set_node("n1");
+  er.set_suite("storage");
+  er.mutable_record()->mutable_finding()->set_check_id("storage.fio_missing");
+  d.records.push_back(er);
+  auto out = Judge(d);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].outcome() == "not_measured");
+  CHECK(Judge(RunData{}).empty());  // no storage in the plan: nothing to say
+}
