@@ -58,12 +58,12 @@ absl::Status ValidateAssignment(const v1::TaskAssignment& a,
     return absl::InvalidArgumentError(
         absl::StrCat("unknown suite '", a.suite().substr(0, 200), "'"));
   }
-  std::string binary = absl::StrCat(bench_dir, "/", suite->binary);
+  std::vector<std::string> args(a.args().begin(), a.args().end());
+  std::string binary = absl::StrCat(bench_dir, "/", SuiteBinary(*suite, args));
   if (access(binary.c_str(), X_OK) != 0) {
     return absl::NotFoundError(absl::StrCat("suite ", suite->name, " needs ", binary,
                                             ", which is not an executable file"));
   }
-  std::vector<std::string> args(a.args().begin(), a.args().end());
   if (absl::Status s = ValidateSuiteArgs(*suite, args); !s.ok()) return s;
   for (const auto& [name, value] : a.env()) {
     if (absl::Status s = ValidateSuiteEnv(name, value); !s.ok()) return s;
@@ -310,7 +310,8 @@ void Executor::StartChild(Task& t) {
   const v1::TaskAssignment& a = t.assignment;
   const SuiteInfo* suite = FindSuite(a.suite());
   SpawnOptions spawn;
-  spawn.argv.push_back(absl::StrCat(options_.bench_dir, "/", suite->binary));
+  std::vector<std::string> args(a.args().begin(), a.args().end());
+  spawn.argv.push_back(absl::StrCat(options_.bench_dir, "/", SuiteBinary(*suite, args)));
   spawn.argv.push_back(suite->name);
   for (const std::string& arg : a.args()) spawn.argv.push_back(arg);
   spawn.argv.push_back("--jsonl");

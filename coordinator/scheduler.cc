@@ -267,6 +267,19 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
     task->assignment.add_peer_addresses(e && !e->addresses.empty() ? e->addresses.front() : "");
   }
 
+  if (group && task->assignment.launcher() == "mpirun") {
+    // mpirun starts every rank from the group's first node (docs/mpirun.md):
+    // one assignment, one end status; the other nodes are held, not sent.
+    Outbound o;
+    o.node = task->nodes.front();
+    v1::TaskAssignment* a = o.message.mutable_assign();
+    *a = task->assignment;
+    a->clear_ranks();
+    a->set_local_world_size(local_sizes.front());
+    changes->out.push_back(std::move(o));
+    changes->tasks.insert(task->info.task_id());
+    return;
+  }
   int first_rank = 0;
   for (size_t i = 0; i < task->nodes.size(); ++i) {
     Outbound o;
@@ -365,7 +378,9 @@ void Scheduler::OnStatus(const std::string& node, const v1::TaskStatus& status,
     return;
   }
   info.set_exit_code(std::max(info.exit_code(), status.exit_code()));
-  if (static_cast<int>(ends.size()) >= task->assignment.world_size()) {
+  const int expected =
+      task->assignment.launcher() == "mpirun" ? 1 : task->assignment.world_size();
+  if (static_cast<int>(ends.size()) >= expected) {
     EndTask(task, v1::TASK_COMPLETED, "", now_unix_ns, changes);
   }
 }
@@ -401,10 +416,11 @@ void Scheduler::OnHello(const std::string& node, const v1::Hello& hello, Changes
       continue;
     }
     size_t index = static_cast<size_t>(it - t->nodes.begin());
+    if (t->assignment.launcher() == "mpirun" && index != 0) continue;
     Outbound o;
     o.node = node;
     *o.message.mutable_assign() = t->assignment;
-    if (!t->assignment.group().empty()) {
+    if (!t->assignment.group().empty() && t->assignment.launcher() != "mpirun") {
       // Ranks of this node: world_size / nodes when uniform.
       int local = t->assignment.world_size() / static_cast<int>(t->nodes.size());
       auto* a = o.message.mutable_assign();

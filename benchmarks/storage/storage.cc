@@ -57,7 +57,8 @@ int RunStorage(int argc, char** argv) {
       "--shard-from NODE` (or `next`: the next node by name with a kept shard) on\n"
       "another. Without --shard-from, restore reads this run's own checkpoint and\n"
       "says that the client cache may serve it.\n"
-      "The node name (work directory, pairing) is $CMAX_NODE, else the host name.");
+      "The node name (work directory, pairing) is $CMAX_NODE_NAME (set by the agent), else\n"
+      "$CMAX_NODE, else the host name.");
   args.AddString("path", &cfg.path, "directory to measure (required)");
   args.AddString("pattern", &pattern, "pattern(s) to run, or all (default all)");
   args.AddBytes("size", &cfg.size, "bytes per job and file (default 1G)");
@@ -122,7 +123,8 @@ int RunStorage(int argc, char** argv) {
     std::fprintf(stderr, "storage: --shard-from only applies to --pattern restore\n");
     return kExitCouldNotRun;
   }
-  const char* node = std::getenv("CMAX_NODE");
+  const char* node = std::getenv("CMAX_NODE_NAME");
+  if (node == nullptr || *node == '\0') node = std::getenv("CMAX_NODE");
   if (node && *node) {
     cfg.node = node;
   } else {
