@@ -270,12 +270,12 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
   if (group && task->assignment.launcher() == "mpirun") {
     // mpirun starts every rank from the group's first node (docs/mpirun.md):
     // one assignment, one end status; the other nodes are held, not sent.
+    task->assignment.set_local_world_size(local_sizes.front());
     Outbound o;
     o.node = task->nodes.front();
     v1::TaskAssignment* a = o.message.mutable_assign();
     *a = task->assignment;
     a->clear_ranks();
-    a->set_local_world_size(local_sizes.front());
     changes->out.push_back(std::move(o));
     changes->tasks.insert(task->info.task_id());
     return;
