@@ -54,7 +54,8 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "cmax-coordinator --data-dir DIR [--listen HOST:PORT] [--token-file F] "
-      "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS]");
+      "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS]\n"
+      "Flags may be written with dashes or underscores (--data-dir, --data_dir).");
   absl::SetFlagsUsageConfig({.version_string = [] {
     return absl::StrCat("cmax-coordinator ", cmax::kCmaxVersion, "\n");
   }});
