@@ -267,6 +267,23 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
     task->assignment.add_peer_addresses(e && !e->addresses.empty() ? e->addresses.front() : "");
   }
 
+  if (group && task->assignment.launcher() == "mpirun") {
+    // Launcher mpirun (docs/mpirun.md): one assignment to the group's first
+    // node, whose agent runs mpirun over every node; ranks per node in
+    // local_world_size; exactly one end status comes back.
+    Outbound o;
+    o.node = task->nodes.front();
+    v1::TaskAssignment* a = o.message.mutable_assign();
+    *a = task->assignment;
+    a->clear_ranks();
+    a->set_local_world_size(local_sizes.front());
+    a->set_world_size(local_sizes.front() * static_cast<int>(task->nodes.size()));
+    task->assignment.set_world_size(a->world_size());
+    task->assignment.set_local_world_size(a->local_world_size());
+    changes->out.push_back(std::move(o));
+    changes->tasks.insert(task->info.task_id());
+    return;
+  }
   int first_rank = 0;
   for (size_t i = 0; i < task->nodes.size(); ++i) {
     Outbound o;
@@ -365,7 +382,8 @@ void Scheduler::OnStatus(const std::string& node, const v1::TaskStatus& status,
     return;
   }
   info.set_exit_code(std::max(info.exit_code(), status.exit_code()));
-  if (static_cast<int>(ends.size()) >= task->assignment.world_size()) {
+  const int needed = task->assignment.launcher() == "mpirun" ? 1 : task->assignment.world_size();
+  if (static_cast<int>(ends.size()) >= needed) {
     EndTask(task, v1::TASK_COMPLETED, "", now_unix_ns, changes);
   }
 }
@@ -401,10 +419,12 @@ void Scheduler::OnHello(const std::string& node, const v1::Hello& hello, Changes
       continue;
     }
     size_t index = static_cast<size_t>(it - t->nodes.begin());
+    const bool mpirun = t->assignment.launcher() == "mpirun";
+    if (mpirun && index != 0) continue;  // only the first node runs mpirun
     Outbound o;
     o.node = node;
     *o.message.mutable_assign() = t->assignment;
-    if (!t->assignment.group().empty()) {
+    if (!t->assignment.group().empty() && !mpirun) {
       // Ranks of this node: world_size / nodes when uniform.
       int local = t->assignment.world_size() / static_cast<int>(t->nodes.size());
       auto* a = o.message.mutable_assign();
