@@ -96,8 +96,9 @@ int RunConnectivity(int argc, char** argv) {
   args.AddDouble("timeout", &timeout, "seconds per connection attempt (default 2)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
   const std::string node = NodeName();
+  absl::Status parsed = args.Parse(argc, argv);
   RecordWriter out("connectivity", jsonl ? stdout : nullptr, {{"node", node}});
-  if (auto s = args.Parse(argc, argv); !s.ok()) return CouldNotRun(out, std::string(s.message()));
+  if (!parsed.ok()) return CouldNotRun(out, std::string(parsed.message()));
   if (args.help_requested()) {
     std::fputs(args.Help().c_str(), stdout);
     return kExitPassed;
