@@ -516,7 +516,8 @@ void Executor::StartChild(Task& t) {
     absl::MutexLock lock(&mu_);
     ++spawned_;
   }
-  Log()->info("task {}: started {} (pid {}, timeout {} s)", t.key.DirName(), suite->name,
+  Log()->info("task {}: started {}{} (pid {}, timeout {} s)", t.key.DirName(), suite->name,
+              mpirun ? absl::StrCat(" through mpirun, ", a.world_size(), " ranks") : "",
               t.proc->pid(), t.timeout_s);
   v1::TaskStatus running;
   running.set_task_id(t.key.task_id);
