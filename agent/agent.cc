@@ -36,7 +36,11 @@ Agent::Agent(AgentOptions options)
   exec.root = options_.root;
   exec.node_name = options_.node_name;
   exec.clock_offset_ns = options_.clock_offset_ns;
-  executor_ = std::make_unique<Executor>(exec, connection_.get());
+  RelayOptions relay;
+  relay.work_dir = options_.work_dir;
+  relay.clock_offset_ns = options_.clock_offset_ns;
+  relay_ = std::make_unique<RendezvousRelay>(relay, connection_.get());
+  executor_ = std::make_unique<Executor>(exec, connection_.get(), relay_.get());
 }
 
 Agent::~Agent() { Stop(); }
@@ -58,6 +62,7 @@ absl::Status Agent::Start() {
   Log()->info("node {}: {} GPUs ({}), {} CPU cores, {:.1f} GiB; agent {} boot {}",
               options_.node_name, inventory_.gpu_count(), inventory_.gpu_model(),
               inventory_.cpu_cores(), inventory_.memory_gib(), kCmaxVersion, boot_id_);
+  if (absl::Status s = relay_->Start(); !s.ok()) return s;
   executor_->Start();
   connection_->Start();
   started_ = true;
@@ -67,6 +72,7 @@ absl::Status Agent::Start() {
 void Agent::Stop() {
   if (connection_) connection_->Stop();
   if (executor_) executor_->Stop();
+  if (relay_) relay_->Stop();
 }
 
 v1::Hello Agent::MakeHello() {
@@ -80,7 +86,10 @@ v1::Hello Agent::MakeHello() {
   return hello;
 }
 
-void Agent::OnConnected(uint64_t generation) { executor_->OnConnected(generation); }
+void Agent::OnConnected(uint64_t generation) {
+  executor_->OnConnected(generation);
+  relay_->OnConnected(generation);
+}
 
 void Agent::OnMessage(const v1::CoordinatorMessage& message) {
   switch (message.msg_case()) {
@@ -100,8 +109,7 @@ void Agent::OnMessage(const v1::CoordinatorMessage& message) {
     case v1::CoordinatorMessage::kPing:
       break;  // handled by the connection
     case v1::CoordinatorMessage::kRendezvous:
-      Log()->warn("rendezvous reply {} ignored: this agent does not relay rendezvous yet",
-                  message.rendezvous().request_id());
+      relay_->OnReply(message.rendezvous());
       break;
     default:
       Log()->warn("unknown message from the coordinator (field {})",

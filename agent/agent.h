@@ -1,6 +1,7 @@
 // The agent: wires the task executor to the coordinator connection.
 //
 //   Connection (reader thread) ──OnMessage──▶ Executor (posts, never blocks)
+//                              ──rendezvous──▶ RendezvousRelay (its thread)
 //   Executor (its thread) ──Outbox::Send──▶ Connection (writer thread)
 //
 // Start-up: scan <work-dir>/tasks (restart), gather the inventory (a child
@@ -17,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/connection.h"
 #include "agent/executor.h"
+#include "agent/rendezvous_relay.h"
 #include "cmax/v1/inventory.pb.h"
 
 namespace cmax::agent {
@@ -54,6 +56,7 @@ class Agent : public ConnectionHandler {
   const std::string boot_id_;
   v1::Inventory inventory_;
   std::unique_ptr<Connection> connection_;
+  std::unique_ptr<RendezvousRelay> relay_;  // before executor_: it outlives it
   std::unique_ptr<Executor> executor_;
   bool started_ = false;
 };

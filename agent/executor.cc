@@ -7,7 +7,9 @@
 #include <chrono>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
@@ -69,15 +71,56 @@ absl::Status ValidateAssignment(const v1::TaskAssignment& a,
     if (absl::Status s = ValidateSuiteEnv(name, value); !s.ok()) return s;
   }
   if (a.timeout_seconds() < 0) return absl::InvalidArgumentError("negative timeout");
-  // Ranks are always children of their node's agent here; an mpirun launch
-  // is not implemented by this agent, so it is refused rather than run
-  // differently from what the plan asked.
-  if (!a.launcher().empty() && a.launcher() != "agents") {
+  if (!a.group().empty() && !ValidTaskId(a.group())) {
+    return absl::InvalidArgumentError("group name is not a valid task id");
+  }
+  const bool mpirun = a.launcher() == "mpirun";
+  if (!a.launcher().empty() && a.launcher() != "agents" && !mpirun) {
     return absl::InvalidArgumentError(absl::StrCat(
         "launcher '", a.launcher().substr(0, 64), "' is not supported by this agent"));
   }
-  if (!a.group().empty() && !ValidTaskId(a.group())) {
-    return absl::InvalidArgumentError("group name is not a valid task id");
+  if (!mpirun) {
+    for (const std::string& arg : args) {
+      if (absl::StartsWith(arg, "--mpirun-")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            arg.substr(2, arg.find('=') - 2), " applies to launcher mpirun only"));
+      }
+    }
+  } else {
+    // One assignment to the group's first node: peers in rank order, each
+    // running local_world_size ranks (see docs/mpirun.md).
+    if (a.group().empty()) {
+      return absl::InvalidArgumentError("launcher mpirun needs a group task");
+    }
+    if (a.peer_addresses_size() == 0) {
+      return absl::InvalidArgumentError("launcher mpirun: no peer addresses");
+    }
+    for (int i = 0; i < a.peer_addresses_size(); ++i) {
+      const std::string& p = a.peer_addresses(i);
+      bool ok = !p.empty() && p.size() <= 253 && p[0] != '-' &&
+                std::all_of(p.begin(), p.end(), [](char ch) {
+                  return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '.' ||
+                         ch == ':' || ch == '-' || ch == '_';
+                });
+      if (!ok) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "launcher mpirun: peer ", i, " has no usable address ('", p.substr(0, 64), "')"));
+      }
+    }
+    if (a.local_world_size() < 1 ||
+        a.world_size() != a.local_world_size() * a.peer_addresses_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "launcher mpirun: world size ", a.world_size(), " is not ", a.peer_addresses_size(),
+          " nodes x ", a.local_world_size(), " ranks"));
+    }
+    std::vector<std::string> rest;
+    if (auto opts = MpirunOptionArgs(args, &rest); !opts.ok()) return opts.status();
+    if (FindExecutable("mpirun").empty()) {
+      return absl::NotFoundError(
+          "launcher mpirun: mpirun is not installed on this node (Open MPI, package "
+          "openmpi-bin)");
+    }
+    return absl::OkStatus();
   }
   if (a.ranks_size() > 0) {
     if (a.world_size() < 1)
@@ -131,8 +174,45 @@ struct Executor::Task {
   int64_t next_error_log_mono_ns = 0;
 };
 
-Executor::Executor(ExecutorOptions options, Outbox* outbox)
-    : options_(std::move(options)), outbox_(outbox), store_(options_.work_dir) {}
+absl::StatusOr<std::vector<std::string>> MpirunArgv(const v1::TaskAssignment& a,
+                                                    const std::string& mpirun,
+                                                    const std::string& bench_dir) {
+  const SuiteInfo* suite = FindSuite(a.suite());
+  if (suite == nullptr) return absl::InvalidArgumentError("unknown suite");
+  std::vector<std::string> args(a.args().begin(), a.args().end());
+  std::vector<std::string> rest;
+  absl::StatusOr<std::vector<std::string>> options = MpirunOptionArgs(args, &rest);
+  if (!options.ok()) return options.status();
+  std::vector<std::string> hosts;
+  for (const std::string& p : a.peer_addresses()) {
+    // IPv6 addresses contain ':' themselves; Open MPI's --host takes them
+    // in brackets.
+    std::string host = p.find(':') != std::string::npos ? absl::StrCat("[", p, "]") : p;
+    hosts.push_back(absl::StrCat(host, ":", a.local_world_size()));
+  }
+  std::vector<std::string> argv = {mpirun,
+                                    "--allow-run-as-root",
+                                    "--oversubscribe",
+                                    "-np",
+                                    absl::StrCat(a.world_size()),
+                                    "--host",
+                                    absl::StrJoin(hosts, ",")};
+  argv.insert(argv.end(), options->begin(), options->end());
+  for (const char* var : {"CMAX_RENDEZVOUS", "CMAX_RENDEZVOUS_SECRET", "CMAX_GROUP"}) {
+    argv.insert(argv.end(), {"-x", var});
+  }
+  argv.push_back(absl::StrCat(bench_dir, "/", SuiteBinary(*suite, rest)));
+  argv.push_back(suite->name);
+  argv.insert(argv.end(), rest.begin(), rest.end());
+  argv.push_back("--jsonl");
+  return argv;
+}
+
+Executor::Executor(ExecutorOptions options, Outbox* outbox, RendezvousEndpoints* rendezvous)
+    : options_(std::move(options)),
+      outbox_(outbox),
+      rendezvous_(rendezvous),
+      store_(options_.work_dir) {}
 
 Executor::~Executor() { Stop(); }
 
@@ -242,6 +322,8 @@ void Executor::Handle(Event& event) {
 
 void Executor::HandleAssign(const v1::TaskAssignment& a) {
   std::vector<v1::RankAssignment> ranks(a.ranks().begin(), a.ranks().end());
+  // mpirun: one child (mpirun itself) reported as rank 0 of the group.
+  if (a.launcher() == "mpirun") ranks.clear();
   if (ranks.empty()) ranks.emplace_back();  // rank 0 of 1
   absl::Status valid = ValidateAssignment(a, options_.bench_dir);
   const SuiteInfo* suite = FindSuite(a.suite());
@@ -306,17 +388,82 @@ void Executor::HandleAssign(const v1::TaskAssignment& a) {
   }
 }
 
+absl::Status Executor::PrepareRendezvous(const Task& t,
+                                          std::map<std::string, std::string>* env) {
+  const v1::TaskAssignment& a = t.assignment;
+  if (a.group().empty() || rendezvous_ == nullptr) return absl::OkStatus();
+  const bool mpirun = a.launcher() == "mpirun";
+  auto key = std::make_pair(a.task_id(), a.attempt());
+  auto it = endpoints_.find(key);
+  if (it == endpoints_.end()) {
+    std::set<int> ranks;
+    if (mpirun) {
+      for (int r = 0; r < a.world_size(); ++r) ranks.insert(r);
+    } else {
+      for (const auto& [k, task] : tasks_) {
+        if (k.task_id == a.task_id() && k.attempt == a.attempt()) ranks.insert(k.rank);
+      }
+    }
+    // mpirun: ranks on other nodes reach this agent over TCP on its own
+    // address, the one the coordinator lists first for it.
+    const std::string tcp_host = mpirun ? a.peer_addresses(0) : "";
+    absl::StatusOr<RelayEndpoint> ep = rendezvous_->Open(a.group(), std::move(ranks), tcp_host);
+    if (!ep.ok()) {
+      return absl::Status(ep.status().code(),
+                          absl::StrCat("rendezvous for the group: ", ep.status().message()));
+    }
+    it = endpoints_.emplace(key, *ep).first;
+  }
+  (*env)["CMAX_RENDEZVOUS"] = it->second.address;
+  if (!it->second.secret.empty()) (*env)["CMAX_RENDEZVOUS_SECRET"] = it->second.secret;
+  return absl::OkStatus();
+}
+
+void Executor::CloseIdleRendezvous() {
+  for (auto it = endpoints_.begin(); it != endpoints_.end();) {
+    bool live = false;
+    for (const auto& [k, task] : tasks_) {
+      if (k.task_id == it->first.first && k.attempt == it->first.second &&
+          task->phase != Phase::kDone) {
+        live = true;
+        break;
+      }
+    }
+    if (live) {
+      ++it;
+      continue;
+    }
+    rendezvous_->Close(it->first.first);
+    it = endpoints_.erase(it);
+  }
+}
+
 void Executor::StartChild(Task& t) {
   const v1::TaskAssignment& a = t.assignment;
   const SuiteInfo* suite = FindSuite(a.suite());
+  const bool mpirun = a.launcher() == "mpirun";
   SpawnOptions spawn;
-  std::vector<std::string> args(a.args().begin(), a.args().end());
-  spawn.argv.push_back(absl::StrCat(options_.bench_dir, "/", SuiteBinary(*suite, args)));
-  spawn.argv.push_back(suite->name);
-  for (const std::string& arg : a.args()) spawn.argv.push_back(arg);
-  spawn.argv.push_back("--jsonl");
-  if (suite->takes_root && !options_.root.empty()) {
-    spawn.argv.push_back(absl::StrCat("--root=", options_.root));
+  if (mpirun) {
+    absl::StatusOr<std::vector<std::string>> argv =
+        MpirunArgv(a, FindExecutable("mpirun"), options_.bench_dir);
+    if (!argv.ok()) {
+      v1::TaskStatus status;
+      status.set_state(v1::TASK_FAILED);
+      status.set_exit_code(-1);
+      status.set_message(absl::StrCat("launcher mpirun: ", argv.status().message()));
+      Finish(t, status);
+      return;
+    }
+    spawn.argv = *std::move(argv);
+  } else {
+    std::vector<std::string> args(a.args().begin(), a.args().end());
+    spawn.argv.push_back(absl::StrCat(options_.bench_dir, "/", SuiteBinary(*suite, args)));
+    spawn.argv.push_back(suite->name);
+    for (const std::string& arg : a.args()) spawn.argv.push_back(arg);
+    spawn.argv.push_back("--jsonl");
+    if (suite->takes_root && !options_.root.empty()) {
+      spawn.argv.push_back(absl::StrCat("--root=", options_.root));
+    }
   }
   for (const auto& [k, v] : a.env()) spawn.env[k] = v;
   const std::string dir = store_.DirFor(t.key);
@@ -325,11 +472,24 @@ void Executor::StartChild(Task& t) {
   spawn.env["CMAX_ATTEMPT"] = absl::StrCat(a.attempt());
   spawn.env["CMAX_NODE_NAME"] = options_.node_name;
   spawn.env["CMAX_TASK_DIR"] = dir;
-  spawn.env["CMAX_RANK"] = absl::StrCat(t.key.rank);
-  spawn.env["CMAX_WORLD_SIZE"] = absl::StrCat(group ? a.world_size() : 1);
-  spawn.env["CMAX_LOCAL_RANK"] = absl::StrCat(t.local_rank);
-  spawn.env["CMAX_LOCAL_WORLD_SIZE"] = absl::StrCat(group ? a.local_world_size() : 1);
+  if (!mpirun) {
+    // Under mpirun every rank learns its place from Open MPI; mpirun's own
+    // environment reaches its local ranks and must not name a rank.
+    spawn.env["CMAX_RANK"] = absl::StrCat(t.key.rank);
+    spawn.env["CMAX_WORLD_SIZE"] = absl::StrCat(group ? a.world_size() : 1);
+    spawn.env["CMAX_LOCAL_RANK"] = absl::StrCat(t.local_rank);
+    spawn.env["CMAX_LOCAL_WORLD_SIZE"] = absl::StrCat(group ? a.local_world_size() : 1);
+  }
   if (!a.group().empty()) spawn.env["CMAX_GROUP"] = a.group();
+  if (absl::Status rv = PrepareRendezvous(t, &spawn.env); !rv.ok()) {
+    v1::TaskStatus status;
+    status.set_state(v1::TASK_FAILED);
+    status.set_exit_code(-1);
+    status.set_message(std::string(rv.message()));
+    Log()->error("task {}: {}", t.key.DirName(), status.message());
+    Finish(t, status);
+    return;
+  }
   spawn.cwd = dir;
   spawn.stdout_path = store_.SpoolPath(t.key);
   spawn.stderr_path = store_.StderrPath(t.key);
@@ -357,7 +517,8 @@ void Executor::StartChild(Task& t) {
     absl::MutexLock lock(&mu_);
     ++spawned_;
   }
-  Log()->info("task {}: started {} (pid {}, timeout {} s)", t.key.DirName(), suite->name,
+  Log()->info("task {}: started {}{} (pid {}, timeout {} s)", t.key.DirName(), suite->name,
+              mpirun ? absl::StrCat(" through mpirun, ", a.world_size(), " ranks") : "",
               t.proc->pid(), t.timeout_s);
   v1::TaskStatus running;
   running.set_task_id(t.key.task_id);
@@ -613,6 +774,7 @@ bool Executor::Tick() {
       ++it;
     }
   }
+  if (rendezvous_ != nullptr) CloseIdleRendezvous();
   return busy;
 }
 

@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/outbox.h"
+#include "agent/rendezvous_relay.h"
 #include "agent/spool.h"
 #include "agent/task_store.h"
 #include "cmax/v1/service.pb.h"
@@ -66,14 +67,26 @@ struct ExecutorOptions {
 
 // Checks an assignment the way the agent must before it spawns anything:
 // task id syntax, suite in the catalog and its binary in `bench_dir`, args,
-// env, ranks. OK or INVALID_ARGUMENT/NOT_FOUND with the reason.
+// env, ranks, and for launcher mpirun the peers and an installed mpirun.
+// OK or INVALID_ARGUMENT/NOT_FOUND with the reason.
 absl::Status ValidateAssignment(const v1::TaskAssignment& assignment,
                                 const std::string& bench_dir);
 
+// The mpirun command line for a launcher-mpirun group task (see
+// docs/mpirun.md): mpirun --allow-run-as-root --oversubscribe -np W
+// --host A:R,B:R [allow-listed options] -x CMAX_RENDEZVOUS
+// -x CMAX_RENDEZVOUS_SECRET -x CMAX_GROUP <bench-dir>/<binary> <suite>
+// <args> --jsonl. REQUIRES: ValidateAssignment(a) is OK.
+absl::StatusOr<std::vector<std::string>> MpirunArgv(const v1::TaskAssignment& a,
+                                                    const std::string& mpirun,
+                                                    const std::string& bench_dir);
+
 class Executor {
  public:
-  // `outbox` must outlive the executor.
-  Executor(ExecutorOptions options, Outbox* outbox);
+  // `outbox` must outlive the executor; so must `rendezvous` when given
+  // (group tasks then get CMAX_RENDEZVOUS; without it they run without).
+  Executor(ExecutorOptions options, Outbox* outbox,
+           RendezvousEndpoints* rendezvous = nullptr);
   ~Executor();  // Stop()
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -137,8 +150,17 @@ class Executor {
   void RefreshHeld();
   int64_t AgentNowNs() const;
 
+  // Opens the rendezvous of the child's group task once per (task, attempt)
+  // and sets the child's CMAX_RENDEZVOUS*; non-OK: the child cannot start.
+  absl::Status PrepareRendezvous(const Task& task, std::map<std::string, std::string>* env);
+  // Closes rendezvous endpoints whose group has no waiting or running child.
+  void CloseIdleRendezvous();
+
   const ExecutorOptions options_;
   Outbox* const outbox_;
+  RendezvousEndpoints* const rendezvous_;
+  // Executor thread only: open rendezvous endpoints by (task id, attempt).
+  std::map<std::pair<std::string, int32_t>, RelayEndpoint> endpoints_;
   TaskStore store_;
 
   mutable absl::Mutex mu_;

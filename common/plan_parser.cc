@@ -219,6 +219,12 @@ class Parser {
     if (out->scope() != v1::SCOPE_GANG && (!out->ranks_per_node().empty() || !out->launcher().empty())) {
       return Error(node, "ranks_per_node and launcher apply to scope: gang only");
     }
+    for (const auto& [pkey, pval] : out->params()) {
+      if (IsMpirunOption(pkey) && out->launcher() != "mpirun") {
+        return Error(node["params"], absl::StrCat("parameter '", pkey,
+                                                  "' applies to launcher: mpirun only"));
+      }
+    }
     return absl::OkStatus();
   }
 

@@ -16,6 +16,13 @@
 // _LOCAL_RANK, _LOCAL_SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS,
 // SLURM_LOCALID) when the CMAX_ variables are absent.
 //
+// A request may carry the client's own request_id; the agent echoes it in
+// the reply (it replaces it with an agent-unique id on the way up). A reply
+// with request_id 0 is about the connection (bad secret, oversized line).
+// Errors map to codes: DEADLINE_EXCEEDED (timed out), FAILED_PRECONDITION
+// (unknown or ended group, rank not launched here), INVALID_ARGUMENT (limits,
+// malformed request), UNAVAILABLE (agent or coordinator unreachable).
+//
 // Thread-compatible: one request at a time per client.
 #ifndef CMAX_COMMON_RENDEZVOUS_CLIENT_H_
 #define CMAX_COMMON_RENDEZVOUS_CLIENT_H_
@@ -66,6 +73,7 @@ class RendezvousClient {
   int fd_;
   GroupPlace place_;
   std::string buffer_;
+  uint64_t next_id_ = 0;
 };
 
 }  // namespace cmax

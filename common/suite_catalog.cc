@@ -59,13 +59,42 @@ std::vector<SuiteInfo> MakeCatalog() {
       .params =
           {
               {.name = "mode", .type = ParamType::kEnum, .help = "what to do",
-               .choices = {"ok", "records", "sleep", "fail", "error", "crash"}},
+               .choices = {"ok", "records", "sleep", "fail", "error", "crash", "barrier"}},
               {.name = "records", .type = ParamType::kInt, .help = "records to write",
                .min = 0, .max = 10000000},
               {.name = "seconds", .type = ParamType::kNumber, .help = "time to take",
                .min = 0, .max = 86400},
               {.name = "rate", .type = ParamType::kNumber, .help = "records per second (0: as fast as possible)",
                .min = 0, .max = 1e7},
+              {.name = "fail-rank", .type = ParamType::kInt,
+               .help = "group tasks: this rank exits 3 (a crash) after its first record",
+               .min = 0, .max = 1 << 20},
+          },
+  });
+
+  // Full-mesh TCP reachability, round-trip time and a short transfer between
+  // every pair of ranks of a gang (benchmarks/connectivity), one rank per node
+  // by default; judged by reports/judges/connectivity_judge.cc.
+  c.push_back({
+      .name = "connectivity",
+      .binary = "cmax-bench",
+      .category = "networking",
+      .help = "full-mesh TCP reachability, round-trip time and transfer rate between nodes",
+      .scopes = {SCOPE_GANG},
+      .default_timeout_s = 300,
+      .exclusive = false,
+      .params =
+          {
+              {.name = "port-range", .type = ParamType::kToken,
+               .help = "LOW-HIGH: listen on the first free port of this range (default: any)"},
+              {.name = "bytes", .type = ParamType::kBytes,
+               .help = "bytes per transfer measurement (default 4M)", .min = 1024,
+               .max = 1LL << 30},
+              {.name = "pings", .type = ParamType::kInt,
+               .help = "ping-pongs per pair; the RTT is their median (default 20)", .min = 1,
+               .max = 10000},
+              {.name = "timeout", .type = ParamType::kNumber,
+               .help = "seconds per connection attempt (default 2)", .min = 0.1, .max = 60},
           },
   });
 
@@ -250,6 +279,21 @@ std::vector<SuiteInfo> MakeCatalog() {
           },
   });
 
+  // Every suite that can run as a gang may be launched by mpirun; these are
+  // the only mpirun options a plan can set (ValidateMpirunOption).
+  for (SuiteInfo& suite : c) {
+    if (std::find(suite.scopes.begin(), suite.scopes.end(), SCOPE_GANG) == suite.scopes.end()) {
+      continue;
+    }
+    suite.params.push_back({.name = std::string(kMpirunBindTo), .type = ParamType::kToken,
+                            .help = "launcher mpirun: --bind-to none|core|socket|numa"});
+    suite.params.push_back({.name = std::string(kMpirunMapBy), .type = ParamType::kToken,
+                            .help = "launcher mpirun: --map-by (ppr:N:UNIT, node, socket, "
+                                    "numa, core, slot, hwthread, with :PE=N, :SPAN, ...)"});
+    suite.params.push_back({.name = std::string(kMpirunIfInclude), .type = ParamType::kToken,
+                            .help = "launcher mpirun: interfaces or CIDRs for Open MPI's TCP "
+                                    "traffic (btl_tcp_if_include and oob_tcp_if_include)"});
+  }
   return c;
 }
 
@@ -320,6 +364,7 @@ absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
 
 absl::Status ValidateParam(const ParamSpec& spec, const std::string& value) {
   if (value.size() > 4096) return Bad(spec, value.substr(0, 32) + "...", "short enough");
+  if (IsMpirunOption(spec.name)) return ValidateMpirunOption(spec.name, value);
   switch (spec.type) {
     case ParamType::kInt: {
       int64_t v;
@@ -472,6 +517,115 @@ absl::Status ValidateSuiteEnv(const std::string& name, const std::string& value)
     }
   }
   return absl::OkStatus();
+}
+
+bool IsMpirunOption(const std::string& name) { return absl::StartsWith(name, "mpirun-"); }
+
+absl::Status ValidateMpirunOption(const std::string& name, const std::string& value) {
+  auto bad = [&](const std::string& want) {
+    return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "': '",
+                                                   value.substr(0, 64), "' is not ", want));
+  };
+  if (value.empty() || value.size() > 128) return bad("1 to 128 characters");
+  if (name == kMpirunBindTo) {
+    static const std::set<std::string> kBind = {"none", "core", "socket", "numa"};
+    if (!kBind.count(value)) return bad("one of none, core, socket, numa");
+    return absl::OkStatus();
+  }
+  if (name == kMpirunMapBy) {
+    // Open MPI 4.1 mpirun(1), --map-by: an object, or ppr:N:object, then
+    // modifiers after colons.
+    static const std::set<std::string> kObjects = {"slot",     "hwthread", "core", "l1cache",
+                                                   "l2cache",  "l3cache",  "socket", "numa",
+                                                   "package",  "board",    "node"};
+    static const std::set<std::string> kModifiers = {"SPAN", "OVERSUBSCRIBE", "NOOVERSUBSCRIBE",
+                                                     "NOLOCAL", "DISPLAY"};
+    std::vector<std::string> parts = absl::StrSplit(value, ':');
+    size_t i = 0;
+    auto small_number = [](const std::string& t) {
+      int n = 0;
+      return t.size() <= 4 && absl::SimpleAtoi(t, &n) && n >= 1 &&
+             std::all_of(t.begin(), t.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    };
+    if (parts[0] == "ppr") {
+      if (parts.size() < 3 || !small_number(parts[1]) || !kObjects.count(parts[2])) {
+        return bad("ppr:N:OBJECT");
+      }
+      i = 3;
+    } else {
+      if (!kObjects.count(parts[0])) {
+        return bad("a mapping (ppr:N:OBJECT or slot, hwthread, core, socket, numa, node...)");
+      }
+      i = 1;
+    }
+    for (; i < parts.size(); ++i) {
+      const std::string& m = parts[i];
+      if (kModifiers.count(m)) continue;
+      if (absl::StartsWith(m, "PE=") && small_number(m.substr(3))) continue;
+      return bad("a mapping with modifiers PE=N, SPAN, OVERSUBSCRIBE, NOOVERSUBSCRIBE, "
+                 "NOLOCAL or DISPLAY");
+    }
+    return absl::OkStatus();
+  }
+  if (name == kMpirunIfInclude) {
+    // Interface names (IFNAMSIZ: at most 15 characters) or IPv4 CIDRs,
+    // comma-separated, as btl_tcp_if_include accepts them.
+    for (absl::string_view item : absl::StrSplit(value, ',')) {
+      if (item.empty() || item.size() > 18) return bad("interface names or CIDRs");
+      size_t slash = item.find('/');
+      if (slash != absl::string_view::npos) {
+        std::vector<std::string> octets = absl::StrSplit(item.substr(0, slash), '.');
+        int bits = 0;
+        bool ok = octets.size() == 4 && absl::SimpleAtoi(item.substr(slash + 1), &bits) &&
+                  bits >= 0 && bits <= 32;
+        for (const auto& o : octets) {
+          int v = 0;
+          ok = ok && !o.empty() && o.size() <= 3 && absl::SimpleAtoi(o, &v) && v >= 0 && v <= 255;
+        }
+        if (!ok) return bad("interface names or IPv4 CIDRs (10.0.0.0/8)");
+        continue;
+      }
+      if (item.size() > 15 || item[0] == '-') return bad("interface names (up to 15 characters)");
+      for (char ch : item) {
+        if (!(absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' ||
+              ch == '-')) {
+          return bad("interface names of letters, digits and _ . -");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "mpirun option '", name.substr(0, 64), "' is not allowed (allowed: ", kMpirunBindTo, ", ",
+      kMpirunMapBy, ", ", kMpirunIfInclude, ")"));
+}
+
+absl::StatusOr<std::vector<std::string>> MpirunOptionArgs(
+    const std::vector<std::string>& suite_args, std::vector<std::string>* rest) {
+  std::vector<std::string> out;
+  rest->clear();
+  for (const std::string& arg : suite_args) {
+    if (!absl::StartsWith(arg, "--mpirun-")) {
+      rest->push_back(arg);
+      continue;
+    }
+    size_t eq = arg.find('=');
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(arg.substr(0, 64), " needs a value"));
+    }
+    std::string name = arg.substr(2, eq - 2);
+    std::string value = arg.substr(eq + 1);
+    if (absl::Status s = ValidateMpirunOption(name, value); !s.ok()) return s;
+    if (name == kMpirunBindTo) {
+      out.insert(out.end(), {"--bind-to", value});
+    } else if (name == kMpirunMapBy) {
+      out.insert(out.end(), {"--map-by", value});
+    } else {
+      out.insert(out.end(), {"--mca", "btl_tcp_if_include", value, "--mca", "oob_tcp_if_include",
+                             value});
+    }
+  }
+  return out;
 }
 
 std::string ScopeName(v1::Scope scope) {

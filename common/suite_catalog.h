@@ -81,6 +81,30 @@ absl::Status ValidateSuiteArgs(const SuiteInfo& suite, const std::vector<std::st
 // loader, plugin or path variables. OK or INVALID_ARGUMENT with the reason.
 absl::Status ValidateSuiteEnv(const std::string& name, const std::string& value);
 
+// mpirun options a plan may set (launcher: mpirun), as plan params on every
+// suite that allows scope gang; the coordinator passes them to the agent as
+// suite args ("--mpirun-bind-to=core"), and the agent turns them into mpirun
+// arguments instead of passing them to the suite:
+//   mpirun-bind-to    --bind-to none|core|socket|numa
+//   mpirun-map-by     --map-by ppr:N:OBJECT | OBJECT, then :PE=N :SPAN
+//                     :OVERSUBSCRIBE :NOOVERSUBSCRIBE :NOLOCAL :DISPLAY
+//   mpirun-if-include --mca btl_tcp_if_include X --mca oob_tcp_if_include X
+//                     (X: interface names or IPv4 CIDRs, comma-separated)
+// Nothing else reaches mpirun's command line from a plan: no option that
+// loads a library, chooses a program or sets an arbitrary MCA parameter.
+inline constexpr char kMpirunBindTo[] = "mpirun-bind-to";
+inline constexpr char kMpirunMapBy[] = "mpirun-map-by";
+inline constexpr char kMpirunIfInclude[] = "mpirun-if-include";
+
+bool IsMpirunOption(const std::string& param_name);
+// OK or INVALID_ARGUMENT naming the option and what was expected; unknown
+// names are refused.
+absl::Status ValidateMpirunOption(const std::string& name, const std::string& value);
+// Splits validated suite args into mpirun arguments (returned) and the rest
+// (`rest`, passed to the suite).
+absl::StatusOr<std::vector<std::string>> MpirunOptionArgs(
+    const std::vector<std::string>& suite_args, std::vector<std::string>* rest);
+
 // Parses "64K", "1M", "2G", "4096" into bytes.
 absl::StatusOr<int64_t> ParseBytes(const std::string& text);
 

@@ -9,7 +9,9 @@ const std::vector<FleetMetric>& FleetMetrics() {
       {"gemm_tflops", "Compute", Better::kHigher, {"dtype", "m", "n", "k"}},
       {"memory_bandwidth_gbps", "Compute", Better::kHigher, {"test"}},
       {"busbw_gbps", "Networking", Better::kHigher, {"op", "size_bytes"}},
-      {"rtt_ms", "Networking", Better::kLower, {}},
+      // rtt_ms (connectivity) is judged per node pair by
+      // judges/connectivity_judge.cc, which blames the node behind the slow
+      // pairs rather than the pair's source.
       {"storage_bandwidth_mbps", "Storage", Better::kHigher, {"pattern"}},
       {"burnin_tflops_mean", "Reliability", Better::kHigher, {}},
   };

@@ -6,14 +6,78 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "benchmarks/suite.h"
 #include "common/args.h"
 #include "common/record_io.h"
+#include "common/rendezvous_client.h"
+#include "common/time_util.h"
 
 namespace cmax::bench {
+namespace {
+
+// Exit code of a rank that fails on purpose (--fail-rank): neither 0, 1 nor
+// 2, so the agent reports a crash and the coordinator stops the group.
+constexpr int kExitRankCrash = 3;
+
+int EnvRank() {
+  int rank = 0;
+  const char* r = getenv("CMAX_RANK");
+  if (r == nullptr) r = getenv("OMPI_COMM_WORLD_RANK");
+  if (r == nullptr || !absl::SimpleAtoi(r, &rank)) return 0;
+  return rank;
+}
+
+void SleepUntilUnixNs(int64_t target) {
+  for (;;) {
+    int64_t left = target - NowUnixNs();
+    if (left <= 0) return;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 100000000)));
+  }
+}
+
+// mode barrier: prepare (sleep --seconds x rank), ready (Barrier "start"),
+// sleep until the start instant, record the three instants in this host's
+// real clock (unix ns), then a short end.
+int RunBarrierMode(RecordWriter& out, double seconds, bool jsonl) {
+  const int64_t prepare = NowUnixNs();
+  auto client = RendezvousClient::FromEnvironment();
+  if (!client.ok()) {
+    std::fprintf(stderr, "selftest: mode barrier needs a group task: %s\n",
+                 std::string(client.status().message()).c_str());
+    out.Log("error", absl::StrCat("not measured: ", client.status().message()));
+    return kExitCouldNotRun;
+  }
+  const int rank = (*client)->rank();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds * rank));
+  const int64_t ready = NowUnixNs();
+  auto start = (*client)->Barrier("start", absl::Seconds(120 + seconds * (*client)->world_size()));
+  if (!start.ok()) {
+    std::fprintf(stderr, "selftest: barrier: %s\n", std::string(start.status().message()).c_str());
+    out.Log("error", absl::StrCat("barrier failed: ", start.status().message()));
+    return kExitCouldNotRun;
+  }
+  SleepUntilUnixNs(*start);
+  const int64_t started = NowUnixNs();
+  std::map<std::string, std::string> labels = {{"rank", absl::StrCat(rank)}};
+  out.Measure("barrier_prepare_ns", static_cast<double>(prepare), "ns", labels);
+  out.Measure("barrier_ready_ns", static_cast<double>(ready), "ns", labels);
+  out.Measure("barrier_start_ns", static_cast<double>(started), "ns", labels);
+  out.Measure("barrier_target_ns", static_cast<double>(*start), "ns", labels);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  out.Measure("barrier_end_ns", static_cast<double>(NowUnixNs()), "ns", labels);
+  if (!jsonl) {
+    std::printf("rank %d: started %.3f ms after the target instant\n", rank,
+                static_cast<double>(started - *start) / 1e6);
+  }
+  return kExitPassed;
+}
+
+}  // namespace
 
 int RunSelftest(int argc, char** argv) {
   std::string mode = "ok";
@@ -28,7 +92,14 @@ int RunSelftest(int argc, char** argv) {
                  "  sleep    write one record, then sleep --seconds (for timeouts)\n"
                  "  fail     write records and a FAIL finding, exit 1\n"
                  "  error    print a reason to stderr, exit 2 (could not run)\n"
-                 "  crash    write records, print to stderr, then abort (SIGABRT)");
+                 "  crash    write records, print to stderr, then abort (SIGABRT)\n"
+                 "  barrier  group tasks: prepare for --seconds x rank, wait at the\n"
+                 "           rendezvous barrier, start at its instant; records\n"
+                 "           barrier_{prepare,ready,start,end}_ns (unix ns, this host)\n"
+                 "--fail-rank N: in a group task, rank N writes one record and a FAIL\n"
+                 "finding, then exits 3 (a crash), so the group is stopped.");
+  int64_t fail_rank = -1;
+  args.AddInt("fail-rank", &fail_rank, "this rank exits 3 after its first record");
   args.AddString("mode", &mode, "what to do (default ok)");
   args.AddInt("records", &records, "records to write (default 10)");
   args.AddDouble("seconds", &seconds, "time to take (default 0)");
@@ -51,6 +122,22 @@ int RunSelftest(int argc, char** argv) {
     }
   };
 
+  if (fail_rank >= 0 && EnvRank() == fail_rank) {
+    out.Measure("selftest_sequence", 0, "count", {{"index", "0"}});
+    v1::Finding f;
+    f.set_check_id("selftest.rank_failed");
+    f.set_severity(v1::SEVERITY_FAIL);
+    f.set_category("reliability");
+    f.set_subject(absl::StrCat("rank:", fail_rank));
+    f.set_title(absl::StrCat("selftest rank ", fail_rank, " fails on purpose"));
+    f.set_detail("--fail-rank: this rank exits 3 so the group is stopped");
+    out.Find(f);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::fprintf(stderr, "selftest: rank %lld failing on purpose (fail-rank)\n",
+                 static_cast<long long>(fail_rank));
+    return kExitRankCrash;
+  }
+  if (mode == "barrier") return RunBarrierMode(out, seconds, jsonl);
   if (mode == "error") {
     std::fprintf(stderr, "selftest: asked to fail to run (mode=error)\n");
     return kExitCouldNotRun;

@@ -103,3 +103,34 @@ TEST_CASE("durations", "[plan]") {
   CHECK_FALSE(cmax::ParseDurationSeconds("-5").ok());
   CHECK_FALSE(cmax::ParseDurationSeconds("soon").ok());
 }
+
+TEST_CASE("the shipped plans parse, connectivity as a gang", "[plan]") {
+  for (const char* name : {"quick", "full"}) {
+    auto plan = cmax::LoadPlanFile(std::string(CMAX_SOURCE_DIR) + "/benchmarks/plans/" + name +
+                                   ".yaml");
+    INFO(name << ": " << plan.status().ToString());
+    REQUIRE(plan.ok());
+    bool connectivity = false;
+    for (const auto& s : plan->suites()) {
+      if (s.suite() == "connectivity") {
+        connectivity = true;
+        CHECK(s.scope() == cmax::v1::SCOPE_GANG);
+      }
+    }
+    CHECK(connectivity);
+  }
+}
+
+TEST_CASE("mpirun options need launcher mpirun", "[plan]") {
+  auto agents = ParsePlan(
+      "name: p\nsuites:\n  - suite: connectivity\n    scope: gang\n"
+      "    params: {mpirun-bind-to: none}\n",
+      "p.yaml");
+  CHECK_FALSE(agents.ok());
+  CHECK(agents.status().message().find("launcher: mpirun only") != std::string::npos);
+  auto mpirun = ParsePlan(
+      "name: p\nsuites:\n  - suite: connectivity\n    scope: gang\n    launcher: mpirun\n"
+      "    params: {mpirun-bind-to: none}\n",
+      "p.yaml");
+  CHECK(mpirun.ok());
+}

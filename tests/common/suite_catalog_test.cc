@@ -66,3 +66,37 @@ TEST_CASE("gemm runs in the binary of its backend", "[catalog]") {
   CHECK(cmax::BuildSuiteArgs(*memory, {{"size", "1G"}, {"tests", "h2d,p2p"}}).ok());
   CHECK_FALSE(cmax::BuildSuiteArgs(*memory, {{"tests", "h2d,nvme"}}).ok());
 }
+
+TEST_CASE("only allow-listed mpirun options reach mpirun", "[catalog][security]") {
+  using cmax::ValidateMpirunOption;
+  CHECK(ValidateMpirunOption("mpirun-bind-to", "none").ok());
+  CHECK(ValidateMpirunOption("mpirun-bind-to", "numa").ok());
+  CHECK_FALSE(ValidateMpirunOption("mpirun-bind-to", "hwthread --mca x y").ok());
+  CHECK(ValidateMpirunOption("mpirun-map-by", "ppr:8:node").ok());
+  CHECK(ValidateMpirunOption("mpirun-map-by", "socket:PE=4").ok());
+  CHECK(ValidateMpirunOption("mpirun-map-by", "node:SPAN:OVERSUBSCRIBE").ok());
+  CHECK_FALSE(ValidateMpirunOption("mpirun-map-by", "ppr:8:node:PE=abc").ok());
+  CHECK_FALSE(ValidateMpirunOption("mpirun-map-by", "-x LD_PRELOAD").ok());
+  CHECK(ValidateMpirunOption("mpirun-if-include", "eth0,ib0").ok());
+  CHECK(ValidateMpirunOption("mpirun-if-include", "10.0.0.0/8").ok());
+  CHECK_FALSE(ValidateMpirunOption("mpirun-if-include", "eth0 --mca plm_rsh_agent x").ok());
+  CHECK_FALSE(ValidateMpirunOption("mpirun-if-include", "-eth0").ok());
+  CHECK_FALSE(ValidateMpirunOption("mpirun-mca", "plm_rsh_agent=/bin/sh").ok());
+  CHECK_FALSE(ValidateMpirunOption("mpirun-x", "LD_PRELOAD=/tmp/evil.so").ok());
+
+  // Gang suites declare them; node-only suites do not.
+  const auto* conn = cmax::FindSuite("connectivity");
+  REQUIRE(conn != nullptr);
+  CHECK(cmax::BuildSuiteArgs(*conn, {{"mpirun-map-by", "ppr:1:node"}}).ok());
+  CHECK_FALSE(cmax::BuildSuiteArgs(*conn, {{"mpirun-map-by", "ppr:1:node;rm"}}).ok());
+  CHECK_FALSE(cmax::BuildSuiteArgs(*cmax::FindSuite("hostcheck"), {{"mpirun-bind-to", "none"}}).ok());
+
+  // The agent splits them from the suite's own args.
+  std::vector<std::string> rest;
+  auto opts = cmax::MpirunOptionArgs(
+      {"--bytes=1M", "--mpirun-bind-to=none", "--mpirun-if-include=eth0"}, &rest);
+  REQUIRE(opts.ok());
+  CHECK(rest == std::vector<std::string>{"--bytes=1M"});
+  CHECK(*opts == std::vector<std::string>{"--bind-to", "none", "--mca", "btl_tcp_if_include",
+                                          "eth0", "--mca", "oob_tcp_if_include", "eth0"});
+}

@@ -1,0 +1,280 @@
+// Judge: the full-mesh connectivity matrix (benchmarks/connectivity).
+//
+// Input: Measurements of suite "connectivity": `reachable` (1/0), `rtt_ms`
+// and `transfer_mbps`, each labelled src, dst (node names), src_rank,
+// dst_rank, dst_addr; written by the source rank. Several ranks per node
+// collapse into one directed node pair: a pair is reachable when every
+// measurement of it is 1; its RTT is the median of its ranks' values. Pairs
+// within one node (src == dst) are ignored.
+//
+// Output, category Networking (rule ids connectivity.*):
+//   matrix        fleet-wide: n nodes, pairs measured of n(n-1), unreachable
+//                 pairs; pass when every pair was measured and reachable,
+//                 warn when pairs are missing, fail when any is unreachable.
+//   unreachable_node   fail on a node no measured peer could reach
+//                 ("unreachable from every peer"), with the peers and the
+//                 addresses they tried.
+//   unreachable_pair   fail on the destination of every other unreachable
+//                 direction, naming both nodes and the addresses tried.
+//   asymmetric    warn on the source of a failing direction whose reverse
+//                 works (A reaches B, B does not reach A), naming both.
+//   rtt           RTT per pair against the fleet (stats.h FindOutliers,
+//                 lower is better, at least 4 pairs): the outlying pairs
+//                 are blamed on the node that appears in most of them
+//                 (warn on that node); with no such node a fleet-wide warn
+//                 lists the pairs. Otherwise a pass with the RTT spread.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "reports/judge_util.h"
+#include "reports/run_data.h"
+#include "reports/stats.h"
+
+namespace cmax::reports {
+namespace {
+
+constexpr char kCategory[] = "Networking";
+
+struct PairData {
+  int measured = 0;
+  int unreachable = 0;
+  std::vector<double> rtt;
+  std::vector<double> mbps;
+  std::set<std::string> addresses;  // dst_addr labels
+};
+
+std::string Label(const v1::Measurement& m, const char* key) {
+  auto it = m.labels().find(key);
+  return it == m.labels().end() ? "" : it->second;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size() / 2;
+  return v.size() % 2 ? v[n] : (v[n - 1] + v[n]) / 2;
+}
+
+std::string PairName(const std::string& a, const std::string& b) {
+  return absl::StrCat(a, " -> ", b);
+}
+
+v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
+                    const std::string& subject) {
+  v1::RuleResult r;
+  r.set_rule_id(absl::StrCat("connectivity.", id));
+  r.set_category(kCategory);
+  r.set_outcome(outcome);
+  r.set_node(node);
+  r.set_subject(subject);
+  return r;
+}
+
+}  // namespace
+
+void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
+  std::map<std::pair<std::string, std::string>, PairData> pairs;  // (src, dst)
+  std::set<std::string> nodes;
+  for (const auto& rec : data.records) {
+    if (rec.suite() != "connectivity" || !rec.record().has_measurement()) continue;
+    const v1::Measurement& m = rec.record().measurement();
+    std::string src = Label(m, "src");
+    std::string dst = Label(m, "dst");
+    if (src.empty()) src = RecordNode(rec);
+    if (src.empty() || dst.empty() || src == dst) continue;
+    nodes.insert(src);
+    nodes.insert(dst);
+    PairData& p = pairs[{src, dst}];
+    if (m.metric() == "reachable") {
+      ++p.measured;
+      if (m.value() < 0.5) ++p.unreachable;
+      std::string addr = Label(m, "dst_addr");
+      if (!addr.empty()) p.addresses.insert(addr);
+    } else if (m.metric() == "rtt_ms") {
+      p.rtt.push_back(m.value());
+    } else if (m.metric() == "transfer_mbps") {
+      p.mbps.push_back(m.value());
+    }
+  }
+  if (nodes.empty()) return;
+
+  auto reachable = [&](const std::string& a, const std::string& b) {
+    auto it = pairs.find({a, b});
+    return it != pairs.end() && it->second.measured > 0 && it->second.unreachable == 0;
+  };
+  auto unreachable = [&](const std::string& a, const std::string& b) {
+    auto it = pairs.find({a, b});
+    return it != pairs.end() && it->second.unreachable > 0;
+  };
+  auto tried = [&](const std::string& a, const std::string& b) {
+    auto it = pairs.find({a, b});
+    if (it == pairs.end() || it->second.addresses.empty()) return std::string("(no address)");
+    return absl::StrJoin(it->second.addresses, ", ");
+  };
+
+  // The matrix summary.
+  const size_t n = nodes.size();
+  const size_t expected = n * (n - 1);
+  size_t measured = 0, bad = 0;
+  std::vector<std::string> bad_pairs, missing;
+  for (const auto& a : nodes) {
+    for (const auto& b : nodes) {
+      if (a == b) continue;
+      auto it = pairs.find({a, b});
+      if (it == pairs.end() || it->second.measured == 0) {
+        missing.push_back(PairName(a, b));
+        continue;
+      }
+      ++measured;
+      if (it->second.unreachable > 0) {
+        ++bad;
+        bad_pairs.push_back(PairName(a, b));
+      }
+    }
+  }
+  {
+    v1::RuleResult r = Rule("matrix", bad > 0 ? "fail" : (missing.empty() ? "pass" : "warn"), "",
+                            "fleet");
+    r.set_value(static_cast<double>(bad));
+    r.set_expected(0);
+    r.set_unit("unreachable pairs");
+    r.set_message(absl::StrCat("connectivity: ", n, " nodes, ", measured, " of ", expected,
+                               " directed pairs measured, ", bad, " unreachable"));
+    if (!bad_pairs.empty()) r.add_evidence(absl::StrCat("unreachable: ", absl::StrJoin(bad_pairs, "; ")));
+    if (!missing.empty()) r.add_evidence(absl::StrCat("not measured: ", absl::StrJoin(missing, "; ")));
+    std::vector<double> all_mbps;
+    for (const auto& [k, p] : pairs) all_mbps.insert(all_mbps.end(), p.mbps.begin(), p.mbps.end());
+    if (!all_mbps.empty()) {
+      r.add_evidence(absl::StrCat("median transfer rate ", FormatNumber(Median(all_mbps)),
+                                  " Mbit/s over ", all_mbps.size(), " measurements"));
+    }
+    if (bad > 0) r.set_action("check routes, firewalls and security groups between the nodes named");
+    out->push_back(std::move(r));
+  }
+
+  // Nodes no measured peer can reach.
+  std::set<std::string> isolated;
+  for (const auto& x : nodes) {
+    std::vector<std::string> peers;
+    bool any_ok = false;
+    for (const auto& a : nodes) {
+      if (a == x) continue;
+      if (reachable(a, x)) any_ok = true;
+      if (unreachable(a, x)) peers.push_back(a);
+    }
+    if (any_ok || peers.empty()) continue;
+    isolated.insert(x);
+    v1::RuleResult r = Rule("unreachable_node", "fail", x, "node");
+    r.set_value(static_cast<double>(peers.size()));
+    r.set_unit("peers that cannot reach it");
+    r.set_message(absl::StrCat(x, " is unreachable from every peer (", absl::StrJoin(peers, ", "),
+                               ")"));
+    for (const auto& a : peers) {
+      r.add_evidence(absl::StrCat(PairName(a, x), ": unreachable; tried ", tried(a, x)));
+    }
+    r.set_action(absl::StrCat("check ", x, "'s network interfaces, routes and firewall"));
+    out->push_back(std::move(r));
+  }
+
+  // Every other unreachable direction, and asymmetric pairs.
+  for (const auto& [key, p] : pairs) {
+    const auto& [src, dst] = key;
+    if (p.unreachable == 0) continue;
+    const bool reverse_ok = reachable(dst, src);
+    if (!isolated.count(dst)) {
+      v1::RuleResult r = Rule("unreachable_pair", "fail", dst, absl::StrCat("pair ", src, " -> ", dst));
+      r.set_message(absl::StrCat(dst, " is unreachable from ", src, " (tried ", tried(src, dst),
+                                 ")", reverse_ok ? "; the reverse direction works" : ""));
+      r.add_evidence(absl::StrCat(PairName(src, dst), ": ", p.unreachable, " of ", p.measured,
+                                  " measurements unreachable"));
+      r.set_action(absl::StrCat("check routes and firewalls between ", src, " and ", dst));
+      out->push_back(std::move(r));
+    }
+    if (reverse_ok) {
+      v1::RuleResult r = Rule("asymmetric", "warn", src, absl::StrCat("pair ", src, " <-> ", dst));
+      r.set_message(absl::StrCat("asymmetric reachability: ", dst, " reaches ", src, " but ", src,
+                                 " does not reach ", dst));
+      r.add_evidence(absl::StrCat(PairName(dst, src), ": reachable"));
+      r.add_evidence(absl::StrCat(PairName(src, dst), ": unreachable; tried ", tried(src, dst)));
+      r.set_action(absl::StrCat("look for a one-way firewall rule or route between ", src, " and ",
+                                dst));
+      out->push_back(std::move(r));
+    }
+  }
+
+  // RTT per pair against the fleet.
+  std::vector<Keyed> items;
+  std::map<std::string, std::pair<std::string, std::string>> by_subject;
+  for (const auto& [key, p] : pairs) {
+    if (p.rtt.empty()) continue;
+    Keyed k;
+    k.subject = PairName(key.first, key.second);
+    k.value = Median(p.rtt);
+    items.push_back(k);
+    by_subject[k.subject] = key;
+  }
+  if (items.empty()) return;
+  std::vector<double> values;
+  for (const auto& k : items) values.push_back(k.value);
+  const FleetStats s = ComputeFleetStats(values);
+  std::vector<Outlier> outliers = FindOutliers(items, Better::kLower);
+  if (outliers.empty()) {
+    v1::RuleResult r = Rule("rtt", "pass", "", "fleet");
+    r.set_value(s.median);
+    r.set_unit("ms");
+    r.set_message(absl::StrCat("RTT median ", FormatNumber(s.median), " ms over ", s.n,
+                               " pairs (min ", FormatNumber(s.min), ", max ", FormatNumber(s.max),
+                               ")"));
+    out->push_back(std::move(r));
+    return;
+  }
+  std::map<std::string, int> blame;
+  for (const auto& o : outliers) {
+    const auto& [a, b] = by_subject[o.item.subject];
+    ++blame[a];
+    ++blame[b];
+  }
+  int top = 0;
+  for (const auto& [node, count] : blame) top = std::max(top, count);
+  std::vector<std::string> culprits;
+  for (const auto& [node, count] : blame) {
+    if (count == top) culprits.push_back(node);
+  }
+  std::vector<std::string> evidence;
+  for (const auto& o : outliers) {
+    evidence.push_back(absl::StrCat(o.item.subject, ": ", FormatNumber(o.item.value), " ms (",
+                                    FormatNumber(o.relative_to_median), "x the median",
+                                    o.extreme ? ", extreme" : "", ")"));
+  }
+  const std::string fleet_text =
+      absl::StrCat("fleet median ", FormatNumber(s.median), " ms over ", s.n,
+                   " pairs, mild fence above ", FormatNumber(s.high_mild), " ms");
+  // One node in more outlying pairs than any other (and in more than one):
+  // the slow link ends there.
+  if (culprits.size() == 1 && top >= 2) {
+    const std::string& node = culprits[0];
+    v1::RuleResult r = Rule("rtt", "warn", node, "node");
+    r.set_value(static_cast<double>(top));
+    r.set_unit("slow pairs");
+    r.set_message(absl::StrCat(node, " is in ", top, " of ", outliers.size(),
+                               " pairs with an outlying RTT (", fleet_text, ")"));
+    for (const auto& e : evidence) r.add_evidence(e);
+    r.set_action(absl::StrCat("check ", node, "'s NIC, link speed, MTU and CPU load"));
+    out->push_back(std::move(r));
+  } else {
+    v1::RuleResult r = Rule("rtt", "warn", "", "fleet");
+    r.set_value(static_cast<double>(outliers.size()));
+    r.set_unit("slow pairs");
+    r.set_message(absl::StrCat(outliers.size(), " pairs have an outlying RTT and no single node "
+                               "explains them (", fleet_text, ")"));
+    for (const auto& e : evidence) r.add_evidence(e);
+    out->push_back(std::move(r));
+  }
+}
+
+}  // namespace cmax::reports
