@@ -36,6 +36,8 @@ Agent::Agent(AgentOptions options)
   exec.root = options_.root;
   exec.node_name = options_.node_name;
   exec.clock_offset_ns = options_.clock_offset_ns;
+  // Kills are noted on the real system only, never inside a fixture root.
+  if (options_.root.empty() || options_.root == "/") exec.kills_file = "/run/cmax/kills";
   RelayOptions relay;
   relay.work_dir = options_.work_dir;
   relay.clock_offset_ns = options_.clock_offset_ns;

@@ -1,5 +1,7 @@
 #include "agent/executor.h"
 
+#include <sys/stat.h>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -438,6 +440,16 @@ void Executor::CloseIdleRendezvous() {
   }
 }
 
+void Executor::NoteKill(pid_t pid) {
+  if (options_.kills_file.empty()) return;
+  std::string dir = options_.kills_file.substr(0, options_.kills_file.rfind('/'));
+  if (!dir.empty()) mkdir(dir.c_str(), 0755);
+  if (FILE* f = std::fopen(options_.kills_file.c_str(), "a")) {
+    std::fprintf(f, "%lld %d\n", static_cast<long long>(NowUnixNs()), static_cast<int>(pid));
+    std::fclose(f);
+  }
+}
+
 void Executor::StartChild(Task& t) {
   const v1::TaskAssignment& a = t.assignment;
   const SuiteInfo* suite = FindSuite(a.suite());
@@ -609,6 +621,7 @@ void Executor::HandleCancelEvent(const v1::CancelTask& c) {
     } else if (!t.kill_started) {
       Log()->info("task {}: cancelling ({})", key.DirName(), c.reason());
       t.kill_started = true;
+      NoteKill(t.proc->pid());
       t.proc->SignalGroup(SIGTERM);
       t.kill_at_mono_ns = now_mono + options_.kill_grace_ms * kNsPerMs;
     }
@@ -754,6 +767,7 @@ bool Executor::Tick() {
                       t.timeout_s);
           t.timed_out = true;
           t.kill_started = true;
+          NoteKill(t.proc->pid());
           t.proc->SignalGroup(SIGTERM);
           t.kill_at_mono_ns = now_mono + options_.kill_grace_ms * kNsPerMs;
         }
@@ -783,6 +797,7 @@ void Executor::KillAll() {
   for (auto& [key, task] : tasks_) {
     if (task->phase == Phase::kRunning) {
       Log()->info("task {}: stopping (agent shutting down)", key.DirName());
+      NoteKill(task->proc->pid());
       task->proc->SignalGroup(SIGTERM);
       running.push_back(task.get());
     }

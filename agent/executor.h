@@ -63,6 +63,10 @@ struct ExecutorOptions {
   int64_t max_unacked_records = 20000;  // per child
   size_t max_inbox = 100000;            // events waiting for the executor
   size_t max_remembered_done = 10000;   // finished keys kept for idempotency
+  // Every kill the agent makes is noted here ("<unix_ns> <pid>" lines) so the
+  // health suite can tell Xid 43/45 caused by cmax's own kills from real
+  // faults. Empty: not noted. main.cc sets /run/cmax/kills.
+  std::string kills_file;
 };
 
 // Checks an assignment the way the agent must before it spawns anything:
@@ -137,6 +141,8 @@ class Executor {
   // should follow at once.
   bool Tick();
   void StartChild(Task& task);
+  // Appends "<unix_ns> <pid>" to options_.kills_file (see ExecutorOptions).
+  void NoteKill(pid_t pid);
   void OnExit(Task& task, const ExitInfo& info);
   // Ends a child that never ran or ran and ended: writes status.json when
   // it has a directory, queues the end status.

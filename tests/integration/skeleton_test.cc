@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_split.h"
 #include "common/record_io.h"
+#include "common/time_util.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/integration/cluster.h"
 
@@ -171,6 +172,7 @@ suites:
   REQUIRE(submit.exit.code == 0);
   std::string run_id = Cluster::RunIdFrom(submit.out);
   WaitUntilBusy(c, 3);
+  const int64_t started_ns = cmax::NowUnixNs();
   auto cancel = c.Ctl({"cancel", run_id});
   INFO(cancel.out << cancel.err);
   CHECK(cancel.exit.code == 0);
@@ -185,6 +187,12 @@ suites:
     if (!gone) std::this_thread::sleep_for(200ms);
   }
   CHECK(gone);
+  // Each kill is noted for the health suite's Xid 43/45 attribution.
+  std::ifstream kills("/run/cmax/kills");
+  int64_t ns = 0, newest = 0;
+  int pid = 0;
+  while (kills >> ns >> pid) newest = std::max(newest, ns);
+  CHECK(newest >= started_ns);
 }
 
 TEST_CASE("a malformed plan is refused with its line number", "[integration]") {
