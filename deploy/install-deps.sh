@@ -21,6 +21,7 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev libyaml-cpp-dev
   libre2-dev libopenblas-dev fio openssl iproute2 procps
+  libgloo-dev libopenmpi-dev openmpi-bin
 )
 if [[ $want_tests -eq 1 ]]; then
   pkgs+=(catch2 python3)
