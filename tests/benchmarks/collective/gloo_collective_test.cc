@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "benchmarks/collective_common/collective_types.h"
+#include "common/suite_catalog.h"
 #include "tests/benchmarks/collective/rank_runner.h"
 
 using cmax::testing::MakeTempDir;
@@ -132,4 +133,29 @@ TEST_CASE("gloo: the human table has nccl-tests' columns and footer", "[collecti
   CHECK(absl::StrContains(t, "# Avg bus bandwidth"));
   CHECK(absl::StrContains(t, "N/A"));  // alltoall has no in-place column
   CHECK(outs[1].out.empty());          // only rank 0 prints
+}
+
+TEST_CASE("gloo: the flags the catalog builds are the ones the suite takes", "[collective][gloo]") {
+  const auto* coll = cmax::FindSuite("collective");
+  REQUIRE(coll != nullptr);
+  auto args = cmax::BuildSuiteArgs(
+      *coll, {{"backend", "gloo"}, {"op", "all_reduce,broadcast"}, {"min-bytes", "1K"},
+              {"max-bytes", "4K"}, {"factor", "4"}, {"iters", "2"}, {"warmup", "1"},
+              {"check-iters", "1"}, {"dtype", "int32"}, {"timeout", "60"}});
+  REQUIRE(args.ok());
+  REQUIRE(cmax::SuiteBinary(*coll, *args) == "cmax-bench");
+  std::vector<std::string> argv = {"collective"};
+  argv.insert(argv.end(), args->begin(), args->end());
+  argv.push_back("--jsonl");  // the agent adds it
+  argv.push_back("--gloo-address=127.0.0.1");
+  const std::string dir = MakeTempDir("gloo-catalog");
+  auto outs = RunRanks(kBench, argv, 2, dir, std::chrono::seconds(60));
+  INFO(Describe(outs));
+  for (const auto& o : outs) {
+    REQUIRE(o.exit.exited);
+    CHECK(o.exit.code == 0);
+  }
+  auto busbw = MeasurementsOf(outs[0].records, "busbw_gbps");
+  CHECK(busbw.size() == 2 * 2 * 2);  // 2 sizes x 2 ops x in/out
+  for (const auto& m : busbw) CHECK(Label(m, "dtype") == "int32");
 }
