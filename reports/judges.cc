@@ -12,6 +12,7 @@ void ComputeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out);
 void StorageJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void CollectiveJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -24,6 +25,7 @@ const std::vector<Judge>& AllJudges() {
       &JudgeAuditDrift,
       &JudgeConsistency,
       &StorageJudge,
+      &CollectiveJudge,
   };
   return judges;
 }
