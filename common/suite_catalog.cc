@@ -294,6 +294,50 @@ std::vector<SuiteInfo> MakeCatalog() {
                             .help = "launcher mpirun: interfaces or CIDRs for Open MPI's TCP "
                                     "traffic (btl_tcp_if_include and oob_tcp_if_include)"});
   }
+  // Collectives (benchmarks/collective, benchmarks/cuda/collective_nccl.cc):
+  // nccl-tests' flags in their long forms (-b/-e/-f/-n/-w/-c/-d are the same
+  // options); --backend picks the binary. expect-gdr applies to nccl only.
+  c.push_back({
+      .name = "collective",
+      .binary = "cmax-bench-cuda",
+      .category = "networking",
+      .help = "collectives timed and verified like nccl-tests: NCCL per GPU (with the transport "
+              "NCCL used), gloo or Open MPI on the host",
+      .scopes = {SCOPE_GANG, SCOPE_PAIRS, SCOPE_NODE},
+      .default_timeout_s = 1800,
+      .exclusive = true,
+      .params =
+          {
+              {.name = "backend", .type = ParamType::kEnum,
+               .help = "nccl (GPUs, default), gloo (host, agents launcher) or mpi (host, mpirun)",
+               .choices = {"nccl", "gloo", "mpi"}},
+              {.name = "op", .type = ParamType::kEnumList, .help = "operations, or all",
+               .choices = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast",
+                           "sendrecv", "all"}},
+              {.name = "min-bytes", .type = ParamType::kBytes, .help = "smallest size (-b)",
+               .min = 1, .max = 1e12},
+              {.name = "max-bytes", .type = ParamType::kBytes, .help = "largest size (-e)",
+               .min = 1, .max = 1e12},
+              {.name = "factor", .type = ParamType::kInt, .help = "size multiplier (-f)",
+               .min = 2, .max = 1024},
+              {.name = "iters", .type = ParamType::kInt, .help = "timed iterations (-n)",
+               .min = 1, .max = 100000},
+              {.name = "warmup", .type = ParamType::kInt, .help = "warm-up iterations (-w)",
+               .min = 0, .max = 10000},
+              {.name = "check-iters", .type = ParamType::kInt,
+               .help = "verified iterations per size (-c)", .min = 0, .max = 1000},
+              {.name = "dtype", .type = ParamType::kEnum, .help = "element type (-d)",
+               .choices = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
+                           "float", "double", "bfloat16"}},
+              {.name = "timeout", .type = ParamType::kNumber,
+               .help = "seconds one collective may take", .min = 1, .max = 86400},
+              {.name = "expect-gdr", .type = ParamType::kFlag,
+               .help = "nccl: inter-node traffic must use GPUDirect RDMA"},
+          },
+      .binary_by_backend = {{"nccl", "cmax-bench-cuda"}, {"gloo", "cmax-bench"},
+                            {"mpi", "cmax-bench"}},
+  });
+
   return c;
 }
 

@@ -21,8 +21,9 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev libyaml-cpp-dev
   libre2-dev libopenblas-dev fio openssl iproute2 procps
-  # Optional launcher mpirun (docs/mpirun.md) and its integration test.
-  openmpi-bin libopenmpi-dev
+  # gloo and Open MPI: host collectives; Open MPI also for the mpirun launcher
+  # (docs/mpirun.md).
+  libgloo-dev libopenmpi-dev openmpi-bin
 )
 if [[ $want_tests -eq 1 ]]; then
   pkgs+=(catch2 python3)

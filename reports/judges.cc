@@ -13,6 +13,7 @@ void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out);
 void StorageJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out);
+void CollectiveJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -26,6 +27,7 @@ const std::vector<Judge>& AllJudges() {
       &JudgeConsistency,
       &StorageJudge,
       &JudgeConnectivity,
+      &CollectiveJudge,
   };
   return judges;
 }

@@ -11,11 +11,17 @@
 namespace cmax::bench {
 int RunCudaGemm(int argc, char** argv);
 int RunCudaMemory(int argc, char** argv);
+#ifdef CMAX_HAVE_NCCL
+int RunCudaCollective(int argc, char** argv);
+#endif
 
 namespace {
 const SuiteEntry kSuites[] = {
     {"gemm", RunCudaGemm, "GEMM per GPU through cuBLASLt, verified (bf16 fp16 fp8 tf32 fp32 fp64)"},
     {"memory", RunCudaMemory, "H2D/D2H (NUMA-local pinned), D2D, HBM and P2P bandwidth, verified"},
+#ifdef CMAX_HAVE_NCCL
+    {"collective", RunCudaCollective, "NCCL collectives like nccl-tests, verified; transport check"},
+#endif
 };
 
 void Usage(FILE* out) {
@@ -27,7 +33,7 @@ void Usage(FILE* out) {
                "Exit codes: 0 passed, 1 ran and found failures, 2 could not run\n"
                "(no GPU, no driver, a driver too old for this build, bad usage).\n\n"
                "suites:\n");
-  for (const auto& s : kSuites) std::fprintf(out, "  %-8s %s\n", s.name, s.summary);
+  for (const auto& s : kSuites) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
 }
 }  // namespace
 }  // namespace cmax::bench

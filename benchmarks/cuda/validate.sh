@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds cmax-bench-cuda with CUDA and runs every GEMM dtype and the memory
-# suite over all local GPUs: prints the driver, CUDA and cuBLAS versions
+# Builds cmax-bench-cuda with CUDA and runs every GEMM dtype, the memory
+# suite and the NCCL collective suite over all local GPUs: prints the driver, CUDA and cuBLAS versions
 # first, then the tables. Exit 0 when everything ran and verified, 1 when a
 # result was wrong, slow against the acceptance figures below, or a suite
 # failed, 2 when it could not run (no GPU, no driver, driver too old, build).
@@ -75,6 +75,22 @@ echo "== memory"
 "${bin}" memory 2>&1 | tee "${log_dir}/memory.txt"
 rc=${PIPESTATUS[0]}
 [[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: memory exited ${rc}"; }
+
+echo "== collective (NCCL, every local GPU one rank)"
+ngpu=0
+command -v nvidia-smi >/dev/null 2>&1 && \
+  ngpu="$(timeout 60 nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)"
+if [[ "${ngpu}" -le 1 ]]; then
+  echo "note: ${ngpu} GPU: this only shows that the NCCL suite runs and verifies. NCCL refuses"
+  echo "      two ranks on one device, and bus bandwidth with one rank is 0 by definition"
+  echo "      (factor (n-1)/n); run it on a node with several GPUs for figures."
+fi
+CMAX_TASK_DIR="${log_dir}" "${bin}" collective --backend nccl --op all -b 8 -e 1G -f 4 -n 20 -w 5 \
+  2>&1 | tee "${log_dir}/collective.txt"
+rc=${PIPESTATUS[0]}
+[[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: collective exited ${rc}"; }
+grep -h "Using network\|NVLS multicast\|nvls channels" "${log_dir}"/nccl-debug.*.log 2>/dev/null | \
+  sort -u | head -n 5
 
 # Acceptance figures for H200s: the number after the m x n x k column.
 echo "== acceptance"

@@ -99,4 +99,22 @@ TEST_CASE("only allow-listed mpirun options reach mpirun", "[catalog][security]"
   CHECK(rest == std::vector<std::string>{"--bytes=1M"});
   CHECK(*opts == std::vector<std::string>{"--bind-to", "none", "--mca", "btl_tcp_if_include",
                                           "eth0", "--mca", "oob_tcp_if_include", "eth0"});
+TEST_CASE("collective runs in the binary of its backend with nccl-tests' long flags",
+          "[catalog]") {
+  const auto* coll = cmax::FindSuite("collective");
+  REQUIRE(coll != nullptr);
+  CHECK(coll->scopes.front() == cmax::v1::SCOPE_GANG);
+  auto gloo = cmax::BuildSuiteArgs(*coll, {{"backend", "gloo"}, {"op", "all_reduce,alltoall"},
+                                           {"min-bytes", "8"}, {"max-bytes", "1G"},
+                                           {"factor", "2"}, {"iters", "20"}, {"warmup", "5"},
+                                           {"check-iters", "1"}, {"dtype", "float"}});
+  REQUIRE(gloo.ok());
+  CHECK(cmax::SuiteBinary(*coll, *gloo) == "cmax-bench");
+  CHECK(cmax::ValidateSuiteArgs(*coll, *gloo).ok());
+  CHECK(cmax::SuiteBinary(*coll, {"--backend=mpi"}) == "cmax-bench");
+  CHECK(cmax::SuiteBinary(*coll, {"--backend=nccl"}) == "cmax-bench-cuda");
+  CHECK(cmax::SuiteBinary(*coll, {}) == "cmax-bench-cuda");
+  CHECK_FALSE(cmax::BuildSuiteArgs(*coll, {{"factor", "1"}}).ok());
+  CHECK_FALSE(cmax::BuildSuiteArgs(*coll, {{"op", "all_reduce;rm"}}).ok());
+  CHECK_FALSE(cmax::BuildSuiteArgs(*coll, {{"dtype", "complex"}}).ok());
 }

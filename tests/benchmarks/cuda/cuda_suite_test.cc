@@ -55,7 +55,7 @@ TEST_CASE("without a GPU cmax-bench-cuda says not measured and exits 2", "[cuda]
     WARN("this machine has a GPU: the no-GPU path is covered by driver_check_test");
     return;
   }
-  for (const char* suite : {"gemm", "memory"}) {
+  for (const char* suite : {"gemm", "memory", "collective"}) {
     Run r = RunSuite({suite, "--jsonl"});
     CHECK(r.exit_code == 2);
     bool said_why = false;
@@ -129,4 +129,45 @@ TEST_CASE("memory paths are measured and verified", "[gpu]") {
     INFO(t);
     CHECK(tests.count(t) == 1);
   }
+}
+
+TEST_CASE("NCCL collectives over every GPU are measured and verified", "[gpu]") {
+  std::string why;
+  int n = UsableGpus(&why);
+  if (n == 0) {
+    WARN("SKIPPED: no usable GPU (" << why << ")");
+    return;
+  }
+  Run r = RunSuite({"collective", "--backend=nccl", "--op=all", "-b", "1K", "-e", "1M", "-f", "32",
+                    "-n", "3", "-w", "1", "-d", "bfloat16", "--jsonl"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  std::set<std::string> ops;
+  bool transport = false;
+  for (const auto& rec : r.records) {
+    if (rec.has_finding()) {
+      CHECK(rec.finding().severity() < cmax::v1::SEVERITY_FAIL);
+      if (rec.finding().check_id() == "collective.nccl_transport") transport = true;
+    }
+    if (!rec.has_measurement() || rec.measurement().metric() != "busbw_gbps") continue;
+    const auto& m = rec.measurement();
+    ops.insert(m.labels().at("op"));
+    CHECK(m.labels().at("wrong") == "0");
+    CHECK(m.labels().at("ranks") == std::to_string(n));
+    // One rank: busbw is 0 by definition for the (n-1)/n ops.
+    if (n == 1 && m.labels().at("op") == "all_reduce") CHECK(m.value() == 0.0);
+  }
+  CHECK(ops.size() == 6);
+  CHECK(transport);
+
+  Run bad = RunSuite({"collective", "--op=all_reduce", "-b", "64K", "-e", "64K", "-n", "2",
+                      "-w", "0", "--fault-inject", "--jsonl"});
+  CHECK(bad.exit_code == 1);
+  bool named = false;
+  for (const auto& rec : bad.records) {
+    if (rec.has_finding() && rec.finding().check_id() == "collective.wrong_elements") {
+      named = rec.finding().labels().at("rank") == std::to_string(n - 1);
+    }
+  }
+  CHECK(named);
 }

@@ -1,0 +1,474 @@
+#include "benchmarks/collective_common/runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "benchmarks/collective_common/data_pattern.h"
+#include "benchmarks/suite.h"
+
+namespace cmax::collective {
+namespace {
+
+using bench::kExitCouldNotRun;
+using bench::kExitFoundFailures;
+using bench::kExitPassed;
+
+// The seed of the timed runs' data (nccl-tests initialises with rep 99).
+constexpr uint64_t kTimingSeed = 99;
+
+// Host staging and backend buffers for one op, sized for the largest size.
+class Buffers {
+ public:
+  explicit Buffers(Backend& b) : backend_(b) {}
+  ~Buffers() {
+    if (send_) backend_.Free(send_);
+    if (recv_) backend_.Free(recv_);
+    if (inplace_) backend_.Free(inplace_);
+  }
+  absl::Status Allocate(const Shape& largest) {
+    send_bytes_ = std::max<size_t>(largest.send_count * largest.elem_size, 1);
+    recv_bytes_ = std::max<size_t>(largest.recv_count * largest.elem_size, 1);
+    inplace_bytes_ = std::max(send_bytes_, recv_bytes_);
+    auto s = backend_.Allocate(send_bytes_);
+    if (!s.ok()) return s.status();
+    send_ = *s;
+    auto r = backend_.Allocate(recv_bytes_);
+    if (!r.ok()) return r.status();
+    recv_ = *r;
+    auto p = backend_.Allocate(inplace_bytes_);
+    if (!p.ok()) return p.status();
+    inplace_ = *p;
+    host_in_.assign(inplace_bytes_, 0);
+    host_out_.assign(inplace_bytes_, 0);
+    return absl::OkStatus();
+  }
+  void* send() { return send_; }
+  void* recv() { return recv_; }
+  char* inplace() { return static_cast<char*>(inplace_); }
+  char* host_in() { return host_in_.data(); }
+  char* host_out() { return host_out_.data(); }
+
+ private:
+  Backend& backend_;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+  void* inplace_ = nullptr;
+  size_t send_bytes_ = 0, recv_bytes_ = 0, inplace_bytes_ = 0;
+  std::vector<char> host_in_, host_out_;
+};
+
+struct Placement {
+  const void* send;
+  void* recv;
+};
+
+Placement Place(Backend& b, Buffers& buf, Op op, const Shape& s, bool in_place) {
+  if (!in_place) return {buf.send(), buf.recv()};
+  const size_t r = static_cast<size_t>(b.rank());
+  return {buf.inplace() + s.send_inplace_offset * r * s.elem_size,
+          buf.inplace() + b.InPlaceOutputOffset(op, s) * s.elem_size};
+}
+
+// Fills and uploads the input for `seed`; poisons the output first so an
+// element that was never written fails the check.
+absl::Status Prepare(Backend& b, Buffers& buf, Op op, DType t, const Shape& s, bool in_place,
+                     uint64_t seed) {
+  const size_t send_bytes = s.send_count * s.elem_size;
+  const size_t recv_bytes = s.recv_count * s.elem_size;
+  if (in_place) {
+    const size_t whole = std::max(send_bytes, recv_bytes);
+    Poison(buf.host_in(), whole);
+    const size_t off = s.send_inplace_offset * static_cast<size_t>(b.rank()) * s.elem_size;
+    FillInput(op, t, s, b.rank(), b.world_size(), seed, buf.host_in() + off);
+    return whole == 0 ? absl::OkStatus() : b.Upload(buf.inplace(), buf.host_in(), whole);
+  }
+  FillInput(op, t, s, b.rank(), b.world_size(), seed, buf.host_in());
+  if (send_bytes > 0) {
+    if (auto st = b.Upload(buf.send(), buf.host_in(), send_bytes); !st.ok()) return st;
+  }
+  Poison(buf.host_out(), recv_bytes);
+  return recv_bytes == 0 ? absl::OkStatus() : b.Upload(buf.recv(), buf.host_out(), recv_bytes);
+}
+
+absl::Status RunOnce(Backend& b, Op op, DType t, const Shape& s, bool in_place, Placement p) {
+  if (auto st = b.Run(op, t, p.send, p.recv, s, in_place); !st.ok()) return st;
+  return b.Synchronize();
+}
+
+std::string TimeText(double us) {
+  if (us >= 10000.0) return absl::StrFormat("%7.0f", us);
+  if (us >= 100.0) return absl::StrFormat("%7.1f", us);
+  return absl::StrFormat("%7.2f", us);
+}
+
+std::string Describe(double v) { return absl::StrFormat("%.17g", v); }
+
+struct RunState {
+  const Options& o;
+  Backend& b;
+  RecordWriter& out;
+  FILE* table;
+  std::string node;
+  std::vector<std::string> rank_nodes;
+  std::string nodes_label;
+  int group_size = 1;
+  uint64_t rep = 0;
+};
+
+std::map<std::string, std::string> BaseLabels(const RunState& st, Op op) {
+  return {{"op", OpName(op)},
+          {"dtype", DTypeName(st.o.dtype)},
+          {"ranks", absl::StrCat(st.b.world_size())},
+          {"nodes", st.nodes_label},
+          {"group_size", absl::StrCat(st.group_size)},
+          {"backend", st.b.name()}};
+}
+
+void ReportWrong(RunState& st, Op op, const Shape& s, bool in_place, const CheckResult& c) {
+  const std::string placement = in_place ? "in-place" : "out-of-place";
+  v1::Finding f;
+  f.set_check_id("collective.wrong_elements");
+  f.set_severity(v1::SEVERITY_FAIL);
+  f.set_category("networking");
+  f.set_subject(absl::StrCat("node:", st.node, " rank:", st.b.rank()));
+  f.set_title(absl::StrCat(OpName(op), " ", s.size_bytes(), " B ", placement, ": ", c.wrong,
+                           " wrong element", c.wrong == 1 ? "" : "s", " on rank ", st.b.rank(),
+                           " (", st.node, ")"));
+  f.set_detail(absl::StrCat("element ", c.first_index, " of rank ", st.b.rank(),
+                            "'s output: expected ", Describe(c.expected), ", got ",
+                            Describe(c.got), " (", DTypeName(st.o.dtype), ", ",
+                            st.b.world_size(), " ranks, backend ", st.b.name(), ")"));
+  f.add_evidence(absl::StrCat("first wrong index ", c.first_index, ": expected ",
+                              Describe(c.expected), " got ", Describe(c.got)));
+  f.add_evidence(absl::StrCat("wrong elements on this rank: ", c.wrong, " of ", s.recv_count));
+  f.add_evidence(absl::StrCat("ranks and nodes: ", absl::StrJoin(st.rank_nodes, ",")));
+  if (!st.o.command.empty()) f.add_evidence(absl::StrCat("command: ", st.o.command));
+  f.set_action("rerun on the same nodes; a wrong element that repeats on one node points at "
+               "its memory, NIC or GPU: run the health and burn-in suites there");
+  auto& l = *f.mutable_labels();
+  for (const auto& [k, v] : BaseLabels(st, op)) l[k] = v;
+  l["rank"] = absl::StrCat(st.b.rank());
+  l["node"] = st.node;
+  l["size_bytes"] = absl::StrCat(s.size_bytes());
+  l["placement"] = in_place ? "in" : "out";
+  l["first_wrong_index"] = absl::StrCat(c.first_index);
+  st.out.Find(std::move(f));
+}
+
+// One size and placement. Non-OK: a collective failed.
+absl::StatusOr<Result> BenchOne(RunState& st, Buffers& buf, Op op, size_t bytes, bool in_place) {
+  Backend& b = st.b;
+  const DType t = st.o.dtype;
+  const Shape s = ShapeFor(op, bytes, DTypeSize(t), b.world_size());
+  const Placement p = Place(b, buf, op, s, in_place);
+  Result r;
+  r.op = op;
+  r.size_bytes = s.size_bytes();
+  r.count = s.param_count;
+  r.in_place = in_place;
+
+  if (auto e = Prepare(b, buf, op, t, s, in_place, kTimingSeed); !e.ok()) return e;
+  if (auto e = RunOnce(b, op, t, s, in_place, p); !e.ok()) return e;  // untimed sync call
+  if (auto e = b.Barrier(); !e.ok()) return e;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < st.o.iters; ++i) {
+    if (auto e = b.Run(op, t, p.send, p.recv, s, in_place); !e.ok()) return e;
+  }
+  if (auto e = b.Synchronize(); !e.ok()) return e;
+  const double sec =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+      std::max(st.o.iters, 1);
+  auto times = b.AllGather({sec});
+  if (!times.ok()) return times.status();
+  double sum = 0, worst = 0;
+  for (double v : *times) {
+    sum += v;
+    worst = std::max(worst, v);
+  }
+  const double mean = sum / static_cast<double>(std::max<size_t>(times->size(), 1));
+  r.time_us = mean * 1e6;
+  r.time_us_max = worst * 1e6;
+  r.bw = ComputeBandwidth(op, s, b.world_size(), mean);
+
+  const size_t out_bytes = s.recv_count * s.elem_size;
+  for (int c = 0; c < st.o.check_iters; ++c) {
+    const uint64_t seed = ++st.rep;
+    if (auto e = Prepare(b, buf, op, t, s, in_place, seed); !e.ok()) return e;
+    if (auto e = RunOnce(b, op, t, s, in_place, p); !e.ok()) return e;
+    if (out_bytes > 0) {
+      if (auto e = b.Download(buf.host_out(), p.recv, out_bytes); !e.ok()) return e;
+    }
+    // TEST-ONLY: the last rank corrupts one element of its first check.
+    if (st.o.fault_inject && c == 0 && b.rank() == b.world_size() - 1 && s.recv_count > 0) {
+      const size_t i = s.recv_count / 2;
+      StoreValue(t, buf.host_out(), i, LoadValue(t, buf.host_out(), i) + 3);
+    }
+    const CheckResult cr = CheckOutput(op, t, s, b.rank(), b.world_size(), seed, buf.host_out());
+    if (cr.wrong > 0) ReportWrong(st, op, s, in_place, cr);
+    auto wrongs = b.AllGather({static_cast<double>(cr.wrong)});
+    if (!wrongs.ok()) return wrongs.status();
+    int64_t total = 0;
+    for (double w : *wrongs) total += static_cast<int64_t>(w);
+    r.wrong = total;
+    if (total > 0) break;
+  }
+  return r;
+}
+
+void PrintHeader(const RunState& st, FILE* t) {
+  const Options& o = st.o;
+  std::fprintf(t,
+               "# cmax collective: backend %s  ranks %d  nodes %d  minBytes %zu maxBytes %zu "
+               "step: %lld(factor) warmup iters: %d iters: %d validation: %d\n#\n# Using ranks\n",
+               st.b.name().c_str(), st.b.world_size(), st.group_size, o.min_bytes, o.max_bytes,
+               static_cast<long long>(o.factor), o.warmup, o.iters, o.check_iters);
+  for (size_t r = 0; r < st.rank_nodes.size(); ++r) {
+    std::fprintf(t, "#  Rank %2zu on %s\n", r, st.rank_nodes[r].c_str());
+  }
+}
+
+void PrintOpHeader(FILE* t, Op op) {
+  std::fprintf(t, "#\n# %s\n", OpName(op));
+  std::fprintf(t, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+                  "in-place          \n", "", "", "", "", "");
+  std::fprintf(t, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
+               "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+               "algbw", "busbw", "#wrong");
+  std::fprintf(t, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n",
+               "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+               "(GB/s)", "");
+}
+
+void PrintRow(FILE* t, const RunState& st, Op op, const Result& out, const Result* in) {
+  std::fprintf(t, "%12zu  %12zu  %8s  %6s  %6d", out.size_bytes, out.count, DTypeName(st.o.dtype),
+               IsReduction(op) ? "sum" : "none", RootOf(op));
+  std::fprintf(t, "  %7s  %6.2f  %6.2f  %5lld", TimeText(out.time_us).c_str(), out.bw.algbw_gbps,
+               out.bw.busbw_gbps, static_cast<long long>(out.wrong));
+  if (in != nullptr) {
+    std::fprintf(t, "  %7s  %6.2f  %6.2f  %5lld\n", TimeText(in->time_us).c_str(),
+                 in->bw.algbw_gbps, in->bw.busbw_gbps, static_cast<long long>(in->wrong));
+  } else {
+    std::fprintf(t, "  %7s  %6s  %6s  %5s\n", "N/A", "N/A", "N/A", "N/A");
+  }
+  std::fflush(t);
+}
+
+void Record(RunState& st, const Result& r) {
+  auto labels = BaseLabels(st, r.op);
+  labels["size_bytes"] = absl::StrCat(r.size_bytes);
+  labels["count"] = absl::StrCat(r.count);
+  labels["placement"] = r.in_place ? "in" : "out";
+  labels["redop"] = IsReduction(r.op) ? "sum" : "none";
+  labels["root"] = absl::StrCat(RootOf(r.op));
+  labels["wrong"] = absl::StrCat(r.wrong);
+  st.out.Measure("busbw_gbps", r.bw.busbw_gbps, "GB/s", labels);
+  st.out.Measure("algbw_gbps", r.bw.algbw_gbps, "GB/s", labels);
+  labels["time_us_max"] = absl::StrFormat("%.3f", r.time_us_max);
+  labels["time_agg"] = "mean over ranks";
+  st.out.Measure("time_us", r.time_us, "us", labels);
+}
+
+}  // namespace
+
+void AddFlags(ArgParser* p, Flags* f) {
+  p->AddString("backend", &f->backend, "communication library (see the suite's help)");
+  p->AddString("op", &f->op,
+               "all_reduce, all_gather, reduce_scatter, alltoall, broadcast, sendrecv, a "
+               "comma-separated list, or all");
+  p->AddBytes("min-bytes", &f->min_bytes, "smallest size in bytes (nccl-tests -b)", "b");
+  p->AddBytes("max-bytes", &f->max_bytes, "largest size in bytes (nccl-tests -e)", "e");
+  p->AddInt("factor", &f->factor, "size multiplier between steps, >= 2 (-f)", "f");
+  p->AddInt("iters", &f->iters, "timed iterations per size (-n)", "n");
+  p->AddInt("warmup", &f->warmup, "warm-up iterations at the largest and smallest size (-w)",
+            "w");
+  p->AddInt("check-iters", &f->check_iters,
+            "verified iterations per size, every element checked; 0 skips the check (-c)", "c");
+  p->AddString("dtype", &f->dtype,
+               "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 (-d)", "d");
+  p->AddDouble("timeout", &f->timeout_s, "seconds one collective may take before the run fails");
+  p->AddFlag("jsonl", &f->jsonl, "write cmax.v1.Record JSON lines instead of the table");
+  p->AddFlag("fault-inject", &f->fault_inject,
+             "TEST-ONLY: the last rank corrupts one element of its output before the check "
+             "(proves that wrong elements are detected; never use it for a real measurement)");
+}
+
+absl::StatusOr<Options> ResolveOptions(const Flags& f) {
+  Options o;
+  auto dtype = ParseDType(f.dtype);
+  if (!dtype.ok()) return dtype.status();
+  o.dtype = *dtype;
+  auto ops = ParseOps(f.op);
+  if (!ops.ok()) return ops.status();
+  o.ops = *ops;
+  if (f.min_bytes <= 0 || f.max_bytes <= 0) {
+    return absl::InvalidArgumentError("sizes must be positive");
+  }
+  auto sweep = SizeSweep(static_cast<size_t>(f.min_bytes), static_cast<size_t>(f.max_bytes),
+                         f.factor);
+  if (!sweep.ok()) return sweep.status();
+  o.min_bytes = static_cast<size_t>(f.min_bytes);
+  o.max_bytes = static_cast<size_t>(f.max_bytes);
+  o.factor = f.factor;
+  if (f.iters < 1 || f.iters > 1000000) return absl::InvalidArgumentError("-n must be 1..1000000");
+  if (f.warmup < 0 || f.warmup > 100000) return absl::InvalidArgumentError("-w must be 0..100000");
+  if (f.check_iters < 0 || f.check_iters > 1000) {
+    return absl::InvalidArgumentError("-c must be 0..1000");
+  }
+  o.iters = static_cast<int>(f.iters);
+  o.warmup = static_cast<int>(f.warmup);
+  o.check_iters = static_cast<int>(f.check_iters);
+  o.fault_inject = f.fault_inject;
+  return o;
+}
+
+std::string LocalNodeName() {
+  for (const char* var : {"CMAX_NODE_NAME", "CMAX_NODE"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') return v;
+  }
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) return "unknown";
+  return host;
+}
+
+void ReportNotMeasured(RecordWriter& out, const std::string& backend, const std::string& why) {
+  v1::Finding f;
+  f.set_check_id("collective.not_measured");
+  f.set_severity(v1::SEVERITY_WARN);
+  f.set_category("networking");
+  f.set_subject(absl::StrCat("node:", LocalNodeName()));
+  f.set_title(absl::StrCat("collectives not measured (backend ", backend, ")"));
+  f.set_detail(why);
+  f.add_evidence(why);
+  (*f.mutable_labels())["backend"] = backend;
+  out.Find(std::move(f));
+  out.Log("error", absl::StrCat("not measured: ", why));
+}
+
+int RunCollectives(const Options& o, Backend& b, RecordWriter& out, FILE* table,
+                   std::vector<Result>* results) {
+  RunState st{o, b, out, table, LocalNodeName(), {}, "", 1, 0};
+  if (auto s = b.CheckDType(o.dtype); !s.ok()) {
+    ReportNotMeasured(out, b.name(), std::string(s.message()));
+    std::fprintf(stderr, "collective: %s\n", std::string(s.message()).c_str());
+    return kExitCouldNotRun;
+  }
+  auto names = b.AllGatherStrings(st.node);
+  if (!names.ok()) {
+    ReportNotMeasured(out, b.name(),
+                      absl::StrCat("exchanging node names: ", names.status().message()));
+    return kExitCouldNotRun;
+  }
+  st.rank_nodes = *names;
+  std::set<std::string> distinct(st.rank_nodes.begin(), st.rank_nodes.end());
+  st.nodes_label = absl::StrJoin(distinct, ",");
+  st.group_size = static_cast<int>(distinct.size());
+  if (table) PrintHeader(st, table);
+
+  auto sizes = SizeSweep(o.min_bytes, o.max_bytes, o.factor);
+  if (!sizes.ok()) return kExitCouldNotRun;
+  int exit_code = kExitPassed;
+  for (Op op : o.ops) {
+    Buffers buf(b);
+    const Shape largest = ShapeFor(op, o.max_bytes, DTypeSize(o.dtype), b.world_size());
+    if (auto s = buf.Allocate(largest); !s.ok()) {
+      ReportNotMeasured(out, b.name(), absl::StrCat("allocating buffers for ", OpName(op), " at ",
+                                                    o.max_bytes, " B: ", s.message()));
+      return kExitCouldNotRun;
+    }
+    absl::Status failed;
+    // Warm-up at the largest and the smallest size (nccl-tests TimeTest).
+    for (size_t bytes : {o.max_bytes, o.min_bytes}) {
+      const Shape s = ShapeFor(op, bytes, DTypeSize(o.dtype), b.world_size());
+      if (s.param_count == 0 || !failed.ok()) continue;
+      failed = Prepare(b, buf, op, o.dtype, s, false, kTimingSeed);
+      for (int i = 0; i < o.warmup && failed.ok(); ++i) {
+        failed = b.Run(op, o.dtype, buf.send(), buf.recv(), s, false);
+      }
+      if (failed.ok()) failed = b.Synchronize();
+    }
+    if (table) PrintOpHeader(table, op);
+    int bad_results = 0;
+    double busbw_sum = 0;
+    int busbw_n = 0;
+    for (size_t bytes : *sizes) {
+      if (!failed.ok()) break;
+      const Shape s = ShapeFor(op, bytes, DTypeSize(o.dtype), b.world_size());
+      if (s.param_count == 0) continue;  // fewer elements than ranks
+      Result r_out, r_in;
+      bool have_in = false;
+      auto ro = BenchOne(st, buf, op, bytes, false);
+      if (!ro.ok()) {
+        failed = ro.status();
+        break;
+      }
+      r_out = *ro;
+      if (HasInPlace(op)) {
+        auto ri = BenchOne(st, buf, op, bytes, true);
+        if (!ri.ok()) {
+          failed = ri.status();
+          break;
+        }
+        r_in = *ri;
+        have_in = true;
+      }
+      for (const Result* r : {&r_out, have_in ? &r_in : nullptr}) {
+        if (r == nullptr) continue;
+        if (r->wrong > 0) ++bad_results;
+        busbw_sum += r->bw.busbw_gbps;
+        ++busbw_n;
+        if (b.rank() == 0) Record(st, *r);
+        if (results) results->push_back(*r);
+      }
+      if (table) PrintRow(table, st, op, r_out, have_in ? &r_in : nullptr);
+    }
+    if (!failed.ok()) {
+      v1::Finding f;
+      f.set_check_id("collective.failed");
+      f.set_severity(v1::SEVERITY_FAIL);
+      f.set_category("networking");
+      f.set_subject(absl::StrCat("node:", st.node, " rank:", b.rank()));
+      f.set_title(absl::StrCat(OpName(op), " failed on rank ", b.rank(), " (", st.node, ")"));
+      f.set_detail(std::string(failed.message()));
+      f.add_evidence(std::string(failed.message()));
+      f.add_evidence(absl::StrCat("ranks and nodes: ", absl::StrJoin(st.rank_nodes, ",")));
+      if (!o.command.empty()) f.add_evidence(absl::StrCat("command: ", o.command));
+      f.set_action("check that every node of the group is up and reachable on the network "
+                   "used, then rerun");
+      auto& l = *f.mutable_labels();
+      for (const auto& [k, v] : BaseLabels(st, op)) l[k] = v;
+      out.Find(std::move(f));
+      std::fprintf(stderr, "collective: %s failed: %s\n", OpName(op),
+                   std::string(failed.message()).c_str());
+      return kExitFoundFailures;
+    }
+    const double avg = busbw_n ? busbw_sum / busbw_n : 0;
+    if (table) {
+      std::fprintf(table, "# Out of bounds values : %d %s\n", bad_results,
+                   bad_results ? "FAILED" : "OK");
+      std::fprintf(table, "# Avg bus bandwidth    : %g \n#\n", avg);
+      std::fflush(table);
+    }
+    if (b.rank() == 0 && busbw_n > 0) {
+      auto labels = BaseLabels(st, op);
+      labels["results"] = absl::StrCat(busbw_n);
+      out.Measure("avg_busbw_gbps", avg, "GB/s", labels);
+    }
+    if (bad_results > 0) exit_code = kExitFoundFailures;
+  }
+  if (b.world_size() == 1 && table) {
+    std::fprintf(table, "# One rank: bus bandwidth is 0 by definition (factor (n-1)/n); the run "
+                        "only shows that the suite works.\n");
+  }
+  return exit_code;
+}
+
+}  // namespace cmax::collective

@@ -1,0 +1,453 @@
+// cmax-bench-cuda collective --backend nccl: NCCL collectives, one rank per
+// GPU, with nccl-tests' flags, timing, table and definitions
+// (benchmarks/collective_common/runner.h), every element verified.
+//
+// Ranks:
+//  - a rank of a group task (CMAX_RENDEZVOUS set by the agent, or passed to
+//    ranks started by mpirun): this process is rank CMAX_RANK (or Open MPI's
+//    / Slurm's variables) on GPU local_rank; rank 0 puts the ncclUniqueId in
+//    the rendezvous under "nccl/uid", the others get it. No MPI is linked.
+//  - run by hand: one thread per selected local GPU (--gpus, default all),
+//    one rank each, in this process.
+// NCCL runs with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,ENV
+// written to nccl-debug.<host>.<pid>.log in $CMAX_TASK_DIR (a temporary
+// directory when unset); at the end the log is parsed (nccl_log.h) and what
+// NCCL used is reported: transport, GPUDirect RDMA, NVLS, channels, with
+// socket fallback and GDR-off findings.
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "benchmarks/collective_common/backend.h"
+#include "benchmarks/collective_common/nccl_log.h"
+#include "benchmarks/collective_common/runner.h"
+#include "benchmarks/cuda/cuda_env.h"
+#include "benchmarks/suite.h"
+#include "common/args.h"
+#include "common/record_io.h"
+#include "common/rendezvous_client.h"
+
+namespace cmax::bench {
+namespace {
+
+using collective::DType;
+using collective::Op;
+using collective::Shape;
+
+absl::Status NcclStatus(ncclResult_t r, const char* call, int rank, int gpu) {
+  if (r == ncclSuccess) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(call, ": ", ncclGetErrorString(r), " (rank ", rank,
+                                             ", GPU ", gpu, ")"));
+}
+
+#define CMAX_NCCL(call)                                                               \
+  do {                                                                                \
+    if (ncclResult_t cmax_r_ = (call); cmax_r_ != ncclSuccess)                        \
+      return NcclStatus(cmax_r_, #call, rank_, gpu_);                                 \
+  } while (0)
+
+ncclDataType_t NcclType(DType t) {
+  switch (t) {
+    case DType::kInt8: return ncclInt8;
+    case DType::kUint8: return ncclUint8;
+    case DType::kInt32: return ncclInt32;
+    case DType::kUint32: return ncclUint32;
+    case DType::kInt64: return ncclInt64;
+    case DType::kUint64: return ncclUint64;
+    case DType::kHalf: return ncclFloat16;
+    case DType::kFloat: return ncclFloat32;
+    case DType::kDouble: return ncclFloat64;
+    case DType::kBfloat16: return ncclBfloat16;
+  }
+  return ncclFloat32;
+}
+
+class NcclBackend : public collective::Backend {
+ public:
+  NcclBackend(int rank, int nranks, int gpu, std::chrono::milliseconds timeout)
+      : rank_(rank), nranks_(nranks), gpu_(gpu), timeout_(timeout) {}
+  ~NcclBackend() override {
+    if (scratch_) cudaFree(scratch_);
+    if (comm_) ncclCommDestroy(comm_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  absl::Status Init(const ncclUniqueId& id) {
+    const int gpu = gpu_;
+    CMAX_CUDA(cudaSetDevice(gpu_));
+    CMAX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CMAX_CUDA(cudaMalloc(&scratch_, kScratch));
+    CMAX_NCCL(ncclCommInitRank(&comm_, nranks_, id, rank_));
+    return absl::OkStatus();
+  }
+
+  std::string name() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int world_size() const override { return nranks_; }
+  absl::Status CheckDType(DType) const override { return absl::OkStatus(); }
+
+  absl::StatusOr<void*> Allocate(size_t bytes) override {
+    const int gpu = gpu_;
+    void* p = nullptr;
+    CMAX_CUDA(cudaSetDevice(gpu_));
+    CMAX_CUDA(cudaMalloc(&p, bytes));
+    return p;
+  }
+  void Free(void* p) override { cudaFree(p); }
+  absl::Status Upload(void* dst, const void* host, size_t bytes) override {
+    const int gpu = gpu_;
+    CMAX_CUDA(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
+    return absl::OkStatus();
+  }
+  absl::Status Download(void* host, const void* src, size_t bytes) override {
+    const int gpu = gpu_;
+    CMAX_CUDA(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost));
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(Op op, DType t, const void* send, void* recv, const Shape& s,
+                   bool /*in_place*/) override {
+    const ncclDataType_t type = NcclType(t);
+    const size_t c = s.param_count;
+    const size_t chunk = c * s.elem_size;
+    switch (op) {
+      case Op::kAllReduce:
+        CMAX_NCCL(ncclAllReduce(send, recv, c, type, ncclSum, comm_, stream_));
+        break;
+      case Op::kAllGather:
+        CMAX_NCCL(ncclAllGather(send, recv, c, type, comm_, stream_));
+        break;
+      case Op::kReduceScatter:
+        CMAX_NCCL(ncclReduceScatter(send, recv, c, type, ncclSum, comm_, stream_));
+        break;
+      case Op::kBroadcast:
+        CMAX_NCCL(ncclBroadcast(send, recv, c, type, collective::RootOf(op), comm_, stream_));
+        break;
+      case Op::kAlltoall:
+        CMAX_NCCL(ncclGroupStart());
+        for (int peer = 0; peer < nranks_; ++peer) {
+          CMAX_NCCL(ncclSend(static_cast<const char*>(send) + peer * chunk, c, type, peer, comm_,
+                             stream_));
+          CMAX_NCCL(ncclRecv(static_cast<char*>(recv) + peer * chunk, c, type, peer, comm_,
+                             stream_));
+        }
+        CMAX_NCCL(ncclGroupEnd());
+        break;
+      case Op::kSendRecv:
+        CMAX_NCCL(ncclGroupStart());
+        CMAX_NCCL(ncclSend(send, c, type, (rank_ + 1) % nranks_, comm_, stream_));
+        CMAX_NCCL(ncclRecv(recv, c, type, (rank_ - 1 + nranks_) % nranks_, comm_, stream_));
+        CMAX_NCCL(ncclGroupEnd());
+        break;
+    }
+    return absl::OkStatus();
+  }
+
+  // Waits for the stream, watching NCCL's asynchronous errors and the
+  // timeout (the communicator is aborted then, as nccl-tests does).
+  absl::Status Synchronize() override {
+    const int gpu = gpu_;
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    while (true) {
+      cudaError_t e = cudaStreamQuery(stream_);
+      if (e == cudaSuccess) return absl::OkStatus();
+      if (e != cudaErrorNotReady) CMAX_CUDA(e);
+      ncclResult_t async = ncclSuccess;
+      CMAX_NCCL(ncclCommGetAsyncError(comm_, &async));
+      if (async != ncclSuccess) {
+        ncclCommAbort(comm_);
+        comm_ = nullptr;
+        return NcclStatus(async, "NCCL asynchronous error", rank_, gpu_);
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        ncclCommAbort(comm_);
+        comm_ = nullptr;
+        return absl::DeadlineExceededError(absl::StrCat(
+            "collective did not complete within ", timeout_.count() / 1000, " s (rank ", rank_,
+            ", GPU ", gpu_, "): a peer is slow, hung or gone"));
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  absl::Status Barrier() override {
+    const int gpu = gpu_;
+    CMAX_CUDA(cudaMemsetAsync(scratch_, 0, sizeof(float), stream_));
+    CMAX_NCCL(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream_));
+    return Synchronize();
+  }
+
+  absl::StatusOr<std::vector<double>> AllGather(const std::vector<double>& values) override {
+    const size_t bytes = values.size() * sizeof(double);
+    std::vector<double> out(values.size() * static_cast<size_t>(nranks_));
+    if (auto s = GatherBytes(values.data(), bytes, out.data()); !s.ok()) return s;
+    return out;
+  }
+
+  absl::StatusOr<std::vector<std::string>> AllGatherStrings(const std::string& mine) override {
+    constexpr size_t kMax = 256;
+    char in[kMax] = {0};
+    std::strncpy(in, mine.c_str(), kMax - 1);
+    std::vector<char> all(kMax * static_cast<size_t>(nranks_));
+    if (auto s = GatherBytes(in, kMax, all.data()); !s.ok()) return s;
+    std::vector<std::string> out;
+    for (int r = 0; r < nranks_; ++r) out.emplace_back(all.data() + static_cast<size_t>(r) * kMax);
+    return out;
+  }
+
+ private:
+  static constexpr size_t kScratch = 1 << 20;
+
+  absl::Status GatherBytes(const void* in, size_t bytes, void* out) {
+    const int gpu = gpu_;
+    if (bytes * static_cast<size_t>(nranks_ + 1) > kScratch) {
+      return absl::InvalidArgumentError("gather too large for the scratch buffer");
+    }
+    char* dev_in = static_cast<char*>(scratch_);
+    char* dev_out = dev_in + bytes;
+    CMAX_CUDA(cudaMemcpy(dev_in, in, bytes, cudaMemcpyHostToDevice));
+    CMAX_NCCL(ncclAllGather(dev_in, dev_out, bytes, ncclUint8, comm_, stream_));
+    if (auto s = Synchronize(); !s.ok()) return s;
+    CMAX_CUDA(cudaMemcpy(out, dev_out, bytes * static_cast<size_t>(nranks_),
+                         cudaMemcpyDeviceToHost));
+    return absl::OkStatus();
+  }
+
+  int rank_, nranks_, gpu_;
+  std::chrono::milliseconds timeout_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  void* scratch_ = nullptr;
+};
+
+// NCCL_DEBUG to a file of this process in `dir` (before NCCL's first call).
+std::string SetUpNcclDebug(const std::string& dir) {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  const std::string path = absl::StrCat(dir, "/nccl-debug.", host, ".", getpid(), ".log");
+  setenv("NCCL_DEBUG", "INFO", 1);
+  if (std::getenv("NCCL_DEBUG_SUBSYS") == nullptr) setenv("NCCL_DEBUG_SUBSYS", "INIT,NET,GRAPH,ENV", 1);
+  setenv("NCCL_DEBUG_FILE", path.c_str(), 1);
+  return path;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool RdmaDevicesPresent() {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/sys/class/infiniband", ec);
+  return !ec && it != std::filesystem::directory_iterator();
+}
+
+void ReportTransport(RecordWriter& out, FILE* table, const std::string& log_path, bool expect_gdr,
+                     int nranks) {
+  const std::string text = ReadAll(log_path);
+  collective::NcclLogFacts facts = collective::ParseNcclLog(text);
+  collective::TransportExpectation expect;
+  expect.rdma_devices_present = RdmaDevicesPresent();
+  expect.expect_gdr = expect_gdr;
+  auto labels = collective::TransportLabels(facts);
+  labels["ranks"] = absl::StrCat(nranks);
+  labels["log"] = log_path;
+  out.Measure("nccl_net_connections", facts.net_connections, "count", labels);
+  out.Measure("nccl_gdr_connections", facts.gdr_connections, "count", labels);
+  if (facts.nvls_channels >= 0) out.Measure("nccl_nvls_channels", facts.nvls_channels, "count", labels);
+  if (facts.channels >= 0) out.Measure("nccl_channels", facts.channels, "count", labels);
+  for (auto& f : collective::TransportFindings(facts, expect)) {
+    f.add_evidence(absl::StrCat("NCCL debug log: ", log_path));
+    if (table) {
+      std::fprintf(table, "# NCCL %s: %s\n", SeverityName(f.severity()).c_str(), f.title().c_str());
+    }
+    out.Find(std::move(f));
+  }
+}
+
+struct Setup {
+  collective::Options options;
+  std::chrono::milliseconds timeout{300000};
+  bool jsonl = false;
+  bool expect_gdr = false;
+};
+
+// One rank of a group task.
+int RunGroupRank(const Setup& setup, RecordWriter& out, const std::string& log_path) {
+  auto client = RendezvousClient::FromEnvironment();
+  if (!client.ok()) {
+    collective::ReportNotMeasured(out, "nccl", std::string(client.status().message()));
+    return kExitCouldNotRun;
+  }
+  const GroupPlace place = (*client)->place();
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    collective::ReportNotMeasured(out, "nccl", "no CUDA device");
+    return kExitCouldNotRun;
+  }
+  const int gpu = place.local_rank % devices;
+  ncclUniqueId id;
+  if (place.rank == 0) {
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
+      collective::ReportNotMeasured(out, "nccl",
+                                    absl::StrCat("ncclGetUniqueId: ", ncclGetErrorString(r)));
+      return kExitCouldNotRun;
+    }
+    auto s = (*client)->Set("nccl/uid", std::string(id.internal, sizeof(id.internal)));
+    if (!s.ok()) {
+      collective::ReportNotMeasured(out, "nccl", absl::StrCat("publishing the NCCL id: ", s.message()));
+      return kExitCouldNotRun;
+    }
+  } else {
+    auto v = (*client)->Get("nccl/uid", absl::FromChrono(setup.timeout));
+    if (!v.ok() || v->size() != sizeof(id.internal)) {
+      collective::ReportNotMeasured(
+          out, "nccl", absl::StrCat("getting the NCCL id from rank 0: ",
+                                    v.ok() ? "wrong size" : std::string(v.status().message())));
+      return kExitCouldNotRun;
+    }
+    std::memcpy(id.internal, v->data(), sizeof(id.internal));
+  }
+  NcclBackend backend(place.rank, place.world_size, gpu, setup.timeout);
+  if (auto s = backend.Init(id); !s.ok()) {
+    collective::ReportNotMeasured(out, "nccl", std::string(s.message()));
+    return kExitCouldNotRun;
+  }
+  FILE* table = (!setup.jsonl && place.rank == 0) ? stdout : nullptr;
+  int rc = collective::RunCollectives(setup.options, backend, out, table);
+  ReportTransport(out, table, log_path, setup.expect_gdr, place.world_size);
+  return rc;
+}
+
+// One thread per local GPU, each a rank.
+int RunLocalRanks(const Setup& setup, RecordWriter& out, const std::vector<int>& gpus,
+                  const std::string& log_path) {
+  ncclUniqueId id;
+  if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
+    collective::ReportNotMeasured(out, "nccl",
+                                  absl::StrCat("ncclGetUniqueId: ", ncclGetErrorString(r)));
+    return kExitCouldNotRun;
+  }
+  const int n = static_cast<int>(gpus.size());
+  std::vector<int> codes(gpus.size(), kExitCouldNotRun);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      NcclBackend backend(r, n, gpus[static_cast<size_t>(r)], setup.timeout);
+      if (auto s = backend.Init(id); !s.ok()) {
+        collective::ReportNotMeasured(out, "nccl", std::string(s.message()));
+        return;
+      }
+      FILE* table = (!setup.jsonl && r == 0) ? stdout : nullptr;
+      codes[static_cast<size_t>(r)] = collective::RunCollectives(setup.options, backend, out, table);
+    });
+  }
+  for (auto& t : threads) t.join();
+  FILE* table = setup.jsonl ? nullptr : stdout;
+  if (n == 1 && table) {
+    std::fprintf(table, "# A single GPU only shows that the suite runs: NCCL needs one GPU per "
+                        "rank, and bus bandwidth with one rank is 0 by definition.\n");
+  }
+  ReportTransport(out, table, log_path, setup.expect_gdr, n);
+  return *std::max_element(codes.begin(), codes.end());
+}
+
+}  // namespace
+
+int RunCudaCollective(int argc, char** argv) {
+  collective::Flags flags;
+  flags.backend = "nccl";
+  flags.min_bytes = 8;
+  flags.max_bytes = 128 << 20;
+  std::string gpus_arg = "all";
+  bool expect_gdr = false;
+  ArgParser parser("cmax-bench-cuda collective [options]",
+                   "NCCL collectives, one rank per GPU, timed and verified like nccl-tests. A rank "
+                   "of a group task (CMAX_RENDEZVOUS) drives the GPU of its local rank; run by "
+                   "hand, one thread per GPU of --gpus. NCCL's INFO log goes to "
+                   "$CMAX_TASK_DIR/nccl-debug.<host>.<pid>.log and is checked for the transport, "
+                   "GPUDirect RDMA and NVLS.");
+  collective::AddFlags(&parser, &flags);
+  parser.AddString("gpus", &gpus_arg, "GPU indices or 'all' (run by hand)");
+  parser.AddFlag("expect-gdr", &expect_gdr,
+                 "inter-node traffic must use GPUDirect RDMA (a finding fails otherwise)");
+  if (auto s = parser.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "collective: %s\n", std::string(s.message()).c_str());
+    return kExitCouldNotRun;
+  }
+  if (parser.help_requested()) {
+    std::printf("%s", parser.Help().c_str());
+    return kExitPassed;
+  }
+  if (flags.backend != "nccl") {
+    std::fprintf(stderr, "collective: cmax-bench-cuda runs --backend nccl; gloo and mpi are in "
+                         "cmax-bench\n");
+    return kExitCouldNotRun;
+  }
+  Setup setup;
+  auto options = collective::ResolveOptions(flags);
+  if (!options.ok()) {
+    std::fprintf(stderr, "collective: %s\n", std::string(options.status().message()).c_str());
+    return kExitCouldNotRun;
+  }
+  setup.options = *options;
+  std::vector<std::string> args(argv, argv + argc);
+  setup.options.command = absl::StrCat("cmax-bench-cuda ", absl::StrJoin(args, " "));
+  setup.timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.timeout_s * 1000));
+  setup.jsonl = flags.jsonl;
+  setup.expect_gdr = expect_gdr;
+
+  DriverProbe probe = ProbeDriver();
+  CudaVersions versions = GetCudaVersions(probe);
+  int nccl_version = 0;
+  ncclGetVersion(&nccl_version);
+  RecordWriter out("collective", flags.jsonl ? stdout : nullptr,
+                   {{"driver", versions.driver},
+                    {"cuda_runtime", versions.runtime},
+                    {"nccl", absl::StrCat(nccl_version)}});
+  if (int rc = CheckCudaReady(out, probe, flags.jsonl); rc != 0) {
+    collective::ReportNotMeasured(out, "nccl", "no usable GPU: NCCL collectives not measured");
+    return rc;
+  }
+  std::string dir;
+  if (const char* d = std::getenv("CMAX_TASK_DIR"); d != nullptr && *d != '\0') {
+    dir = d;
+  } else {
+    char tmpl[] = "/tmp/cmax-nccl-XXXXXX";
+    const char* made = mkdtemp(tmpl);
+    dir = made ? made : "/tmp";
+  }
+  const std::string log_path = SetUpNcclDebug(dir);
+  if (std::getenv("CMAX_RENDEZVOUS") != nullptr) return RunGroupRank(setup, out, log_path);
+  auto all = ListGpus();
+  if (!all.ok()) {
+    collective::ReportNotMeasured(out, "nccl", std::string(all.status().message()));
+    return kExitCouldNotRun;
+  }
+  auto selection = ParseGpuSelection(gpus_arg, static_cast<int>(all->size()));
+  if (!selection.ok()) {
+    std::fprintf(stderr, "collective: %s\n", std::string(selection.status().message()).c_str());
+    return kExitCouldNotRun;
+  }
+  return RunLocalRanks(setup, out, *selection, log_path);
+}
+
+}  // namespace cmax::bench
