@@ -216,8 +216,9 @@ class Parser {
         (!out->nodes().all() && out->nodes().names().empty() && out->nodes().name_regex().empty())) {
       out->mutable_nodes()->set_all(true);
     }
-    if (out->scope() != v1::SCOPE_GANG && (!out->ranks_per_node().empty() || !out->launcher().empty())) {
-      return Error(node, "ranks_per_node and launcher apply to scope: gang only");
+    if (out->scope() == v1::SCOPE_NODE &&
+        (!out->ranks_per_node().empty() || !out->launcher().empty())) {
+      return Error(node, "ranks_per_node and launcher apply to group scopes (gang, barrier, pairs)");
     }
     for (const auto& [pkey, pval] : out->params()) {
       if (IsMpirunOption(pkey) && out->launcher() != "mpirun") {

@@ -71,15 +71,17 @@ absl::StatusOr<std::vector<std::string>> SelectNodes(const v1::NodeSelector& sel
   return out;
 }
 
-// Disjoint pairs in rounds (circle method), enough rounds that every node
-// meets at least two different partners where there are three or more nodes.
+// Disjoint pairs in rounds (circle method). Up to eight nodes every pair
+// meets (n-1 rounds), so one noisy pairing cannot blame a healthy node; on
+// larger fleets three rounds (four with a bye), so every node meets at least
+// two different partners. A round's pairs run at the same time.
 std::vector<std::vector<std::pair<std::string, std::string>>> PairRounds(
     std::vector<std::string> nodes) {
   std::vector<std::vector<std::pair<std::string, std::string>>> rounds;
   if (nodes.size() < 2) return rounds;
   if (nodes.size() % 2) nodes.push_back("");  // a bye
   const size_t n = nodes.size();
-  size_t wanted = std::min<size_t>(n - 1, nodes.back().empty() ? 3 : 2);
+  size_t wanted = n <= 8 ? n - 1 : (nodes.back().empty() ? 4 : 3);
   for (size_t r = 0; r < n - 1 && rounds.size() < wanted; ++r) {
     std::vector<std::pair<std::string, std::string>> round;
     for (size_t i = 0; i < n / 2; ++i) {

@@ -99,6 +99,8 @@ TEST_CASE("only allow-listed mpirun options reach mpirun", "[catalog][security]"
   CHECK(rest == std::vector<std::string>{"--bytes=1M"});
   CHECK(*opts == std::vector<std::string>{"--bind-to", "none", "--mca", "btl_tcp_if_include",
                                           "eth0", "--mca", "oob_tcp_if_include", "eth0"});
+}
+
 TEST_CASE("collective runs in the binary of its backend with nccl-tests' long flags",
           "[catalog]") {
   const auto* coll = cmax::FindSuite("collective");
