@@ -249,6 +249,10 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
     return;
   }
   registry_.OnHeard(session.get(), mono, now);
+  // A stream whose records could not be stored is closing: an end status on
+  // it must not overtake the records it follows (the agent sends both again
+  // on its next stream, records first).
+  if (failed_sessions_.count(session.get()) && !message.has_pong()) return;
   switch (message.msg_case()) {
     case v1::AgentMessage::kPong:
       registry_.OnPong(session.get(), message.pong(), NowUnixNs());
@@ -286,7 +290,6 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
 
 void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
                                 const v1::RecordBatch& batch) {
-  if (failed_sessions_.count(session)) return;  // closing; the agent resends
   {
     const int64_t mono = MonotonicNs();
     const double rate = static_cast<double>(options_.max_records_per_second);

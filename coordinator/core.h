@@ -102,8 +102,9 @@ class CoordinatorCore {
   std::map<std::string, std::vector<std::shared_ptr<RunWatcher>>> watchers_;
   std::map<AgentSession*, std::shared_ptr<AgentSession>> sessions_;  // keeps them alive
   // Sessions whose records could not be stored: nothing more from them is
-  // stored or acknowledged (a later ack would cover the gap), and they are
-  // closed so the agent reconnects and resends from its last ack.
+  // stored, acknowledged or applied (a later ack would cover the gap; an end
+  // status would overtake its records), and they are closed so the agent
+  // reconnects and resends from its last ack.
   std::set<AgentSession*> failed_sessions_;
   // Per node: token bucket for max_records_per_second.
   struct RecordBudget {
