@@ -50,6 +50,7 @@ coord_pid=""
 
 cleanup() {
   set +e
+  exec 2>/dev/null  # no "Killed" job notices for the daemons we kill here
   [[ -n ${monitor_pid:-} ]] && kill "$monitor_pid" 2>/dev/null
   [[ -n ${runner_pid:-} ]] && kill "$runner_pid" 2>/dev/null
   for i in "${!agent_pid[@]}"; do kill -9 "${agent_pid[$i]}" 2>/dev/null; done
@@ -147,7 +148,7 @@ while true; do
       down=$(( RANDOM % 4 ))
       echo "$(now) coordinator kill" >>"$dir/chaos.log"
       log "event $events: SIGKILL coordinator, restart after ${down} s"
-      kill -9 "$coord_pid" 2>/dev/null || true; wait "$coord_pid" 2>/dev/null || true
+      kill -9 "$coord_pid" 2>/dev/null || true; { wait "$coord_pid"; } 2>/dev/null || true
       sleep "$down"
       echo "$(now) coordinator back" >>"$dir/chaos.log"
       start_coordinator ;;
@@ -155,7 +156,7 @@ while true; do
       down=$(( RANDOM % 4 ))
       echo "$(now) node-$i kill" >>"$dir/chaos.log"
       log "event $events: SIGKILL agent node-$i, restart after ${down} s"
-      kill -9 "${agent_pid[$i]}" 2>/dev/null || true; wait "${agent_pid[$i]}" 2>/dev/null || true
+      kill -9 "${agent_pid[$i]}" 2>/dev/null || true; { wait "${agent_pid[$i]}"; } 2>/dev/null || true
       sleep "$down"
       echo "$(now) node-$i back" >>"$dir/chaos.log"
       start_agent "$i" ;;
