@@ -32,17 +32,18 @@ if [[ -z $cxx || -z $cc ]]; then
 fi
 
 start=$(date +%s)
+mkdir -p "$build"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [[ ! -f $build/build.ninja ]]; then
   cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" "${launcher[@]}" \
-    -DCMAX_BUILD_FUZZERS=ON -DCMAX_BUILD_TESTS=OFF -DCMAX_ENABLE_CUDA=OFF >"$build.configure.log" 2>&1 \
-    || { echo "FAIL: configuring the fuzz build (see $build.configure.log)"; tail -20 "$build.configure.log"; exit 1; }
+    -DCMAX_BUILD_FUZZERS=ON -DCMAX_BUILD_TESTS=OFF -DCMAX_ENABLE_CUDA=OFF >"$build/configure.log" 2>&1 \
+    || { echo "FAIL: configuring the fuzz build (see $build/configure.log)"; tail -20 "$build/configure.log"; exit 1; }
 fi
-if ! ninja -C "$build" -j "$jobs" fuzzers >"$build.build.log" 2>&1; then
-  echo "FAIL: building the fuzz targets (see $build.build.log)"
-  tail -30 "$build.build.log"
+if ! ninja -C "$build" -j "$jobs" fuzzers >"$build/build.log" 2>&1; then
+  echo "FAIL: building the fuzz targets (see $build/build.log)"
+  tail -30 "$build/build.log"
   exit 1
 fi
 built=$(date +%s)
