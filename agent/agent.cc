@@ -28,6 +28,8 @@ Agent::Agent(AgentOptions options)
   conn.target = options_.coordinator;
   conn.token = options_.token;
   conn.tls_ca_pem = options_.tls_ca_pem;
+  conn.tls_cert_pem = options_.tls_cert_pem;
+  conn.tls_key_pem = options_.tls_key_pem;
   conn.clock_offset_ns = options_.clock_offset_ns;
   connection_ = std::make_unique<Connection>(conn, this);
   ExecutorOptions exec;

@@ -29,6 +29,8 @@ struct AgentOptions {
   std::string work_dir;
   std::string token;       // bearer token (never logged)
   std::string tls_ca_pem;  // empty: insecure
+  std::string tls_cert_pem;  // client certificate for mutual TLS; empty: none
+  std::string tls_key_pem;   // its private key (never logged)
   std::string root;        // --root for suites that take it; empty: none
   std::string bench_dir;   // where cmax-bench lives
   int64_t clock_offset_ns = 0;

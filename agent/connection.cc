@@ -117,6 +117,8 @@ bool Connection::RunStream() {
   if (!options_.tls_ca_pem.empty()) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = options_.tls_ca_pem;
+    ssl.pem_cert_chain = options_.tls_cert_pem;
+    ssl.pem_private_key = options_.tls_key_pem;
     creds = grpc::SslCredentials(ssl);
   } else {
     creds = grpc::InsecureChannelCredentials();

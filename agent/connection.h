@@ -20,8 +20,8 @@
 //        └───────────── watchdog, or Stop ◀──────┘
 //
 // Auth: with a token every call carries `authorization: Bearer <token>`
-// (the token is never logged). TLS: SslCredentials with the given root CA;
-// otherwise insecure credentials.
+// (the token is never logged). TLS: SslCredentials with the given root CA
+// and, for mutual TLS, a client certificate; otherwise insecure credentials.
 #ifndef CMAX_AGENT_CONNECTION_H_
 #define CMAX_AGENT_CONNECTION_H_
 
@@ -47,6 +47,10 @@ struct ConnectionOptions {
   std::string target;      // HOST:PORT
   std::string token;       // bearer token; empty: none
   std::string tls_ca_pem;  // root CA (PEM); empty: insecure channel
+  // Client certificate chain and key (PEM) for a coordinator that requires
+  // them (--tls-client-ca); both empty: none. Only used with tls_ca_pem.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   int64_t clock_offset_ns = 0;
   int64_t backoff_initial_ms = 500;
   int64_t backoff_max_ms = 10000;

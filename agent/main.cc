@@ -26,6 +26,9 @@ ABSL_FLAG(std::string, token_file, "",
           "file holding a bearer token sent as 'authorization: Bearer <token>'");
 ABSL_FLAG(std::string, tls_ca, "",
           "root CA (PEM) for TLS to the coordinator; none: insecure");
+ABSL_FLAG(std::string, tls_cert, "",
+          "client certificate (PEM) for a coordinator that requires one (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "private key (PEM) of --tls-cert");
 ABSL_FLAG(std::string, root, "",
           "root directory passed as --root=DIR to suites that take one (fixture trees)");
 ABSL_FLAG(
@@ -81,7 +84,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "the cmax node daemon\n"
       "usage: cmax-agent --coordinator HOST:PORT --node-name NAME --work-dir DIR\n"
-      "       [--token-file F] [--tls-ca F] [--root DIR] [--bench-dir DIR]\n"
+      "       [--token-file F] [--tls-ca F [--tls-cert F --tls-key F]] [--root DIR]\n"
+      "       [--bench-dir DIR]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
       "Flags may be written with dashes or underscores.");
   // --help lists this file's flags (absl matches files named after the
@@ -125,6 +129,27 @@ int main(int argc, char** argv) {
   if (std::string f = absl::GetFlag(FLAGS_tls_ca); !f.empty()) {
     if (!ReadFile(f, &options.tls_ca_pem) || options.tls_ca_pem.empty()) {
       std::fprintf(stderr, "cmax-agent: cannot read --tls-ca %s\n", f.c_str());
+      return 2;
+    }
+  }
+  {
+    const std::string cert = absl::GetFlag(FLAGS_tls_cert);
+    const std::string key = absl::GetFlag(FLAGS_tls_key);
+    if (cert.empty() != key.empty()) {
+      std::fprintf(stderr, "cmax-agent: --tls-cert and --tls-key go together\n");
+      return 2;
+    }
+    if (!cert.empty() && options.tls_ca_pem.empty()) {
+      std::fprintf(stderr, "cmax-agent: --tls-cert needs --tls-ca\n");
+      return 2;
+    }
+    if (!cert.empty() && (!ReadFile(cert, &options.tls_cert_pem) ||
+                          options.tls_cert_pem.empty())) {
+      std::fprintf(stderr, "cmax-agent: cannot read --tls-cert %s\n", cert.c_str());
+      return 2;
+    }
+    if (!key.empty() && (!ReadFile(key, &options.tls_key_pem) || options.tls_key_pem.empty())) {
+      std::fprintf(stderr, "cmax-agent: cannot read --tls-key %s\n", key.c_str());
       return 2;
     }
   }

@@ -285,7 +285,8 @@ absl::StatusOr<int> ParseDurationSeconds(const std::string& text) {
     default: break;
   }
   int64_t v;
-  if (!absl::SimpleAtoi(digits, &v) || v <= 0 || v * mult > 7 * 86400) {
+  // v > limit / mult rather than v * mult > limit: v can be near INT64_MAX.
+  if (!absl::SimpleAtoi(digits, &v) || v <= 0 || v > 7 * 86400 / mult) {
     return absl::InvalidArgumentError(absl::StrCat(
         "timeout '", text, "' must be a positive duration up to 7 days (90, 90s, 5m, 1h)"));
   }
@@ -305,6 +306,12 @@ absl::StatusOr<v1::Plan> LoadPlanFile(const std::string& path) {
 }
 
 absl::Status ValidatePlan(const v1::Plan& plan) {
+  // The same limits the YAML parser applies, for plans that come over the
+  // wire (SubmitRun) without passing through it.
+  if (plan.ByteSizeLong() > kMaxPlanBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("plan of ", plan.ByteSizeLong(),
+                                                   " bytes exceeds ", kMaxPlanBytes));
+  }
   if (plan.name().empty()) return absl::InvalidArgumentError("plan has no name");
   if (plan.suites().empty()) return absl::InvalidArgumentError("plan has no suites");
   if (plan.suites_size() > 1000) return absl::InvalidArgumentError("plan has too many suites");
@@ -326,6 +333,23 @@ absl::Status ValidatePlan(const v1::Plan& plan) {
     }
     if (s.timeout_seconds() < 0 || s.timeout_seconds() > 7 * 86400) {
       return absl::InvalidArgumentError(absl::StrCat(where, "timeout out of range"));
+    }
+    if (s.retries() < 0 || s.retries() > 10) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "retries must be in [0, 10]"));
+    }
+    if (!s.ranks_per_node().empty() && s.ranks_per_node() != "gpus") {
+      int64_t n;
+      if (!absl::SimpleAtoi(s.ranks_per_node(), &n) || n < 1 || n > 1024) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "ranks_per_node must be a number in [1, 1024] or 'gpus'"));
+      }
+    }
+    if (!s.launcher().empty() && s.launcher() != "agents" && s.launcher() != "mpirun") {
+      return absl::InvalidArgumentError(absl::StrCat(where, "launcher must be agents or mpirun"));
+    }
+    if (s.scope() != v1::SCOPE_GANG && (!s.ranks_per_node().empty() || !s.launcher().empty())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "ranks_per_node and launcher apply to scope: gang only"));
     }
     if (!s.nodes().name_regex().empty()) {
       RE2 re(s.nodes().name_regex(), RE2::Quiet);

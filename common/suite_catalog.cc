@@ -481,8 +481,11 @@ absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
     const SuiteInfo& suite, const std::map<std::string, std::string>& params) {
   std::vector<std::string> args;
   for (const auto& [name, value] : params) {  // std::map: sorted by name
+    // Through a plain reference: clang before 16 cannot capture a structured
+    // binding (the fuzz build uses clang 14).
+    const std::string& wanted = name;
     auto it = std::find_if(suite.params.begin(), suite.params.end(),
-                           [&](const ParamSpec& p) { return p.name == name; });
+                           [&](const ParamSpec& p) { return p.name == wanted; });
     if (it == suite.params.end()) {
       std::vector<std::string> known;
       for (const auto& p : suite.params) known.push_back(p.name);

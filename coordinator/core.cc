@@ -219,6 +219,7 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
     if (replaced) {
       replaced->Close("replaced by a newer connection of the same node");
       sessions_.erase(replaced);
+      failed_sessions_.erase(replaced);
     }
     Log()->info("agent {} connected from {} ({} GPUs, {} held tasks)", hello.node_name(),
                 session->peer(), hello.inventory().gpu_count(), hello.held_size());
@@ -248,6 +249,10 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
     return;
   }
   registry_.OnHeard(session.get(), mono, now);
+  // A stream whose records could not be stored is closing: an end status on
+  // it must not overtake the records it follows (the agent sends both again
+  // on its next stream, records first).
+  if (failed_sessions_.count(session.get()) && !message.has_pong()) return;
   switch (message.msg_case()) {
     case v1::AgentMessage::kPong:
       registry_.OnPong(session.get(), message.pong(), NowUnixNs());
@@ -285,6 +290,25 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
 
 void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
                                 const v1::RecordBatch& batch) {
+  {
+    const int64_t mono = MonotonicNs();
+    const double rate = static_cast<double>(options_.max_records_per_second);
+    RecordBudget& b = record_budgets_[node];
+    if (b.refilled_ns == 0) b.tokens = 2 * rate;
+    b.tokens = std::min(2 * rate, b.tokens + rate * static_cast<double>(mono - b.refilled_ns) / 1e9);
+    b.refilled_ns = mono;
+    b.tokens -= batch.records_size();
+    if (b.tokens < 0) {
+      b.over += static_cast<int64_t>(-b.tokens);
+      b.tokens = 0;
+      if (mono - b.warned_ns >= 10ll * 1000000000) {
+        Log()->warn("agent {}: {} records over the limit of {} per second (stored anyway)", node,
+                    b.over, options_.max_records_per_second);
+        b.over = 0;
+        b.warned_ns = mono;
+      }
+    }
+  }
   struct TaskMeta {
     std::string run_id, suite;
     std::vector<std::string> nodes;
@@ -326,9 +350,14 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
   }
   auto added = store_->InsertRecords(rows);
   if (!added.ok()) {
-    // Not acknowledged: the agent keeps its spool and sends again later.
-    Log()->error("agent {}: storing {} records failed: {}", node, rows.size(),
-                 added.status().ToString());
+    // Not acknowledged, and nothing later on this stream may be either: a
+    // cumulative ack for a later batch would cover these. Close the stream;
+    // the agent reconnects and resends from its last ack.
+    Log()->error("agent {}: storing {} records failed: {}; closing its stream so it resends",
+                 node, rows.size(), added.status().ToString());
+    failed_sessions_.insert(session);
+    session->Close(absl::StrCat("the coordinator could not store records: ",
+                                added.status().message()));
     return;
   }
   for (const auto& [key, next_seq] : next) {
@@ -379,6 +408,7 @@ void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
 void CoordinatorCore::HandleStreamEnded(const std::shared_ptr<AgentSession>& session) {
   std::string node = registry_.OnStreamEnded(session.get(), MonotonicNs());
   sessions_.erase(session.get());
+  failed_sessions_.erase(session.get());
   if (!node.empty()) Log()->info("agent {} disconnected", node);
 }
 

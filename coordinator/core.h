@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,13 @@ struct CoreOptions {
   int64_t min_free_bytes = 64ll << 20;
   // How far after a barrier's release its ranks start.
   int64_t barrier_lead_ms = 500;
+  // Records per second one agent may send on average (burst: twice this).
+  // Above it the records are still stored and acknowledged -- refusing them
+  // would only make the agent hold them longer, and dropping them would lose
+  // results -- but a warning names the agent, at most once per 10 s. What
+  // bounds an abusive agent's cost is the 16 MiB message limit and the
+  // agent's own cap on unacknowledged records.
+  int64_t max_records_per_second = 20000;
 };
 
 // Receives the events of one run (cmaxctl watch). Implementations queue and
@@ -93,6 +101,19 @@ class CoordinatorCore {
   Rendezvous rendezvous_;
   std::map<std::string, std::vector<std::shared_ptr<RunWatcher>>> watchers_;
   std::map<AgentSession*, std::shared_ptr<AgentSession>> sessions_;  // keeps them alive
+  // Sessions whose records could not be stored: nothing more from them is
+  // stored, acknowledged or applied (a later ack would cover the gap; an end
+  // status would overtake its records), and they are closed so the agent
+  // reconnects and resends from its last ack.
+  std::set<AgentSession*> failed_sessions_;
+  // Per node: token bucket for max_records_per_second.
+  struct RecordBudget {
+    double tokens = 0;
+    int64_t refilled_ns = 0;
+    int64_t over = 0;          // records over the limit since the last warning
+    int64_t warned_ns = 0;
+  };
+  std::map<std::string, RecordBudget> record_budgets_;
   int64_t last_ping_ns_ = 0;
   uint64_t run_counter_ = 0;
 

@@ -102,6 +102,31 @@ TEST_CASE("durations", "[plan]") {
   CHECK_FALSE(cmax::ParseDurationSeconds("0").ok());
   CHECK_FALSE(cmax::ParseDurationSeconds("-5").ok());
   CHECK_FALSE(cmax::ParseDurationSeconds("soon").ok());
+  // Found by the fuzzer: a huge count overflowed when multiplied.
+  CHECK_FALSE(cmax::ParseDurationSeconds("9999999999999999h").ok());
+  CHECK(*cmax::ParseDurationSeconds("168h") == 7 * 86400);
+  CHECK_FALSE(cmax::ParseDurationSeconds("169h").ok());
+}
+
+TEST_CASE("plans from the wire get the parser's limits", "[plan]") {
+  auto parsed = cmax::ParsePlan("name: w\nsuites:\n  - suite: selftest\n", "w.yaml");
+  REQUIRE(parsed.ok());
+  REQUIRE(cmax::ValidatePlan(*parsed).ok());
+  SECTION("retries") {
+    parsed->mutable_suites(0)->set_retries(1000000);
+    CHECK(cmax::ValidatePlan(*parsed).message().find("retries") != std::string::npos);
+  }
+  SECTION("ranks per node") {
+    parsed->mutable_suites(0)->set_scope(cmax::v1::SCOPE_GANG);
+    parsed->mutable_suites(0)->set_ranks_per_node("1000000000");
+    CHECK(cmax::ValidatePlan(*parsed).message().find("ranks_per_node") != std::string::npos);
+    parsed->mutable_suites(0)->set_ranks_per_node("gpus");
+    CHECK(cmax::ValidatePlan(*parsed).ok());
+  }
+  SECTION("size") {
+    parsed->set_description(std::string(cmax::kMaxPlanBytes, 'd'));
+    CHECK(cmax::ValidatePlan(*parsed).message().find("exceeds") != std::string::npos);
+  }
 }
 
 TEST_CASE("the shipped plans parse, connectivity as a gang", "[plan]") {

@@ -114,6 +114,7 @@ absl::Status Cluster::StartCoordinator() {
   if (options_.tls) {
     argv.insert(argv.end(),
                 {"--tls-cert", dir_ + "/tls/server.pem", "--tls-key", dir_ + "/tls/server.key"});
+    if (options_.mtls) argv.insert(argv.end(), {"--tls-client-ca", dir_ + "/tls/ca.pem"});
   }
   if (netns_ && (options_.token.empty() || !options_.tls)) argv.push_back("--allow-insecure");
   SpawnOptions so;
@@ -168,6 +169,10 @@ absl::Status Cluster::StartAgent(int i) {
   }
   if (!options_.token.empty()) argv.insert(argv.end(), {"--token-file", dir_ + "/token"});
   if (options_.tls) argv.insert(argv.end(), {"--tls-ca", dir_ + "/tls/ca.pem"});
+  if (options_.tls && options_.mtls) {
+    argv.insert(argv.end(), {"--tls-cert", dir_ + "/tls/client.pem", "--tls-key",
+                             dir_ + "/tls/client.key"});
+  }
   SpawnOptions so;
   so.argv = InNamespace(absl::StrCat(prefix_, "-", i), argv);
   so.stdout_path = absl::StrCat(dir_, "/agent-", i, ".log");
@@ -214,6 +219,10 @@ CommandResult Cluster::Ctl(const std::vector<std::string>& args, std::chrono::se
   std::vector<std::string> argv = {BinDir() + "/cmaxctl", "--coordinator", address_};
   if (!options_.token.empty()) argv.insert(argv.end(), {"--token-file", dir_ + "/token"});
   if (options_.tls) argv.insert(argv.end(), {"--tls-ca", dir_ + "/tls/ca.pem"});
+  if (options_.tls && options_.mtls) {
+    argv.insert(argv.end(), {"--tls-cert", dir_ + "/tls/client.pem", "--tls-key",
+                             dir_ + "/tls/client.key"});
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   auto r = RunCommand(InNamespace(prefix_ + "-hub", argv), timeout, 64 << 20);
   if (!r.ok()) {

@@ -22,6 +22,9 @@ struct ClusterOptions {
   int heartbeat_timeout_s = 3;
   std::string token;             // non-empty: coordinator requires it
   bool tls = false;              // server TLS with certificates made for the test
+  // With tls: the coordinator requires client certificates (--tls-client-ca)
+  // and agents and Ctl present tls/client.pem.
+  bool mtls = false;
   std::vector<std::string> agent_roots;  // per agent --root (fixture trees), may be short
   std::vector<int> clock_offsets_ms;     // per agent --test-clock-offset-ms
 };

@@ -1,0 +1,128 @@
+// The SQLite store: round trips, records stored once, late flags, integrity.
+#include "coordinator/store.h"
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+namespace cmax::coordinator {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/cmax-store-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+v1::SpooledRecord Rec(const std::string& task, int attempt, int rank, int64_t seq, double v) {
+  v1::SpooledRecord r;
+  r.set_task_id(task);
+  r.set_attempt(attempt);
+  r.set_rank(rank);
+  r.set_seq(seq);
+  r.mutable_record()->mutable_measurement()->set_value(v);
+  return r;
+}
+
+TEST_CASE("runs, tasks and agents survive a reopen", "[store]") {
+  std::string dir = TempDir();
+  {
+    auto store = Store::Open(dir + "/cmax.db");
+    REQUIRE(store.ok());
+    RunRow run;
+    run.info.set_run_id("r1");
+    run.info.set_state("running");
+    run.info.set_created_unix_ns(5);
+    run.plan.set_name("p");
+    run.nodes = {"a", "b"};
+    REQUIRE((*store)->PutRun(run).ok());
+    TaskRow t;
+    t.info.set_task_id("r1.0.a");
+    t.info.set_run_id("r1");
+    t.info.set_state(v1::TASK_RUNNING);
+    t.info.set_attempt(2);
+    t.assignment.set_suite("selftest");
+    t.nodes = {"a"};
+    t.retries = 3;
+    REQUIRE((*store)->PutTasks({&t}).ok());
+    AgentRow a;
+    a.node = "a";
+    a.addresses = {"10.0.0.1", "10.0.0.2"};
+    a.inventory.set_gpu_count(8);
+    REQUIRE((*store)->PutAgent(a).ok());
+  }
+  auto store = Store::Open(dir + "/cmax.db");
+  REQUIRE(store.ok());
+  auto run = (*store)->GetRun("r1");
+  REQUIRE(run.ok());
+  CHECK(run->plan.name() == "p");
+  CHECK(run->nodes == std::vector<std::string>{"a", "b"});
+  auto unfinished = (*store)->ListRuns(0, true);
+  REQUIRE(unfinished.ok());
+  CHECK(unfinished->size() == 1);
+  auto tasks = (*store)->LoadTasks("r1");
+  REQUIRE(tasks.ok());
+  REQUIRE(tasks->size() == 1);
+  CHECK(tasks->front().info.attempt() == 2);
+  CHECK(tasks->front().retries == 3);
+  CHECK(tasks->front().assignment.suite() == "selftest");
+  auto agents = (*store)->LoadAgents();
+  REQUIRE(agents.ok());
+  REQUIRE(agents->size() == 1);
+  CHECK(agents->front().addresses.size() == 2);
+  CHECK(agents->front().inventory.gpu_count() == 8);
+  CHECK(absl::IsNotFound((*store)->GetRun("r2").status()));
+  CHECK(absl::IsNotFound((*store)->GetTask("r1.9.x").status()));
+  CHECK((*store)->CheckIntegrity().ok());
+}
+
+TEST_CASE("a record is stored once per (task, attempt, rank, seq)", "[store]") {
+  auto store = Store::Open(TempDir() + "/cmax.db");
+  REQUIRE(store.ok());
+  std::vector<v1::SpooledRecord> recs = {Rec("t", 1, 0, 0, 1), Rec("t", 1, 0, 1, 2),
+                                         Rec("t", 2, 0, 0, 3), Rec("t", 1, 1, 0, 4)};
+  std::vector<RecordToStore> rows;
+  for (auto& r : recs) rows.push_back({&r, "r1", "a", "selftest", false});
+  auto added = (*store)->InsertRecords(rows);
+  REQUIRE(added.ok());
+  CHECK(*added == 4);
+  // Resent after a reconnect, with one new one: only the new one counts, and
+  // the first copy (not late) is kept.
+  v1::SpooledRecord again = Rec("t", 1, 0, 1, 99), fresh = Rec("t", 1, 0, 2, 5);
+  auto more = (*store)->InsertRecords(
+      {{&again, "r1", "a", "selftest", true}, {&fresh, "r1", "a", "selftest", true}});
+  REQUIRE(more.ok());
+  CHECK(*more == 1);
+  auto n = (*store)->CountRecords("t");
+  REQUIRE(n.ok());
+  CHECK(*n == 5);
+  std::vector<v1::ExportedRecord> out;
+  REQUIRE((*store)
+              ->ScanRecords("r1",
+                            [&](const v1::ExportedRecord& r) {
+                              out.push_back(r);
+                              return true;
+                            })
+              .ok());
+  REQUIRE(out.size() == 5);
+  // (task, attempt, rank, seq) order.
+  CHECK(out[1].seq() == 1);
+  CHECK(out[1].record().measurement().value() == 2);
+  CHECK_FALSE(out[1].late());
+  CHECK(out[2].seq() == 2);
+  CHECK(out[2].late());
+  CHECK(out[3].rank() == 1);
+  CHECK(out[4].attempt() == 2);
+  CHECK(out[4].node() == "a");
+}
+
+TEST_CASE("a file that is not a database is refused", "[store]") {
+  std::string path = TempDir() + "/cmax.db";
+  std::ofstream(path) << std::string(8192, 'x');
+  auto store = Store::Open(path);
+  CHECK_FALSE(store.ok());
+}
+
+}  // namespace
+}  // namespace cmax::coordinator
