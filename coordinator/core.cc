@@ -152,12 +152,16 @@ void CoordinatorCore::SendTo(const std::string& node, const v1::CoordinatorMessa
   if (e && e->session && e->state == AgentState::kConnected) e->session->Send(message);
 }
 
-void CoordinatorCore::Apply(Changes& changes) {
+bool CoordinatorCore::Apply(Changes& changes) {
   std::vector<const TaskRow*> rows;
   for (const auto& id : changes.tasks) {
     if (const TaskRow* t = scheduler_.FindTask(id)) rows.push_back(t);
   }
-  if (auto s = store_->PutTasks(rows); !s.ok()) Log()->error("persisting tasks: {}", s.ToString());
+  bool persisted = true;
+  if (auto s = store_->PutTasks(rows); !s.ok()) {
+    Log()->error("persisting tasks: {}", s.ToString());
+    persisted = false;
+  }
   for (const auto& id : changes.runs) {
     if (RunRow* r = scheduler_.FindRun(id)) {
       scheduler_.RefreshCounters(r);
@@ -191,6 +195,7 @@ void CoordinatorCore::Apply(Changes& changes) {
     Broadcast(run->info.run_id(), ev);
   }
   for (const auto& run_id : changes.finished_runs) FinishRun(run_id);
+  return persisted;
 }
 
 void CoordinatorCore::Broadcast(const std::string& run_id, const v1::RunEvent& event) {
@@ -394,8 +399,9 @@ void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
     changes.tasks.insert(t->info.task_id());
   }
   scheduler_.Schedule(registry_, now, &changes);
-  Apply(changes);
-  if (IsTerminal(status.state())) {
+  const bool persisted = Apply(changes);
+  // Acknowledged only once durable: otherwise the agent sends it again.
+  if (persisted && IsTerminal(status.state())) {
     v1::CoordinatorMessage m;
     auto* ack = m.mutable_status_ack();
     ack->set_task_id(status.task_id());

@@ -83,8 +83,9 @@ class CoordinatorCore {
   CoordinatorCore(CoreOptions options, std::unique_ptr<Store> store);
   void Loop();
   void Tick();
-  // Persists, broadcasts and sends what a scheduler call changed.
-  void Apply(Changes& changes);
+  // Persists, broadcasts and sends what a scheduler call changed. False when
+  // the tasks could not be persisted (the caller then acknowledges nothing).
+  bool Apply(Changes& changes);
   void SendTo(const std::string& node, const v1::CoordinatorMessage& message);
   void OnRecords(AgentSession* session, const std::string& node, const v1::RecordBatch& batch);
   void OnStatus(AgentSession* session, const std::string& node, const v1::TaskStatus& status);

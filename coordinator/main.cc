@@ -33,6 +33,8 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "CA (PEM) whose client certificates agents and cmaxctl must present (mutual TLS)");
 ABSL_FLAG(int, heartbeat_timeout, 15,
           "seconds without word from an agent before it is lost and its tasks with it");
+ABSL_FLAG(int, min_free_mb, 64,
+          "refuse new runs while the data directory has less free space than this (MiB)");
 ABSL_FLAG(bool, allow_insecure, false,
           "listen on a non-loopback address without TLS or token (not recommended)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
   cmax::coordinator::CoreOptions options;
   options.data_dir = data_dir;
   options.heartbeat_timeout_ms = int64_t{absl::GetFlag(FLAGS_heartbeat_timeout)} * 1000;
+  options.min_free_bytes = int64_t{absl::GetFlag(FLAGS_min_free_mb)} << 20;
   auto core = cmax::coordinator::CoordinatorCore::Create(options);
   if (!core.ok()) return Fail(core.status().ToString());
   (*core)->Start();

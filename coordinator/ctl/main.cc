@@ -107,17 +107,20 @@ int Follow(Client& client, const std::string& run_id, bool json) {
   auto reader = client.stub()->WatchRun(ctx.get(), req);
   RunProgress progress(stdout, !json && isatty(STDOUT_FILENO));
   v1::RunEvent ev;
+  v1::RunInfo last;
   while (reader->Read(&ev)) {
-    if (json) {
+    if (ev.has_run()) last = ev.run();
+    if (json) {  // JSON lines only: nothing else on stdout
       std::printf("%s\n", MessageToJsonLine(ev).c_str());
       std::fflush(stdout);
+    } else {
+      progress.OnEvent(ev);
     }
-    progress.OnEvent(ev);
   }
   grpc::Status st = reader->Finish();
   if (!st.ok() && st.error_code() != grpc::StatusCode::UNAVAILABLE) return RpcError(st, client);
   if (json) {
-    const auto& r = progress.run();
+    const auto& r = last;
     if (!st.ok()) return kUnfinished;
     if (r.state() == "cancelled") return kUnfinished;
     if (r.state() != "completed") return kUnfinished;
