@@ -11,11 +11,15 @@
 namespace cmax::bench {
 int RunCudaGemm(int argc, char** argv);
 int RunCudaMemory(int argc, char** argv);
+int RunCudaBurnin(int argc, char** argv);
+int RunCudaConsistency(int argc, char** argv);
 
 namespace {
 const SuiteEntry kSuites[] = {
     {"gemm", RunCudaGemm, "GEMM per GPU through cuBLASLt, verified (bf16 fp16 fp8 tf32 fp32 fp64)"},
     {"memory", RunCudaMemory, "H2D/D2H (NUMA-local pinned), D2D, HBM and P2P bandwidth, verified"},
+    {"burnin", RunCudaBurnin, "sustained GEMM on every GPU, outputs checked bit for bit, NVML telemetry"},
+    {"consistency", RunCudaConsistency, "deterministic GPU workloads reduced to digests (SDC check)"},
 };
 
 void Usage(FILE* out) {
