@@ -144,7 +144,7 @@ TEST_CASE("new ECC errors fail (uncorrected) or warn (corrected)", "[burnin]") {
   CHECK(sbe->title().find("4 new corrected") != std::string::npos);
 }
 
-TEST_CASE("thermal throttling warns; power capping alone is information", "[burnin]") {
+TEST_CASE("thermal throttling warns, power capping alone is information", "[burnin]") {
   GpuBurninResult hot = Healthy();
   hot.throttle.Add(kReasonGpuIdle, 3);  // masked: not throttling
   hot.throttle.Add(kReasonApplicationsClocks, 3);
