@@ -37,6 +37,9 @@ int RunConnectivity(int argc, char** argv);
 #ifdef CMAX_SUITE_COLLECTIVE
 int RunCollective(int argc, char** argv);
 #endif
+#ifdef CMAX_SUITE_DCGM
+int RunDcgm(int argc, char** argv);
+#endif
 
 namespace {
 const SuiteEntry kSuites[] = {
@@ -69,6 +72,9 @@ const SuiteEntry kSuites[] = {
 #endif
 #ifdef CMAX_SUITE_COLLECTIVE
     {"collective", RunCollective, "host collectives (gloo, mpi)"},
+#endif
+#ifdef CMAX_SUITE_DCGM
+    {"dcgm", RunDcgm, "NVIDIA DCGM diagnostic (dcgmi diag -j) as records"},
 #endif
 };
 

@@ -201,8 +201,10 @@ std::vector<SuiteInfo> MakeCatalog() {
           },
   });
 
-  // Burn-in (benchmarks/burnin): sustained verified GEMM; --backend cuda runs
-  // cmax-bench-cuda burnin next to cmax-bench.
+  // Burn-in (benchmarks/burnin): sustained verified GEMM. --backend picks the
+  // binary (cmax-bench-cuda burnin for cuda); run by hand, cmax-bench burnin
+  // --backend cuda still hands over to cmax-bench-cuda. threads applies to the
+  // cpu backend, gpus to the cuda backend; each binary refuses the other's flag.
   c.push_back({
       .name = "burnin",
       .binary = "cmax-bench",
@@ -221,7 +223,10 @@ std::vector<SuiteInfo> MakeCatalog() {
                .help = "host threads (cpu backend; 0: all cores)", .min = 0, .max = 4096},
               {.name = "dtype", .type = ParamType::kEnum, .help = "element type",
                .choices = {"fp32", "fp64", "bf16"}},
+              {.name = "gpus", .type = ParamType::kIntList,
+               .help = "GPU indices or 'all' (cuda backend)"},
           },
+      .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
   });
 
   // Numerical consistency (benchmarks/consistency): digests of deterministic
@@ -238,6 +243,26 @@ std::vector<SuiteInfo> MakeCatalog() {
           {
               {.name = "backend", .type = ParamType::kEnum, .help = "cpu or cuda",
                .choices = {"cpu", "cuda"}},
+              {.name = "gpus", .type = ParamType::kIntList,
+               .help = "GPU indices or 'all' (cuda backend)"},
+          },
+      .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
+  });
+
+  // NVIDIA DCGM's diagnostic (benchmarks/dcgm): opt-in, stresses the GPUs
+  // at levels 2 and 3, so exclusive. Where DCGM is missing it says so (exit 2).
+  c.push_back({
+      .name = "dcgm",
+      .binary = "cmax-bench",
+      .category = "reliability",
+      .help = "NVIDIA DCGM diagnostic (dcgmi diag -r LEVEL -j) as findings per test and GPU",
+      .scopes = {SCOPE_NODE},
+      .default_timeout_s = 6000,
+      .exclusive = true,
+      .params =
+          {
+              {.name = "level", .type = ParamType::kInt, .help = "diagnostic run level",
+               .min = 1, .max = 3},
           },
   });
 

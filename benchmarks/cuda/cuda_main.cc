@@ -11,6 +11,8 @@
 namespace cmax::bench {
 int RunCudaGemm(int argc, char** argv);
 int RunCudaMemory(int argc, char** argv);
+int RunCudaBurnin(int argc, char** argv);
+int RunCudaConsistency(int argc, char** argv);
 #ifdef CMAX_HAVE_NCCL
 int RunCudaCollective(int argc, char** argv);
 #endif
@@ -19,6 +21,8 @@ namespace {
 const SuiteEntry kSuites[] = {
     {"gemm", RunCudaGemm, "GEMM per GPU through cuBLASLt, verified (bf16 fp16 fp8 tf32 fp32 fp64)"},
     {"memory", RunCudaMemory, "H2D/D2H (NUMA-local pinned), D2D, HBM and P2P bandwidth, verified"},
+    {"burnin", RunCudaBurnin, "sustained GEMM on every GPU, outputs checked bit for bit, NVML telemetry"},
+    {"consistency", RunCudaConsistency, "deterministic GPU workloads reduced to digests (SDC check)"},
 #ifdef CMAX_HAVE_NCCL
     {"collective", RunCudaCollective, "NCCL collectives like nccl-tests, verified; transport check"},
 #endif

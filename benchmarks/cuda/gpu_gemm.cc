@@ -29,9 +29,11 @@
 #include "absl/strings/str_join.h"
 #include "benchmarks/cuda/cuda_env.h"
 #include "benchmarks/cuda/kernels.h"
+#include "benchmarks/cuda/lt_gemm.h"
 #include "benchmarks/gpu_common/gemm_check.h"
 #include "benchmarks/suite.h"
 #include "common/args.h"
+#include "common/status_macros.h"
 #include "common/record_io.h"
 #include "reports/gpu_specs.h"
 
@@ -66,47 +68,6 @@ std::vector<Shape> DefaultShapes() {
           {"llama3_70b_kv", 8192, 1024, 8192}};
 }
 
-struct TypeSetup {
-  cudaDataType_t ab, cd;
-  cublasComputeType_t compute;
-  cudaDataType_t scale;
-  Elem ab_elem, cd_elem;
-  size_t ab_size, cd_size;
-  int min_cc;  // 10 * major + minor
-  const char* min_cc_reason;
-};
-
-// FP32 uses CUBLAS_COMPUTE_32F: cuBLASLt never down-converts to TF32 for it
-// (only CUBLAS_COMPUTE_32F_FAST_TF32 does), so it runs on the CUDA cores and
-// is graded against the non-tensor FP32 peak. Should TF32 ever sneak in, the
-// fp32 tolerance (2^-23 accumulation) catches its 2^-10 input rounding.
-TypeSetup SetupFor(GemmDtype d) {
-  switch (d) {
-    case GemmDtype::kBf16:
-      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::kBf16, Elem::kBf16,
-              2, 2, 80, "bf16 GEMM needs compute capability 8.0 or newer"};
-    case GemmDtype::kFp16:
-      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::kF16, Elem::kF16, 2,
-              2, 70, "fp16 tensor-core GEMM needs compute capability 7.0 or newer"};
-    case GemmDtype::kFp8:
-      // cuBLASLt FP8 rules: A and B E4M3, TN layout, FP32 compute and scale,
-      // C/D bf16 (or fp16), A/B scale pointers, dims multiple of 16.
-      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::kF8E4M3,
-              Elem::kBf16, 1, 2, 89,
-              "FP8 GEMM needs compute capability 8.9 (Ada) or 9.0 (Hopper) or newer"};
-    case GemmDtype::kTf32:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, Elem::kF32,
-              Elem::kF32, 4, 4, 80, "TF32 needs compute capability 8.0 or newer"};
-    case GemmDtype::kFp32:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::kF32, Elem::kF32, 4,
-              4, 0, ""};
-    case GemmDtype::kFp64:
-      return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F, Elem::kF64, Elem::kF64, 8,
-              8, 0, ""};
-  }
-  return {};
-}
-
 struct GemmOptions {
   GemmDtype dtype = GemmDtype::kBf16;
   std::vector<Shape> shapes;
@@ -124,32 +85,6 @@ struct GemmRow {
   double median_ms = 0;
   int algos_timed = 0;
   GemmVerdict verdict;
-};
-
-// Owns device memory, events and cuBLASLt objects of one shape's run.
-struct DeviceMem {
-  void* p = nullptr;
-  ~DeviceMem() {
-    if (p) cudaFree(p);
-  }
-};
-struct LtObjects {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~LtObjects() {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
-};
-struct Events {
-  std::vector<cudaEvent_t> e;
-  ~Events() {
-    for (auto ev : e) cudaEventDestroy(ev);
-  }
 };
 
 class GpuGemm {
@@ -212,12 +147,7 @@ class GpuGemm {
     double ab_scale = 1.0;
 
     LtObjects lt;
-    CMAX_CUBLAS(cublasLtMatmulDescCreate(&lt.op, t.compute, t.scale));
-    cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
-    CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_t,
-                                               sizeof(op_t)));
-    CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_n,
-                                               sizeof(op_n)));
+    CMAX_RETURN_IF_ERROR(CreateTnMatmul(t, s.m, s.n, s.k, kWorkspaceBytes, kAnyReduction, gpu, &lt));
     if (o_.dtype == GemmDtype::kFp8) {
       CMAX_CUDA(cudaMalloc(&scales.p, 2 * sizeof(float)));
       const float host_scales[2] = {kFp8ScaleA, kFp8ScaleB};
@@ -231,13 +161,6 @@ class GpuGemm {
                                                  sizeof(sb)));
       ab_scale = static_cast<double>(kFp8ScaleA) * kFp8ScaleB;
     }
-    CMAX_CUBLAS(cublasLtMatrixLayoutCreate(&lt.a, t.ab, s.k, s.m, s.k));
-    CMAX_CUBLAS(cublasLtMatrixLayoutCreate(&lt.b, t.ab, s.k, s.n, s.k));
-    CMAX_CUBLAS(cublasLtMatrixLayoutCreate(&lt.c, t.cd, s.m, s.n, s.m));
-    CMAX_CUBLAS(cublasLtMatmulPreferenceCreate(&lt.pref));
-    uint64_t ws = kWorkspaceBytes;
-    CMAX_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
-        lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     cublasLtMatmulHeuristicResult_t heur[kHeuristicAlgos] = {};
     int found = 0;
     CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle_, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref,

@@ -116,6 +116,65 @@ __global__ void StreamCopyKernel(const uint4* __restrict__ src, uint4* __restric
   for (; i < n; i += stride) dst[i] = src[i];
 }
 
+
+template <typename W>
+__global__ void CountDifferingKernel(const W* a, const W* b, int64_t n,
+                                     unsigned long long* differing) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  unsigned long long bad = 0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += stride) {
+    bad += a[i] != b[i];
+  }
+  if (bad) atomicAdd(differing, bad);
+}
+
+// One block: sums [base, base + len) of `in` in the fixed order described in
+// kernels.h and returns the block's sum in thread 0.
+__device__ float FixedBlockSum(const float* in, int64_t base, int64_t len) {
+  __shared__ float s[kTreeThreads];
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < len; j += kTreeThreads) acc += in[base + j];
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = kTreeThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+    __syncthreads();
+  }
+  return s[0];
+}
+
+__global__ void TreePartialsKernel(const float* in, int64_t n, float* partials) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * kTreeChunk;
+  const int64_t len = n - base < kTreeChunk ? n - base : kTreeChunk;
+  float sum = FixedBlockSum(in, base, len);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+__global__ void TreeTotalKernel(const float* partials, int64_t count, float* total) {
+  float sum = FixedBlockSum(partials, 0, count);
+  if (threadIdx.x == 0) *total = sum;
+}
+
+template <typename T>
+__global__ void FmaChainKernel(const T* in, T* out, int64_t n, int steps) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += stride) {
+    T x = in[i];
+    const T c = in[(7 * i + 1) % n] / T(1024);
+    const T a = T(0.999);
+    for (int s = 0; s < steps; ++s) {
+      if constexpr (std::is_same_v<T, float>) {
+        x = fmaf(x, a, c);
+      } else {
+        x = fma(x, a, c);
+      }
+    }
+    out[i] = x;
+  }
+}
+
 int GridFor(int64_t work, int max_blocks) {
   int64_t blocks = (work + kThreads - 1) / kThreads;
   if (blocks > max_blocks) blocks = max_blocks;
@@ -196,6 +255,64 @@ cudaError_t LaunchStreamCopy(const void* src, void* dst, int64_t bytes, int sm_c
   int max_blocks = (sm_count > 0 ? sm_count : 132) * 8;
   StreamCopyKernel<<<GridFor(n, max_blocks), kThreads, 0, stream>>>(
       static_cast<const uint4*>(src), static_cast<uint4*>(dst), n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCountDiffering(const void* a, const void* b, int64_t count, int elem_bytes,
+                                 unsigned long long* differing, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  const int grid = GridFor(count, 65536);
+  switch (elem_bytes) {
+    case 1:
+      CountDifferingKernel<<<grid, kThreads, 0, stream>>>(static_cast<const uint8_t*>(a),
+                                                           static_cast<const uint8_t*>(b), count,
+                                                           differing);
+      break;
+    case 2:
+      CountDifferingKernel<<<grid, kThreads, 0, stream>>>(static_cast<const uint16_t*>(a),
+                                                           static_cast<const uint16_t*>(b), count,
+                                                           differing);
+      break;
+    case 4:
+      CountDifferingKernel<<<grid, kThreads, 0, stream>>>(static_cast<const uint32_t*>(a),
+                                                           static_cast<const uint32_t*>(b), count,
+                                                           differing);
+      break;
+    case 8:
+      CountDifferingKernel<<<grid, kThreads, 0, stream>>>(static_cast<const uint64_t*>(a),
+                                                           static_cast<const uint64_t*>(b), count,
+                                                           differing);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchFixedTreeSum(const float* in, int64_t n, float* partials, float* total,
+                               cudaStream_t stream) {
+  if (n <= 0) return cudaErrorInvalidValue;
+  const int64_t parts = TreePartials(n);
+  if (parts > 0x7fffffff) return cudaErrorInvalidValue;
+  TreePartialsKernel<<<static_cast<unsigned>(parts), kTreeThreads, 0, stream>>>(in, n, partials);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  TreeTotalKernel<<<1, kTreeThreads, 0, stream>>>(partials, parts, total);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchFmaChain(const void* in, void* out, Elem type, int64_t n, int steps,
+                           cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const int grid = GridFor(n, 65536);
+  if (type == Elem::kF32) {
+    FmaChainKernel<float><<<grid, kThreads, 0, stream>>>(static_cast<const float*>(in),
+                                                         static_cast<float*>(out), n, steps);
+  } else if (type == Elem::kF64) {
+    FmaChainKernel<double><<<grid, kThreads, 0, stream>>>(static_cast<const double*>(in),
+                                                          static_cast<double*>(out), n, steps);
+  } else {
+    return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 

@@ -44,6 +44,32 @@ cudaError_t LaunchCheckPattern(const uint64_t* data, int64_t words, uint64_t see
 cudaError_t LaunchStreamCopy(const void* src, void* dst, int64_t bytes, int sm_count,
                              cudaStream_t stream);
 
+// Adds to *differing the number of elements (elem_bytes 1, 2, 4 or 8) whose
+// bit patterns differ between a and b: the burn-in's check of an iteration's
+// output against the first iteration's (exact, see gpu_burnin.cc).
+cudaError_t LaunchCountDiffering(const void* a, const void* b, int64_t count, int elem_bytes,
+                                 unsigned long long* differing, cudaStream_t stream);
+
+// The consistency check's long reduction, in a fixed tree order that does not
+// depend on the GPU: block p of kTreeThreads threads sums elements
+// [p * kTreeChunk, (p + 1) * kTreeChunk) (thread t adds t, t + kTreeThreads,
+// ... in that order, then a shared-memory halving tree), writing
+// partials[p]; one block then reduces the partials the same way into *total.
+// partials must hold TreePartials(n) floats.
+inline constexpr int kTreeThreads = 256;
+inline constexpr int64_t kTreeChunk = 16 * kTreeThreads;
+inline int64_t TreePartials(int64_t n) { return (n + kTreeChunk - 1) / kTreeChunk; }
+cudaError_t LaunchFixedTreeSum(const float* in, int64_t n, float* partials, float* total,
+                               cudaStream_t stream);
+
+// FMA chain: out[i] = x after `steps` of x = fma(x, 0.999, c_i) starting at
+// x = in[i], with c_i = in[(7 i + 1) mod n] / 1024, in fp32 (fmaf) or fp64
+// (fma) as `type` says (kF32 or kF64; anything else cudaErrorInvalidValue).
+// Every step is one explicit fused multiply-add, so the result does not
+// depend on the compiler's contraction choices.
+cudaError_t LaunchFmaChain(const void* in, void* out, Elem type, int64_t n, int steps,
+                           cudaStream_t stream);
+
 }  // namespace cmax::bench
 
 #endif  // CMAX_BENCHMARKS_CUDA_KERNELS_H_

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds cmax-bench-cuda with CUDA and runs every GEMM dtype, the memory
-# suite and the NCCL collective suite over all local GPUs: prints the driver, CUDA and cuBLAS versions
+# suite, the NCCL collective suite, a 60-second burn-in and the consistency
+# check over all local GPUs: prints the driver, CUDA and cuBLAS versions
 # first, then the tables. Exit 0 when everything ran and verified, 1 when a
 # result was wrong, slow against the acceptance figures below, or a suite
 # failed, 2 when it could not run (no GPU, no driver, driver too old, build).
@@ -91,6 +92,16 @@ rc=${PIPESTATUS[0]}
 [[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: collective exited ${rc}"; }
 grep -h "Using network\|NVLS multicast\|nvls channels" "${log_dir}"/nccl-debug.*.log 2>/dev/null | \
   sort -u | head -n 5
+
+echo "== burnin (60 s, bf16, every GPU)"
+"${bin}" burnin --duration "${VALIDATE_BURNIN_SECONDS:-60}" 2>&1 | tee "${log_dir}/burnin.txt"
+rc=${PIPESTATUS[0]}
+[[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: burnin exited ${rc}"; }
+
+echo "== consistency"
+"${bin}" consistency 2>&1 | tee "${log_dir}/consistency.txt"
+rc=${PIPESTATUS[0]}
+[[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: consistency exited ${rc}"; }
 
 # Acceptance figures for H200s: the number after the m x n x k column.
 echo "== acceptance"

@@ -1,9 +1,5 @@
-// NVML loaded at run time: dlopen("libnvidia-ml.so.1") and the versioned
-// entry points, declared here from NVIDIA's NVML API reference
-// (https://docs.nvidia.com/deploy/nvml-api/) because no nvml.h is installed
-// on build machines. Only what health needs is declared: opaque handles,
-// return codes and plain-C entry points; the one struct used
-// (nvmlPciInfo_t, for nvmlDeviceGetPciInfo_v3) is laid out as documented.
+// The health suite's GPU probe over NVML loaded at run time (the loader and
+// the declarations are benchmarks/gpu_common/nvml_api.h, library cmax_nvml).
 //
 // NVML can hang for minutes after an Xid 79: only suite processes (children
 // with a timeout) call it, never the agent.
@@ -13,11 +9,10 @@
 #include <memory>
 #include <string>
 
+#include "benchmarks/gpu_common/nvml_api.h"
 #include "benchmarks/health/gpu_probe.h"
 
 namespace cmax::health {
-
-class NvmlLibrary;  // the dlopen'ed library and its entry points
 
 class NvmlGpuProbe : public GpuProbe {
  public:
@@ -32,7 +27,7 @@ class NvmlGpuProbe : public GpuProbe {
 
  private:
   std::string library_name_;
-  std::unique_ptr<NvmlLibrary> lib_;
+  std::unique_ptr<nvml::Library> lib_;  // benchmarks/gpu_common/nvml_api.h
 };
 
 }  // namespace cmax::health

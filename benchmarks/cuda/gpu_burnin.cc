@@ -1,0 +1,457 @@
+// cmax-bench-cuda burnin: every selected GPU under sustained GEMM load at
+// once, each iteration's output checked against the first iteration's on the
+// device, telemetry through NVML once a second.
+//
+// Per GPU (one host thread and one stream each): random n x n operands from a
+// device kernel, one cuBLASLt algorithm chosen once (the heuristic's first
+// for the TN layout, with split-K reductions excluded) and kept for the whole
+// run. Iteration 0's output is the reference; after every later GEMM a
+// kernel counts the output elements whose bits differ from it.
+//
+// Why the tolerance is zero: the inputs, the algorithm, the workspace, the
+// stream and the device are the same in every iteration, and cuBLAS
+// documents its results as bit-wise reproducible run to run on the same GPU
+// architecture and SM count with the same toolkit (cuBLAS documentation,
+// "Results reproducibility"; the exceptions are atomics-based algorithms,
+// which cuBLASLt only uses for split-K reductions -- excluded here through
+// CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK). So any differing bit is the
+// hardware computing or storing something wrong, not rounding: a critical
+// "silent data corruption suspect" finding.
+//
+// Throughput: GEMMs are enqueued in batches of about 50 ms; the host clock
+// over completed batches gives one-second windows (2 n^3 flop per GEMM; the
+// check kernel's time counts too, a few percent at n = 8192).
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "benchmarks/cuda/cuda_env.h"
+#include "benchmarks/cuda/kernels.h"
+#include "benchmarks/cuda/lt_gemm.h"
+#include "benchmarks/gpu_common/gpu_burnin_report.h"
+#include "benchmarks/gpu_common/nvml_telemetry.h"
+#include "benchmarks/suite.h"
+#include "common/args.h"
+#include "common/record_io.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
+
+namespace cmax::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kWorkspaceBytes = uint64_t{64} << 20;
+constexpr double kBatchSeconds = 0.05;
+// Longer runs write one Sample per metric per 5-second window (min/mean/max).
+constexpr double kAggregateAboveSeconds = 120;
+constexpr int kAggregateWindow = 5;
+constexpr double kProgressEverySeconds = 5;
+
+struct BurninOptions {
+  GemmDtype dtype = GemmDtype::kBf16;
+  std::string dtype_name = "bf16";
+  double duration_s = 60;
+  int64_t size = 8192;
+  int64_t fault_inject = 0;  // TEST ONLY: corrupt one element at this iteration (0: never)
+};
+
+// What a GPU thread shares with the telemetry loop while it runs.
+struct LiveState {
+  std::atomic<int64_t> iterations{0};
+  std::atomic<double> last_window_tflops{-1};
+  std::atomic<bool> done{false};
+};
+
+class GpuBurnin {
+ public:
+  GpuBurnin(GpuInfo gpu, const BurninOptions& o, LiveState* live)
+      : info_(std::move(gpu)), o_(o), live_(live) {}
+  ~GpuBurnin() {
+    if (workspace_) cudaFree(workspace_);
+    if (handle_) cublasLtDestroy(handle_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  // Runs the loop into `r` (iterations, windows, mismatches; error on a
+  // CUDA or cuBLAS failure).
+  void Run(GpuBurninResult* r) {
+    absl::Status s = Loop(r);
+    if (!s.ok()) r->error = std::string(s.message());
+    live_->done = true;
+  }
+
+ private:
+  absl::Status Loop(GpuBurninResult* r) {
+    const int gpu = info_.index;
+    const int64_t n = o_.size;
+    const TypeSetup t = SetupFor(o_.dtype);
+    if (info_.compute_capability() < t.min_cc) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s; %s is %d.%d", t.min_cc_reason, info_.name, info_.cc_major, info_.cc_minor));
+    }
+    CMAX_CUDA(cudaSetDevice(gpu));
+    CMAX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CMAX_CUBLAS(cublasLtCreate(&handle_));
+    CMAX_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
+    const size_t ab_bytes = static_cast<size_t>(n * n) * t.ab_size;
+    const size_t d_bytes = static_cast<size_t>(n * n) * t.cd_size;
+    DeviceMem a, b, d, ref, counter;
+    CMAX_CUDA(cudaMalloc(&a.p, ab_bytes));
+    CMAX_CUDA(cudaMalloc(&b.p, ab_bytes));
+    CMAX_CUDA(cudaMalloc(&d.p, d_bytes));
+    CMAX_CUDA(cudaMalloc(&ref.p, d_bytes));
+    CMAX_CUDA(cudaMalloc(&counter.p, sizeof(unsigned long long)));
+    CMAX_CUDA(cudaMemsetAsync(counter.p, 0, sizeof(unsigned long long), stream_));
+    CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, n * n, 0xB0A1ULL, stream_));
+    CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, n * n, 0xB0A2ULL, stream_));
+
+    LtObjects lt;
+    CMAX_RETURN_IF_ERROR(
+        CreateTnMatmul(t, n, n, n, kWorkspaceBytes, kNoSplitKReduction, gpu, &lt));
+    cublasLtMatmulHeuristicResult_t heur = {};
+    int found = 0;
+    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle_, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref, 1,
+                                               &heur, &found));
+    if (found <= 0) {
+      return absl::FailedPreconditionError(
+          "cuBLASLt offers no algorithm without split-K reduction for this dtype and size");
+    }
+    UnitScales scales(t);
+    auto matmul = [&]() {
+      return cublasLtMatmul(handle_, lt.op, scales.alpha(), a.p, lt.a, b.p, lt.b, scales.beta(),
+                            d.p, lt.c, d.p, lt.c, &heur.algo, workspace_, kWorkspaceBytes,
+                            stream_);
+    };
+    auto* count_dev = static_cast<unsigned long long*>(counter.p);
+    const int64_t elems = n * n;
+    const int elem_bytes = static_cast<int>(t.cd_size);
+
+    // Iteration 0: the reference.
+    CMAX_CUBLAS(matmul());
+    CMAX_CUDA(cudaMemcpyAsync(ref.p, d.p, d_bytes, cudaMemcpyDeviceToDevice, stream_));
+    Events ev;
+    ev.e.resize(2, nullptr);
+    for (auto& e : ev.e) CMAX_CUDA(cudaEventCreate(&e));
+    // One timed iteration sizes the batches.
+    CMAX_CUDA(cudaEventRecord(ev.e[0], stream_));
+    CMAX_CUBLAS(matmul());
+    CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, stream_));
+    CMAX_CUDA(cudaEventRecord(ev.e[1], stream_));
+    CMAX_CUDA(cudaEventSynchronize(ev.e[1]));
+    float iter_ms = 0;
+    CMAX_CUDA(cudaEventElapsedTime(&iter_ms, ev.e[0], ev.e[1]));
+    int64_t iteration = 1;
+    const int64_t batch = std::clamp<int64_t>(
+        iter_ms > 0 ? static_cast<int64_t>(kBatchSeconds * 1e3 / iter_ms) : 1, 1, 1000);
+
+    const double flop = 2.0 * static_cast<double>(n) * n * n;
+    unsigned long long seen = 0;
+    const auto start = Clock::now();
+    auto window_start = start;
+    double window_flop = 0;
+    int64_t loop_iterations = 0;
+    for (;;) {
+      const auto now = Clock::now();
+      if (std::chrono::duration<double>(now - start).count() >= o_.duration_s) break;
+      for (int64_t i = 0; i < batch; ++i) {
+        CMAX_CUBLAS(matmul());
+        if (o_.fault_inject > 0 && iteration == o_.fault_inject) {
+          // TEST ONLY: bytes 0x7F make one element differ in every output type.
+          char* elem = static_cast<char*>(d.p) + static_cast<size_t>(elems / 3) * t.cd_size;
+          CMAX_CUDA(cudaMemsetAsync(elem, 0x7F, t.cd_size, stream_));
+        }
+        CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, stream_));
+        ++iteration;
+      }
+      unsigned long long total = 0;
+      CMAX_CUDA(cudaMemcpyAsync(&total, count_dev, sizeof(total), cudaMemcpyDeviceToHost,
+                                stream_));
+      CMAX_CUDA(cudaStreamSynchronize(stream_));
+      loop_iterations += batch;
+      live_->iterations = iteration;
+      if (total > seen) {
+        if (r->first_mismatch_iteration < 0) r->first_mismatch_iteration = iteration - batch;
+        seen = total;
+      }
+      window_flop += batch * flop;
+      const auto after = Clock::now();
+      const double window_s = std::chrono::duration<double>(after - window_start).count();
+      if (window_s >= 1.0) {
+        const double tflops = window_flop / window_s / 1e12;
+        r->window_tflops.push_back(tflops);
+        live_->last_window_tflops = tflops;
+        window_start = after;
+        window_flop = 0;
+      }
+    }
+    r->seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    r->iterations = iteration;
+    r->total_tflop = loop_iterations * flop / 1e12;
+    r->mismatches = seen;
+    return absl::OkStatus();
+  }
+
+  GpuInfo info_;
+  const BurninOptions& o_;
+  LiveState* live_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+};
+
+std::string NodeName() {
+  if (const char* n = std::getenv("CMAX_NODE_NAME"); n && *n) return n;
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) == 0 && buf[0]) return buf;
+  return "unknown";
+}
+
+void UpdateTelemetry(const GpuTelemetry& t, double dt_s, GpuBurninResult* r) {
+  auto max = [](std::optional<double>* m, const std::optional<double>& v) {
+    if (v && (!*m || *v > **m)) *m = v;
+  };
+  max(&r->max_temperature_c, t.temperature_c);
+  max(&r->max_memory_temperature_c, t.memory_temperature_c);
+  max(&r->max_power_w, t.power_w);
+  if (t.throttle_reasons) r->throttle.Add(*t.throttle_reasons, dt_s);
+  r->nvml_state = DescribeTelemetry(t);
+}
+
+}  // namespace
+
+int RunCudaBurnin(int argc, char** argv) {
+  std::string backend = "cuda", gpus_arg = "all";
+  BurninOptions o;
+  bool jsonl = false;
+  ArgParser args(
+      "cmax-bench-cuda burnin --duration SECONDS [--gpus all|0,1] [--dtype bf16|fp32] [--jsonl]",
+      "Sustained GEMM load on every selected GPU at once (cuBLASLt, random operands, one\n"
+      "algorithm kept for the run). Every iteration's output is compared bit for bit with the\n"
+      "first iteration's on the GPU; a differing element is a CRITICAL finding (silent data\n"
+      "corruption suspect). Telemetry through NVML once a second (temperature, memory\n"
+      "temperature, power, SM clock, clock event reasons, ECC counters) as Samples; runs\n"
+      "longer than 120 s write 5-second windows (min/mean/max). At the end, per GPU: mean and\n"
+      "slowest-window TFLOP/s, their coefficient of variation, maximum temperatures, time\n"
+      "throttled and why, mismatched elements, new ECC errors.\n"
+      "--fault-inject N is TEST-ONLY: it corrupts one output element at iteration N so tests\n"
+      "can check that the mismatch is detected. Never use it in an evaluation.\n"
+      "Exit: 0 passed, 1 found failures, 2 could not run.");
+  args.AddString("backend", &backend, "cuda (the only backend of this binary)");
+  args.AddDouble("duration", &o.duration_s, "seconds of load (default 60)");
+  args.AddString("gpus", &gpus_arg, "GPU indices (0,1,...) or all (default all)");
+  args.AddString("dtype", &o.dtype_name, "bf16 or fp32 (default bf16)");
+  args.AddInt("size", &o.size, "n of the n x n x n GEMM (default 8192)");
+  args.AddInt("fault-inject", &o.fault_inject, "TEST ONLY: corrupt one element at iteration N");
+  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto s = args.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "burnin: %s\n", std::string(s.message()).c_str());
+    return kExitCouldNotRun;
+  }
+  if (args.help_requested()) {
+    std::fputs(args.Help().c_str(), stdout);
+    return kExitPassed;
+  }
+  auto dtype = ParseGemmDtype(o.dtype_name);
+  if (backend != "cuda" || !dtype || (*dtype != GemmDtype::kBf16 && *dtype != GemmDtype::kFp32) ||
+      o.duration_s <= 0 || o.size < 256 || o.size > 32768 || o.size % 16 != 0 ||
+      o.fault_inject < 0) {
+    std::fprintf(stderr,
+                 "burnin: bad arguments (backend cuda; dtype bf16 or fp32; duration > 0; size a "
+                 "multiple of 16 in [256, 32768])\n");
+    return kExitCouldNotRun;
+  }
+  o.dtype = *dtype;
+
+  DriverProbe probe = ProbeDriver();
+  CudaVersions versions = GetCudaVersions(probe);
+  RecordWriter out("burnin", jsonl ? stdout : nullptr,
+                   {{"backend", "cuda"}, {"driver", versions.driver},
+                    {"cuda_runtime", versions.runtime}, {"cublas", versions.cublas}});
+  if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
+  auto all = ListGpus();
+  if (!all.ok()) {
+    out.Log("error", std::string(all.status().message()));
+    std::fprintf(stderr, "burnin: %s\n", std::string(all.status().message()).c_str());
+    return kExitCouldNotRun;
+  }
+  auto selection = ParseGpuSelection(gpus_arg, static_cast<int>(all->size()));
+  if (!selection.ok() || selection->empty()) {
+    std::fprintf(stderr, "burnin: %s\n",
+                 selection.ok() ? "no GPU selected"
+                                : std::string(selection.status().message()).c_str());
+    return kExitCouldNotRun;
+  }
+  if (o.fault_inject > 0) {
+    out.Log("warn", absl::StrCat("--fault-inject ", o.fault_inject,
+                                 ": TEST ONLY, one element will be corrupted on purpose"));
+  }
+  const size_t count = selection->size();
+  std::vector<GpuInfo> gpus;
+  for (int i : *selection) gpus.push_back((*all)[static_cast<size_t>(i)]);
+
+  BurninContext ctx;
+  ctx.node = NodeName();
+  ctx.dtype = o.dtype_name;
+  ctx.size = o.size;
+  ctx.fault_injected = o.fault_inject > 0;
+  ctx.command = absl::StrFormat("cmax-bench-cuda burnin --duration %g --gpus %s --dtype %s --size %d%s",
+                                o.duration_s, gpus_arg, o.dtype_name, o.size,
+                                o.fault_inject > 0 ? absl::StrCat(" --fault-inject ", o.fault_inject) : "");
+
+  // Telemetry: NVML by UUID. Without it the load still runs; a Log says what
+  // is not measured.
+  std::vector<GpuBurninResult> results(count);
+  for (size_t x = 0; x < count; ++x) {
+    results[x].index = gpus[x].index;
+    results[x].uuid = gpus[x].uuid;
+    results[x].pci_bus_id = gpus[x].pci_bus_id;
+    results[x].model = gpus[x].name;
+  }
+  std::unique_ptr<NvmlTelemetry> nvml;
+  if (auto t = NvmlTelemetry::Open(); t.ok()) {
+    nvml = std::move(*t);
+  } else {
+    const std::string why = std::string(t.status().message());
+    out.Log("warn", absl::StrCat("telemetry not measured: ", why));
+    for (auto& r : results) r.telemetry_error = why;
+  }
+  auto read = [&](size_t x) -> std::optional<GpuTelemetry> {
+    if (!nvml) return std::nullopt;
+    auto t = nvml->Read(gpus[x].uuid);
+    if (!t.ok()) {
+      results[x].telemetry_error = std::string(t.status().message());
+      return std::nullopt;
+    }
+    return *t;
+  };
+  for (size_t x = 0; x < count; ++x) {
+    if (auto t = read(x)) {
+      results[x].ecc_corrected_start = t->ecc_corrected_volatile;
+      results[x].ecc_uncorrected_start = t->ecc_uncorrected_volatile;
+    }
+  }
+
+  out.Progress("burnin", 0, absl::StrCat(o.dtype_name, " n=", o.size, " on ", count, " GPUs for ",
+                                         o.duration_s, " s"));
+  std::vector<std::unique_ptr<LiveState>> live;
+  std::vector<GpuBurninResult> loop_results(count);
+  std::vector<std::thread> threads;
+  for (size_t x = 0; x < count; ++x) {
+    live.push_back(std::make_unique<LiveState>());
+    threads.emplace_back([&, x]() {
+      GpuBurnin g(gpus[x], o, live[x].get());
+      g.Run(&loop_results[x]);
+    });
+  }
+
+  const int window = o.duration_s > kAggregateAboveSeconds ? kAggregateWindow : 1;
+  std::vector<SampleWindow> windows(count, SampleWindow(window));
+  auto labels_for = [&](size_t x) {
+    std::map<std::string, std::string> l = out.base_labels();
+    l["gpu"] = absl::StrCat(gpus[x].index);
+    l["uuid"] = gpus[x].uuid;
+    l["pci_bus_id"] = gpus[x].pci_bus_id;
+    l["model"] = gpus[x].name;
+    return l;
+  };
+  auto write_samples = [&](std::vector<v1::Sample> samples) {
+    for (auto& s : samples) {
+      v1::Record rec;
+      *rec.mutable_sample() = std::move(s);
+      out.Write(std::move(rec));
+    }
+  };
+  const auto start = Clock::now();
+  auto last_tick = start;
+  double next_progress = kProgressEverySeconds;
+  for (;;) {
+    bool all_done = true;
+    for (const auto& l : live) all_done = all_done && l->done;
+    if (all_done) break;
+    std::this_thread::sleep_until(last_tick + std::chrono::seconds(1));
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - last_tick).count();
+    last_tick = now;
+    const int64_t now_ns = NowUnixNs();
+    for (size_t x = 0; x < count; ++x) {
+      if (auto t = read(x)) {
+        UpdateTelemetry(*t, dt, &results[x]);
+        AddTelemetry(*t, &windows[x]);
+      }
+      if (double w = live[x]->last_window_tflops; w >= 0) {
+        windows[x].Add("burnin_tflops", "TFLOP/s", w);
+      }
+      write_samples(windows[x].Tick("burnin", labels_for(x), now_ns));
+    }
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    if (elapsed >= next_progress) {
+      next_progress += kProgressEverySeconds;
+      std::vector<std::string> its;
+      for (size_t x = 0; x < count; ++x) {
+        its.push_back(absl::StrCat("gpu", gpus[x].index, " ", live[x]->iterations.load(), " it"));
+      }
+      out.Progress("burnin", std::min(1.0, elapsed / o.duration_s), absl::StrJoin(its, ", "));
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (size_t x = 0; x < count; ++x) {
+    write_samples(windows[x].Tick("burnin", labels_for(x), NowUnixNs(), /*flush=*/true));
+    if (auto t = read(x)) {
+      results[x].ecc_corrected_end = t->ecc_corrected_volatile;
+      results[x].ecc_uncorrected_end = t->ecc_uncorrected_volatile;
+      results[x].nvml_state = DescribeTelemetry(*t);
+    }
+    GpuBurninResult& r = results[x];
+    const GpuBurninResult& l = loop_results[x];
+    r.error = l.error;
+    r.iterations = l.iterations;
+    r.seconds = l.seconds;
+    r.total_tflop = l.total_tflop;
+    r.window_tflops = l.window_tflops;
+    r.mismatches = l.mismatches;
+    r.first_mismatch_iteration = l.first_mismatch_iteration;
+  }
+  out.Progress("burnin", 1, "done");
+
+  bool failed = false;
+  if (!jsonl) {
+    std::printf("driver %s, CUDA runtime %s, cuBLASLt %s, node %s\n", versions.driver.c_str(),
+                versions.runtime.c_str(), versions.cublas.c_str(), ctx.node.c_str());
+    std::printf("%-4s %-22s %-6s %8s %9s %9s %6s %7s %7s %10s %10s  %s\n", "gpu", "model", "dtype",
+                "iters", "TFLOP/s", "min_win", "CV", "maxT_C", "maxMemT", "throttled", "mismatch",
+                "status");
+  }
+  for (const auto& r : results) {
+    const bool gpu_failed = ReportGpuBurnin(r, ctx, &out);
+    failed = failed || gpu_failed;
+    if (!jsonl) {
+      ThroughputStats st = ComputeThroughput(r.window_tflops, r.total_tflop, r.seconds);
+      auto opt = [](const std::optional<double>& v) {
+        return v ? absl::StrFormat("%.0f", *v) : std::string("-");
+      };
+      std::printf("%-4d %-22s %-6s %8lld %9.1f %9.1f %6.3f %7s %7s %9.0fs %10llu  %s\n", r.index,
+                  r.model.c_str(), o.dtype_name.c_str(), static_cast<long long>(r.iterations),
+                  st.mean, st.min_window, st.cv, opt(r.max_temperature_c).c_str(),
+                  opt(r.max_memory_temperature_c).c_str(), r.throttle.throttled_s(),
+                  static_cast<unsigned long long>(r.mismatches),
+                  !r.error.empty() ? ("ERROR: " + r.error).c_str()
+                                   : (gpu_failed ? "FAIL" : "ok"));
+    }
+  }
+  return failed ? kExitFoundFailures : kExitPassed;
+}
+
+}  // namespace cmax::bench

@@ -1,0 +1,176 @@
+// dcgm: NVIDIA DCGM's diagnostic (`dcgmi diag -r <level> -j`) as records.
+// Opt-in: it stresses the GPUs (exclusive in the catalogue). The JSON decides
+// the verdict, never dcgmi's exit code alone: a non-zero exit with no failing
+// result parsed is still a failure, and a zero exit with failing results fails.
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "benchmarks/dcgm/dcgm_diag.h"
+#include "benchmarks/suite.h"
+#include "common/args.h"
+#include "common/record_io.h"
+#include "common/subprocess.h"
+
+namespace cmax::bench {
+namespace {
+
+// Wall-clock limits per level. DCGM's documentation gives run levels 1
+// (quick, about a minute), 2 (medium, a few minutes) and 3 (long, about 30
+// minutes on a node; more with many GPUs); each limit leaves room above that.
+std::chrono::seconds TimeoutFor(int level) {
+  switch (level) {
+    case 1: return std::chrono::seconds(5 * 60);
+    case 2: return std::chrono::seconds(20 * 60);
+    default: return std::chrono::seconds(90 * 60);
+  }
+}
+
+v1::Finding MakeFinding(const std::string& id, v1::Severity sev, const std::string& subject,
+                        const std::string& title) {
+  v1::Finding f;
+  f.set_check_id(id);
+  f.set_severity(sev);
+  f.set_category("reliability");
+  f.set_subject(subject.empty() ? "node" : subject);
+  f.set_title(title);
+  return f;
+}
+
+}  // namespace
+
+int RunDcgm(int argc, char** argv) {
+  int64_t level = 1;
+  bool jsonl = false;
+  std::string dcgmi = "dcgmi";
+  ArgParser args("cmax-bench dcgm [--level 1|2|3] [--jsonl]",
+                 "Runs NVIDIA DCGM's diagnostic (dcgmi diag -r LEVEL -j) and turns its JSON into\n"
+                 "records: a Finding per failing or warning test and GPU, a Measurement per\n"
+                 "result. Needs DCGM (dcgmi and a running nv-hostengine). Exit: 0 passed,\n"
+                 "1 a test failed, 2 could not run (dcgm not installed, unreadable output).");
+  args.AddInt("level", &level, "diagnostic run level 1, 2 or 3 (default 1)");
+  args.AddString("dcgmi", &dcgmi, "dcgmi executable (default: dcgmi on PATH)");
+  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto s = args.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "dcgm: %s\n", std::string(s.message()).c_str());
+    return kExitCouldNotRun;
+  }
+  if (args.help_requested()) {
+    std::fputs(args.Help().c_str(), stdout);
+    return kExitPassed;
+  }
+  if (level < 1 || level > 3) {
+    std::fprintf(stderr, "dcgm: --level must be 1, 2 or 3\n");
+    return kExitCouldNotRun;
+  }
+  RecordWriter out("dcgm", jsonl ? stdout : nullptr);
+  auto not_measured = [&](const std::string& why, const std::string& evidence) {
+    v1::Finding f = MakeFinding("dcgm.not_measured", v1::SEVERITY_INFO, "node",
+                                absl::StrCat("dcgm ", why, ": not measured"));
+    f.set_detail(absl::StrCat("dcgmi diag could not give a result: ", why));
+    if (!evidence.empty()) f.add_evidence(evidence);
+    f.set_action("install DCGM (datacenter-gpu-manager) and start nv-hostengine to run its "
+                 "diagnostic");
+    out.Find(f);
+    out.Log("warn", absl::StrCat("dcgm ", why, ": not measured"));
+    std::fprintf(jsonl ? stderr : stdout, "dcgm %s: not measured\n", why.c_str());
+    return kExitCouldNotRun;
+  };
+  const std::string path = dcgmi.find('/') != std::string::npos ? dcgmi : FindExecutable(dcgmi);
+  if (path.empty()) return not_measured("not installed", absl::StrCat(dcgmi, " is not on PATH"));
+
+  const std::vector<std::string> argv_run = {path, "diag", "-r", absl::StrCat(level), "-j"};
+  const std::string cmd = absl::StrJoin(argv_run, " ");
+  out.Progress("dcgm", 0, cmd);
+  auto run = RunCommand(argv_run, TimeoutFor(static_cast<int>(level)), 8 << 20);
+  if (!run.ok()) return not_measured("did not start", std::string(run.status().message()));
+  if (!run->exit.exited) {
+    return not_measured(absl::StrCat("ended by ", run->exit.Describe(), " (timeout?)"),
+                        absl::StrCat(cmd, "; stderr: ", run->err));
+  }
+  auto report = dcgm::ParseDiagJson(run->out);
+  if (!report.ok()) {
+    return not_measured(absl::StrCat("output unreadable (", report.status().message(), ")"),
+                        absl::StrCat(cmd, " exited ", run->exit.code, "; stderr: ",
+                                     run->err.substr(0, 2000)));
+  }
+  out.Artifact("dcgmi_diag.json", "application/json", run->out);
+
+  int failures = 0, measured = 0;
+  if (!report->runtime_error.empty()) {
+    v1::Finding f = MakeFinding("dcgm.runtime_error", v1::SEVERITY_FAIL, "node",
+                                "DCGM diagnostic could not run to the end");
+    f.set_detail(report->runtime_error);
+    f.add_evidence(cmd);
+    f.set_action("check nv-hostengine and the GPUs (nvidia-smi), then rerun");
+    out.Find(f);
+    ++failures;
+  }
+  std::map<std::string, std::string> entity_desc(report->entities.begin(),
+                                                 report->entities.end());
+  for (const auto& r : report->results) {
+    std::map<std::string, std::string> labels = {{"test", r.test},
+                                                 {"category", r.category},
+                                                 {"status", r.status},
+                                                 {"level", absl::StrCat(level)}};
+    if (!r.entity.empty()) labels["entity"] = r.entity;
+    if (r.entity.rfind("gpu:", 0) == 0) labels["gpu"] = r.entity.substr(4);
+    if (!report->version.empty()) labels["dcgm_version"] = report->version;
+    const bool pass = r.status == "pass";
+    const bool fail = r.status == "fail";
+    const bool warn = r.status == "warn" || r.status == "warning";
+    if (pass || fail || warn) {
+      out.Measure("dcgm_test_passed", pass || warn ? 1 : 0, "bool", labels);
+      ++measured;
+    }
+    if (!fail && !warn) continue;
+    if (fail) ++failures;
+    v1::Finding f = MakeFinding(absl::StrCat("dcgm.", r.test), fail ? v1::SEVERITY_FAIL
+                                                                     : v1::SEVERITY_WARN,
+                                r.entity,
+                                absl::StrCat("DCGM ", r.test, " (", r.category, ") ",
+                                             fail ? "failed" : "warned", " on ",
+                                             r.entity.empty() ? "the node" : r.entity));
+    f.set_detail(r.warnings.empty() ? "no detail given by DCGM"
+                                    : absl::StrJoin(r.warnings, "; "));
+    f.add_evidence(cmd);
+    if (auto it = entity_desc.find(r.entity); it != entity_desc.end()) {
+      f.add_evidence(absl::StrCat(r.entity, ": ", it->second));
+    }
+    f.set_action(fail ? "drain the node; follow DCGM's error id (DCGM diagnostics documentation) "
+                        "and rerun at level 3 before an RMA"
+                      : "rerun; watch this GPU in the health suite");
+    for (const auto& [k, v] : labels) (*f.mutable_labels())[k] = v;
+    out.Find(f);
+    if (!jsonl) {
+      std::printf("%-6s %-12s %-22s %-8s %s\n", fail ? "FAIL" : "WARN", r.category.c_str(),
+                  r.test.c_str(), r.entity.c_str(), f.detail().c_str());
+    }
+  }
+  // dcgmi's exit code is a second opinion, never the only one.
+  if (run->exit.code != 0 && failures == 0) {
+    v1::Finding f = MakeFinding("dcgm.exit_code", v1::SEVERITY_FAIL, "node",
+                                absl::StrCat("dcgmi diag exited ", run->exit.code,
+                                             " without a failing result in its JSON"));
+    f.add_evidence(cmd);
+    f.add_evidence(absl::StrCat("stderr: ", run->err.substr(0, 2000)));
+    f.set_action("run the command by hand and read its output");
+    out.Find(f);
+    ++failures;
+  }
+  out.Progress("dcgm", 1, "done");
+  if (!jsonl) {
+    std::printf("dcgm diag level %lld: %d results, %d failures (DCGM %s)\n",
+                static_cast<long long>(level), measured, failures, report->version.c_str());
+  }
+  if (failures > 0) return kExitFoundFailures;
+  if (measured == 0) return not_measured("reported no test result", cmd);
+  return kExitPassed;
+}
+
+}  // namespace cmax::bench

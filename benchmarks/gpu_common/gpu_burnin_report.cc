@@ -1,0 +1,272 @@
+#include "benchmarks/gpu_common/gpu_burnin_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace cmax::bench {
+namespace {
+
+struct ReasonName {
+  uint64_t bit;
+  const char* name;
+};
+constexpr ReasonName kReasonNames[] = {
+    {kReasonGpuIdle, "gpu_idle"},           {kReasonApplicationsClocks, "applications_clocks"},
+    {kReasonSwPowerCap, "sw_power_cap"},    {kReasonHwSlowdown, "hw_slowdown"},
+    {kReasonSyncBoost, "sync_boost"},       {kReasonSwThermal, "sw_thermal_slowdown"},
+    {kReasonHwThermal, "hw_thermal_slowdown"}, {kReasonHwPowerBrake, "hw_power_brake"},
+    {kReasonDisplayClock, "display_clock"},
+};
+
+}  // namespace
+
+uint64_t MaskThrottleReasons(uint64_t reasons) {
+  return reasons & ~(kReasonGpuIdle | kReasonApplicationsClocks);
+}
+
+std::vector<std::string> ThrottleReasonNames(uint64_t reasons) {
+  std::vector<std::string> out;
+  uint64_t known = 0;
+  for (const auto& r : kReasonNames) {
+    known |= r.bit;
+    if (reasons & r.bit) out.push_back(r.name);
+  }
+  if (uint64_t rest = reasons & ~known) out.push_back(absl::StrFormat("0x%x", rest));
+  return out;
+}
+
+void ThrottleTracker::Add(uint64_t reasons, double seconds) {
+  uint64_t masked = MaskThrottleReasons(reasons);
+  if (!masked || seconds <= 0) return;
+  seen_ |= masked;
+  throttled_s_ += seconds;
+  for (const auto& name : ThrottleReasonNames(masked)) by_reason_[name] += seconds;
+  by_bit_[masked] += seconds;
+}
+
+double ThrottleTracker::seconds_for(uint64_t bits) const {
+  double s = 0;
+  for (const auto& [mask, secs] : by_bit_) {
+    if (mask & bits) s += secs;
+  }
+  return s;
+}
+
+void SampleWindow::Add(const std::string& metric, const std::string& unit, double value) {
+  Acc& a = acc_[metric];
+  a.unit = unit;
+  if (a.count == 0 || value < a.min) a.min = value;
+  if (a.count == 0 || value > a.max) a.max = value;
+  a.sum += value;
+  ++a.count;
+}
+
+void SampleWindow::AddBits(const std::string& metric, uint64_t bits) {
+  Acc& a = acc_[metric];
+  a.unit = "bitmask";
+  a.bits = true;
+  a.or_bits |= bits;
+  ++a.count;
+}
+
+std::vector<v1::Sample> SampleWindow::Tick(const std::string& suite,
+                                           const std::map<std::string, std::string>& labels,
+                                           int64_t time_ns, bool flush) {
+  ++ticks_seen_;
+  std::vector<v1::Sample> out;
+  if (ticks_seen_ < ticks_ && !flush) return out;
+  for (const auto& [metric, a] : acc_) {
+    if (a.count == 0) continue;
+    v1::Sample s;
+    s.set_suite(suite);
+    s.set_metric(metric);
+    s.set_unit(a.unit);
+    s.set_time_unix_ns(time_ns);
+    s.set_count(a.count);
+    if (a.bits) {
+      const double v = static_cast<double>(a.or_bits);
+      s.set_value(v);
+      s.set_min(v);
+      s.set_max(v);
+    } else {
+      s.set_value(a.sum / a.count);
+      s.set_min(a.min);
+      s.set_max(a.max);
+    }
+    for (const auto& [k, v] : labels) (*s.mutable_labels())[k] = v;
+    out.push_back(std::move(s));
+  }
+  acc_.clear();
+  ticks_seen_ = 0;
+  return out;
+}
+
+void AddTelemetry(const GpuTelemetry& t, SampleWindow* w) {
+  if (t.temperature_c) w->Add("gpu_temperature_c", "C", *t.temperature_c);
+  if (t.memory_temperature_c) w->Add("gpu_memory_temperature_c", "C", *t.memory_temperature_c);
+  if (t.power_w) w->Add("gpu_power_w", "W", *t.power_w);
+  if (t.sm_clock_mhz) w->Add("gpu_sm_clock_mhz", "MHz", *t.sm_clock_mhz);
+  if (t.throttle_reasons) w->AddBits("gpu_throttle_reasons", MaskThrottleReasons(*t.throttle_reasons));
+  if (t.ecc_corrected_volatile) {
+    w->Add("gpu_ecc_corrected_volatile", "count", static_cast<double>(*t.ecc_corrected_volatile));
+  }
+  if (t.ecc_uncorrected_volatile) {
+    w->Add("gpu_ecc_uncorrected_volatile", "count",
+           static_cast<double>(*t.ecc_uncorrected_volatile));
+  }
+}
+
+ThroughputStats ComputeThroughput(const std::vector<double>& w, double total_tflop,
+                                  double seconds) {
+  ThroughputStats s;
+  s.windows = static_cast<int>(w.size());
+  s.mean = seconds > 0 ? total_tflop / seconds : 0;
+  if (w.empty()) return s;
+  s.min_window = *std::min_element(w.begin(), w.end());
+  double m = 0;
+  for (double x : w) m += x;
+  m /= w.size();
+  double var = 0;
+  for (double x : w) var += (x - m) * (x - m);
+  var /= w.size();
+  s.cv = m > 0 ? std::sqrt(var) / m : 0;
+  return s;
+}
+
+bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordWriter* out) {
+  const std::map<std::string, std::string> labels = {{"gpu", absl::StrCat(r.index)},
+                                                     {"uuid", r.uuid},
+                                                     {"pci_bus_id", r.pci_bus_id},
+                                                     {"model", r.model},
+                                                     {"dtype", ctx.dtype}};
+  const std::string who = absl::StrFormat("GPU %d (%s, PCI %s) on node %s", r.index, r.uuid,
+                                          r.pci_bus_id, ctx.node);
+  bool failed = false;
+  bool want_artifact = false;
+  auto finding = [&](const std::string& id, v1::Severity sev, const std::string& title,
+                     const std::string& detail, const std::string& action) {
+    v1::Finding f;
+    f.set_check_id(id);
+    f.set_severity(sev);
+    f.set_category("reliability");
+    f.set_subject(absl::StrCat("gpu:", r.index));
+    f.set_title(title);
+    f.set_detail(detail);
+    f.add_evidence(ctx.command);
+    f.add_evidence(absl::StrCat("node ", ctx.node, ", GPU ", r.index, ", UUID ", r.uuid,
+                                ", PCI ", r.pci_bus_id, ", ", r.model));
+    f.set_action(action);
+    for (const auto& [k, v] : labels) (*f.mutable_labels())[k] = v;
+    (*f.mutable_labels())["node"] = ctx.node;
+    if (sev == v1::SEVERITY_FAIL || sev == v1::SEVERITY_CRITICAL) {
+      failed = true;
+      want_artifact = true;
+    }
+    out->Find(f);
+  };
+
+  ThroughputStats st = ComputeThroughput(r.window_tflops, r.total_tflop, r.seconds);
+  if (r.iterations > 0) {
+    out->Measure("burnin_tflops_mean", st.mean, "TFLOP/s", labels);
+    if (st.windows > 0) out->Measure("burnin_tflops_min_window", st.min_window, "TFLOP/s", labels);
+    if (st.windows > 1) out->Measure("burnin_cv", st.cv, "ratio", labels);
+    out->Measure("burnin_mismatches", static_cast<double>(r.mismatches), "count", labels);
+    out->Measure("burnin_iterations", static_cast<double>(r.iterations), "count", labels);
+  }
+  if (r.max_temperature_c) out->Measure("burnin_max_temp_c", *r.max_temperature_c, "C", labels);
+  if (r.max_memory_temperature_c) {
+    out->Measure("burnin_max_memory_temp_c", *r.max_memory_temperature_c, "C", labels);
+  }
+  if (r.max_power_w) out->Measure("burnin_max_power_w", *r.max_power_w, "W", labels);
+  if (r.telemetry_error.empty()) {
+    out->Measure("burnin_throttled_s", r.throttle.throttled_s(), "s", labels);
+  }
+
+  if (!r.error.empty()) {
+    finding("burnin.cuda_error", v1::SEVERITY_FAIL,
+            absl::StrCat("burn-in failed on ", who),
+            absl::StrCat(r.error, " (after ", r.iterations, " iterations)"),
+            "check the kernel log for Xids on this GPU; drain the node if the error repeats");
+  } else if (r.iterations == 0) {
+    finding("burnin.no_iterations", v1::SEVERITY_FAIL,
+            absl::StrCat("burn-in finished no verified iteration on ", who),
+            absl::StrCat("the duration was shorter than one GEMM of n=", ctx.size),
+            "rerun with a longer --duration");
+  }
+  if (r.mismatches > 0) {
+    finding("burnin.gpu_mismatch", v1::SEVERITY_CRITICAL,
+            absl::StrCat("silent data corruption suspect: ", who, " computed ", r.mismatches,
+                         " differing elements", ctx.fault_injected ? " (injected by --fault-inject: test only)" : ""),
+            absl::StrFormat("%s GEMM n=%d: the same inputs and the same cuBLASLt algorithm gave "
+                            "output differing from the first iteration's in %d elements, first "
+                            "seen by iteration %d of %d",
+                            ctx.dtype, ctx.size, r.mismatches, r.first_mismatch_iteration,
+                            r.iterations),
+            ctx.fault_injected ? "none: the corruption was injected on purpose (--fault-inject)"
+                               : "drain the node and replace the GPU (RMA) after confirming with "
+                                 "a second burn-in; keep the artifact as evidence");
+  }
+  if (r.ecc_uncorrected_start && r.ecc_uncorrected_end &&
+      *r.ecc_uncorrected_end > *r.ecc_uncorrected_start) {
+    finding("burnin.ecc_errors", v1::SEVERITY_FAIL,
+            absl::StrCat(*r.ecc_uncorrected_end - *r.ecc_uncorrected_start,
+                         " new uncorrected ECC errors during burn-in on ", who),
+            absl::StrCat("volatile uncorrected ECC count went from ", *r.ecc_uncorrected_start,
+                         " to ", *r.ecc_uncorrected_end),
+            "drain the node; reset the GPU and check row remapping; replace it if errors recur");
+  }
+  if (r.ecc_corrected_start && r.ecc_corrected_end &&
+      *r.ecc_corrected_end > *r.ecc_corrected_start) {
+    finding("burnin.ecc_corrected", v1::SEVERITY_WARN,
+            absl::StrCat(*r.ecc_corrected_end - *r.ecc_corrected_start,
+                         " new corrected ECC errors during burn-in on ", who),
+            absl::StrCat("volatile corrected ECC count went from ", *r.ecc_corrected_start,
+                         " to ", *r.ecc_corrected_end,
+                         "; the hardware corrected them, a growing count predicts failure"),
+            "watch the count; check row remapping with the health suite");
+  }
+  const double hot_s = r.throttle.seconds_for(kThermalOrHwPowerReasons);
+  const double cap_s = r.throttle.seconds_for(kReasonSwPowerCap);
+  std::vector<std::string> reasons;
+  for (const auto& [name, secs] : r.throttle.by_reason()) {
+    reasons.push_back(absl::StrFormat("%s %.0f s", name, secs));
+  }
+  if (hot_s > 0) {
+    finding("burnin.throttled", v1::SEVERITY_WARN,
+            absl::StrFormat("%s throttled for thermal or power-delivery reasons for %.0f s of "
+                            "%.0f s", who, hot_s, r.seconds),
+            absl::StrCat("clock event reasons: ", absl::StrJoin(reasons, ", "),
+                         r.max_temperature_c
+                             ? absl::StrFormat("; max GPU temperature %.0f C", *r.max_temperature_c)
+                             : ""),
+            "check cooling (airflow, inlet temperature, fans) and power delivery of this "
+            "GPU's slot; compare with its neighbours");
+  } else if (cap_s > 0) {
+    finding("burnin.power_capped", v1::SEVERITY_INFO,
+            absl::StrFormat("%s held at its power limit for %.0f s of %.0f s", who, cap_s,
+                            r.seconds),
+            absl::StrCat("clock event reasons: ", absl::StrJoin(reasons, ", "),
+                         "; a dense GEMM reaching the configured power limit is expected"),
+            "none, unless the power limit is below the GPU's default (nvidia-smi -q -d POWER)");
+  }
+  if (want_artifact) {
+    std::string text = absl::StrCat("node: ", ctx.node, "\ngpu: ", r.index, "\nuuid: ", r.uuid,
+                                     "\npci_bus_id: ", r.pci_bus_id, "\nmodel: ", r.model,
+                                     "\ncommand: ", ctx.command, "\niterations: ", r.iterations,
+                                     "\nmismatches: ", r.mismatches, "\n");
+    if (!r.error.empty()) absl::StrAppend(&text, "cuda_error: ", r.error, "\n");
+    absl::StrAppend(&text, "throttled_s: ", r.throttle.throttled_s(), " (",
+                    absl::StrJoin(reasons, ", "), ")\n");
+    absl::StrAppend(&text, "-- NVML state at the end --\n",
+                    r.nvml_state.empty() ? absl::StrCat("not available: ", r.telemetry_error, "\n")
+                                         : r.nvml_state);
+    out->Artifact(absl::StrCat("burnin_gpu", r.index, "_nvml_state.txt"), "text/plain", text);
+  }
+  return failed;
+}
+
+}  // namespace cmax::bench

@@ -1,0 +1,140 @@
+// Host-side logic of `cmax-bench-cuda burnin` (benchmarks/cuda/gpu_burnin.cc),
+// kept free of CUDA so it is tested on machines without a GPU: throttle
+// reason accounting, telemetry windows (Samples with min/mean/max), the
+// per-GPU figures, and the verdict (Measurements, Findings, an Artifact).
+#ifndef CMAX_BENCHMARKS_GPU_COMMON_GPU_BURNIN_REPORT_H_
+#define CMAX_BENCHMARKS_GPU_COMMON_GPU_BURNIN_REPORT_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "benchmarks/gpu_common/nvml_telemetry.h"
+#include "cmax/v1/record.pb.h"
+#include "common/record_io.h"
+
+namespace cmax::bench {
+
+// nvmlClocksEventReasons bits (NVML API reference, "ClocksEventReasons").
+inline constexpr uint64_t kReasonGpuIdle = 0x1;
+inline constexpr uint64_t kReasonApplicationsClocks = 0x2;
+inline constexpr uint64_t kReasonSwPowerCap = 0x4;
+inline constexpr uint64_t kReasonHwSlowdown = 0x8;
+inline constexpr uint64_t kReasonSyncBoost = 0x10;
+inline constexpr uint64_t kReasonSwThermal = 0x20;
+inline constexpr uint64_t kReasonHwThermal = 0x40;
+inline constexpr uint64_t kReasonHwPowerBrake = 0x80;
+inline constexpr uint64_t kReasonDisplayClock = 0x100;
+
+// Drops the idle and application-clock bits: neither slows a loaded GPU
+// against what it was asked to run at.
+uint64_t MaskThrottleReasons(uint64_t reasons);
+// "sw_power_cap", "hw_thermal", ... for each set bit (unknown bits as hex).
+std::vector<std::string> ThrottleReasonNames(uint64_t reasons);
+// Bits that mean the GPU is too hot or the board's power delivery stepped
+// in: HW slowdown, SW/HW thermal slowdown, HW power brake. SW power cap is
+// not among them: a dense GEMM reaching the board's configured power limit
+// is the GPU working as designed (it is reported, as info).
+inline constexpr uint64_t kThermalOrHwPowerReasons =
+    kReasonHwSlowdown | kReasonSwThermal | kReasonHwThermal | kReasonHwPowerBrake;
+
+// Seconds spent throttled (any masked reason) and per reason.
+class ThrottleTracker {
+ public:
+  // `reasons` as the driver reported them, held for `seconds`.
+  void Add(uint64_t reasons, double seconds);
+  double throttled_s() const { return throttled_s_; }
+  double seconds_for(uint64_t bits) const;  // time any of `bits` was set
+  const std::map<std::string, double>& by_reason() const { return by_reason_; }
+  uint64_t seen() const { return seen_; }  // OR of every masked reason seen
+
+ private:
+  double throttled_s_ = 0;
+  std::map<std::string, double> by_reason_;
+  std::map<uint64_t, double> by_bit_;
+  uint64_t seen_ = 0;
+};
+
+// Telemetry of one GPU into Samples: `ticks_per_window` readings (one a
+// second) become one Sample per metric with min/mean/max and count (1 for
+// one-second samples). Bit-mask metrics keep the OR of the window.
+class SampleWindow {
+ public:
+  explicit SampleWindow(int ticks_per_window) : ticks_(ticks_per_window < 1 ? 1 : ticks_per_window) {}
+  void Add(const std::string& metric, const std::string& unit, double value);
+  void AddBits(const std::string& metric, uint64_t bits);
+  // Ends one tick; returns the window's Samples (suite, labels and time
+  // filled) when the window is complete or `flush` is set, else nothing.
+  std::vector<v1::Sample> Tick(const std::string& suite,
+                               const std::map<std::string, std::string>& labels, int64_t time_ns,
+                               bool flush = false);
+
+ private:
+  struct Acc {
+    std::string unit;
+    double min = 0, max = 0, sum = 0;
+    uint32_t count = 0;
+    bool bits = false;
+    uint64_t or_bits = 0;
+  };
+  int ticks_;
+  int ticks_seen_ = 0;
+  std::map<std::string, Acc> acc_;
+};
+
+// Telemetry of a reading into the window: the metric names every Sample uses.
+void AddTelemetry(const GpuTelemetry& t, SampleWindow* window);
+
+// Throughput over windows: mean (total work over total time), the slowest
+// window, and the coefficient of variation (population stddev / mean).
+struct ThroughputStats {
+  double mean = 0, min_window = 0, cv = 0;
+  int windows = 0;
+};
+ThroughputStats ComputeThroughput(const std::vector<double>& window_tflops, double total_tflop,
+                                  double seconds);
+
+// What one GPU's burn-in produced.
+struct GpuBurninResult {
+  int index = 0;
+  std::string uuid, pci_bus_id, model;
+  std::string error;  // a CUDA / cuBLAS failure that ended the loop early
+  int64_t iterations = 0;
+  double seconds = 0;
+  double total_tflop = 0;
+  std::vector<double> window_tflops;  // one-second windows
+  uint64_t mismatches = 0;            // elements differing from the first iteration
+  int64_t first_mismatch_iteration = -1;
+  std::optional<double> max_temperature_c, max_memory_temperature_c, max_power_w;
+  ThrottleTracker throttle;
+  std::optional<uint64_t> ecc_corrected_start, ecc_corrected_end;
+  std::optional<uint64_t> ecc_uncorrected_start, ecc_uncorrected_end;
+  std::string nvml_state;             // DescribeTelemetry of the last reading
+  std::string telemetry_error;        // why telemetry is missing, when it is
+};
+
+struct BurninContext {
+  std::string node;     // CMAX_NODE_NAME, else the host name
+  std::string dtype;    // bf16 | fp32
+  std::string command;  // the command line, for evidence
+  int64_t size = 0;     // n of the n x n x n GEMM
+  bool fault_injected = false;
+};
+
+// Writes per GPU the Measurements burnin_tflops_mean, burnin_tflops_min_window,
+// burnin_cv, burnin_max_temp_c (and burnin_max_memory_temp_c), burnin_throttled_s,
+// burnin_mismatches (labels gpu, uuid, pci_bus_id, model, dtype) and the
+// Findings (category reliability, naming node, GPU index, UUID and PCI bus id):
+//   mismatches        -> CRITICAL burnin.gpu_mismatch ("silent data corruption suspect")
+//   new uncorrected ECC -> FAIL burnin.ecc_errors; new corrected ECC -> WARN
+//   thermal / HW power throttling -> WARN burnin.throttled; SW power cap -> INFO
+//   CUDA error        -> FAIL burnin.cuda_error
+// and, on a FAIL or CRITICAL, an Artifact with the NVML state as text.
+// Returns true when anything failed (FAIL or CRITICAL).
+bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordWriter* out);
+
+}  // namespace cmax::bench
+
+#endif  // CMAX_BENCHMARKS_GPU_COMMON_GPU_BURNIN_REPORT_H_
