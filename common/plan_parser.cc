@@ -347,9 +347,9 @@ absl::Status ValidatePlan(const v1::Plan& plan) {
     if (!s.launcher().empty() && s.launcher() != "agents" && s.launcher() != "mpirun") {
       return absl::InvalidArgumentError(absl::StrCat(where, "launcher must be agents or mpirun"));
     }
-    if (s.scope() != v1::SCOPE_GANG && (!s.ranks_per_node().empty() || !s.launcher().empty())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "ranks_per_node and launcher apply to scope: gang only"));
+    if (s.scope() == v1::SCOPE_NODE && (!s.ranks_per_node().empty() || !s.launcher().empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "ranks_per_node and launcher apply to group scopes (gang, barrier, pairs)"));
     }
     if (!s.nodes().name_regex().empty()) {
       RE2 re(s.nodes().name_regex(), RE2::Quiet);
