@@ -69,6 +69,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     auto tasks = core->store_->LoadTasks(run.info.run_id());
     if (!tasks.ok()) return tasks.status();
     Log()->info("resuming run {} ({} tasks)", run.info.run_id(), tasks->size());
+    // Rendezvous state lives in memory and does not survive a restart: the
+    // groups of running tasks are reopened empty. Requests that were waiting
+    // are re-sent by the agents after they reconnect, so a barrier in
+    // progress still completes; a key set before the restart is gone, so a
+    // rank that asks for it times out and the group fails cleanly (and is
+    // retried where the plan allows). Keys are process-lifetime values (an
+    // NCCL unique id, a listening address), which is why they are not made
+    // durable: a group that has already exchanged them runs on unaffected.
+    for (const auto& t : *tasks) {
+      auto st = t.info.state();
+      if (!t.assignment.group().empty() &&
+          (st == v1::TASK_ASSIGNED || st == v1::TASK_RUNNING)) {
+        core->rendezvous_.Open(t.assignment.group(), t.assignment.world_size());
+      }
+    }
     core->scheduler_.Restore(std::move(run), std::move(*tasks));
   }
   return core;

@@ -156,3 +156,22 @@ TEST_CASE("collective judge: one slow pairing names the link", "[reports][collec
   CHECK(link[0].outcome() == "warn");
   CHECK(link[0].node().empty());
 }
+
+TEST_CASE("collective judge: an 8-GPU node without a plan floor meets its platform's figure",
+          "[reports][collective]") {
+  RunData d;
+  d.inventories["h200-a"].set_gpu_model("NVIDIA H200");
+  d.inventories["h200-b"].set_gpu_model("NVIDIA H200");
+  d.inventories["other"].set_gpu_model("NVIDIA L40S");
+  Add(&d, "t1", {"h200-a"}, 485);
+  Add(&d, "t2", {"h200-b"}, 410);
+  Add(&d, "t3", {"other"}, 100);  // no platform figure: not graded against one
+  auto rs = With(Judge(d), "collective.busbw.all_reduce");
+  REQUIRE(rs.size() == 2);
+  for (const auto& r : rs) {
+    INFO(r.message());
+    CHECK(r.expected() == 480);
+    CHECK_THAT(r.message(), Catch::Contains("platform default for 8xH200"));
+    CHECK(r.outcome() == (r.node() == "h200-a" ? "pass" : "fail"));
+  }
+}
