@@ -79,12 +79,6 @@ class GpuBurnin {
  public:
   GpuBurnin(GpuInfo gpu, const BurninOptions& o, LiveState* live)
       : info_(std::move(gpu)), o_(o), live_(live) {}
-  ~GpuBurnin() {
-    if (workspace_) cudaFree(workspace_);
-    if (handle_) cublasLtDestroy(handle_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
   // Runs the loop into `r` (iterations, windows, mismatches; error on a
   // CUDA or cuBLAS failure).
   void Run(GpuBurninResult* r) {
@@ -102,10 +96,7 @@ class GpuBurnin {
       return absl::FailedPreconditionError(absl::StrFormat(
           "%s; %s is %d.%d", t.min_cc_reason, info_.name, info_.cc_major, info_.cc_minor));
     }
-    CMAX_CUDA(cudaSetDevice(gpu));
-    CMAX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CMAX_CUBLAS(cublasLtCreate(&handle_));
-    CMAX_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
+    CMAX_RETURN_IF_ERROR(ctx_.Init(gpu, kWorkspaceBytes));
     const size_t ab_bytes = static_cast<size_t>(n * n) * t.ab_size;
     const size_t d_bytes = static_cast<size_t>(n * n) * t.cd_size;
     DeviceMem a, b, d, ref, counter;
@@ -114,16 +105,16 @@ class GpuBurnin {
     CMAX_CUDA(cudaMalloc(&d.p, d_bytes));
     CMAX_CUDA(cudaMalloc(&ref.p, d_bytes));
     CMAX_CUDA(cudaMalloc(&counter.p, sizeof(unsigned long long)));
-    CMAX_CUDA(cudaMemsetAsync(counter.p, 0, sizeof(unsigned long long), stream_));
-    CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, n * n, 0xB0A1ULL, stream_));
-    CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, n * n, 0xB0A2ULL, stream_));
+    CMAX_CUDA(cudaMemsetAsync(counter.p, 0, sizeof(unsigned long long), ctx_.stream));
+    CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, n * n, 0xB0A1ULL, ctx_.stream));
+    CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, n * n, 0xB0A2ULL, ctx_.stream));
 
     LtObjects lt;
     CMAX_RETURN_IF_ERROR(
         CreateTnMatmul(t, n, n, n, kWorkspaceBytes, kNoSplitKReduction, gpu, &lt));
     cublasLtMatmulHeuristicResult_t heur = {};
     int found = 0;
-    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle_, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref, 1,
+    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx_.handle, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref, 1,
                                                &heur, &found));
     if (found <= 0) {
       return absl::FailedPreconditionError(
@@ -131,9 +122,9 @@ class GpuBurnin {
     }
     UnitScales scales(t);
     auto matmul = [&]() {
-      return cublasLtMatmul(handle_, lt.op, scales.alpha(), a.p, lt.a, b.p, lt.b, scales.beta(),
-                            d.p, lt.c, d.p, lt.c, &heur.algo, workspace_, kWorkspaceBytes,
-                            stream_);
+      return cublasLtMatmul(ctx_.handle, lt.op, scales.alpha(), a.p, lt.a, b.p, lt.b, scales.beta(),
+                            d.p, lt.c, d.p, lt.c, &heur.algo, ctx_.workspace, kWorkspaceBytes,
+                            ctx_.stream);
     };
     auto* count_dev = static_cast<unsigned long long*>(counter.p);
     const int64_t elems = n * n;
@@ -141,15 +132,15 @@ class GpuBurnin {
 
     // Iteration 0: the reference.
     CMAX_CUBLAS(matmul());
-    CMAX_CUDA(cudaMemcpyAsync(ref.p, d.p, d_bytes, cudaMemcpyDeviceToDevice, stream_));
+    CMAX_CUDA(cudaMemcpyAsync(ref.p, d.p, d_bytes, cudaMemcpyDeviceToDevice, ctx_.stream));
     Events ev;
     ev.e.resize(2, nullptr);
     for (auto& e : ev.e) CMAX_CUDA(cudaEventCreate(&e));
     // One timed iteration sizes the batches.
-    CMAX_CUDA(cudaEventRecord(ev.e[0], stream_));
+    CMAX_CUDA(cudaEventRecord(ev.e[0], ctx_.stream));
     CMAX_CUBLAS(matmul());
-    CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, stream_));
-    CMAX_CUDA(cudaEventRecord(ev.e[1], stream_));
+    CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, ctx_.stream));
+    CMAX_CUDA(cudaEventRecord(ev.e[1], ctx_.stream));
     CMAX_CUDA(cudaEventSynchronize(ev.e[1]));
     float iter_ms = 0;
     CMAX_CUDA(cudaEventElapsedTime(&iter_ms, ev.e[0], ev.e[1]));
@@ -171,15 +162,15 @@ class GpuBurnin {
         if (o_.fault_inject > 0 && iteration == o_.fault_inject) {
           // TEST ONLY: bytes 0x7F make one element differ in every output type.
           char* elem = static_cast<char*>(d.p) + static_cast<size_t>(elems / 3) * t.cd_size;
-          CMAX_CUDA(cudaMemsetAsync(elem, 0x7F, t.cd_size, stream_));
+          CMAX_CUDA(cudaMemsetAsync(elem, 0x7F, t.cd_size, ctx_.stream));
         }
-        CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, stream_));
+        CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, ctx_.stream));
         ++iteration;
       }
       unsigned long long total = 0;
       CMAX_CUDA(cudaMemcpyAsync(&total, count_dev, sizeof(total), cudaMemcpyDeviceToHost,
-                                stream_));
-      CMAX_CUDA(cudaStreamSynchronize(stream_));
+                                ctx_.stream));
+      CMAX_CUDA(cudaStreamSynchronize(ctx_.stream));
       loop_iterations += batch;
       live_->iterations = iteration;
       if (total > seen) {
@@ -207,9 +198,7 @@ class GpuBurnin {
   GpuInfo info_;
   const BurninOptions& o_;
   LiveState* live_;
-  cudaStream_t stream_ = nullptr;
-  cublasLtHandle_t handle_ = nullptr;
-  void* workspace_ = nullptr;
+  GpuLtContext ctx_;
 };
 
 std::string NodeName() {

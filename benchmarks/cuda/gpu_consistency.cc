@@ -112,18 +112,9 @@ WorkloadOutput Digest(const std::string& workload, const std::string& dtype,
 class GpuConsistency {
  public:
   explicit GpuConsistency(GpuInfo gpu) : info_(std::move(gpu)) {}
-  ~GpuConsistency() {
-    if (workspace_) cudaFree(workspace_);
-    if (handle_) cublasLtDestroy(handle_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
   absl::Status Init() {
     const int gpu = info_.index;
-    CMAX_CUDA(cudaSetDevice(gpu));
-    CMAX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CMAX_CUBLAS(cublasLtCreate(&handle_));
-    CMAX_CUDA(cudaMalloc(&workspace_, kGemmWorkspace));
+    CMAX_RETURN_IF_ERROR(ctx_.Init(gpu, kGemmWorkspace));
     return absl::OkStatus();
   }
 
@@ -146,8 +137,8 @@ class GpuConsistency {
   absl::Status CopyBack(const void* dev, size_t bytes, std::vector<unsigned char>* host) {
     const int gpu = info_.index;
     host->resize(bytes);
-    CMAX_CUDA(cudaMemcpyAsync(host->data(), dev, bytes, cudaMemcpyDeviceToHost, stream_));
-    CMAX_CUDA(cudaStreamSynchronize(stream_));
+    CMAX_CUDA(cudaMemcpyAsync(host->data(), dev, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
+    CMAX_CUDA(cudaStreamSynchronize(ctx_.stream));
     return absl::OkStatus();
   }
 
@@ -166,14 +157,14 @@ class GpuConsistency {
     CMAX_CUDA(cudaMalloc(&b.p, static_cast<size_t>(n * n) * t.ab_size));
     const size_t d_bytes = static_cast<size_t>(n * n) * t.cd_size;
     CMAX_CUDA(cudaMalloc(&d.p, d_bytes));
-    CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, n * n, seed + 1, stream_));
-    CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, n * n, seed + 2, stream_));
+    CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, n * n, seed + 1, ctx_.stream));
+    CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, n * n, seed + 2, ctx_.stream));
     LtObjects lt;
     CMAX_RETURN_IF_ERROR(CreateTnMatmul(t, n, n, n, kGemmWorkspace, kNoSplitKReduction, gpu, &lt));
     if (dtype == GemmDtype::kFp8) {  // scales 1: cuBLASLt's FP8 path wants the pointers set
       CMAX_CUDA(cudaMalloc(&scales.p, 2 * sizeof(float)));
       const float one[2] = {1.0f, 1.0f};
-      CMAX_CUDA(cudaMemcpyAsync(scales.p, one, sizeof(one), cudaMemcpyHostToDevice, stream_));
+      CMAX_CUDA(cudaMemcpyAsync(scales.p, one, sizeof(one), cudaMemcpyHostToDevice, ctx_.stream));
       void* sa = static_cast<float*>(scales.p);
       void* sb = static_cast<float*>(scales.p) + 1;
       CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa,
@@ -183,16 +174,16 @@ class GpuConsistency {
     }
     cublasLtMatmulHeuristicResult_t heur = {};
     int found = 0;
-    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle_, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref, 1,
+    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx_.handle, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref, 1,
                                                &heur, &found));
     if (found <= 0) {
       (*skipped)["gemm_" + name] = "cuBLASLt offers no algorithm without split-K reduction";
       return absl::OkStatus();
     }
-    CMAX_CUDA(cudaMemsetAsync(d.p, 0xFF, d_bytes, stream_));
+    CMAX_CUDA(cudaMemsetAsync(d.p, 0xFF, d_bytes, ctx_.stream));
     UnitScales s(t);
-    CMAX_CUBLAS(cublasLtMatmul(handle_, lt.op, s.alpha(), a.p, lt.a, b.p, lt.b, s.beta(), d.p,
-                               lt.c, d.p, lt.c, &heur.algo, workspace_, kGemmWorkspace, stream_));
+    CMAX_CUBLAS(cublasLtMatmul(ctx_.handle, lt.op, s.alpha(), a.p, lt.a, b.p, lt.b, s.beta(), d.p,
+                               lt.c, d.p, lt.c, &heur.algo, ctx_.workspace, kGemmWorkspace, ctx_.stream));
     std::vector<unsigned char> host;
     CMAX_RETURN_IF_ERROR(CopyBack(d.p, d_bytes, &host));
     double sum = 0;
@@ -207,10 +198,10 @@ class GpuConsistency {
     DeviceMem in, partials;
     CMAX_CUDA(cudaMalloc(&in.p, kReductionCount * sizeof(float)));
     CMAX_CUDA(cudaMalloc(&partials.p, (parts + 1) * sizeof(float)));  // + the total
-    CMAX_CUDA(LaunchFillUniform(in.p, Elem::kF32, kReductionCount, seed + 3, stream_));
+    CMAX_CUDA(LaunchFillUniform(in.p, Elem::kF32, kReductionCount, seed + 3, ctx_.stream));
     float* p = static_cast<float*>(partials.p);
     CMAX_CUDA(LaunchFixedTreeSum(static_cast<const float*>(in.p), kReductionCount, p, p + parts,
-                                 stream_));
+                                 ctx_.stream));
     std::vector<unsigned char> host;
     CMAX_RETURN_IF_ERROR(CopyBack(partials.p, (parts + 1) * sizeof(float), &host));
     float total;
@@ -225,8 +216,8 @@ class GpuConsistency {
     DeviceMem in, out;
     CMAX_CUDA(cudaMalloc(&in.p, kFmaCount * size));
     CMAX_CUDA(cudaMalloc(&out.p, kFmaCount * size));
-    CMAX_CUDA(LaunchFillUniform(in.p, type, kFmaCount, seed + 4, stream_));
-    CMAX_CUDA(LaunchFmaChain(in.p, out.p, type, kFmaCount, kFmaSteps, stream_));
+    CMAX_CUDA(LaunchFillUniform(in.p, type, kFmaCount, seed + 4, ctx_.stream));
+    CMAX_CUDA(LaunchFmaChain(in.p, out.p, type, kFmaCount, kFmaSteps, ctx_.stream));
     std::vector<unsigned char> host;
     CMAX_RETURN_IF_ERROR(CopyBack(out.p, kFmaCount * size, &host));
     double sum = 0;
@@ -241,9 +232,9 @@ class GpuConsistency {
     DeviceMem src, dst;
     CMAX_CUDA(cudaMalloc(&src.p, kPatternBytes));
     CMAX_CUDA(cudaMalloc(&dst.p, kPatternBytes));
-    CMAX_CUDA(LaunchFillPattern(static_cast<uint64_t*>(src.p), words, seed + 5, stream_));
-    CMAX_CUDA(cudaMemsetAsync(dst.p, 0, kPatternBytes, stream_));
-    CMAX_CUDA(LaunchStreamCopy(src.p, dst.p, kPatternBytes, info_.sm_count, stream_));
+    CMAX_CUDA(LaunchFillPattern(static_cast<uint64_t*>(src.p), words, seed + 5, ctx_.stream));
+    CMAX_CUDA(cudaMemsetAsync(dst.p, 0, kPatternBytes, ctx_.stream));
+    CMAX_CUDA(LaunchStreamCopy(src.p, dst.p, kPatternBytes, info_.sm_count, ctx_.stream));
     std::vector<unsigned char> host;
     CMAX_RETURN_IF_ERROR(CopyBack(dst.p, kPatternBytes, &host));
     // value: the low 16 bits of every word summed (exact in a double).
@@ -258,9 +249,7 @@ class GpuConsistency {
   }
 
   GpuInfo info_;
-  cudaStream_t stream_ = nullptr;
-  cublasLtHandle_t handle_ = nullptr;
-  void* workspace_ = nullptr;
+  GpuLtContext ctx_;
 };
 
 struct GpuRuns {

@@ -90,18 +90,9 @@ struct GemmRow {
 class GpuGemm {
  public:
   GpuGemm(GpuInfo gpu, const GemmOptions& o) : info_(std::move(gpu)), o_(o) {}
-  ~GpuGemm() {
-    if (workspace_) cudaFree(workspace_);
-    if (handle_) cublasLtDestroy(handle_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
   absl::Status Init() {
     const int gpu = info_.index;
-    CMAX_CUDA(cudaSetDevice(gpu));
-    CMAX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CMAX_CUBLAS(cublasLtCreate(&handle_));
-    CMAX_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
+    CMAX_RETURN_IF_ERROR(ctx_.Init(gpu, kWorkspaceBytes));
     return absl::OkStatus();
   }
 
@@ -142,8 +133,8 @@ class GpuGemm {
     CMAX_CUDA(cudaMalloc(&a.p, a_bytes));
     CMAX_CUDA(cudaMalloc(&b.p, b_bytes));
     CMAX_CUDA(cudaMalloc(&d.p, d_bytes));
-    CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, s.m * s.k, seed, stream_));
-    CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, s.k * s.n, seed ^ 0xA5A5A5A5ULL, stream_));
+    CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, s.m * s.k, seed, ctx_.stream));
+    CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, s.k * s.n, seed ^ 0xA5A5A5A5ULL, ctx_.stream));
     double ab_scale = 1.0;
 
     LtObjects lt;
@@ -152,7 +143,7 @@ class GpuGemm {
       CMAX_CUDA(cudaMalloc(&scales.p, 2 * sizeof(float)));
       const float host_scales[2] = {kFp8ScaleA, kFp8ScaleB};
       CMAX_CUDA(cudaMemcpyAsync(scales.p, host_scales, sizeof(host_scales),
-                                cudaMemcpyHostToDevice, stream_));
+                                cudaMemcpyHostToDevice, ctx_.stream));
       void* sa = static_cast<float*>(scales.p);
       void* sb = static_cast<float*>(scales.p) + 1;
       CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa,
@@ -163,7 +154,7 @@ class GpuGemm {
     }
     cublasLtMatmulHeuristicResult_t heur[kHeuristicAlgos] = {};
     int found = 0;
-    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle_, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref,
+    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx_.handle, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref,
                                                kHeuristicAlgos, heur, &found));
     if (found <= 0) {
       row->skipped = "cuBLASLt's heuristic offers no algorithm for this dtype and shape";
@@ -176,8 +167,8 @@ class GpuGemm {
     const void* alpha = t.scale == CUDA_R_64F ? static_cast<const void*>(&alpha_d) : &alpha_f;
     const void* beta = t.scale == CUDA_R_64F ? static_cast<const void*>(&beta_d) : &beta_f;
     auto matmul = [&](const cublasLtMatmulAlgo_t* algo) {
-      return cublasLtMatmul(handle_, lt.op, alpha, a.p, lt.a, b.p, lt.b, beta, d.p, lt.c, d.p,
-                            lt.c, algo, workspace_, kWorkspaceBytes, stream_);
+      return cublasLtMatmul(ctx_.handle, lt.op, alpha, a.p, lt.a, b.p, lt.b, beta, d.p, lt.c, d.p,
+                            lt.c, algo, ctx_.workspace, kWorkspaceBytes, ctx_.stream);
     };
 
     // Time each offered algorithm; keep the fastest.
@@ -189,10 +180,10 @@ class GpuGemm {
     for (int i = 0; i < found; ++i) {
       if (heur[i].state != CUBLAS_STATUS_SUCCESS) continue;
       if (matmul(&heur[i].algo) != CUBLAS_STATUS_SUCCESS) continue;  // not runnable: skip it
-      CMAX_CUDA(cudaEventRecord(ev.e[0], stream_));
+      CMAX_CUDA(cudaEventRecord(ev.e[0], ctx_.stream));
       bool ok = true;
       for (int r = 0; r < kAlgoTrialRuns && ok; ++r) ok = matmul(&heur[i].algo) == CUBLAS_STATUS_SUCCESS;
-      CMAX_CUDA(cudaEventRecord(ev.e[1], stream_));
+      CMAX_CUDA(cudaEventRecord(ev.e[1], ctx_.stream));
       CMAX_CUDA(cudaEventSynchronize(ev.e[1]));
       if (!ok) continue;
       float ms = 0;
@@ -213,11 +204,11 @@ class GpuGemm {
     for (int i = 0; i < o_.warmup; ++i) CMAX_CUBLAS(matmul(algo));
     // Poison D (all bits set: NaN in every float type) so that an element the
     // timed runs did not write fails verification.
-    CMAX_CUDA(cudaMemsetAsync(d.p, 0xFF, d_bytes, stream_));
-    CMAX_CUDA(cudaEventRecord(ev.e[0], stream_));
+    CMAX_CUDA(cudaMemsetAsync(d.p, 0xFF, d_bytes, ctx_.stream));
+    CMAX_CUDA(cudaEventRecord(ev.e[0], ctx_.stream));
     for (int i = 0; i < o_.iters; ++i) {
       CMAX_CUBLAS(matmul(algo));
-      CMAX_CUDA(cudaEventRecord(ev.e[static_cast<size_t>(i) + 1], stream_));
+      CMAX_CUDA(cudaEventRecord(ev.e[static_cast<size_t>(i) + 1], ctx_.stream));
     }
     CMAX_CUDA(cudaEventSynchronize(ev.e[static_cast<size_t>(o_.iters)]));
     std::vector<double> times;
@@ -236,7 +227,7 @@ class GpuGemm {
       // TEST ONLY: bytes 0x7F make a huge value (NaN in fp16) in every output type.
       auto [i, j] = positions[positions.size() / 2];
       char* elem = static_cast<char*>(d.p) + static_cast<size_t>(i + j * s.m) * t.cd_size;
-      CMAX_CUDA(cudaMemsetAsync(elem, 0x7F, t.cd_size, stream_));
+      CMAX_CUDA(cudaMemsetAsync(elem, 0x7F, t.cd_size, ctx_.stream));
     }
     std::vector<int64_t> ij;
     for (auto [i, j] : positions) {
@@ -247,14 +238,14 @@ class GpuGemm {
     CMAX_CUDA(cudaMalloc(&ij_dev.p, ij.size() * sizeof(int64_t)));
     CMAX_CUDA(cudaMalloc(&result_dev.p, 3 * static_cast<size_t>(count) * sizeof(double)));
     CMAX_CUDA(cudaMemcpyAsync(ij_dev.p, ij.data(), ij.size() * sizeof(int64_t),
-                              cudaMemcpyHostToDevice, stream_));
+                              cudaMemcpyHostToDevice, ctx_.stream));
     CMAX_CUDA(LaunchGemmReference(a.p, b.p, d.p, t.ab_elem, t.cd_elem, s.m, s.k,
                                   static_cast<const int64_t*>(ij_dev.p), count, ab_scale,
-                                  static_cast<double*>(result_dev.p), stream_));
+                                  static_cast<double*>(result_dev.p), ctx_.stream));
     std::vector<double> result(3 * static_cast<size_t>(count));
     CMAX_CUDA(cudaMemcpyAsync(result.data(), result_dev.p, result.size() * sizeof(double),
-                              cudaMemcpyDeviceToHost, stream_));
-    CMAX_CUDA(cudaStreamSynchronize(stream_));
+                              cudaMemcpyDeviceToHost, ctx_.stream));
+    CMAX_CUDA(cudaStreamSynchronize(ctx_.stream));
     std::vector<GemmSample> samples;
     for (int x = 0; x < count; ++x) {
       GemmSample smp;
@@ -271,9 +262,7 @@ class GpuGemm {
 
   GpuInfo info_;
   const GemmOptions& o_;
-  cudaStream_t stream_ = nullptr;
-  cublasLtHandle_t handle_ = nullptr;
-  void* workspace_ = nullptr;
+  GpuLtContext ctx_;
 };
 
 void RunOneGpu(const GpuInfo& gpu, const GemmOptions& o, std::vector<GemmRow>* rows) {

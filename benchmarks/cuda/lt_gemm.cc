@@ -4,6 +4,20 @@
 
 namespace cmax::bench {
 
+GpuLtContext::~GpuLtContext() {
+  if (workspace) cudaFree(workspace);
+  if (handle) cublasLtDestroy(handle);
+  if (stream) cudaStreamDestroy(stream);
+}
+
+absl::Status GpuLtContext::Init(int gpu, size_t workspace_bytes) {
+  CMAX_CUDA(cudaSetDevice(gpu));
+  CMAX_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CMAX_CUBLAS(cublasLtCreate(&handle));
+  CMAX_CUDA(cudaMalloc(&workspace, workspace_bytes));
+  return absl::OkStatus();
+}
+
 // FP32 uses CUBLAS_COMPUTE_32F: cuBLASLt never down-converts to TF32 for it
 // (only CUBLAS_COMPUTE_32F_FAST_TF32 does), so it runs on the CUDA cores and
 // is graded against the non-tensor FP32 peak. Should TF32 ever sneak in, the

@@ -56,6 +56,17 @@ struct Events {
   }
 };
 
+// One GPU's non-blocking stream, cuBLASLt handle and workspace, each suite's
+// per-GPU context; released in reverse order of creation.
+struct GpuLtContext {
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  ~GpuLtContext();
+  // Makes `gpu` current and creates the three; errors name the failing call.
+  absl::Status Init(int gpu, size_t workspace_bytes);
+};
+
 
 // Reduction-scheme masks for CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK
 // (cublasLtReductionScheme_t: NONE 0, INPLACE 1, COMPUTE_TYPE 2,
