@@ -64,10 +64,13 @@ std::string SharedDir(const Cluster& c) {
 TEST_CASE("a barrier storage run starts every node together and aggregates the all-active window",
           "[integration][storage]") {
   if (!HaveFio()) return;
-  Cluster c("st1", {.agents = 3});
+  // node-2 reports a clock 400 ms ahead: the barrier's instant must still
+  // be converted into each host's own clock.
+  Cluster c("st1", {.agents = 3, .clock_offsets_ms = {0, 0, 400}});
   REQUIRE(c.Start().ok());
+  WARN((c.using_netns() ? "agents in network namespaces" : "agents on loopback (no namespaces)"));
   // Let the coordinator estimate the agents' clocks over a few heartbeats.
-  std::this_thread::sleep_for(2s);
+  std::this_thread::sleep_for(3s);
   std::string plan = c.WritePlan("storage", absl::StrCat(R"(name: storage-barrier
 suites:
   - suite: storage
@@ -140,6 +143,7 @@ suites:
     CHECK(absl::StrContains(evidence, "in which all 3 nodes were active"));
     CHECK(absl::StrContains(evidence, "all-active window: unix ms"));
     CHECK(rule.value() > 0);
+    WARN(rule.message() << " | " << rule.evidence(0) << " | " << rule.evidence(1));
     aggregated.insert(rule.subject());
   }
   INFO(rep.out.substr(0, 4000));
