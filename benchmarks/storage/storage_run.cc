@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -144,7 +145,10 @@ int64_t StorageRun::BytesNeeded() const {
   int64_t need = 0;
   bool data = has("seq-write") || has("seq-read") || has("rand-read") || has("rand-write");
   if (data && cfg_.reuse.empty()) need += cfg_.size * cfg_.jobs;
-  if (has("checkpoint") || (has("restore") && cfg_.shard_from.empty())) {
+  // A rank of a group of two or more restores another node's shard (PairShard).
+  const char* world = std::getenv("CMAX_WORLD_SIZE");
+  const bool paired = std::getenv("CMAX_RENDEZVOUS") && world && std::atoi(world) > 1;
+  if (has("checkpoint") || (has("restore") && cfg_.shard_from.empty() && !paired)) {
     need += cfg_.size * cfg_.jobs;
   }
   if (has("metadata")) need += cfg_.metadata_files * cfg_.jobs * 4096;
