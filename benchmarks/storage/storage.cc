@@ -57,6 +57,9 @@ int RunStorage(int argc, char** argv) {
       "--shard-from NODE` (or `next`: the next node by name with a kept shard) on\n"
       "another. Without --shard-from, restore reads this run's own checkpoint and\n"
       "says that the client cache may serve it.\n"
+      "In a group task (scope barrier) every node lays out its files, waits at the\n"
+      "rendezvous barrier storage/<pattern> and starts the measured run at its common\n"
+      "instant; restore without --shard-from reads the shard of rank (rank+1) mod world.\n"
       "The node name (work directory, pairing) is $CMAX_NODE_NAME (set by the agent), else\n"
       "$CMAX_NODE, else the host name.");
   args.AddString("path", &cfg.path, "directory to measure (required)");

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -20,8 +22,10 @@
 #include "benchmarks/storage/fs_probe.h"
 #include "benchmarks/storage/work_dir.h"
 #include "benchmarks/suite.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "common/sysroot.h"
+#include "common/time_util.h"
 
 namespace cmax::storage {
 namespace {
@@ -70,6 +74,16 @@ v1::Finding MakeFinding(const std::string& check_id, v1::Severity severity,
   f.set_title(title);
   f.set_detail(detail);
   return f;
+}
+
+// Sleeps until `target` (unix ns, this host's clock) in steps of at most
+// 100 ms so an interrupt is noticed; returns early when one arrives.
+void SleepUntilUnixNs(int64_t target) {
+  for (;;) {
+    int64_t left = target - NowUnixNs();
+    if (left <= 0 || InterruptSignal()) return;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 100000000)));
+  }
 }
 
 }  // namespace
@@ -131,7 +145,10 @@ int64_t StorageRun::BytesNeeded() const {
   int64_t need = 0;
   bool data = has("seq-write") || has("seq-read") || has("rand-read") || has("rand-write");
   if (data && cfg_.reuse.empty()) need += cfg_.size * cfg_.jobs;
-  if (has("checkpoint") || (has("restore") && cfg_.shard_from.empty())) {
+  // A rank of a group of two or more restores another node's shard (PairShard).
+  const char* world = std::getenv("CMAX_WORLD_SIZE");
+  const bool paired = std::getenv("CMAX_RENDEZVOUS") && world && std::atoi(world) > 1;
+  if (has("checkpoint") || (has("restore") && cfg_.shard_from.empty() && !paired)) {
     need += cfg_.size * cfg_.jobs;
   }
   if (has("metadata")) need += cfg_.metadata_files * cfg_.jobs * 4096;
@@ -278,11 +295,27 @@ StorageRun::Outcome StorageRun::Measure(const JobSpec& spec, const std::string& 
                       : 120 + spec.size_bytes * spec.jobs / 10000000 *
                                   (spec.verify ? 2 : 1);
   if (spec.pattern == "metadata") limit = 120 + spec.metadata_files * spec.jobs / 100;
+  if (auto s = SyncStart(spec.pattern); !s.ok()) {
+    std::fprintf(stderr, "storage: %s not measured: %s\n", spec.pattern.c_str(),
+                 std::string(s.message()).c_str());
+    out_->Find(MakeFinding("storage.barrier_failed", v1::SEVERITY_WARN,
+                           absl::StrCat("path:", base_),
+                           absl::StrCat(spec.pattern, " not measured: no common start"),
+                           absl::StrCat("rendezvous barrier storage/", spec.pattern, ": ",
+                                        s.message())));
+    return Outcome::kCouldNotRun;
+  }
+  if (InterruptSignal()) DieInterrupted();
   auto run = RunFio(fio_, work_, spec.pattern, text, std::chrono::seconds(limit));
   if (!run.ok()) {
     CouldNotRun("storage.fio_failed", "fio could not be started", std::string(run.status().message()));
     return Outcome::kCouldNotRun;
   }
+  // The measured phase runs from the (common) start instant to fio's exit;
+  // the totals' start_unix_ns / end_unix_ns labels say the same.
+  run->start_unix_ns = times_.start;
+  times_.end = run->end_unix_ns;
+  EmitTimes(spec.pattern);
   FioReport report;
   Outcome o = CheckFioRun(*run, spec.pattern, &report);
   if (o != Outcome::kOk) return o;
@@ -302,6 +335,7 @@ void StorageRun::Emit(const JobSpec& spec, const FioRun& run, const FioReport& r
   if (spec.pattern == "restore") {
     base["shard_from"] = restore_from_.empty() ? cfg_.node : restore_from_;
     base["shard_dir"] = spec.dir;
+    if (!restore_from_rank_.empty()) base["shard_from_rank"] = restore_from_rank_;
     if (restore_from_.empty()) base["cache_note"] = "client cache may serve this read";
   }
   double sum_bw = 0, sum_iops = 0, max_p50 = 0, max_p99 = 0, max_p999 = 0;
@@ -540,6 +574,15 @@ StorageRun::Outcome StorageRun::RunPattern(const std::string& pattern) {
     return Outcome::kOk;
   }
   // restore
+  if (rv_ && rv_->world_size() > 1 && cfg_.shard_from.empty()) {
+    if (auto s = PairShard(); !s.ok()) {
+      std::fprintf(stderr, "storage: restore not measured: %s\n", std::string(s.message()).c_str());
+      out_->Find(MakeFinding("storage.restore_no_shard", v1::SEVERITY_WARN,
+                             absl::StrCat("path:", base_), "restore not measured",
+                             absl::StrCat("pairing through the rendezvous: ", s.message())));
+      return Outcome::kCouldNotRun;
+    }
+  }
   if (!cfg_.shard_from.empty()) {
     std::string dir;
     int jobs = 0;
@@ -572,6 +615,78 @@ StorageRun::Outcome StorageRun::RunPattern(const std::string& pattern) {
   out_->Find(f);
   notes_.push_back("restore read this node's own shard: client cache may serve this read");
   return Measure(spec, "restore of this node's own shard");
+}
+
+absl::Status StorageRun::JoinGroup() {
+  const char* address = std::getenv("CMAX_RENDEZVOUS");
+  if (address == nullptr || *address == '\0') {
+    return absl::FailedPreconditionError("not a rank of a group task");
+  }
+  auto client = RendezvousClient::FromEnvironment();
+  if (!client.ok()) return client.status();
+  rv_ = std::move(*client);
+  // The slowest node's layout sets when the others may start: allow it at
+  // 10 MB/s, within the rendezvous' limit of 10 minutes per request.
+  barrier_timeout_s_ = std::min<int64_t>(600, 120 + BytesNeeded() / 10000000);
+  CMAX_RETURN_IF_ERROR(rv_->Set(absl::StrCat("storage/node/", rv_->rank()), cfg_.node));
+  out_->Log("info", absl::StrCat("rank ", rv_->rank(), " of ", rv_->world_size(), " in group ",
+                                 rv_->place().group, ": every pattern starts at its barrier"));
+  return absl::OkStatus();
+}
+
+absl::Status StorageRun::SyncStart(const std::string& pattern) {
+  times_.ready = NowUnixNs();
+  if (!rv_) {
+    times_.target = times_.start = times_.ready;
+    return absl::OkStatus();
+  }
+  times_.synced = true;
+  auto start = rv_->Barrier(absl::StrCat("storage/", pattern), absl::Seconds(barrier_timeout_s_));
+  if (!start.ok()) return start.status();
+  times_.target = *start;
+  SleepUntilUnixNs(*start);
+  times_.start = NowUnixNs();
+  return absl::OkStatus();
+}
+
+absl::Status StorageRun::PairShard() {
+  const int peer = (rv_->rank() + 1) % rv_->world_size();
+  auto node = rv_->Get(absl::StrCat("storage/node/", peer), absl::Seconds(barrier_timeout_s_));
+  if (!node.ok()) {
+    return absl::Status(node.status().code(),
+                        absl::StrCat("node name of rank ", peer, ": ", node.status().message()));
+  }
+  if (*node == cfg_.node) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", peer, " runs on this node (", cfg_.node, "): no other node's shard to read"));
+  }
+  cfg_.shard_from = *node;
+  restore_from_rank_ = absl::StrCat(peer);
+  out_->Log("info", absl::StrCat("restore: rank ", rv_->rank(), " reads the shard of rank ", peer,
+                                 " (node ", *node, ")"));
+  return absl::OkStatus();
+}
+
+void StorageRun::EmitTimes(const std::string& pattern) {
+  std::map<std::string, std::string> l = {{"pattern", pattern}, {"host", cfg_.node}};
+  if (rv_) {
+    l["barrier"] = absl::StrCat("storage/", pattern);
+    l["rank"] = absl::StrCat(rv_->rank());
+    l["world_size"] = absl::StrCat(rv_->world_size());
+    l["target_unix_ns"] = absl::StrCat(times_.target);
+  } else {
+    l["barrier"] = "none";
+  }
+  out_->Measure("storage_prepare_ns", static_cast<double>(times_.prepare), "ns", l);
+  out_->Measure("storage_ready_ns", static_cast<double>(times_.ready), "ns", l);
+  out_->Measure("storage_start_ns", static_cast<double>(times_.start), "ns", l);
+  out_->Measure("storage_end_ns", static_cast<double>(times_.end), "ns", l);
+  if (rv_) {
+    notes_.push_back(absl::StrFormat(
+        "%s: prepared in %.3f s, waited %.3f s at the barrier, started %.3f ms after its instant",
+        pattern, (times_.ready - times_.prepare) / 1e9, (times_.start - times_.ready) / 1e9,
+        (times_.start - times_.target) / 1e6));
+  }
 }
 
 void StorageRun::Cleanup() {
@@ -701,6 +816,11 @@ int StorageRun::Run() {
                         base_, fs_type_, storage_class_, fs_magic_, mount_source_, mount_point_,
                         engine_, direct_ ? "yes" : "no", work_, fio_version_));
 
+  if (auto s = JoinGroup(); !s.ok() && !absl::IsFailedPrecondition(s)) {
+    return CouldNotRun("storage.rendezvous_failed", "cannot reach the task group's rendezvous",
+                       absl::StrCat(s.message(), " (a barrier run without a common start "
+                                                 "would not measure the nodes together)"));
+  }
   bool could_not_run = false;
   for (const std::string& p : cfg_.patterns) {
     if (InterruptSignal()) DieInterrupted();
@@ -709,8 +829,15 @@ int StorageRun::Run() {
                   std::string(s.message()));
       return bench::kExitCouldNotRun;
     }
+    times_ = PatternTimes{};
+    times_.prepare = NowUnixNs();
     Outcome o = RunPattern(p);
     if (InterruptSignal()) DieInterrupted();
+    if (rv_ && !times_.synced) {
+      // This rank could not prepare or measure: still pass the barrier so
+      // the other ranks are not held until its timeout.
+      (void)SyncStart(p);
+    }
     if (o == Outcome::kCouldNotRun) could_not_run = true;
   }
   Cleanup();

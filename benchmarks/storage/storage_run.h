@@ -3,7 +3,17 @@
 //
 // Phases: probe (fio, --path, file system, free space) -> work directory ->
 // per pattern: prepare (layout: write every file that will be read) and
-// measure (the timed fio run) -> clean-up. Nothing is written before the
+// measure (the timed fio run) -> clean-up.
+//
+// As a rank of a group task (scope barrier: $CMAX_RENDEZVOUS set), every
+// pattern's measured run starts at the instant the rendezvous barrier
+// "storage/<pattern>" returns, so all nodes measure together; a rank whose
+// preparation failed still passes the barrier so the others are not held.
+// Per pattern the suite records storage_prepare_ns, storage_ready_ns,
+// storage_start_ns and storage_end_ns (unix ns, this host's clock); the
+// totals' start_unix_ns / end_unix_ns labels are the same start and end.
+// restore in a group of two or more reads the shard kept by the node of rank
+// (rank + 1) mod world (names exchanged as storage/node/<rank>). Nothing is written before the
 // checks pass; the work directory is removed on every exit path (unless
 // --keep), including SIGTERM/SIGINT, after which the suite re-raises the
 // signal.
@@ -12,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +31,7 @@
 #include "benchmarks/storage/fio_result.h"
 #include "benchmarks/storage/fio_runner.h"
 #include "common/record_io.h"
+#include "common/rendezvous_client.h"
 
 namespace cmax::storage {
 
@@ -55,12 +67,27 @@ class StorageRun {
     std::string extra;
   };
   enum class Outcome { kOk, kFailed, kCouldNotRun };
+  // One pattern's instants (unix ns, this host's clock).
+  struct PatternTimes {
+    int64_t prepare = 0, ready = 0, target = 0, start = 0, end = 0;
+    bool synced = false;  // passed this pattern's barrier
+  };
 
   int CouldNotRun(const std::string& check_id, const std::string& title,
                   const std::string& detail);
   absl::Status Probe();
   int64_t BytesNeeded() const;
   Outcome RunPattern(const std::string& pattern);
+  // Group tasks: joins the rendezvous (FAILED_PRECONDITION when standalone,
+  // other errors when $CMAX_RENDEZVOUS is set but unusable) and publishes
+  // this rank's node name.
+  absl::Status JoinGroup();
+  // Marks the end of preparation; in a group, waits at the pattern's barrier
+  // and sleeps until its start instant. Sets times_.start.
+  absl::Status SyncStart(const std::string& pattern);
+  // restore in a group: cfg_.shard_from = the node of rank (rank+1) % world.
+  absl::Status PairShard();
+  void EmitTimes(const std::string& pattern);
   Outcome Layout(const JobSpec& spec, const std::string& what);
   Outcome Measure(const JobSpec& spec, const std::string& what);
   Outcome CheckFioRun(const FioRun& run, const std::string& what, FioReport* report);
@@ -87,6 +114,10 @@ class StorageRun {
   int64_t layout_block_size_ = 0;
   bool checkpoint_written_ = false;
   std::string restore_from_;  // node whose shard restore read
+  std::unique_ptr<RendezvousClient> rv_;  // set when a rank of a group task
+  int64_t barrier_timeout_s_ = 0;
+  std::string restore_from_rank_;  // rank whose shard restore read (group)
+  PatternTimes times_;
   std::vector<Row> rows_;
   std::vector<std::string> notes_;
   int failures_ = 0;

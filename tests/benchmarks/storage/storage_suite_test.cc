@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -83,6 +84,20 @@ const cmax::v1::Measurement* Total(const Result& r, const std::string& pattern,
   return nullptr;
 }
 
+// The value of a per-pattern instant (storage_start_ns, ...), or -1.
+double Instant(const Result& r, const std::string& pattern, const std::string& metric,
+               std::string* barrier = nullptr) {
+  for (const auto& rec : r.records) {
+    if (!rec.has_measurement() || rec.measurement().metric() != metric) continue;
+    const auto& l = rec.measurement().labels();
+    if (l.count("pattern") && l.at("pattern") == pattern) {
+      if (barrier) *barrier = l.count("barrier") ? l.at("barrier") : "";
+      return rec.measurement().value();
+    }
+  }
+  return -1;
+}
+
 bool HasFinding(const Result& r, const std::string& check_id, std::string* text = nullptr) {
   for (const auto& rec : r.records) {
     if (rec.has_finding() && rec.finding().check_id() == check_id) {
@@ -149,6 +164,20 @@ TEST_CASE("every pattern on a temporary directory gives sane records", "[storage
     REQUIRE(absl::SimpleAtod(l.at("io_bytes"), &bytes));
     CHECK(bytes > 0);
     CHECK(bw->value() * 1e6 * ((end - start) / 1e9) >= bytes * 0.3);
+    // Standalone: the phase's instants, no barrier (ready = start), and the
+    // judge's start/end labels are the same instants.
+    std::string barrier;
+    double prepare = Instant(r, p, "storage_prepare_ns", &barrier);
+    double ready = Instant(r, p, "storage_ready_ns");
+    double started = Instant(r, p, "storage_start_ns");
+    double ended = Instant(r, p, "storage_end_ns");
+    CHECK(barrier == "none");
+    CHECK(prepare > 0);
+    CHECK(prepare <= ready);
+    CHECK(ready == started);
+    CHECK(started < ended);
+    CHECK(std::abs(started - static_cast<double>(start)) < 1e4);
+    CHECK(std::abs(ended - static_cast<double>(end)) < 1e4);
   }
   for (const char* op : {"create", "stat", "delete"}) {
     INFO(op);
@@ -328,6 +357,27 @@ TEST_CASE("without fio on PATH the suite exits 2 and says why", "[storage]") {
   std::string text;
   CHECK(HasFinding(r, "storage.fio_missing", &text));
   CHECK(absl::StrContains(text, "not measured"));
+  for (const auto& rec : r.records) CHECK_FALSE(rec.has_measurement());
+  CHECK(Entries(base).empty());
+  rmdir(base.c_str());
+}
+
+TEST_CASE("a rank whose rendezvous cannot be reached does not measure unsynchronised",
+          "[storage][fio]") {
+  if (!HaveFio()) {
+    WARN("fio is not installed: skipping (deploy/install-deps.sh installs it)");
+    return;
+  }
+  std::string base = TempDir();
+  auto r = Run({"--path", base, "--pattern", "seq-write", "--size", "8M", "--jobs", "1",
+                "--duration", "1", "--jsonl"},
+               {{"CMAX_RENDEZVOUS", "unix:" + base + "/no-such-socket"}, {"CMAX_RANK", "0"},
+                {"CMAX_WORLD_SIZE", "2"}, {"CMAX_GROUP", "g"}});
+  INFO(r.cmd.err);
+  CHECK(r.cmd.exit.code == 2);
+  std::string text;
+  CHECK(HasFinding(r, "storage.rendezvous_failed", &text));
+  CHECK(absl::StrContains(text, "common start"));
   for (const auto& rec : r.records) CHECK_FALSE(rec.has_measurement());
   CHECK(Entries(base).empty());
   rmdir(base.c_str());
