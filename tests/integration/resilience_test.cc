@@ -25,27 +25,16 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/export_records.h"
 
 using cmax::testing::Cluster;
+using cmax::testing::Export;
 using cmax::testing::ClusterOptions;
 using namespace std::chrono_literals;
 
 namespace {
 
 using Key = std::tuple<std::string, int, int, int64_t>;  // task, attempt, rank, seq
-
-std::vector<cmax::v1::ExportedRecord> Export(Cluster& c, const std::string& run_id) {
-  auto r = c.Ctl({"export", run_id}, 120s);
-  INFO(r.err);
-  REQUIRE(r.exit.code == 0);
-  std::vector<cmax::v1::ExportedRecord> out;
-  for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
-    cmax::v1::ExportedRecord rec;
-    REQUIRE(google::protobuf::util::JsonStringToMessage(std::string(line), &rec).ok());
-    out.push_back(rec);
-  }
-  return out;
-}
 
 // Per (task, attempt, rank): the seqs stored. Fails the test on a repeat.
 std::map<std::tuple<std::string, int, int>, std::set<int64_t>> SeqsOf(

@@ -12,8 +12,10 @@
 #include "common/time_util.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/export_records.h"
 
 using cmax::testing::Cluster;
+using cmax::testing::Export;
 using cmax::testing::ClusterOptions;
 using namespace std::chrono_literals;
 
@@ -21,18 +23,6 @@ namespace {
 
 std::string Fixture(const std::string& name) {
   return Cluster::SourceDir() + "/tests/fixtures/hostcheck/" + name;
-}
-
-std::vector<cmax::v1::ExportedRecord> Export(Cluster& c, const std::string& run_id) {
-  auto r = c.Ctl({"export", run_id});
-  REQUIRE(r.exit.code == 0);
-  std::vector<cmax::v1::ExportedRecord> out;
-  for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
-    cmax::v1::ExportedRecord rec;
-    REQUIRE(google::protobuf::util::JsonStringToMessage(std::string(line), &rec).ok());
-    out.push_back(rec);
-  }
-  return out;
 }
 
 std::string Scorecard(Cluster& c, const std::string& run_id) {
