@@ -124,7 +124,9 @@ struct BurninContext {
 };
 
 // Writes per GPU the Measurements burnin_tflops_mean, burnin_tflops_min_window,
-// burnin_cv, burnin_max_temp_c (and burnin_max_memory_temp_c), burnin_throttled_s,
+// burnin_cv, burnin_max_temp_c (and burnin_max_memory_temp_c), burnin_throttled_s
+// (any reason) split into burnin_throttled_hot_s (kThermalOrHwPowerReasons) and
+// burnin_power_capped_s, burnin_seconds (the last four only with telemetry),
 // burnin_mismatches (labels gpu, uuid, pci_bus_id, model, dtype) and the
 // Findings (category reliability, naming node, GPU index, UUID and PCI bus id):
 //   mismatches        -> CRITICAL burnin.gpu_mismatch ("silent data corruption suspect")

@@ -158,6 +158,7 @@ TEST_CASE("thermal throttling warns, power capping alone is information", "[burn
   CHECK(f->severity() == v1::SEVERITY_WARN);
   CHECK(f->detail().find("hw_thermal_slowdown") != std::string::npos);
   CHECK(Metric(recs, "burnin_throttled_s") == 4);
+  CHECK(Metric(recs, "burnin_throttled_hot_s") == 4);
 
   GpuBurninResult capped = Healthy();
   capped.throttle.Add(kReasonSwPowerCap, 6);
@@ -166,6 +167,8 @@ TEST_CASE("thermal throttling warns, power capping alone is information", "[burn
   const v1::Finding* cap = FindCheck(recs, "burnin.power_capped");
   REQUIRE(cap != nullptr);
   CHECK(cap->severity() == v1::SEVERITY_INFO);
+  CHECK(Metric(recs, "burnin_throttled_hot_s") == 0);
+  CHECK(Metric(recs, "burnin_power_capped_s") == 6);
 }
 
 TEST_CASE("a CUDA error fails the GPU and keeps the NVML state", "[burnin]") {
