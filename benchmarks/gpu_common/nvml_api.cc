@@ -76,6 +76,9 @@ absl::StatusOr<std::unique_ptr<Library>> Library::Open(const std::string& name) 
   sym(&lib->power_usage, "nvmlDeviceGetPowerUsage");
   sym(&lib->clock_info, "nvmlDeviceGetClockInfo");
   sym(&lib->field_values, "nvmlDeviceGetFieldValues");
+  sym(&lib->nvlink_state, "nvmlDeviceGetNvLinkState");
+  sym(&lib->nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
+  sym(&lib->fabric_info, "nvmlDeviceGetGpuFabricInfo");
   nvmlReturn_t r = lib->init_();
   if (r != kSuccess) return absl::InternalError(absl::StrCat("nvmlInit_v2: ", lib->Error(r)));
   lib->initialized_ = true;

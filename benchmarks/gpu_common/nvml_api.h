@@ -24,6 +24,7 @@ typedef int nvmlReturn_t;
 }
 // Return codes and enumerations (passed as int, as C does).
 constexpr nvmlReturn_t kSuccess = 0;               // NVML_SUCCESS
+constexpr nvmlReturn_t kInvalidArgument = 2;       // NVML_ERROR_INVALID_ARGUMENT
 constexpr nvmlReturn_t kNotSupported = 3;          // NVML_ERROR_NOT_SUPPORTED
 constexpr nvmlReturn_t kNotFound = 6;              // NVML_ERROR_NOT_FOUND
 constexpr nvmlReturn_t kInsufficientSize = 7;      // NVML_ERROR_INSUFFICIENT_SIZE
@@ -44,6 +45,20 @@ constexpr unsigned kFieldMemoryTemp = 82;          // NVML_FI_DEV_MEMORY_TEMP
 constexpr unsigned kNameBuffer = 96;               // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 constexpr unsigned kUuidBuffer = 80;               // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 constexpr unsigned kDriverBuffer = 80;             // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
+// NVLink: links are numbered 0 .. NVML_NVLINK_MAX_LINKS-1 (18 since R450;
+// 6 in older headers); nvmlDeviceGetNvLinkState answers nvmlEnableState_t
+// (NVML_FEATURE_DISABLED 0 / ENABLED 1) and NOT_SUPPORTED or
+// INVALID_ARGUMENT for a link the GPU does not have.
+constexpr unsigned kNvLinkMaxLinks = 18;           // NVML_NVLINK_MAX_LINKS
+constexpr int kNvLinkErrorReplay = 0;              // NVML_NVLINK_ERROR_DL_REPLAY
+constexpr int kNvLinkErrorRecovery = 1;            // NVML_NVLINK_ERROR_DL_RECOVERY
+constexpr int kNvLinkErrorCrcFlit = 2;             // NVML_NVLINK_ERROR_DL_CRC_FLIT
+constexpr int kNvLinkErrorCrcData = 3;             // NVML_NVLINK_ERROR_DL_CRC_DATA
+// nvmlGpuFabricState_t (an unsigned char).
+constexpr unsigned char kFabricNotSupported = 0;   // NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
+constexpr unsigned char kFabricNotStarted = 1;     // NVML_GPU_FABRIC_STATE_NOT_STARTED
+constexpr unsigned char kFabricInProgress = 2;     // NVML_GPU_FABRIC_STATE_IN_PROGRESS
+constexpr unsigned char kFabricCompleted = 3;      // NVML_GPU_FABRIC_STATE_COMPLETED
 
 // nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3.
 struct PciInfo {
@@ -81,6 +96,19 @@ struct FieldValue {
     unsigned short us;
   } value;
 };
+// nvmlGpuFabricInfo_t, the unversioned (v1) struct filled by
+// nvmlDeviceGetGpuFabricInfo (Hopper and later), as documented in
+// docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__t.html: no version
+// field (unlike the _v2/_v3 structs of nvmlDeviceGetGpuFabricInfoV, which are
+// not compatible with it). `status` is meaningful only when `state` is
+// COMPLETED.
+struct GpuFabricInfo {
+  unsigned char cluster_uuid[16];  // NVML_GPU_FABRIC_UUID_LEN
+  nvmlReturn_t status;
+  unsigned int clique_id;
+  unsigned char state;             // nvmlGpuFabricState_t
+};
+static_assert(sizeof(GpuFabricInfo) == 28, "nvmlGpuFabricInfo_t layout");
 // The field value as a double; false when it failed or has an unknown type.
 bool FieldAsDouble(const FieldValue& v, double* out);
 
@@ -105,6 +133,11 @@ using DevTwoUintFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*
 using ProcessesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, void*);
 using ViolationFn = nvmlReturn_t (*)(nvmlDevice_t, int, ViolationTime*);
 using FieldValuesFn = nvmlReturn_t (*)(nvmlDevice_t, int, FieldValue*);
+// (device, link, nvmlEnableState_t* isActive)
+using NvLinkStateFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, int*);
+// (device, link, nvmlNvLinkErrorCounter_t, unsigned long long* value)
+using NvLinkErrorFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, int, unsigned long long*);
+using FabricInfoFn = nvmlReturn_t (*)(nvmlDevice_t, GpuFabricInfo*);
 
 // The dlopen'ed library, initialised (nvmlInit_v2) by Open and shut down
 // (nvmlShutdown) by the destructor. Entry points other than init, count and
@@ -149,6 +182,9 @@ class Library {
   DevUintFn power_usage = nullptr;  // milliwatts
   DevEnumUintFn clock_info = nullptr;  // MHz
   FieldValuesFn field_values = nullptr;
+  NvLinkStateFn nvlink_state = nullptr;
+  NvLinkErrorFn nvlink_error_counter = nullptr;
+  FabricInfoFn fabric_info = nullptr;  // nullptr on drivers that predate it
 
  private:
   explicit Library(void* handle) : handle_(handle) {}

@@ -14,6 +14,35 @@ void Opt(const YAML::Node& n, const char* key, std::optional<T>* out) {
   if (n[key]) *out = n[key].as<T>();
 }
 
+std::optional<FabricState> ParseFabricState(const std::string& name) {
+  if (name == "NOT_SUPPORTED") return FabricState::kNotSupported;
+  if (name == "NOT_STARTED") return FabricState::kNotStarted;
+  if (name == "IN_PROGRESS") return FabricState::kInProgress;
+  if (name == "COMPLETED") return FabricState::kCompleted;
+  return std::nullopt;
+}
+
+// nvlinks: [{link: 0, active: true, replay: 0, recovery: 0, crc_flit: 0, crc_data: 0}, ...]
+absl::Status ParseNvLinks(const YAML::Node& list, GpuState* s) {
+  if (!list) return absl::OkStatus();
+  if (!list.IsSequence()) return absl::InvalidArgumentError("nvlinks: not a list");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node& n = list[i];
+    NvLinkState l;
+    l.link = n["link"] ? n["link"].as<int>() : static_cast<int>(i);
+    if (!n["active"]) {
+      return absl::InvalidArgumentError(absl::StrCat("nvlinks[", i, "]: no 'active'"));
+    }
+    l.active = n["active"].as<bool>();
+    Opt(n, "replay", &l.replay);
+    Opt(n, "recovery", &l.recovery);
+    Opt(n, "crc_flit", &l.crc_flit);
+    Opt(n, "crc_data", &l.crc_data);
+    s->nvlinks.push_back(l);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<GpuInventory> FileGpuProbe::ParseYaml(const std::string& text) {
@@ -54,6 +83,19 @@ absl::StatusOr<GpuInventory> FileGpuProbe::ParseYaml(const std::string& text) {
       Opt(g, "violation_power_ns", &s.violation_power_ns);
       Opt(g, "violation_thermal_ns", &s.violation_thermal_ns);
       if (g["lost"]) s.lost = g["lost"].as<bool>();
+      if (auto st = ParseNvLinks(g["nvlinks"], &s); !st.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("gpu ", s.index, ": ", st.message()));
+      }
+      if (g["fabric_state"]) {
+        std::string name = g["fabric_state"].as<std::string>();
+        s.fabric_state = ParseFabricState(name);
+        if (!s.fabric_state) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "gpu ", s.index, ": fabric_state '", name,
+              "' (NOT_SUPPORTED, NOT_STARTED, IN_PROGRESS or COMPLETED)"));
+        }
+      }
+      Opt(g, "fabric_status", &s.fabric_status);
       inv.gpus.push_back(std::move(s));
     }
   } catch (const YAML::Exception& e) {

@@ -7,7 +7,12 @@
 //   driver_version: "550.54.15"
 //   gpus:
 //     - {index: 0, name: "NVIDIA H100 80GB HBM3", uuid: GPU-..., pci_bus_id: "00000000:18:00.0",
-//        ecc_enabled: true, volatile_dbe: 0, remap_pending: false, pcie_width: 16, ...}
+//        ecc_enabled: true, volatile_dbe: 0, remap_pending: false, pcie_width: 16, ...,
+//        nvlinks: [{link: 0, active: true, replay: 0, recovery: 0, crc_flit: 0, crc_data: 0}],
+//        fabric_state: COMPLETED, fabric_status: 0}
+// nvlinks lists only the links that exist (`active` required, counters
+// optional); fabric_state is NOT_SUPPORTED|NOT_STARTED|IN_PROGRESS|COMPLETED
+// and fabric_status the NVML return code of the registration (0 = success).
 #ifndef CMAX_BENCHMARKS_HEALTH_FILE_GPU_PROBE_H_
 #define CMAX_BENCHMARKS_HEALTH_FILE_GPU_PROBE_H_
 

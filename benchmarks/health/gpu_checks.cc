@@ -13,34 +13,9 @@ constexpr char kNvmlDoc[] = "https://docs.nvidia.com/deploy/nvml-api/";
 constexpr char kDcgmDoc[] =
     "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html";
 
-std::string Subject(const GpuState& g) { return absl::StrCat("gpu:", g.index); }
-
-std::map<std::string, std::string> Labels(const GpuState& g) {
-  std::map<std::string, std::string> l = {{"gpu", absl::StrCat(g.index)}};
-  if (!g.uuid.empty()) l["uuid"] = g.uuid;
-  if (!g.pci_bus_id.empty()) l["pci_bus_id"] = g.pci_bus_id;
-  if (!g.name.empty()) l["model"] = g.name;
-  return l;
-}
-
-std::string Who(const GpuState& g) {
-  return absl::StrCat("GPU ", g.index, g.uuid.empty() ? "" : " " + g.uuid,
-                      g.pci_bus_id.empty() ? "" : " (" + g.pci_bus_id + ")");
-}
-
-v1::Finding& GpuFinding(HealthResult* r, const GpuState& g, const std::string& id,
-                        v1::Severity sev, const std::string& category, const std::string& title,
-                        const std::string& detail, const std::string& action,
-                        const std::string& link) {
-  v1::Finding& f = r->Find(id, sev, category, Subject(g), title, detail, action);
-  for (const auto& [k, v] : Labels(g)) (*f.mutable_labels())[k] = v;
-  if (!link.empty()) f.add_links(link);
-  return f;
-}
-
 void MeasureOpt(HealthResult* r, const GpuState& g, const char* metric,
                 const std::optional<uint64_t>& v, const char* unit) {
-  if (v) r->Measure(metric, static_cast<double>(*v), unit, Labels(g));
+  if (v) r->Measure(metric, static_cast<double>(*v), unit, GpuLabels(g));
 }
 
 void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
@@ -61,7 +36,7 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
 
   if (g.lost) {
     GpuFinding(r, g, "health.gpu_lost", v1::SEVERITY_CRITICAL, "reliability",
-               absl::StrCat(Who(g), " is lost (NVML: GPU_IS_LOST)"),
+               absl::StrCat(GpuWho(g), " is lost (NVML: GPU_IS_LOST)"),
                absl::StrJoin(g.errors, "; "),
                "drain and inspect hardware: collect nvidia-bug-report, reboot, RMA if it recurs",
                kNvmlDoc);
@@ -69,20 +44,20 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
   }
   if (!g.errors.empty()) {
     v1::Finding& f = GpuFinding(r, g, "health.gpu_query_error", v1::SEVERITY_WARN, "reliability",
-                                absl::StrCat("NVML could not read part of ", Who(g)),
+                                absl::StrCat("NVML could not read part of ", GpuWho(g)),
                                 "these readings are not measured", "check the driver and NVML",
                                 kNvmlDoc);
     for (const auto& e : g.errors) f.add_evidence(e);
   }
   if (g.ecc_enabled && !*g.ecc_enabled) {
     GpuFinding(r, g, "health.ecc_disabled", v1::SEVERITY_WARN, "reliability",
-               absl::StrCat("ECC is disabled on ", Who(g)),
+               absl::StrCat("ECC is disabled on ", GpuWho(g)),
                "memory errors are neither corrected nor counted",
                "enable ECC (nvidia-smi -e 1) and reset the GPU", kNvmlDoc);
   }
   if (g.volatile_dbe && static_cast<int64_t>(*g.volatile_dbe) >= t.volatile_dbe_fail) {
     GpuFinding(r, g, "health.ecc_volatile_dbe", v1::SEVERITY_FAIL, "reliability",
-               absl::StrCat(Who(g), ": ", *g.volatile_dbe,
+               absl::StrCat(GpuWho(g), ": ", *g.volatile_dbe,
                             " uncorrectable ECC errors since the driver loaded"),
                absl::StrCat("threshold ", t.volatile_dbe_fail, " (DCGM fails on any)"),
                "reset GPU: stop its jobs, reset it so the memory is remapped, then rerun health; "
@@ -91,7 +66,7 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
   }
   if (g.aggregate_dbe && static_cast<int64_t>(*g.aggregate_dbe) >= t.aggregate_dbe_warn) {
     GpuFinding(r, g, "health.ecc_aggregate_dbe", v1::SEVERITY_WARN, "reliability",
-               absl::StrCat(Who(g), ": ", *g.aggregate_dbe,
+               absl::StrCat(GpuWho(g), ": ", *g.aggregate_dbe,
                             " uncorrectable ECC errors over its lifetime"),
                "history, not a current fault; watch for new ones",
                "check the application runs that failed around them; drain and inspect hardware "
@@ -102,7 +77,7 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
   if ((g.retired_pages_sbe || g.retired_pages_dbe) &&
       static_cast<int64_t>(retired) >= t.retired_pages_fail) {
     GpuFinding(r, g, "health.retired_pages", v1::SEVERITY_FAIL, "reliability",
-               absl::StrCat(Who(g), ": ", retired, " retired pages"),
+               absl::StrCat(GpuWho(g), ": ", retired, " retired pages"),
                absl::StrCat("threshold ", t.retired_pages_fail, " (DCGM)"),
                "drain and inspect hardware (RMA candidate)", kDcgmDoc);
   }
@@ -110,27 +85,28 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
     GpuFinding(r, g, "health.row_remap_failure", t.row_remap_failure_fails
                                                      ? v1::SEVERITY_CRITICAL
                                                      : v1::SEVERITY_WARN,
-               "reliability", absl::StrCat(Who(g), ": a row remap failed"),
+               "reliability", absl::StrCat(GpuWho(g), ": a row remap failed"),
                "the GPU ran out of spare rows or could not record a remap",
                "drain and inspect hardware (RMA candidate)", kNvmlDoc);
   }
   if (g.remap_pending && *g.remap_pending) {
     GpuFinding(r, g, "health.row_remap_pending",
                t.row_remap_pending_fails ? v1::SEVERITY_FAIL : v1::SEVERITY_WARN, "reliability",
-               absl::StrCat(Who(g), ": a row remap is pending"),
+               absl::StrCat(GpuWho(g), ": a row remap is pending"),
                "the remap takes effect only after a GPU reset; until then the bad row is in use",
                "reset GPU when idle (nvidia-smi -r), then confirm no remap is pending", kNvmlDoc);
   }
   if (g.pcie_width && g.pcie_max_width && *g.pcie_width < *g.pcie_max_width) {
     GpuFinding(r, g, "health.pcie_width", v1::SEVERITY_FAIL, "reliability",
-               absl::StrCat(Who(g), ": PCIe link x", *g.pcie_width, " of x", *g.pcie_max_width),
+               absl::StrCat(GpuWho(g), ": PCIe link x", *g.pcie_width, " of x", *g.pcie_max_width),
                "a narrow link cuts host-device bandwidth (width is judged at any load; "
                "generation only under load)",
                "drain and inspect hardware: reseat the GPU or riser, check the slot", kNvmlDoc);
   }
   if (g.pcie_replays && static_cast<int64_t>(*g.pcie_replays) >= t.pcie_replay_warn) {
     GpuFinding(r, g, "health.pcie_replays", v1::SEVERITY_WARN, "reliability",
-               absl::StrCat(Who(g), ": ", *g.pcie_replays, " PCIe replays since the driver loaded"),
+               absl::StrCat(GpuWho(g), ": ", *g.pcie_replays,
+                            " PCIe replays since the driver loaded"),
                absl::StrCat("threshold ", t.pcie_replay_warn,
                             "; DCGM judges the rate, compare the run's change"),
                "drain and inspect hardware if the count grows: reseat the GPU or riser",
@@ -139,10 +115,10 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
   if (g.throttle_reasons) {
     uint64_t judged = *g.throttle_reasons & ~t.throttle_ignore_mask;
     r->Measure("gpu_throttle_reasons", static_cast<double>(*g.throttle_reasons), "bitmask",
-               Labels(g));
+               GpuLabels(g));
     if (judged != 0) {
       GpuFinding(r, g, "health.throttle", v1::SEVERITY_WARN, "reliability",
-                 absl::StrCat(Who(g), " is throttled: ", ThrottleReasonNames(judged)),
+                 absl::StrCat(GpuWho(g), " is throttled: ", ThrottleReasonNames(judged)),
                  absl::StrCat("clock event reasons 0x", absl::Hex(*g.throttle_reasons),
                               " (GpuIdle and application-clock bits masked)"),
                  "check cooling and power delivery; drain and inspect hardware if a hardware "
@@ -157,7 +133,7 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
       bool over = temp >= slow;
       GpuFinding(r, g, "health.temperature", over ? v1::SEVERITY_FAIL : v1::SEVERITY_WARN,
                  "reliability",
-                 absl::StrCat(Who(g), " at ", temp, " C, slowdown threshold ", slow, " C"),
+                 absl::StrCat(GpuWho(g), " at ", temp, " C, slowdown threshold ", slow, " C"),
                  over ? std::string("at or above the GPU's own slowdown threshold")
                       : absl::StrCat("within ", t.temperature_margin_c,
                                      " C of the GPU's own slowdown threshold"),
@@ -166,19 +142,19 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
   }
   if (t.persistence_off_warn && g.persistence_mode && !*g.persistence_mode) {
     GpuFinding(r, g, "health.persistence_off", v1::SEVERITY_WARN, "reliability",
-               absl::StrCat("persistence mode is off on ", Who(g)),
+               absl::StrCat("persistence mode is off on ", GpuWho(g)),
                "the driver tears the GPU down between jobs: slow starts, lost state",
                "enable nvidia-persistenced (or nvidia-smi -pm 1)", kNvmlDoc);
   }
   if (g.mig_enabled && *g.mig_enabled) {
     GpuFinding(r, g, "health.mig_enabled", v1::SEVERITY_WARN, "compute",
-               absl::StrCat("MIG mode is on for ", Who(g)),
+               absl::StrCat("MIG mode is on for ", GpuWho(g)),
                "benchmarks see a slice of the GPU: measurements would be meaningless",
                "disable MIG (nvidia-smi -mig 0) and reset the GPU before benchmarking", kNvmlDoc);
   }
   if (g.compute_processes && *g.compute_processes > 0) {
     GpuFinding(r, g, "health.gpu_busy", v1::SEVERITY_WARN, "compute",
-               absl::StrCat(*g.compute_processes, " other compute process(es) on ", Who(g)),
+               absl::StrCat(*g.compute_processes, " other compute process(es) on ", GpuWho(g)),
                "other work on the GPU makes benchmark measurements meaningless",
                "check the application: stop or drain the other jobs before benchmarking",
                kNvmlDoc);
@@ -186,6 +162,31 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
 }
 
 }  // namespace
+
+std::string GpuSubject(const GpuState& g) { return absl::StrCat("gpu:", g.index); }
+
+std::map<std::string, std::string> GpuLabels(const GpuState& g) {
+  std::map<std::string, std::string> l = {{"gpu", absl::StrCat(g.index)}};
+  if (!g.uuid.empty()) l["uuid"] = g.uuid;
+  if (!g.pci_bus_id.empty()) l["pci_bus_id"] = g.pci_bus_id;
+  if (!g.name.empty()) l["model"] = g.name;
+  return l;
+}
+
+std::string GpuWho(const GpuState& g) {
+  return absl::StrCat("GPU ", g.index, g.uuid.empty() ? "" : " " + g.uuid,
+                      g.pci_bus_id.empty() ? "" : " (" + g.pci_bus_id + ")");
+}
+
+v1::Finding& GpuFinding(HealthResult* r, const GpuState& g, const std::string& id,
+                        v1::Severity sev, const std::string& category, const std::string& title,
+                        const std::string& detail, const std::string& action,
+                        const std::string& link) {
+  v1::Finding& f = r->Find(id, sev, category, GpuSubject(g), title, detail, action);
+  for (const auto& [k, v] : GpuLabels(g)) (*f.mutable_labels())[k] = v;
+  if (!link.empty()) f.add_links(link);
+  return f;
+}
 
 std::string ThrottleReasonNames(uint64_t mask) {
   // nvmlClocksEventReasons bits, from the NVML API reference.

@@ -13,6 +13,18 @@
 
 namespace cmax::health {
 
+// One NVLink of a GPU (one that exists: NVML answered its state). The error
+// counters are nullopt where the driver does not expose them per link
+// (NOT_SUPPORTED; newer GPUs may report them only as field values).
+struct NvLinkState {
+  int link = -1;  // 0 .. NVML_NVLINK_MAX_LINKS-1
+  bool active = false;
+  std::optional<uint64_t> replay, recovery, crc_flit, crc_data;
+};
+
+// The GPU's registration with the NVLink fabric (nvmlGpuFabricInfo_t).
+enum class FabricState { kNotSupported = 0, kNotStarted = 1, kInProgress = 2, kCompleted = 3 };
+
 // One GPU as the driver reports it. Every reading is optional: nullopt means
 // not supported by this GPU or not readable (then `errors` says why, unless
 // the driver answered NOT_SUPPORTED, which is not an error).
@@ -40,6 +52,13 @@ struct GpuState {
   std::optional<uint64_t> compute_processes;
   // Cumulative violation time (ns) from nvmlDeviceGetViolationStatus.
   std::optional<uint64_t> violation_power_ns, violation_thermal_ns;
+
+  // Links that exist on this GPU (empty: no NVLink, or not measured).
+  std::vector<NvLinkState> nvlinks;
+  // nullopt: the driver has no fabric query (or answered NOT_SUPPORTED).
+  std::optional<FabricState> fabric_state;
+  // NVML return code of the registration; meaningful only when COMPLETED.
+  std::optional<int> fabric_status;
 
   std::vector<std::string> errors;  // "nvmlDeviceGetX: <NVML error string>"
   bool lost = false;                // the driver answered GPU_IS_LOST

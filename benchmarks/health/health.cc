@@ -1,17 +1,20 @@
-// health: passive, one-shot node health — GPUs through NVML, NVIDIA Xid and
-// SXid events in the kernel log, InfiniBand and RoCE ports from sysfs.
+// health: passive, one-shot node health — GPUs through NVML (with NVLinks and
+// fabric registration), NVSwitches and the Fabric Manager, NVIDIA Xid and SXid
+// events in the kernel log, InfiniBand and RoCE ports from sysfs.
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/health/fabric_checks.h"
 #include "benchmarks/health/file_gpu_probe.h"
 #include "benchmarks/health/gpu_checks.h"
 #include "benchmarks/health/health_result.h"
 #include "benchmarks/health/health_run.h"
 #include "benchmarks/health/ib_ports.h"
 #include "benchmarks/health/kernel_log.h"
+#include "benchmarks/health/nvlink_checks.h"
 #include "benchmarks/health/nvml_loader.h"
 #include "benchmarks/health/pci_gpus.h"
 #include "benchmarks/health/thresholds.h"
@@ -46,6 +49,15 @@ HealthRun RunHealthChecks(const Sysroot& root, const XidCatalog& catalog,
                   " has no cmax-fixture/gpus.yaml and NVML describes only the real machine"));
   CheckGpus(inventory, pci, options.thresholds, options.expect_gpus, &result);
   run.gpus_measured = inventory.ok();
+
+  // NVLinks, NVSwitches and the Fabric Manager.
+  std::vector<std::string> switches = ListNvSwitches(root);
+  if (inventory.ok()) {
+    for (const auto& g : inventory->gpus) {
+      CheckNvLinks(g, options.thresholds, !switches.empty(), &result);
+    }
+  }
+  CheckFabric(switches, FindProcessByName(root, "nv-fabricmanager"), inventory, &result);
 
   // Kernel log.
   auto log = ReadKernelLog(root, options.kernel_log);
@@ -110,10 +122,11 @@ int RunHealth(int argc, char** argv) {
       "cmax-bench health [--root DIR] [--jsonl] [--expect-gpus N] [--expect-ib-rate GBPS] "
       "[--thresholds FILE]",
       "Passive node health, one shot: GPUs through NVML (ECC, row remapping, PCIe, throttling,\n"
-      "temperature, persistence, MIG, other processes), NVIDIA Xid/SXid events in the kernel\n"
-      "log since boot (/dev/kmsg, else the journal), InfiniBand/RoCE port state, rate and error\n"
-      "counters. Findings carry a suggested action. An unreadable kernel log or a missing NVML\n"
-      "library is reported as not measured, never as healthy.\n"
+      "temperature, persistence, MIG, other processes, NVLink state and error counters), the\n"
+      "Fabric Manager and fabric registration where NVSwitches are present, NVIDIA Xid/SXid\n"
+      "events in the kernel log since boot (/dev/kmsg, else the journal), InfiniBand/RoCE port\n"
+      "state, rate and error counters. Findings carry a suggested action. An unreadable kernel\n"
+      "log or a missing NVML library is reported as not measured, never as healthy.\n"
       "Exit: 0 no failures, 1 a fail or critical finding, 2 nothing could be measured.");
   args.AddString("root", &root_dir, "system root to read (fixture trees); default /");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");

@@ -1,6 +1,8 @@
 #include "benchmarks/health/nvml_loader.h"
 
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -36,6 +38,55 @@ std::optional<uint64_t> RetiredPages(NvmlLibrary& lib, nvml::nvmlDevice_t dev, i
   if (r == nvml::kInsufficientSize) return count;
   if (!Ok(lib, r, "nvmlDeviceGetRetiredPages", state)) return std::nullopt;
   return count;
+}
+
+// Every link NVML answers for: NOT_SUPPORTED or INVALID_ARGUMENT means the
+// link does not exist on this GPU (not an error). Error counters that answer
+// NOT_SUPPORTED stay nullopt.
+void QueryNvLinks(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
+  if (!lib.nvlink_state) return;
+  for (unsigned int link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
+    int active = 0;
+    nvml::nvmlReturn_t r = lib.nvlink_state(dev, link, &active);
+    if (r == nvml::kNotSupported || r == nvml::kInvalidArgument) continue;
+    if (!Ok(lib, r, "nvmlDeviceGetNvLinkState", s)) continue;
+    NvLinkState l;
+    l.link = static_cast<int>(link);
+    l.active = active != 0;
+    if (lib.nvlink_error_counter) {
+      const std::pair<int, std::optional<uint64_t>*> counters[] = {
+          {nvml::kNvLinkErrorReplay, &l.replay},
+          {nvml::kNvLinkErrorRecovery, &l.recovery},
+          {nvml::kNvLinkErrorCrcFlit, &l.crc_flit},
+          {nvml::kNvLinkErrorCrcData, &l.crc_data}};
+      for (const auto& [counter, out] : counters) {
+        unsigned long long v = 0;
+        r = lib.nvlink_error_counter(dev, link, counter, &v);
+        if (r == nvml::kInvalidArgument) continue;  // not this link's counter
+        if (Ok(lib, r, "nvmlDeviceGetNvLinkErrorCounter", s)) *out = v;
+      }
+    }
+    s->nvlinks.push_back(l);
+  }
+}
+
+void QueryFabric(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
+  if (!lib.fabric_info) return;
+  // Room beyond the documented layout, in case a newer library writes more.
+  struct {
+    nvml::GpuFabricInfo info;
+    char slack[256];
+  } fabric;
+  std::memset(&fabric, 0, sizeof(fabric));
+  if (!Ok(lib, lib.fabric_info(dev, &fabric.info), "nvmlDeviceGetGpuFabricInfo", s)) return;
+  if (fabric.info.state == nvml::kFabricNotSupported) return;
+  if (fabric.info.state > nvml::kFabricCompleted) {
+    s->errors.push_back(absl::StrCat("nvmlDeviceGetGpuFabricInfo: unknown state ",
+                                     static_cast<int>(fabric.info.state)));
+    return;
+  }
+  s->fabric_state = static_cast<FabricState>(fabric.info.state);
+  s->fabric_status = fabric.info.status;
 }
 
 void QueryDevice(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
@@ -149,6 +200,8 @@ void QueryDevice(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
       s->violation_thermal_ns = vt.violation_time;
     }
   }
+  QueryNvLinks(lib, dev, s);
+  QueryFabric(lib, dev, s);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // NVIDIA GPUs on the PCI bus, from <root>/sys/bus/pci/devices: vendor 0x10de
 // with class 0x0300xx (VGA) or 0x0302xx (3D controller); NVSwitches (bridge
-// class 0x0680xx) are not GPUs. Indexed in PCI bus order, which is the order
+// class 0x0680xx, ListNvSwitches) are not GPUs. Indexed in PCI bus order, which is the order
 // NVML and CUDA (with CUDA_DEVICE_ORDER=PCI_BUS_ID) use.
 #ifndef CMAX_BENCHMARKS_HEALTH_PCI_GPUS_H_
 #define CMAX_BENCHMARKS_HEALTH_PCI_GPUS_H_
@@ -19,6 +19,12 @@ struct PciGpu {
 };
 
 std::vector<PciGpu> ListNvidiaGpus(const Sysroot& root);
+
+// NVSwitches on the PCI bus: vendor 0x10de with class 0x0680xx ("other
+// bridge"; lspci shows "Bridge: NVIDIA Corporation GH100 [H100 NVSwitch]").
+// Their sysfs names ("0000:05:00.0"), sorted. NVL72 compute trays do not see
+// their switches (they sit in separate switch trays).
+std::vector<std::string> ListNvSwitches(const Sysroot& root);
 
 }  // namespace cmax::health
 

@@ -30,6 +30,11 @@ absl::StatusOr<HealthThresholds> ParseThresholds(const std::string& yaml_text,
         {"temperature_margin_c", i64(&t.temperature_margin_c)},
         {"throttle_ignore_mask", u64(&t.throttle_ignore_mask)},
         {"persistence_off_warn", boolean(&t.persistence_off_warn)}}},
+      {"nvlink",
+       {{"replay_warn", i64(&t.nvlink_replay_warn)},
+        {"recovery_warn", i64(&t.nvlink_recovery_warn)},
+        {"crc_flit_warn", i64(&t.nvlink_crc_flit_warn)},
+        {"crc_data_warn", i64(&t.nvlink_crc_data_warn)}}},
       {"infiniband",
        {{"expect_rate_gbps", dbl(&t.expect_rate_gbps)},
         {"error_counter_warn", i64(&t.error_counter_warn)}}},
@@ -43,7 +48,7 @@ absl::StatusOr<HealthThresholds> ParseThresholds(const std::string& yaml_text,
       auto sec = keys.find(name);
       if (sec == keys.end()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("thresholds: unknown section '", name, "' (gpu, infiniband)"));
+            absl::StrCat("thresholds: unknown section '", name, "' (gpu, nvlink, infiniband)"));
       }
       if (!section.second.IsMap()) {
         return absl::InvalidArgumentError(absl::StrCat("thresholds: '", name, "' is not a map"));

@@ -21,6 +21,12 @@ struct HealthThresholds {
   int64_t temperature_margin_c = 5;
   uint64_t throttle_ignore_mask = 3;
   bool persistence_off_warn = true;
+  // nvlink: per link, counters since the driver loaded; a link at or above
+  // any of these warns.
+  int64_t nvlink_replay_warn = 1;
+  int64_t nvlink_recovery_warn = 1;
+  int64_t nvlink_crc_flit_warn = 100;
+  int64_t nvlink_crc_data_warn = 100;
   // infiniband
   double expect_rate_gbps = 0;  // 0: no expectation
   int64_t error_counter_warn = 1;

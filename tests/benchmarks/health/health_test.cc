@@ -7,14 +7,19 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/health/fabric_checks.h"
+#include "benchmarks/health/file_gpu_probe.h"
 #include "benchmarks/health/gpu_checks.h"
 #include "benchmarks/health/health_run.h"
 #include "benchmarks/health/ib_ports.h"
 #include "benchmarks/health/kernel_log.h"
+#include "benchmarks/health/nvlink_checks.h"
 #include "benchmarks/health/thresholds.h"
 #include "benchmarks/health/xid_catalog.h"
 #include "benchmarks/health/xid_checks.h"
@@ -99,6 +104,18 @@ bool HasMetric(const HealthResult& r, const std::string& metric) {
   return false;
 }
 
+// The value of `metric` labelled gpu=`gpu` ("" for node-wide ones); nullopt when absent.
+std::optional<double> MetricValue(const HealthResult& r, const std::string& metric,
+                                  const std::string& gpu = "") {
+  for (const auto& m : r.measurements) {
+    if (m.metric() != metric) continue;
+    auto it = m.labels().find("gpu");
+    std::string has = it == m.labels().end() ? "" : it->second;
+    if (has == gpu) return m.value();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 TEST_CASE("the Xid catalogue covers the fatal set and cites NVIDIA", "[health]") {
@@ -127,6 +144,15 @@ TEST_CASE("a healthy node gives no findings", "[health]") {
   CHECK(run.pci_gpus == 4);  // the NVSwitch (bridge class) is not a GPU
   CHECK(HasMetric(run.result, "xid_events_total"));
   CHECK(HasMetric(run.result, "ib_counter"));
+  // NVLinks all up, four NVSwitches, the Fabric Manager found by its 15-character comm.
+  CHECK(MetricValue(run.result, "nvswitch_count") == 4);
+  CHECK(MetricValue(run.result, "fabric_manager_running") == 1);
+  for (const char* gpu : {"0", "1", "2", "3"}) {
+    INFO("GPU " << gpu);
+    CHECK(MetricValue(run.result, "nvlink_links_active", gpu) == 18);
+    CHECK(MetricValue(run.result, "nvlink_links_down", gpu) == 0);
+    CHECK(MetricValue(run.result, "nvlink_crc_flit_errors", gpu) == 0);
+  }
 }
 
 TEST_CASE("Xid 79 is critical on GPU 0 with its UUID, drain and inspect", "[health]") {
@@ -333,4 +359,141 @@ TEST_CASE("cmax-bench health --root writes records and exits by severity", "[hea
   CHECK(absl::StrContains(fail->out, "critical"));
   CHECK(absl::StrContains(fail->out, "Xid 79"));
   fs::remove_all(bad);
+}
+
+TEST_CASE("an NVLink down fails on its GPU; a CRC count over threshold warns", "[health]") {
+  HealthRun run = Run("nvlink_down");
+  const v1::Finding& down = Only(run.result, "health.nvlink_down");
+  CHECK(down.severity() == v1::SEVERITY_FAIL);
+  CHECK(down.subject() == "gpu:2");
+  CHECK(down.labels().at("nvlink") == "5");
+  CHECK(down.labels().at("uuid") == "GPU-c3f08e17-9a62-4f5d-b0c4-1e2d3f4a5b03");
+  CHECK(down.labels().at("pci_bus_id") == "00000000:3a:00.0");
+  CHECK(absl::StrContains(down.title(), "NVLink 5 is down"));
+  CHECK(absl::StartsWith(down.action(), "reset GPU"));
+  CHECK(absl::StrContains(down.action(), "reseat"));
+  CHECK(absl::StrContains(down.action(), "NVSwitch"));
+  CHECK(MetricValue(run.result, "nvlink_links_down", "2") == 1);
+  CHECK(MetricValue(run.result, "nvlink_links_active", "2") == 17);
+
+  const v1::Finding& crc = Only(run.result, "health.nvlink_errors");
+  CHECK(crc.severity() == v1::SEVERITY_WARN);
+  CHECK(crc.subject() == "gpu:1");
+  CHECK(crc.labels().at("nvlink") == "3");
+  CHECK(absl::StrContains(crc.title(), "crc_flit 250 (threshold 100)"));
+  CHECK(MetricValue(run.result, "nvlink_crc_flit_errors", "1") == 250);
+  CHECK(run.result.FindingsWithId("health.fabric_manager_down").empty());
+  CHECK(run.result.WorstSeverity() == v1::SEVERITY_FAIL);
+}
+
+TEST_CASE("NVSwitches without a Fabric Manager fail, and so does every unregistered GPU",
+          "[health]") {
+  HealthRun run = Run("fabric_manager_down");
+  const v1::Finding& fm = Only(run.result, "health.fabric_manager_down");
+  CHECK(fm.severity() == v1::SEVERITY_FAIL);
+  CHECK(fm.subject() == "node");
+  CHECK(absl::StrContains(fm.title(), "4 NVSwitches"));
+  CHECK(absl::StrContains(fm.action(), "systemctl enable --now nvidia-fabricmanager"));
+  CHECK(absl::StrContains(fm.action(), "version must match the driver"));
+  CHECK(absl::StrContains(fm.evidence(0), "0000:05:00.0"));
+  CHECK(MetricValue(run.result, "fabric_manager_running") == 0);
+  auto gpus = run.result.FindingsWithId("health.fabric_registration");
+  INFO(Dump(run.result));
+  REQUIRE(gpus.size() == 4);
+  std::set<std::string> subjects;
+  for (const auto* f : gpus) {
+    CHECK(f->severity() == v1::SEVERITY_FAIL);
+    CHECK(f->labels().at("fabric_state") == "NOT_STARTED");
+    CHECK(absl::StrContains(f->action(), "systemctl enable --now nvidia-fabricmanager"));
+    subjects.insert(f->subject());
+  }
+  CHECK(subjects == std::set<std::string>{"gpu:0", "gpu:1", "gpu:2", "gpu:3"});
+  CHECK(run.result.FindingsWithId("health.nvlink_down").empty());
+}
+
+TEST_CASE("without NVSwitches there are no fabric findings, only an info line", "[health]") {
+  GpuInventory inv;
+  GpuState g;
+  g.index = 0;
+  g.fabric_state = FabricState::kNotStarted;  // ignored: no switch to register with
+  inv.gpus.push_back(g);
+  HealthResult r;
+  CheckFabric({}, std::nullopt, inv, &r);
+  CHECK(r.findings.empty());
+  CHECK(MetricValue(r, "nvswitch_count") == 0);
+  CHECK_FALSE(HasMetric(r, "fabric_manager_running"));
+  REQUIRE(r.logs.size() == 1);
+  CHECK(absl::StartsWith(r.logs[0], "info: no NVSwitch"));
+
+  // With switches and a running manager, a registration that completed with an error fails
+  // and points at the manager's restart, not its start.
+  g.fabric_state = FabricState::kCompleted;
+  g.fabric_status = 999;  // NVML_ERROR_UNKNOWN
+  GpuState ok;
+  ok.index = 1;
+  ok.fabric_state = FabricState::kCompleted;
+  ok.fabric_status = 0;
+  GpuState old;  // no fabric query (A100 era): not judged
+  old.index = 2;
+  HealthResult r2;
+  CheckFabric({"0000:05:00.0"}, 4242, GpuInventory{"", {g, ok, old}}, &r2);
+  CHECK(r2.FindingsWithId("health.fabric_manager_down").empty());
+  const v1::Finding& f = Only(r2, "health.fabric_registration");
+  CHECK(f.subject() == "gpu:0");
+  CHECK(absl::StrContains(f.title(), "completed with error 999"));
+  CHECK(absl::StrContains(f.action(), "systemctl restart nvidia-fabricmanager"));
+}
+
+TEST_CASE("NVLink checks: all links down without NVSwitches warns once; counters not exposed "
+          "are not measured",
+          "[health]") {
+  auto t = DefaultThresholds();
+  REQUIRE(t.ok());
+  GpuState g;
+  g.index = 0;
+  for (int i = 0; i < 4; ++i) g.nvlinks.push_back({i, false, {}, {}, {}, {}});
+  HealthResult alone;
+  CheckNvLinks(g, *t, /*nvswitches_present=*/false, &alone);
+  CHECK(Only(alone, "health.nvlink_none_active").severity() == v1::SEVERITY_WARN);
+  CHECK(alone.FindingsWithId("health.nvlink_down").empty());
+  CHECK(MetricValue(alone, "nvlink_links_down", "0") == 4);
+  CHECK_FALSE(HasMetric(alone, "nvlink_replay_errors"));
+
+  HealthResult switched;
+  CheckNvLinks(g, *t, /*nvswitches_present=*/true, &switched);
+  CHECK(switched.FindingsWithId("health.nvlink_down").size() == 4);
+
+  // One replay reaches DCGM's limit; 99 CRC data errors stay below 100.
+  GpuState e;
+  e.index = 1;
+  e.nvlinks.push_back({0, true, 1, 0, 0, 99});
+  HealthResult counted;
+  CheckNvLinks(e, *t, true, &counted);
+  const v1::Finding& f = Only(counted, "health.nvlink_errors");
+  CHECK(absl::StrContains(f.title(), "replay 1"));
+  CHECK_FALSE(absl::StrContains(f.title(), "crc_data"));
+
+  GpuState none;  // no NVLink at all: nothing measured, nothing found
+  HealthResult empty;
+  CheckNvLinks(none, *t, true, &empty);
+  CHECK(empty.findings.empty());
+  CHECK(empty.measurements.empty());
+
+  auto o = ParseThresholds("nvlink: {crc_data_warn: 50}\n", *t);
+  REQUIRE(o.ok());
+  CHECK(o->nvlink_crc_data_warn == 50);
+  CHECK(o->nvlink_replay_warn == 1);
+}
+
+TEST_CASE("the GPU fixture file rejects an unknown fabric state and a link without state",
+          "[health]") {
+  CHECK_FALSE(FileGpuProbe::ParseYaml("gpus: [{index: 0, fabric_state: DONE}]").ok());
+  CHECK_FALSE(FileGpuProbe::ParseYaml("gpus: [{index: 0, nvlinks: [{link: 0}]}]").ok());
+  auto ok = FileGpuProbe::ParseYaml(
+      "gpus: [{index: 0, fabric_state: IN_PROGRESS, nvlinks: [{link: 7, active: false}]}]");
+  REQUIRE(ok.ok());
+  REQUIRE(ok->gpus[0].nvlinks.size() == 1);
+  CHECK(ok->gpus[0].nvlinks[0].link == 7);
+  CHECK_FALSE(ok->gpus[0].nvlinks[0].crc_flit.has_value());
+  CHECK(ok->gpus[0].fabric_state == FabricState::kInProgress);
 }
