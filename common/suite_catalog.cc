@@ -198,6 +198,8 @@ std::vector<SuiteInfo> MakeCatalog() {
                .help = "expected rate of every RDMA port in Gb/s", .min = 0, .max = 1e5},
               {.name = "thresholds", .type = ParamType::kPath,
                .help = "YAML file on the node overriding health thresholds"},
+              {.name = "set", .type = ParamType::kToken,
+               .help = "threshold overrides section.key:value,... (e.g. nvlink.crc_flit_warn:500)"},
           },
   });
 

@@ -118,9 +118,10 @@ int RunHealth(int argc, char** argv) {
   int64_t expect_gpus = -1;
   double expect_ib_rate = 0;
   std::string thresholds_file;
+  std::string threshold_overrides;
   ArgParser args(
       "cmax-bench health [--root DIR] [--jsonl] [--expect-gpus N] [--expect-ib-rate GBPS] "
-      "[--thresholds FILE]",
+      "[--thresholds FILE] [--set SECTION.KEY:VALUE,...]",
       "Passive node health, one shot: GPUs through NVML (ECC, row remapping, PCIe, throttling,\n"
       "temperature, persistence, MIG, other processes, NVLink state and error counters), the\n"
       "Fabric Manager and fabric registration where NVSwitches are present, NVIDIA Xid/SXid\n"
@@ -133,6 +134,9 @@ int RunHealth(int argc, char** argv) {
   args.AddInt("expect-gpus", &expect_gpus, "GPUs expected on this node");
   args.AddDouble("expect-ib-rate", &expect_ib_rate, "expected rate of every RDMA port, Gb/s");
   args.AddString("thresholds", &thresholds_file, "YAML file overriding thresholds");
+  args.AddString("set", &threshold_overrides,
+                 "threshold overrides after --thresholds, e.g. gpu.pcie_replay_warn:50,"
+                 "nvlink.crc_flit_warn:500 (keys of data/thresholds.yaml)");
   if (auto s = args.Parse(argc, argv); !s.ok()) {
     std::fprintf(stderr, "health: %s\n", std::string(s.message()).c_str());
     return kExitCouldNotRun;
@@ -151,6 +155,9 @@ int RunHealth(int argc, char** argv) {
     std::ostringstream ss;
     ss << in.rdbuf();
     thresholds = health::ParseThresholds(ss.str(), *thresholds);
+  }
+  if (thresholds.ok() && !threshold_overrides.empty()) {
+    thresholds = health::ParseThresholdOverrides(threshold_overrides, *thresholds);
   }
   if (!thresholds.ok()) {
     std::fprintf(stderr, "health: %s\n", std::string(thresholds.status().message()).c_str());

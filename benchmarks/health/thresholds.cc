@@ -4,7 +4,10 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "benchmarks/health/embedded_data.h"
+#include "common/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
 namespace cmax::health {
@@ -70,6 +73,29 @@ absl::StatusOr<HealthThresholds> ParseThresholds(const std::string& yaml_text,
     }
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("thresholds: ", e.what()));
+  }
+  return t;
+}
+
+absl::StatusOr<HealthThresholds> ParseThresholdOverrides(const std::string& spec,
+                                                         const HealthThresholds& base) {
+  // Rewritten as YAML so the key table and its type checks stay in one place.
+  std::string yaml;
+  for (absl::string_view entry : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+    const size_t dot = entry.find('.');
+    const size_t colon = entry.find(':');
+    if (dot == absl::string_view::npos || colon == absl::string_view::npos || colon < dot + 2 ||
+        dot == 0 || colon + 1 == entry.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "threshold override '", entry, "': expected section.key:value, e.g. gpu.pcie_replay_warn:50"));
+    }
+    absl::StrAppend(&yaml, entry.substr(0, dot), ": {", entry.substr(dot + 1, colon - dot - 1),
+                    ": ", entry.substr(colon + 1), "}\n");
+  }
+  HealthThresholds t = base;
+  // One document per entry: a YAML map may not repeat its section key.
+  for (absl::string_view doc : absl::StrSplit(yaml, '\n', absl::SkipEmpty())) {
+    CMAX_ASSIGN_OR_RETURN(t, ParseThresholds(std::string(doc), t));
   }
   return t;
 }

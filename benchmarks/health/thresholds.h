@@ -1,5 +1,6 @@
 // Health thresholds (data/thresholds.yaml, each default citing its source).
-// A file given with --thresholds overrides the keys it names.
+// A file given with --thresholds overrides the keys it names; --set then
+// overrides single keys (the plan's inline form).
 #ifndef CMAX_BENCHMARKS_HEALTH_THRESHOLDS_H_
 #define CMAX_BENCHMARKS_HEALTH_THRESHOLDS_H_
 
@@ -36,6 +37,12 @@ struct HealthThresholds {
 // unknown section or key, or a value of the wrong type.
 absl::StatusOr<HealthThresholds> ParseThresholds(const std::string& yaml_text,
                                                  const HealthThresholds& base);
+// Applies "section.key:value[,section.key:value...]" on top of `base`: the
+// form a plan carries inline (`params: {set: "nvlink.crc_flit_warn:500"}`),
+// within the agent's token alphabet (no '=' or spaces). The same keys and
+// checks as ParseThresholds; INVALID_ARGUMENT names a malformed entry.
+absl::StatusOr<HealthThresholds> ParseThresholdOverrides(const std::string& spec,
+                                                         const HealthThresholds& base);
 // The compiled-in defaults (data/thresholds.yaml).
 absl::StatusOr<HealthThresholds> DefaultThresholds();
 

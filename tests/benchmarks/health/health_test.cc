@@ -332,6 +332,40 @@ TEST_CASE("thresholds override by file, unknown keys are errors", "[health]") {
   CHECK_FALSE(ParseThresholds("gpu: {no_such_key: 1}\n", *t).ok());
 }
 
+TEST_CASE("a plan overrides thresholds inline with section.key:value", "[health]") {
+  auto t = DefaultThresholds();
+  REQUIRE(t.ok());
+  auto o = ParseThresholdOverrides("nvlink.crc_flit_warn:500,gpu.pcie_replay_warn:7", *t);
+  REQUIRE(o.ok());
+  CHECK(o->nvlink_crc_flit_warn == 500);
+  CHECK(o->pcie_replay_warn == 7);
+  CHECK(o->retired_pages_fail == t->retired_pages_fail);
+  for (const char* bad : {"nvlink.crc_flit_warn", "crc_flit_warn:5", "gpu.no_such_key:1",
+                          "nosection.x:1", "gpu.pcie_replay_warn:many", ".x:1", "gpu.:1"}) {
+    INFO(bad);
+    CHECK(ParseThresholdOverrides(bad, *t).status().code() == absl::StatusCode::kInvalidArgument);
+  }
+
+  // End to end: the CRC count that warns by default is accepted under a raised threshold.
+  std::string bench = std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench";
+  std::string root = ComposeRoot("nvlink_down");
+  auto strict = RunCommand({bench, "health", "--root", root, "--jsonl"}, std::chrono::seconds(30));
+  auto lenient = RunCommand({bench, "health", "--root", root, "--jsonl", "--set",
+                              "nvlink.crc_flit_warn:1000"},
+                            std::chrono::seconds(30));
+  auto malformed = RunCommand({bench, "health", "--root", root, "--set", "nvlink.crc_flit_warn"},
+                              std::chrono::seconds(30));
+  fs::remove_all(root);
+  REQUIRE(strict.ok());
+  REQUIRE(lenient.ok());
+  REQUIRE(malformed.ok());
+  CHECK(absl::StrContains(strict->out, "health.nvlink_errors"));
+  CHECK_FALSE(absl::StrContains(lenient->out, "health.nvlink_errors"));
+  CHECK(absl::StrContains(lenient->out, "health.nvlink_down"));  // the down link still fails
+  CHECK(malformed->exit.code == 2);
+  CHECK(absl::StrContains(malformed->err, "expected section.key:value"));
+}
+
 TEST_CASE("cmax-bench health --root writes records and exits by severity", "[health]") {
   std::string bench = std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench";
   std::string healthy = ComposeRoot("");
