@@ -388,3 +388,35 @@ TEST_CASE("the full plan runs the node's own burn-in, then the fleet burn-in", "
   CHECK(a.at("backend") == b.at("backend"));
   CHECK(a.at("duration") == b.at("duration"));
 }
+
+TEST_CASE("the cpu backend: an unsteady host is judged once", "[judge][burnin]") {
+  RunData d = Plan(false);
+  AddTask(&d, "node-1", false);
+  const std::map<std::string, std::string> labels = {{"backend", "cpu"}, {"dtype", "fp32"}};
+  for (const auto& [metric, value] : std::vector<std::pair<std::string, double>>{
+           {"burnin_gflops_mean", 900}, {"burnin_gflops_min_window", 850},
+           {"burnin_gflops_cv", 0.2}, {"burnin_mismatched_elements", 0}}) {
+    auto rec = testing::Meas("node-1", "burnin", metric, value, "", labels);
+    rec.set_task_id(TaskId("node-1", false));
+    d.records.push_back(rec);
+  }
+  SECTION("the suite's own finding already warns: cited, not repeated") {
+    auto f = testing::Find("node-1", "burnin", "burnin.unstable_throughput", v1::SEVERITY_WARN,
+                           "reliability", "node", "CPU burn-in throughput varies");
+    f.set_task_id(TaskId("node-1", false));
+    d.records.push_back(f);
+    const auto out = RunBurninJudge(d);
+    const auto pass = Where(out, "burnin.stability", "pass");
+    REQUIRE(pass.size() == 1);
+    CHECK(pass[0].subject() == "host");
+    CHECK(Contains(pass[0].message(), "already reported by the suite's finding "
+                                      "burnin.unstable_throughput (warn)"));
+  }
+  SECTION("no finding: the judge warns on the host") {
+    const auto warns = Where(RunBurninJudge(d), "burnin.stability", "warn");
+    REQUIRE(warns.size() == 1);
+    CHECK(warns[0].node() == "node-1");
+    CHECK(Contains(warns[0].message(), "node-1 host"));
+    CHECK(Contains(warns[0].message(), "CV 0.2 (warn above 0.15)"));
+  }
+}
