@@ -2,7 +2,8 @@
 // across the fleet; the slow GPU, link or disk is named by Tukey fences
 // (stats.h). Mild outlier -> warn, extreme -> fail; each group also gets a
 // pass-level result with its spread (RULES.md, rule 4). The metrics judged
-// are in metric_table.cc.
+// are in metric_table.cc. Records of different plan entries of one suite
+// (the node's own burn-in and the fleet burn-in) form separate groups.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -108,16 +109,41 @@ void JudgeGroup(const FleetMetric& fm, const std::string& group_name, const Grou
   out->push_back(std::move(pass));
 }
 
+// The plan entry a record came from ("burnin-fleet"), when the plan runs
+// that suite more than once: a node's own burn-in and the fleet-wide one (or
+// NCCL intra-node and all-nodes) measure different things and are compared
+// only with their own kind. Empty when the suite appears once or the task is
+// unknown.
+std::map<std::string, std::string> EntryOfTask(const RunData& data) {
+  std::map<std::string, int> per_suite;
+  for (const auto& s : data.plan.suites()) ++per_suite[s.suite()];
+  std::map<std::string, std::string> entry;
+  for (const auto& t : data.tasks) {
+    const int i = t.suite_index();
+    if (i < 0 || i >= data.plan.suites_size()) continue;
+    const v1::SuiteSpec& spec = data.plan.suites(i);
+    if (per_suite[spec.suite()] < 2) continue;
+    entry[t.task_id()] = spec.name().empty() ? absl::StrCat(spec.suite(), "#", i) : spec.name();
+  }
+  return entry;
+}
+
 }  // namespace
 
 void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
+  const std::map<std::string, std::string> entry_of_task = EntryOfTask(data);
   for (const FleetMetric& fm : FleetMetrics()) {
     std::map<std::string, Group> groups;  // ordered: stable output
     for (const auto& rec : data.records) {
       if (!rec.record().has_measurement()) continue;
       const v1::Measurement& m = rec.record().measurement();
       if (m.metric() != fm.metric) continue;
-      Group& g = groups[GroupName(fm, m)];
+      std::string name = GroupName(fm, m);
+      if (auto it = entry_of_task.find(rec.task_id()); it != entry_of_task.end()) {
+        name = name.empty() ? absl::StrCat("plan entry ", it->second)
+                            : absl::StrCat("plan entry ", it->second, " ", name);
+      }
+      Group& g = groups[name];
       const std::string node = RecordNode(rec);
       g.items.push_back({DescribeSubject(node, m), node, m.value()});
       if (g.unit.empty()) g.unit = m.unit();

@@ -15,6 +15,7 @@
 
 namespace cmax::reports {
 void BurninJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 }  // namespace cmax::reports
 
 using namespace cmax;
@@ -419,4 +420,47 @@ TEST_CASE("the cpu backend: an unsteady host is judged once", "[judge][burnin]")
     CHECK(Contains(warns[0].message(), "node-1 host"));
     CHECK(Contains(warns[0].message(), "CV 0.2 (warn above 0.15)"));
   }
+}
+
+TEST_CASE("the fleet outlier judge compares each burn-in only with its own kind",
+          "[judge][burnin]") {
+  // Sixteen GPUs in their own burn-in at 790 TFLOP/s; two of them also ran
+  // the fleet burn-in, at 700 under the fleet's load. Pooled, the two would
+  // be extreme outliers against sixteen; they are a different measurement.
+  RunData d = Plan(true);
+  for (const std::string node : {"node-1", "node-2"}) {
+    AddTask(&d, node, false);
+    for (int g = 0; g < 8; ++g) AddGpu(&d, node, false, g, Gpu{});
+  }
+  AddTask(&d, "node-1", true);
+  for (int g = 0; g < 2; ++g) AddGpu(&d, "node-1", true, g, Gpu{.mean = 700});
+  std::vector<v1::RuleResult> out;
+  FleetJudge(d, &out);
+  bool solo_group = false, fleet_group = false;
+  for (const auto& r : out) {
+    if (r.rule_id() == "fleet.outlier.burnin_tflops_mean") FAIL_CHECK(r.message());
+    if (r.rule_id() != "fleet.spread.burnin_tflops_mean") continue;
+    if (Contains(r.subject(), "plan entry burnin-fleet")) {
+      fleet_group = true;
+      CHECK(r.value() == 700);
+    } else if (Contains(r.subject(), "plan entry burnin#0")) {
+      solo_group = true;
+      CHECK(r.value() == 790);
+    }
+  }
+  CHECK(solo_group);
+  CHECK(fleet_group);
+
+  // A GPU slow in its own burn-in is still named among its peers.
+  GpuFigures(&d, "node-2", false, 3, Gpu{.mean = 500});
+  out.clear();
+  FleetJudge(d, &out);
+  int named = 0;
+  for (const auto& r : out) {
+    if (r.rule_id() == "fleet.outlier.burnin_tflops_mean") {
+      ++named;
+      CHECK(r.node() == "node-2");
+    }
+  }
+  CHECK(named == 1);
 }
