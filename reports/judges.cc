@@ -14,6 +14,7 @@ void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out);
 void StorageJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out);
 void CollectiveJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void HealthChangeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void BurninJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
@@ -29,6 +30,7 @@ const std::vector<Judge>& AllJudges() {
       &StorageJudge,
       &JudgeConnectivity,
       &CollectiveJudge,
+      &HealthChangeJudge,
       &BurninJudge,
   };
   return judges;
