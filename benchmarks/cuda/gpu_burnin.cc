@@ -544,9 +544,10 @@ int RunCudaBurnin(int argc, char** argv) {
                     : absl::StrCat("not watched: ", ctx.kernel_log_error).c_str());
   }
   const char* task_dir = std::getenv("CMAX_TASK_DIR");
+  const int64_t unix_s = NowUnixNs() / 1000000000;
   MaybeCollectBugReport(
       o.bug_report == "on", failed,
-      {.dir = BugReportDir(o.artifact_dir, task_dir ? task_dir : "", ctx.node, NowUnixNs() / 1000000000),
+      {.dir = BugReportDir(o.artifact_dir, task_dir ? task_dir : "", ctx.node, unix_s),
        .node = ctx.node},
       &out);
   return failed ? kExitFoundFailures : kExitPassed;

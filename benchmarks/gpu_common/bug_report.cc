@@ -39,14 +39,16 @@ std::string BugReportDir(const std::string& flag_dir, const std::string& task_di
   return absl::StrCat("/var/lib/cmax/artifacts/", leaf);
 }
 
-std::vector<std::string> BugReportArgv(const std::string& tool, const std::string& output_base) {
+std::vector<std::string> BugReportArgv(const std::string& tool,
+                                       const std::string& output_base) {
   return {tool, "--output-file", output_base};
 }
 
 BugReportOutcome CollectBugReport(const BugReportRequest& request) {
   BugReportOutcome o;
   o.node = request.node;
-  const std::string base = absl::StrCat(request.dir, "/nvidia-bug-report-", request.node, ".log");
+  const std::string base =
+      absl::StrCat(request.dir, "/nvidia-bug-report-", request.node, ".log");
   const std::vector<std::string> argv = BugReportArgv(request.tool, base);
   o.command = absl::StrJoin(argv, " ");
   std::error_code ec;
@@ -66,7 +68,8 @@ BugReportOutcome CollectBugReport(const BugReportRequest& request) {
   const bool exited_ok = o.exit.exited && o.exit.code == 0 && !o.timed_out;
   if (!exited_ok) {
     const std::string& err = run->err;
-    o.stderr_tail = err.size() > kStderrTailBytes ? err.substr(err.size() - kStderrTailBytes) : err;
+    o.stderr_tail =
+        err.size() > kStderrTailBytes ? err.substr(err.size() - kStderrTailBytes) : err;
   }
   for (const std::string& candidate : {base + ".gz", base}) {
     if (auto size = FileSize(candidate)) {
@@ -90,26 +93,29 @@ BugReportOutcome CollectBugReport(const BugReportRequest& request) {
 std::string BugReportArtifactText(const BugReportOutcome& o) {
   std::string text = absl::StrCat("node: ", o.node, "\ncommand: ", o.command, "\n");
   if (o.started) {
-    absl::StrAppend(&text, "exit: ", o.exit.Describe(), o.timed_out ? " (timed out)" : "", "\n");
+    absl::StrAppend(&text, "exit: ", o.exit.Describe(), o.timed_out ? " (timed out)" : "",
+                    "\n");
   }
   if (!o.file.empty()) {
     absl::StrAppend(&text, "file: ", o.file, "\nsize_bytes: ", o.size, "\n");
     if (!o.sha256.empty()) absl::StrAppend(&text, "sha256: ", o.sha256, "\n");
   }
   if (!o.error.empty()) absl::StrAppend(&text, "error: ", o.error, "\n");
-  if (!o.stderr_tail.empty()) absl::StrAppend(&text, "-- stderr (tail) --\n", o.stderr_tail, "\n");
+  if (!o.stderr_tail.empty())
+    absl::StrAppend(&text, "-- stderr (tail) --\n", o.stderr_tail, "\n");
   return text;
 }
 
 void WriteBugReportRecords(const BugReportOutcome& o, RecordWriter* out) {
   out->Artifact("nvidia_bug_report.txt", "text/plain", BugReportArtifactText(o));
   if (o.ok()) {
-    out->Log("info", absl::StrCat("nvidia-bug-report written on node ", o.node, ": ", o.file, " (",
-                                  o.size, " bytes, sha256 ", o.sha256, ")"));
+    out->Log("info",
+             absl::StrCat("nvidia-bug-report written on node ", o.node, ": ", o.file,
+                          " (", o.size, " bytes, sha256 ", o.sha256, ")"));
   } else {
     out->Log("warn",
-             absl::StrCat("nvidia-bug-report on node ", o.node, " did not complete: ",
-                          o.started ? o.exit.Describe() : o.error,
+             absl::StrCat("nvidia-bug-report on node ", o.node,
+                          " did not complete: ", o.started ? o.exit.Describe() : o.error,
                           o.timed_out ? " (timed out)" : "",
                           o.file.empty() ? "" : absl::StrCat("; partial file ", o.file)));
   }
@@ -130,7 +136,8 @@ bool MaybeCollectBugReport(bool enabled, bool any_failed, BugReportRequest reque
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return absl::NotFoundError(absl::StrCat("open ", path));
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(),
+                                                         &EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     return absl::InternalError("SHA-256: EVP_DigestInit_ex failed");
   }

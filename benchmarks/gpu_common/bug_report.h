@@ -35,7 +35,8 @@ std::string BugReportDir(const std::string& flag_dir, const std::string& task_di
                          const std::string& node, int64_t unix_s);
 
 // {tool, "--output-file", output_base}; the tool writes output_base + ".gz".
-std::vector<std::string> BugReportArgv(const std::string& tool, const std::string& output_base);
+std::vector<std::string> BugReportArgv(const std::string& tool,
+                                       const std::string& output_base);
 
 struct BugReportRequest {
   std::string tool;  // the executable's path (cmax::FindExecutable(kBugReportTool))
@@ -53,8 +54,8 @@ struct BugReportOutcome {
   std::string stderr_tail;  // only when it failed
   std::string file;         // the report written, empty when none
   uint64_t size = 0;
-  std::string sha256;       // lower-case hex
-  std::string error;        // why there is no report, when there is none
+  std::string sha256;  // lower-case hex
+  std::string error;   // why there is no report, when there is none
   bool ok() const { return !file.empty() && started && exit.exited && exit.code == 0; }
 };
 

@@ -98,7 +98,8 @@ void ReportXids(const std::vector<BurninXid>& xids, const std::string& who,
               absl::StrCat("the kernel log printed ", word, " ", code, " (", m.name, ") ",
                            events.size(), " time(s) while the burn-in ran; first: ",
                            events.front()->text),
-              absl::StrCat(m.action, ": ", m.advice), {{absl::AsciiStrToLower(word), absl::StrCat(code)}}, lines);
+              absl::StrCat(m.action, ": ", m.advice),
+              {{absl::AsciiStrToLower(word), absl::StrCat(code)}}, lines);
   }
 }
 
@@ -392,7 +393,8 @@ bool ReportNodeXids(const std::vector<BurninXid>& unmatched, const BurninContext
                     RecordWriter* out) {
   FindingSink sink(ctx, "node", {{"dtype", ctx.dtype}}, absl::StrCat("node ", ctx.node), out);
   if (!ctx.kernel_log_error.empty()) {
-    const std::string why = absl::StrCat("Xids during burn-in not measured: ", ctx.kernel_log_error);
+    const std::string why =
+        absl::StrCat("Xids during burn-in not measured: ", ctx.kernel_log_error);
     out->Log("info", why);
     sink.Add("burnin.xid_not_measured", v1::SEVERITY_INFO,
              absl::StrCat(why.substr(0, why.find(':')), " on node ", ctx.node),

@@ -32,7 +32,7 @@ absl::Status ErrnoStatus(int e, const std::string& what) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<KmsgFollower>> KmsgFollower::Start(const Sysroot& root,
-                                                                   const OpenFn& open_fn) {
+                                                                  const OpenFn& open_fn) {
   std::string path = root.Path("/dev/kmsg");
   const int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
   int fd = open_fn ? open_fn(path.c_str(), flags) : ::open(path.c_str(), flags);
@@ -73,9 +73,11 @@ absl::StatusOr<std::vector<KernelLogLine>> KmsgFollower::Poll() {
   }
   std::vector<KernelLogLine> lines;
   size_t done = pending_.rfind('\n');
-  if (done == std::string::npos && pending_.size() >= kMaxPendingBytes) done = pending_.size();
+  if (done == std::string::npos && pending_.size() >= kMaxPendingBytes)
+    done = pending_.size();
   if (done != std::string::npos) {
-    for (absl::string_view line : absl::StrSplit(absl::string_view(pending_).substr(0, done), '\n')) {
+    for (absl::string_view line :
+         absl::StrSplit(absl::string_view(pending_).substr(0, done), '\n')) {
       if (auto parsed = ParseKmsgRecord(line)) lines.push_back(std::move(*parsed));
     }
     pending_.erase(0, done == pending_.size() ? done : done + 1);

@@ -6,11 +6,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 #include "tests/benchmarks/gpu_common/capture_records.h"
 
@@ -18,7 +17,8 @@ namespace cmax::bench {
 namespace {
 
 // SHA-256("abc"), the test vector of FIPS 180-2 appendix B.1.
-constexpr char kSha256Abc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+constexpr char kSha256Abc[] =
+    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
 // A temporary directory holding a fake nvidia-bug-report.sh (the given
 // script body), put first in this process's PATH until destroyed.
@@ -73,26 +73,31 @@ std::string Logs(const std::vector<v1::Record>& recs) {
 
 }  // namespace
 
-TEST_CASE("the bug report goes to the flag's directory, beside the agent's tasks, or /var/lib",
-          "[bugreport]") {
-  CHECK(BugReportDir("/data/rma", "/var/lib/cmax-agent/tasks/t1.a0.r0", "n1", 17) == "/data/rma");
+TEST_CASE(
+    "the bug report goes to the flag's directory, beside the agent's tasks, or /var/lib",
+    "[bugreport]") {
+  CHECK(BugReportDir("/data/rma", "/var/lib/cmax-agent/tasks/t1.a0.r0", "n1", 17) ==
+        "/data/rma");
   CHECK(BugReportDir("", "/var/lib/cmax-agent/tasks/t1.a0.r0/", "n1", 17) ==
         "/var/lib/cmax-agent/artifacts/n1-17");
   CHECK(BugReportDir("", "", "n1", 17) == "/var/lib/cmax/artifacts/n1-17");
   CHECK(BugReportDir("", "/tmp/elsewhere", "n1", 17) == "/var/lib/cmax/artifacts/n1-17");
   CHECK(BugReportArgv("/usr/bin/nvidia-bug-report.sh", "/d/r.log") ==
-        std::vector<std::string>{"/usr/bin/nvidia-bug-report.sh", "--output-file", "/d/r.log"});
+        std::vector<std::string>{"/usr/bin/nvidia-bug-report.sh", "--output-file",
+                                 "/d/r.log"});
 }
 
 TEST_CASE("after a failure the report is written and named by path, size and SHA-256",
           "[bugreport]") {
   FakeTool fake(
-      "[ \"$1\" = --output-file ] || { echo \"usage: $0 --output-file FILE\" >&2; exit 64; }\n"
+      "[ \"$1\" = --output-file ] || { echo \"usage: $0 --output-file FILE\" >&2; exit "
+      "64; }\n"
       "printf abc > \"$2.gz\"\n"
       "echo 'nvidia-bug-report.sh will now collect information'\n");
   bool ran = false;
-  auto recs = CaptureRecords(
-      [&](RecordWriter* out) { ran = MaybeCollectBugReport(true, true, Request(fake), out); });
+  auto recs = CaptureRecords([&](RecordWriter* out) {
+    ran = MaybeCollectBugReport(true, true, Request(fake), out);
+  });
   CHECK(ran);
   const std::string file = fake.out_dir() + "/nvidia-bug-report-node-07.log.gz";
   CHECK(std::filesystem::exists(file));
@@ -109,15 +114,17 @@ TEST_CASE("after a failure the report is written and named by path, size and SHA
   CHECK_THAT(Logs(recs), Catch::StartsWith("info: ") && Catch::Contains(kSha256Abc));
 }
 
-TEST_CASE("a failing tool leaves its exit and stderr tail in the artifact", "[bugreport]") {
+TEST_CASE("a failing tool leaves its exit and stderr tail in the artifact",
+          "[bugreport]") {
   FakeTool fake("echo 'ERROR: Please run nvidia-bug-report.sh as root.' >&2\nexit 1\n");
   auto recs = CaptureRecords(
       [&](RecordWriter* out) { MaybeCollectBugReport(true, true, Request(fake), out); });
   const v1::Artifact* a = FindArtifact(recs);
   REQUIRE(a != nullptr);
-  CHECK_THAT(a->content(), Catch::Contains("exit: exit 1") &&
-                               Catch::Contains("Please run nvidia-bug-report.sh as root") &&
-                               Catch::Contains("no report written"));
+  CHECK_THAT(a->content(),
+             Catch::Contains("exit: exit 1") &&
+                 Catch::Contains("Please run nvidia-bug-report.sh as root") &&
+                 Catch::Contains("no report written"));
   CHECK_THAT(Logs(recs), Catch::StartsWith("warn: ") && Catch::Contains("node-07"));
 }
 
@@ -125,19 +132,22 @@ TEST_CASE("no report unless asked for and something failed; a missing tool is sa
           "[bugreport]") {
   FakeTool fake("printf abc > \"$2.gz\"\n");
   bool ran = true;
-  auto recs = CaptureRecords(
-      [&](RecordWriter* out) { ran = MaybeCollectBugReport(false, true, Request(fake), out); });
+  auto recs = CaptureRecords([&](RecordWriter* out) {
+    ran = MaybeCollectBugReport(false, true, Request(fake), out);
+  });
   CHECK_FALSE(ran);
   CHECK(recs.empty());
-  recs = CaptureRecords(
-      [&](RecordWriter* out) { ran = MaybeCollectBugReport(true, false, Request(fake), out); });
+  recs = CaptureRecords([&](RecordWriter* out) {
+    ran = MaybeCollectBugReport(true, false, Request(fake), out);
+  });
   CHECK_FALSE(ran);
   CHECK(recs.empty());
   CHECK_FALSE(std::filesystem::exists(fake.out_dir()));
 
   FakeTool none("");
-  recs = CaptureRecords(
-      [&](RecordWriter* out) { ran = MaybeCollectBugReport(true, true, Request(none), out); });
+  recs = CaptureRecords([&](RecordWriter* out) {
+    ran = MaybeCollectBugReport(true, true, Request(none), out);
+  });
   CHECK_FALSE(ran);
   CHECK(FindArtifact(recs) == nullptr);
   CHECK(Logs(recs) == "info: nvidia-bug-report.sh not found: not collected\n");

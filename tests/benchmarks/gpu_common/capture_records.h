@@ -3,20 +3,20 @@
 #ifndef CMAX_TESTS_BENCHMARKS_GPU_COMMON_CAPTURE_RECORDS_H_
 #define CMAX_TESTS_BENCHMARKS_GPU_COMMON_CAPTURE_RECORDS_H_
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "absl/strings/str_split.h"
 #include "common/record_io.h"
 
 namespace cmax::bench {
 
-inline std::vector<v1::Record> CaptureRecords(const std::function<void(RecordWriter*)>& write) {
+inline std::vector<v1::Record> CaptureRecords(
+    const std::function<void(RecordWriter*)>& write) {
   char* buf = nullptr;
   size_t len = 0;
   FILE* mem = open_memstream(&buf, &len);

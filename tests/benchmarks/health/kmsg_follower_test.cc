@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 namespace cmax::health {
 namespace {
@@ -40,16 +39,19 @@ class TempRoot {
 
 TEST_CASE("the follower returns only records written after it started", "[kmsg]") {
   TempRoot root;
-  root.Append("4,100,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n");
+  root.Append(
+      "4,100,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the "
+      "bus.\n");
   auto f = KmsgFollower::Start(Sysroot(root.dir()));
   REQUIRE(f.ok());
   auto none = (*f)->Poll();
   REQUIRE(none.ok());
   CHECK(none->empty());
 
-  root.Append("4,101,6000000,-;NVRM: Xid (PCI:0000:3b:00): 48, pid=2, DBE\n"
-              " SUBSYSTEM=pci\n"
-              "6,102,6500000,-;eth0: link up\n");
+  root.Append(
+      "4,101,6000000,-;NVRM: Xid (PCI:0000:3b:00): 48, pid=2, DBE\n"
+      " SUBSYSTEM=pci\n"
+      "6,102,6500000,-;eth0: link up\n");
   auto lines = (*f)->Poll();
   REQUIRE(lines.ok());
   REQUIRE(lines->size() == 2);  // the dictionary line is not a record
