@@ -227,6 +227,9 @@ std::vector<SuiteInfo> MakeCatalog() {
                .choices = {"fp32", "fp64", "bf16"}},
               {.name = "gpus", .type = ParamType::kIntList,
                .help = "GPU indices or 'all' (cuda backend)"},
+              {.name = "bug-report", .type = ParamType::kEnum,
+               .help = "on: nvidia-bug-report.sh after a failure (cuda backend)",
+               .choices = {"on", "off"}},
           },
       .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
   });

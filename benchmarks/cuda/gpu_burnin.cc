@@ -21,6 +21,12 @@
 // Throughput: GEMMs are enqueued in batches of about 50 ms; the host clock
 // over completed batches gives one-second windows (2 n^3 flop per GEMM; the
 // check kernel's time counts too, a few percent at n = 8192).
+//
+// Kernel log: /dev/kmsg is followed from the start of the load
+// (health::KmsgFollower) and polled with the telemetry, once a second; Xids
+// are given to the burned GPU with the same PCI address, the others are
+// reported on the node. A log that cannot be read is "not measured". With
+// --bug-report on, nvidia-bug-report.sh runs after a failure (bug_report.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +34,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,8 +48,12 @@
 #include "benchmarks/cuda/cuda_env.h"
 #include "benchmarks/cuda/kernels.h"
 #include "benchmarks/cuda/lt_gemm.h"
+#include "benchmarks/gpu_common/bug_report.h"
 #include "benchmarks/gpu_common/gpu_burnin_report.h"
 #include "benchmarks/gpu_common/nvml_telemetry.h"
+#include "benchmarks/health/kernel_log.h"
+#include "benchmarks/health/kmsg_follower.h"
+#include "benchmarks/health/xid_catalog.h"
 #include "benchmarks/suite.h"
 #include "common/args.h"
 #include "common/record_io.h"
@@ -59,6 +70,8 @@ constexpr double kBatchSeconds = 0.05;
 constexpr double kAggregateAboveSeconds = 120;
 constexpr int kAggregateWindow = 5;
 constexpr double kProgressEverySeconds = 5;
+// Kernel log lines kept as evidence for a mismatch or CUDA error.
+constexpr size_t kRecentKernelLines = 100;
 
 struct BurninOptions {
   GemmDtype dtype = GemmDtype::kBf16;
@@ -66,6 +79,8 @@ struct BurninOptions {
   double duration_s = 60;
   int64_t size = 8192;
   int64_t fault_inject = 0;  // TEST ONLY: corrupt one element at this iteration (0: never)
+  std::string bug_report = "off";  // on: nvidia-bug-report.sh after a failure
+  std::string artifact_dir;        // where its report goes (BugReportDir)
 };
 
 // What a GPU thread shares with the telemetry loop while it runs.
@@ -208,6 +223,63 @@ std::string NodeName() {
   return "unknown";
 }
 
+// The Xid watch over the run: the follower, the Xids seen and the last lines.
+class XidWatch {
+ public:
+  XidWatch() {
+    auto f = health::KmsgFollower::Start(Sysroot("/"));
+    if (f.ok()) {
+      follower_ = std::move(*f);
+    } else {
+      error_ = std::string(f.status().message());
+    }
+  }
+  // Reads what the kernel logged since the last call; a read error ends the
+  // watch (the run is then "not measured": Xids may have been missed).
+  void Poll() {
+    if (!follower_) return;
+    auto lines = follower_->Poll();
+    if (!lines.ok()) {
+      error_ = absl::StrCat("stopped during the run: ", lines.status().message());
+      follower_.reset();
+      return;
+    }
+    for (const auto& e : health::ParseXidEvents(*lines)) {
+      xids_.push_back({.sxid = e.sxid, .fatal = e.fatal, .code = e.code, .pci = e.pci,
+                       .text = e.text});
+    }
+    for (auto& l : *lines) {
+      recent_.push_back(std::move(l.text));
+      if (recent_.size() > kRecentKernelLines) recent_.pop_front();
+    }
+  }
+  const std::string& error() const { return error_; }
+  std::vector<BurninXid> TakeXids() { return std::move(xids_); }
+  std::vector<std::string> recent() const { return {recent_.begin(), recent_.end()}; }
+  uint64_t overwritten() const { return follower_ ? follower_->overwritten() : 0; }
+
+ private:
+  std::unique_ptr<health::KmsgFollower> follower_;
+  std::string error_;
+  std::vector<BurninXid> xids_;
+  std::deque<std::string> recent_;
+};
+
+// The catalogue (compiled into the binary) as the report's lookup.
+XidLookup CatalogLookup(RecordWriter* out) {
+  auto catalog = health::XidCatalog::LoadDefault();
+  if (!catalog.ok()) {
+    out->Log("warn", absl::StrCat("Xid catalogue: ", catalog.status().message(),
+                                  "; Xids are reported without their meaning"));
+    return {};
+  }
+  return [c = *std::move(catalog)](const BurninXid& x) {
+    health::XidInfo info = x.sxid ? c.ForSxid(x.code, x.fatal) : c.Lookup(x.code);
+    return XidMeaning{.name = info.name, .severity = info.severity,
+                      .action = health::ActionWords(info.action), .advice = info.advice};
+  };
+}
+
 void UpdateTelemetry(const GpuTelemetry& t, double dt_s, GpuBurninResult* r) {
   auto max = [](std::optional<double>* m, const std::optional<double>& v) {
     if (v && (!*m || *v > **m)) *m = v;
@@ -244,6 +316,11 @@ int RunCudaBurnin(int argc, char** argv) {
   args.AddString("dtype", &o.dtype_name, "bf16 or fp32 (default bf16)");
   args.AddInt("size", &o.size, "n of the n x n x n GEMM (default 8192)");
   args.AddInt("fault-inject", &o.fault_inject, "TEST ONLY: corrupt one element at iteration N");
+  args.AddString("bug-report", &o.bug_report,
+                 "on: run nvidia-bug-report.sh when a GPU fails (default off)");
+  args.AddString("artifact-dir", &o.artifact_dir,
+                 "directory for the bug report (default: beside the agent's task "
+                 "directories, else /var/lib/cmax/artifacts/<node>-<unix time>)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
   if (auto s = args.Parse(argc, argv); !s.ok()) {
     std::fprintf(stderr, "burnin: %s\n", std::string(s.message()).c_str());
@@ -256,10 +333,10 @@ int RunCudaBurnin(int argc, char** argv) {
   auto dtype = ParseGemmDtype(o.dtype_name);
   if (backend != "cuda" || !dtype || (*dtype != GemmDtype::kBf16 && *dtype != GemmDtype::kFp32) ||
       o.duration_s <= 0 || o.size < 256 || o.size > 32768 || o.size % 16 != 0 ||
-      o.fault_inject < 0) {
+      o.fault_inject < 0 || (o.bug_report != "on" && o.bug_report != "off")) {
     std::fprintf(stderr,
                  "burnin: bad arguments (backend cuda; dtype bf16 or fp32; duration > 0; size a "
-                 "multiple of 16 in [256, 32768])\n");
+                 "multiple of 16 in [256, 32768]; bug-report on or off)\n");
     return kExitCouldNotRun;
   }
   o.dtype = *dtype;
@@ -333,6 +410,10 @@ int RunCudaBurnin(int argc, char** argv) {
     }
   }
 
+  XidWatch xid_watch;
+  if (!xid_watch.error().empty()) {
+    out.Log("warn", absl::StrCat("kernel log not watched: ", xid_watch.error()));
+  }
   out.Progress("burnin", 0, absl::StrCat(o.dtype_name, " n=", o.size, " on ", count, " GPUs for ",
                                          o.duration_s, " s"));
   std::vector<std::unique_ptr<LiveState>> live;
@@ -375,6 +456,7 @@ int RunCudaBurnin(int argc, char** argv) {
     const double dt = std::chrono::duration<double>(now - last_tick).count();
     last_tick = now;
     const int64_t now_ns = NowUnixNs();
+    xid_watch.Poll();
     for (size_t x = 0; x < count; ++x) {
       if (auto t = read(x)) {
         UpdateTelemetry(*t, dt, &results[x]);
@@ -396,6 +478,7 @@ int RunCudaBurnin(int argc, char** argv) {
     }
   }
   for (auto& t : threads) t.join();
+  xid_watch.Poll();  // what the kernel logged as the load ended
   for (size_t x = 0; x < count; ++x) {
     write_samples(windows[x].Tick("burnin", labels_for(x), NowUnixNs(), /*flush=*/true));
     if (auto t = read(x)) {
@@ -414,14 +497,25 @@ int RunCudaBurnin(int argc, char** argv) {
     r.first_mismatch_iteration = l.first_mismatch_iteration;
   }
   out.Progress("burnin", 1, "done");
+  ctx.kernel_log_error = xid_watch.error();
+  ctx.recent_kernel_lines = xid_watch.recent();
+  ctx.xid_lookup = CatalogLookup(&out);
+  if (xid_watch.overwritten() > 0) {
+    out.Log("warn", absl::StrCat("kernel log: ", xid_watch.overwritten(),
+                                 " records were overwritten before they were read"));
+  }
+  std::vector<BurninXid> node_xids = AssignXids(
+      xid_watch.TakeXids(),
+      [](const std::string& pci) { return health::NormalizePciAddress(pci); }, &results);
+  for (auto& r : results) r.kernel_log_watched = ctx.kernel_log_error.empty();
 
   bool failed = false;
   if (!jsonl) {
     std::printf("driver %s, CUDA runtime %s, cuBLASLt %s, node %s\n", versions.driver.c_str(),
                 versions.runtime.c_str(), versions.cublas.c_str(), ctx.node.c_str());
-    std::printf("%-4s %-22s %-6s %8s %9s %9s %6s %7s %7s %10s %10s  %s\n", "gpu", "model", "dtype",
-                "iters", "TFLOP/s", "min_win", "CV", "maxT_C", "maxMemT", "throttled", "mismatch",
-                "status");
+    std::printf("%-4s %-22s %-6s %8s %9s %9s %6s %7s %7s %10s %10s %5s  %s\n", "gpu", "model",
+                "dtype", "iters", "TFLOP/s", "min_win", "CV", "maxT_C", "maxMemT", "throttled",
+                "mismatch", "xids", "status");
   }
   for (const auto& r : results) {
     const bool gpu_failed = ReportGpuBurnin(r, ctx, &out);
@@ -431,15 +525,31 @@ int RunCudaBurnin(int argc, char** argv) {
       auto opt = [](const std::optional<double>& v) {
         return v ? absl::StrFormat("%.0f", *v) : std::string("-");
       };
-      std::printf("%-4d %-22s %-6s %8lld %9.1f %9.1f %6.3f %7s %7s %9.0fs %10llu  %s\n", r.index,
+      std::printf("%-4d %-22s %-6s %8lld %9.1f %9.1f %6.3f %7s %7s %9.0fs %10llu %5s  %s\n",
+                  r.index,
                   r.model.c_str(), o.dtype_name.c_str(), static_cast<long long>(r.iterations),
                   st.mean, st.min_window, st.cv, opt(r.max_temperature_c).c_str(),
                   opt(r.max_memory_temperature_c).c_str(), r.throttle.throttled_s(),
                   static_cast<unsigned long long>(r.mismatches),
+                  r.kernel_log_watched ? absl::StrCat(r.xids.size()).c_str() : "-",
                   !r.error.empty() ? ("ERROR: " + r.error).c_str()
                                    : (gpu_failed ? "FAIL" : "ok"));
     }
   }
+  failed = ReportNodeXids(node_xids, ctx, &out) || failed;
+  if (!jsonl) {
+    std::printf("kernel log: %s\n",
+                ctx.kernel_log_error.empty()
+                    ? absl::StrCat(node_xids.size(), " Xids on no burned GPU").c_str()
+                    : absl::StrCat("not watched: ", ctx.kernel_log_error).c_str());
+  }
+  const char* task_dir = std::getenv("CMAX_TASK_DIR");
+  const int64_t unix_s = NowUnixNs() / 1000000000;
+  MaybeCollectBugReport(
+      o.bug_report == "on", failed,
+      {.dir = BugReportDir(o.artifact_dir, task_dir ? task_dir : "", ctx.node, unix_s),
+       .node = ctx.node},
+      &out);
   return failed ? kExitFoundFailures : kExitPassed;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +22,109 @@ constexpr ReasonName kReasonNames[] = {
     {kReasonHwThermal, "hw_thermal_slowdown"}, {kReasonHwPowerBrake, "hw_power_brake"},
     {kReasonDisplayClock, "display_clock"},
 };
+
+// At most this many lines of each kind go into an Artifact.
+constexpr size_t kMaxEvidenceLines = 100;
+constexpr size_t kMaxFindingLines = 5;
+
+// Builds the Findings of one subject (a GPU or the node) and remembers
+// whether any failed.
+class FindingSink {
+ public:
+  FindingSink(const BurninContext& ctx, std::string subject,
+              std::map<std::string, std::string> labels, std::string whom, RecordWriter* out)
+      : ctx_(ctx), subject_(std::move(subject)), labels_(std::move(labels)),
+        whom_(std::move(whom)), out_(out) {}
+  void Add(const std::string& id, v1::Severity sev, const std::string& title,
+           const std::string& detail, const std::string& action,
+           const std::map<std::string, std::string>& extra_labels = {},
+           const std::vector<std::string>& extra_evidence = {}) {
+    v1::Finding f;
+    f.set_check_id(id);
+    f.set_severity(sev);
+    f.set_category("reliability");
+    f.set_subject(subject_);
+    f.set_title(title);
+    f.set_detail(detail);
+    f.add_evidence(ctx_.command);
+    f.add_evidence(whom_);
+    for (const auto& e : extra_evidence) f.add_evidence(e);
+    f.set_action(action);
+    for (const auto& [k, v] : labels_) (*f.mutable_labels())[k] = v;
+    for (const auto& [k, v] : extra_labels) (*f.mutable_labels())[k] = v;
+    (*f.mutable_labels())["node"] = ctx_.node;
+    if (sev == v1::SEVERITY_FAIL || sev == v1::SEVERITY_CRITICAL) failed_ = true;
+    out_->Find(f);
+  }
+  bool failed() const { return failed_; }
+
+ private:
+  const BurninContext& ctx_;
+  std::string subject_;
+  std::map<std::string, std::string> labels_;
+  std::string whom_;
+  RecordWriter* out_;
+  bool failed_ = false;
+};
+
+std::string XidWord(bool sxid) { return sxid ? "SXid" : "Xid"; }
+
+XidMeaning Meaning(const BurninContext& ctx, const BurninXid& x) {
+  if (ctx.xid_lookup) return ctx.xid_lookup(x);
+  XidMeaning m;
+  m.name = absl::StrCat("unknown ", XidWord(x.sxid), " ", x.code);
+  m.action = "check the application";
+  m.advice = "look the code up in NVIDIA's Xid documentation";
+  return m;
+}
+
+// One burnin.xid finding per code (Xid or SXid): the catalogue's severity
+// and action.
+void ReportXids(const std::vector<BurninXid>& xids, const std::string& who,
+                const BurninContext& ctx, FindingSink* sink) {
+  std::map<std::pair<bool, int>, std::vector<const BurninXid*>> by_code;
+  for (const auto& x : xids) by_code[{x.sxid, x.code}].push_back(&x);
+  for (const auto& [key, events] : by_code) {
+    const int code = key.second;
+    const std::string word = XidWord(key.first);
+    const XidMeaning m = Meaning(ctx, *events.front());
+    std::vector<std::string> lines;
+    for (size_t i = 0; i < events.size() && i < kMaxFindingLines; ++i) {
+      lines.push_back(events[i]->text);
+    }
+    sink->Add("burnin.xid", m.severity,
+              absl::StrCat(word, " ", code, " (", m.name, ") during burn-in on ", who,
+                           events.size() > 1 ? absl::StrCat(", ", events.size(), " times") : ""),
+              absl::StrCat("the kernel log printed ", word, " ", code, " (", m.name, ") ",
+                           events.size(), " time(s) while the burn-in ran; first: ",
+                           events.front()->text),
+              absl::StrCat(m.action, ": ", m.advice),
+              {{absl::AsciiStrToLower(word), absl::StrCat(code)}}, lines);
+  }
+}
+
+// The kernel log part of a failure's Artifact: the Xid lines, and with
+// `recent` the last lines seen during the run.
+void AppendKernelEvidence(const std::vector<BurninXid>& xids, bool recent,
+                          const BurninContext& ctx, std::string* text) {
+  if (!ctx.kernel_log_error.empty()) {
+    absl::StrAppend(text, "-- kernel log: not watched (", ctx.kernel_log_error, ") --\n");
+    return;
+  }
+  if (!xids.empty()) {
+    absl::StrAppend(text, "-- kernel log: Xid lines during the run --\n");
+    for (size_t i = 0; i < xids.size() && i < kMaxEvidenceLines; ++i) {
+      absl::StrAppend(text, xids[i].text, "\n");
+    }
+  }
+  if (recent) {
+    const auto& lines = ctx.recent_kernel_lines;
+    const size_t from = lines.size() > kMaxEvidenceLines ? lines.size() - kMaxEvidenceLines : 0;
+    absl::StrAppend(text, "-- kernel log: last ", lines.size() - from,
+                    " lines seen during the run --\n");
+    for (size_t i = from; i < lines.size(); ++i) absl::StrAppend(text, lines[i], "\n");
+  }
+}
 
 }  // namespace
 
@@ -137,6 +241,25 @@ ThroughputStats ComputeThroughput(const std::vector<double>& w, double total_tfl
   return s;
 }
 
+std::vector<BurninXid> AssignXids(std::vector<BurninXid> xids,
+                                  const std::function<std::string(const std::string&)>& normalize,
+                                  std::vector<GpuBurninResult>* gpus) {
+  std::map<std::string, GpuBurninResult*> by_pci;
+  for (auto& g : *gpus) {
+    if (std::string pci = normalize(g.pci_bus_id); !pci.empty()) by_pci[pci] = &g;
+  }
+  std::vector<BurninXid> unmatched;
+  for (auto& x : xids) {
+    auto it = by_pci.find(normalize(x.pci));
+    if (x.pci.empty() || it == by_pci.end()) {
+      unmatched.push_back(std::move(x));
+    } else {
+      it->second->xids.push_back(std::move(x));
+    }
+  }
+  return unmatched;
+}
+
 bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordWriter* out) {
   const std::map<std::string, std::string> labels = {{"gpu", absl::StrCat(r.index)},
                                                      {"uuid", r.uuid},
@@ -145,28 +268,13 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
                                                      {"dtype", ctx.dtype}};
   const std::string who = absl::StrFormat("GPU %d (%s, PCI %s) on node %s", r.index, r.uuid,
                                           r.pci_bus_id, ctx.node);
-  bool failed = false;
-  bool want_artifact = false;
+  FindingSink sink(ctx, absl::StrCat("gpu:", r.index), labels,
+                   absl::StrCat("node ", ctx.node, ", GPU ", r.index, ", UUID ", r.uuid, ", PCI ",
+                                r.pci_bus_id, ", ", r.model),
+                   out);
   auto finding = [&](const std::string& id, v1::Severity sev, const std::string& title,
                      const std::string& detail, const std::string& action) {
-    v1::Finding f;
-    f.set_check_id(id);
-    f.set_severity(sev);
-    f.set_category("reliability");
-    f.set_subject(absl::StrCat("gpu:", r.index));
-    f.set_title(title);
-    f.set_detail(detail);
-    f.add_evidence(ctx.command);
-    f.add_evidence(absl::StrCat("node ", ctx.node, ", GPU ", r.index, ", UUID ", r.uuid,
-                                ", PCI ", r.pci_bus_id, ", ", r.model));
-    f.set_action(action);
-    for (const auto& [k, v] : labels) (*f.mutable_labels())[k] = v;
-    (*f.mutable_labels())["node"] = ctx.node;
-    if (sev == v1::SEVERITY_FAIL || sev == v1::SEVERITY_CRITICAL) {
-      failed = true;
-      want_artifact = true;
-    }
-    out->Find(f);
+    sink.Add(id, sev, title, detail, action);
   };
 
   ThroughputStats st = ComputeThroughput(r.window_tflops, r.total_tflop, r.seconds);
@@ -259,7 +367,12 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
                          "; a dense GEMM reaching the configured power limit is expected"),
             "none, unless the power limit is below the GPU's default (nvidia-smi -q -d POWER)");
   }
-  if (want_artifact) {
+  if (r.kernel_log_watched) {
+    out->Measure("burnin_xids", static_cast<double>(r.xids.size()), "count", labels);
+  }
+  ReportXids(r.xids, who, ctx, &sink);
+
+  if (sink.failed()) {
     std::string text = absl::StrCat("node: ", ctx.node, "\ngpu: ", r.index, "\nuuid: ", r.uuid,
                                      "\npci_bus_id: ", r.pci_bus_id, "\nmodel: ", r.model,
                                      "\ncommand: ", ctx.command, "\niterations: ", r.iterations,
@@ -270,9 +383,35 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
     absl::StrAppend(&text, "-- NVML state at the end --\n",
                     r.nvml_state.empty() ? absl::StrCat("not available: ", r.telemetry_error, "\n")
                                          : r.nvml_state);
-    out->Artifact(absl::StrCat("burnin_gpu", r.index, "_nvml_state.txt"), "text/plain", text);
+    AppendKernelEvidence(r.xids, r.mismatches > 0 || !r.error.empty(), ctx, &text);
+    out->Artifact(absl::StrCat("burnin_gpu", r.index, "_evidence.txt"), "text/plain", text);
   }
-  return failed;
+  return sink.failed();
+}
+
+bool ReportNodeXids(const std::vector<BurninXid>& unmatched, const BurninContext& ctx,
+                    RecordWriter* out) {
+  FindingSink sink(ctx, "node", {{"dtype", ctx.dtype}}, absl::StrCat("node ", ctx.node), out);
+  if (!ctx.kernel_log_error.empty()) {
+    const std::string why =
+        absl::StrCat("Xids during burn-in not measured: ", ctx.kernel_log_error);
+    out->Log("info", why);
+    sink.Add("burnin.xid_not_measured", v1::SEVERITY_INFO,
+             absl::StrCat(why.substr(0, why.find(':')), " on node ", ctx.node),
+             absl::StrCat("the kernel log could not be watched (", ctx.kernel_log_error,
+                          "); no Xid was looked for, which is not the same as none"),
+             "let the agent read /dev/kmsg (root, CAP_SYSLOG, or kernel.dmesg_restrict=0) and "
+             "rerun, or check the node's kernel log for Xids by hand");
+    return false;
+  }
+  ReportXids(unmatched, absl::StrCat("node ", ctx.node, " (no burned GPU at that address)"), ctx,
+             &sink);
+  if (sink.failed()) {
+    std::string text = absl::StrCat("node: ", ctx.node, "\ncommand: ", ctx.command, "\n");
+    AppendKernelEvidence(unmatched, false, ctx, &text);
+    out->Artifact("burnin_node_xids.txt", "text/plain", text);
+  }
+  return sink.failed();
 }
 
 }  // namespace cmax::bench

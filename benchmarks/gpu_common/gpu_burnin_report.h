@@ -6,6 +6,7 @@
 #define CMAX_BENCHMARKS_GPU_COMMON_GPU_BURNIN_REPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -96,6 +97,26 @@ struct ThroughputStats {
 ThroughputStats ComputeThroughput(const std::vector<double>& window_tflops, double total_tflop,
                                   double seconds);
 
+// An NVIDIA Xid (or an NVSwitch SXid) seen in the kernel log during the burn-in.
+struct BurninXid {
+  bool sxid = false;
+  bool fatal = false;  // SXid only: the driver printed "Fatal"
+  int code = 0;
+  std::string pci;   // as printed ("0000:18:00"); empty when not printed
+  std::string text;  // the kernel log line
+};
+
+// What the Xid catalogue (benchmarks/health/data/xid_catalog.yaml) says about
+// a code; the caller turns its catalogue into an XidLookup so this file stays
+// free of the health suite.
+struct XidMeaning {
+  std::string name;                           // "GPU has fallen off the bus"
+  v1::Severity severity = v1::SEVERITY_WARN;  // of one occurrence
+  std::string action;                         // in words: "drain and inspect hardware"
+  std::string advice;
+};
+using XidLookup = std::function<XidMeaning(const BurninXid& xid)>;
+
 // What one GPU's burn-in produced.
 struct GpuBurninResult {
   int index = 0;
@@ -113,7 +134,18 @@ struct GpuBurninResult {
   std::optional<uint64_t> ecc_uncorrected_start, ecc_uncorrected_end;
   std::string nvml_state;             // DescribeTelemetry of the last reading
   std::string telemetry_error;        // why telemetry is missing, when it is
+  bool kernel_log_watched = false;    // the Xid watch ran for the whole burn-in
+  std::vector<BurninXid> xids;        // Xids on this GPU's PCI address during the run
 };
+
+// Gives each GPU the Xids printed for its PCI address; returns those that
+// match no GPU (another GPU of the node, an NVSwitch, no address).
+// `normalize` maps an address to a comparable form ("0000:18:00.0",
+// "00000000:18:00.0" and "PCI:0000:18:00" alike; health::NormalizePciAddress);
+// an address it maps to "" matches nothing.
+std::vector<BurninXid> AssignXids(std::vector<BurninXid> xids,
+                                  const std::function<std::string(const std::string&)>& normalize,
+                                  std::vector<GpuBurninResult>* gpus);
 
 struct BurninContext {
   std::string node;     // CMAX_NODE_NAME, else the host name
@@ -121,6 +153,13 @@ struct BurninContext {
   std::string command;  // the command line, for evidence
   int64_t size = 0;     // n of the n x n x n GEMM
   bool fault_injected = false;
+  // The kernel log watch: the catalogue lookup for Xid findings (unset: every
+  // Xid is a WARN "unknown Xid"), why the log could not be watched (empty:
+  // it was), and the last lines seen during the run (bounded by the caller),
+  // evidence on a mismatch or CUDA error.
+  XidLookup xid_lookup;
+  std::string kernel_log_error;
+  std::vector<std::string> recent_kernel_lines;
 };
 
 // Writes per GPU the Measurements burnin_tflops_mean, burnin_tflops_min_window,
@@ -133,9 +172,20 @@ struct BurninContext {
 //   new uncorrected ECC -> FAIL burnin.ecc_errors; new corrected ECC -> WARN
 //   thermal / HW power throttling -> WARN burnin.throttled; SW power cap -> INFO
 //   CUDA error        -> FAIL burnin.cuda_error
-// and, on a FAIL or CRITICAL, an Artifact with the NVML state as text.
+//   Xids              -> burnin.xid, one per code, the catalogue's severity and action
+// with burnin_xids (count) when the kernel log was watched; and, on a FAIL or
+// CRITICAL, an Artifact with the NVML state and the kernel log lines (the
+// GPU's Xid lines; on a mismatch or CUDA error also ctx.recent_kernel_lines).
 // Returns true when anything failed (FAIL or CRITICAL).
 bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordWriter* out);
+
+// The node's part of the Xid watch: with ctx.kernel_log_error set, a Log
+// and an INFO finding burnin.xid_not_measured (subject "node") saying Xids
+// during the burn-in were not measured and why; otherwise burnin.xid findings
+// (subject "node") for the Xids that matched no burned GPU, with an Artifact
+// of their lines when one fails. Returns true when anything failed.
+bool ReportNodeXids(const std::vector<BurninXid>& unmatched, const BurninContext& ctx,
+                    RecordWriter* out);
 
 }  // namespace cmax::bench
 

@@ -2,34 +2,21 @@
 // cmax-bench-cuda burnin writes at the end, checked without a GPU.
 #include "benchmarks/gpu_common/gpu_burnin_report.h"
 
-#include <cstdio>
-#include <cstdlib>
+#include <algorithm>
 
 #include <catch2/catch.hpp>
 
-#include "absl/strings/str_split.h"
+#include "absl/strings/str_cat.h"
+
+#include "benchmarks/health/kernel_log.h"
+#include "benchmarks/health/xid_catalog.h"
+#include "tests/benchmarks/gpu_common/capture_records.h"
 
 namespace cmax::bench {
 namespace {
 
 std::vector<v1::Record> Report(const GpuBurninResult& r, const BurninContext& ctx, bool* failed) {
-  char* buf = nullptr;
-  size_t len = 0;
-  FILE* mem = open_memstream(&buf, &len);
-  REQUIRE(mem != nullptr);
-  {
-    RecordWriter out("burnin", mem);
-    *failed = ReportGpuBurnin(r, ctx, &out);
-  }
-  std::fclose(mem);
-  std::vector<v1::Record> records;
-  for (absl::string_view line : absl::StrSplit(absl::string_view(buf, len), '\n', absl::SkipEmpty())) {
-    auto rec = ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    records.push_back(*rec);
-  }
-  std::free(buf);
-  return records;
+  return CaptureRecords([&](RecordWriter* out) { *failed = ReportGpuBurnin(r, ctx, out); });
 }
 
 GpuBurninResult Healthy() {
@@ -73,7 +60,171 @@ double Metric(const std::vector<v1::Record>& recs, const std::string& name) {
   return 0;
 }
 
+// The catalogue compiled into cmax (benchmarks/health/data/xid_catalog.yaml)
+// as the burn-in binds it.
+XidLookup Catalog() {
+  auto c = health::XidCatalog::LoadDefault();
+  REQUIRE(c.ok());
+  return [c = *c](const BurninXid& x) {
+    health::XidInfo i = x.sxid ? c.ForSxid(x.code, x.fatal) : c.Lookup(x.code);
+    return XidMeaning{.name = i.name, .severity = i.severity,
+                      .action = health::ActionWords(i.action), .advice = i.advice};
+  };
+}
+
+// Kernel log lines as the follower hands them over, parsed as the burn-in does.
+std::vector<BurninXid> Xids(const std::vector<std::string>& texts) {
+  std::vector<health::KernelLogLine> lines;
+  for (const auto& t : texts) lines.push_back({.mono_s = 1, .text = t});
+  std::vector<BurninXid> out;
+  for (const auto& e : health::ParseXidEvents(lines)) {
+    out.push_back({.sxid = e.sxid, .fatal = e.fatal, .code = e.code, .pci = e.pci, .text = e.text});
+  }
+  return out;
+}
+
+std::string Normalize(const std::string& pci) { return health::NormalizePciAddress(pci); }
+
+const v1::Artifact* FindArtifact(const std::vector<v1::Record>& recs) {
+  for (const auto& r : recs) {
+    if (r.has_artifact()) return &r.artifact();
+  }
+  return nullptr;
+}
+
+constexpr char kXid79[] =
+    "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=cmax-bench-cuda, GPU has fallen off the bus.";
+constexpr char kXid13[] =
+    "NVRM: Xid (PCI:0000:18:00): 13, pid=4242, name=cmax-bench-cuda, Graphics SM Warp Exception";
+constexpr char kSxid[] =
+    "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Fatal, Link 32 LTSSM Fault Up";
+
 }  // namespace
+
+TEST_CASE("Xids are given to the burned GPU with the same PCI address", "[burnin][xid]") {
+  std::vector<GpuBurninResult> gpus(2, Healthy());
+  gpus[1].index = 0;
+  gpus[1].pci_bus_id = "00000000:18:00.0";  // NVML's spelling
+  auto rest = AssignXids(Xids({kXid79, "unrelated line", kXid13, kXid79, kSxid}), Normalize, &gpus);
+  REQUIRE(gpus[0].xids.size() == 2);
+  CHECK(gpus[0].xids[0].code == 79);
+  REQUIRE(gpus[1].xids.size() == 1);
+  CHECK(gpus[1].xids[0].code == 13);
+  REQUIRE(rest.size() == 1);
+  CHECK(rest[0].sxid);
+  CHECK(rest[0].code == 12028);
+}
+
+TEST_CASE("an Xid during burn-in is a finding with the catalogue's severity and action",
+          "[burnin][xid]") {
+  GpuBurninResult r = Healthy();
+  r.kernel_log_watched = true;
+  r.xids = Xids({kXid79, kXid79});
+  BurninContext ctx = Ctx();
+  ctx.xid_lookup = Catalog();
+  bool failed = false;
+  auto recs = Report(r, ctx, &failed);
+  CHECK(failed);
+  CHECK(Metric(recs, "burnin_xids") == 2);
+  const v1::Finding* f = FindCheck(recs, "burnin.xid");
+  REQUIRE(f != nullptr);
+  CHECK(f->severity() == v1::SEVERITY_CRITICAL);
+  CHECK(f->subject() == "gpu:3");
+  CHECK(f->labels().at("xid") == "79");
+  CHECK_THAT(f->title(), Catch::Contains("Xid 79 (GPU has fallen off the bus)") &&
+                             Catch::Contains("2 times") && Catch::Contains("node-07") &&
+                             Catch::Contains("GPU-8f0c1a2b") && Catch::Contains("0000:3b:00.0"));
+  CHECK_THAT(f->action(), Catch::StartsWith("drain and inspect hardware: "));
+  CHECK(std::find(f->evidence().begin(), f->evidence().end(), kXid79) != f->evidence().end());
+  const v1::Artifact* a = FindArtifact(recs);
+  REQUIRE(a != nullptr);
+  CHECK(a->name() == "burnin_gpu3_evidence.txt");
+  CHECK_THAT(a->content(), Catch::Contains("Xid lines during the run") && Catch::Contains(kXid79));
+
+  // An application-level Xid warns without failing the GPU or keeping evidence.
+  r.xids = Xids({kXid13});
+  recs = Report(r, ctx, &failed);
+  CHECK_FALSE(failed);
+  REQUIRE(FindCheck(recs, "burnin.xid") != nullptr);
+  CHECK(FindCheck(recs, "burnin.xid")->severity() == v1::SEVERITY_WARN);
+  CHECK(FindArtifact(recs) == nullptr);
+}
+
+TEST_CASE("a watched log without Xids counts zero; an unwatched one counts nothing",
+          "[burnin][xid]") {
+  GpuBurninResult r = Healthy();
+  r.kernel_log_watched = true;
+  bool failed = true;
+  auto recs = Report(r, Ctx(), &failed);
+  CHECK_FALSE(failed);
+  CHECK(Metric(recs, "burnin_xids") == 0);
+  CHECK(FindCheck(recs, "burnin.xid") == nullptr);
+
+  r.kernel_log_watched = false;
+  recs = Report(r, Ctx(), &failed);
+  for (const auto& rec : recs) {
+    CHECK_FALSE((rec.has_measurement() && rec.measurement().metric() == "burnin_xids"));
+  }
+}
+
+TEST_CASE("an unreadable kernel log is reported as not measured, never as no Xids",
+          "[burnin][xid]") {
+  BurninContext ctx = Ctx();
+  ctx.kernel_log_error =
+      "open /dev/kmsg: Operation not permitted (kernel.dmesg_restrict=1 allows only privileged "
+      "readers)";
+  bool failed = true;
+  auto recs = CaptureRecords([&](RecordWriter* out) { failed = ReportNodeXids({}, ctx, out); });
+  CHECK_FALSE(failed);
+  const v1::Finding* f = FindCheck(recs, "burnin.xid_not_measured");
+  REQUIRE(f != nullptr);
+  CHECK(f->severity() == v1::SEVERITY_INFO);
+  CHECK(f->subject() == "node");
+  CHECK_THAT(f->title(), Catch::Contains("not measured") && Catch::Contains("node-07"));
+  CHECK_THAT(f->detail(), Catch::Contains("dmesg_restrict"));
+  bool logged = false;
+  for (const auto& rec : recs) {
+    if (rec.has_log() && rec.log().message().find("not measured") != std::string::npos) {
+      logged = true;
+    }
+  }
+  CHECK(logged);
+}
+
+TEST_CASE("Xids on no burned GPU are reported on the node", "[burnin][xid]") {
+  BurninContext ctx = Ctx();
+  ctx.xid_lookup = Catalog();
+  bool failed = false;
+  auto recs =
+      CaptureRecords([&](RecordWriter* out) { failed = ReportNodeXids(Xids({kSxid}), ctx, out); });
+  CHECK(failed);  // a fatal SXid
+  const v1::Finding* f = FindCheck(recs, "burnin.xid");
+  REQUIRE(f != nullptr);
+  CHECK(f->subject() == "node");
+  CHECK(f->severity() == v1::SEVERITY_FAIL);
+  CHECK(f->labels().at("sxid") == "12028");
+  CHECK_THAT(f->title(), Catch::Contains("SXid 12028") && Catch::Contains("node-07"));
+  const v1::Artifact* a = FindArtifact(recs);
+  REQUIRE(a != nullptr);
+  CHECK_THAT(a->content(), Catch::Contains(kSxid));
+}
+
+TEST_CASE("a mismatch keeps the last kernel log lines of the run, bounded", "[burnin][xid]") {
+  GpuBurninResult r = Healthy();
+  r.kernel_log_watched = true;
+  r.mismatches = 1;
+  r.first_mismatch_iteration = 7;
+  BurninContext ctx = Ctx();
+  for (int i = 0; i < 150; ++i) ctx.recent_kernel_lines.push_back(absl::StrCat("kline ", i, ";"));
+  bool failed = false;
+  auto recs = Report(r, ctx, &failed);
+  CHECK(failed);
+  const v1::Artifact* a = FindArtifact(recs);
+  REQUIRE(a != nullptr);
+  CHECK_THAT(a->content(), Catch::Contains("kline 149;") && Catch::Contains("kline 50;") &&
+                               Catch::Contains("last 100 lines"));
+  CHECK_FALSE(a->content().find("kline 49;") != std::string::npos);
+}
 
 TEST_CASE("a healthy GPU burn-in gives figures and no finding", "[burnin]") {
   bool failed = true;
@@ -120,7 +271,7 @@ TEST_CASE("mismatched elements are a critical SDC finding naming node, GPU, UUID
   for (const auto& rec : recs) {
     if (rec.has_artifact()) {
       artifact = true;
-      CHECK(rec.artifact().name() == "burnin_gpu3_nvml_state.txt");
+      CHECK(rec.artifact().name() == "burnin_gpu3_evidence.txt");
     }
   }
   CHECK(artifact);
