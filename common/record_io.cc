@@ -104,6 +104,14 @@ void RecordWriter::Find(v1::Finding finding) {
   Write(std::move(record));
 }
 
+void RecordWriter::WriteSample(v1::Sample sample) {
+  if (sample.suite().empty()) sample.set_suite(suite_);
+  for (const auto& [k, v] : labels_) sample.mutable_labels()->insert({k, v});
+  v1::Record record;
+  *record.mutable_sample() = std::move(sample);
+  Write(std::move(record));
+}
+
 void RecordWriter::Sample(const std::string& metric, double value, const std::string& unit,
                           const std::map<std::string, std::string>& labels) {
   v1::Record record;

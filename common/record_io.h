@@ -50,6 +50,9 @@ class RecordWriter {
   void Log(const std::string& level, const std::string& message);
   void Artifact(const std::string& name, const std::string& media_type,
                 const std::string& content);
+  // Writes a Sample built elsewhere (a SampleWindow's), adding suite and the
+  // base labels where it lacks them.
+  void WriteSample(v1::Sample sample);
   // Writes `record` as is (time filled in when unset).
   void Write(v1::Record record);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <random>
 #include <thread>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "benchmarks/burnin/host_gemm.h"
 #include "benchmarks/burnin/host_telemetry.h"
+#include "common/sample_window.h"
+#include "common/time_util.h"
 
 namespace cmax::burnin {
 namespace {
@@ -51,6 +54,22 @@ absl::StatusOr<CpuBurninResult> Loop(const CpuBurninOptions& o, RecordWriter* ou
   HostGemm(n, a.data(), b.data(), ref.data());
 
   std::vector<double> windows;
+  // One Sample a second, or windows of several seconds for long runs
+  // (common/sample_window.h); one window per label set.
+  const int ticks = SampleWindowTicks(o.duration_s);
+  SampleWindow load_window(ticks), freq_window(ticks);
+  std::map<std::string, SampleWindow> temp_windows;  // by sensor
+  auto write = [out](std::vector<v1::Sample> samples) {
+    for (auto& sample : samples) out->WriteSample(std::move(sample));
+  };
+  auto write_windows = [&](bool flush) {
+    const int64_t now_ns = NowUnixNs();
+    write(load_window.Tick(out->suite(), labels, now_ns, flush));
+    write(freq_window.Tick(out->suite(), {{"stat", "mean"}}, now_ns, flush));
+    for (auto& [sensor, w] : temp_windows) {
+      write(w.Tick(out->suite(), {{"sensor", sensor}}, now_ns, flush));
+    }
+  };
   const Clock::time_point start = Clock::now();
   Clock::time_point window_start = start;
   Clock::time_point next_progress = start + std::chrono::duration_cast<Clock::duration>(
@@ -83,17 +102,19 @@ absl::StatusOr<CpuBurninResult> Loop(const CpuBurninOptions& o, RecordWriter* ou
     if (wsec >= 1.0) {
       double gflops = window_flop / wsec / 1e9;
       windows.push_back(gflops);
-      out->Sample("burnin_gflops", gflops, "GFLOP/s", labels);
+      load_window.Add("burnin_gflops", "GFLOP/s", gflops);
       if (auto f = telemetry.ReadCpuFrequency()) {
-        out->Sample("cpu_freq_mhz", f->mean_mhz, "MHz", {{"stat", "mean"}});
+        freq_window.Add("cpu_freq_mhz", "MHz", f->mean_mhz);
         r.min_freq_mhz = r.min_freq_mhz ? std::min(*r.min_freq_mhz, f->min_mhz) : f->min_mhz;
         r.max_freq_mhz = r.max_freq_mhz ? std::max(*r.max_freq_mhz, f->max_mhz) : f->max_mhz;
       }
       for (const auto& t : telemetry.ReadTemperatures()) {
-        out->Sample("temperature_c", t.celsius, "C", {{"sensor", t.sensor}});
+        temp_windows.try_emplace(t.sensor, ticks).first->second.Add("temperature_c", "C",
+                                                                    t.celsius);
         r.max_temperature_c =
             r.max_temperature_c ? std::max(*r.max_temperature_c, t.celsius) : t.celsius;
       }
+      write_windows(false);
       window_start = now;
       window_flop = 0;
     }
@@ -107,6 +128,7 @@ absl::StatusOr<CpuBurninResult> Loop(const CpuBurninOptions& o, RecordWriter* ou
                                 std::chrono::duration<double>(o.progress_every_s));
     }
   }
+  write_windows(/*flush=*/true);
   r.seconds = Seconds(Clock::now() - start);
   r.gflops_mean = r.seconds > 0 ? flop_per_iter * r.iterations / r.seconds / 1e9 : 0;
   r.windows = static_cast<int>(windows.size());

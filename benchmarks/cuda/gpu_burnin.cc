@@ -66,9 +66,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint64_t kWorkspaceBytes = uint64_t{64} << 20;
 constexpr double kBatchSeconds = 0.05;
-// Longer runs write one Sample per metric per 5-second window (min/mean/max).
-constexpr double kAggregateAboveSeconds = 120;
-constexpr int kAggregateWindow = 5;
 constexpr double kProgressEverySeconds = 5;
 // Kernel log lines kept as evidence for a mismatch or CUDA error.
 constexpr size_t kRecentKernelLines = 100;
@@ -304,7 +301,7 @@ int RunCudaBurnin(int argc, char** argv) {
       "first iteration's on the GPU; a differing element is a CRITICAL finding (silent data\n"
       "corruption suspect). Telemetry through NVML once a second (temperature, memory\n"
       "temperature, power, SM clock, clock event reasons, ECC counters) as Samples; runs\n"
-      "longer than 120 s write 5-second windows (min/mean/max). At the end, per GPU: mean and\n"
+      "longer than 600 s write about 600 windows a metric (min/mean/max). At the end, per GPU: mean and\n"
       "slowest-window TFLOP/s, their coefficient of variation, maximum temperatures, time\n"
       "throttled and why, mismatched elements, new ECC errors.\n"
       "--fault-inject N is TEST-ONLY: it corrupts one output element at iteration N so tests\n"
@@ -427,7 +424,7 @@ int RunCudaBurnin(int argc, char** argv) {
     });
   }
 
-  const int window = o.duration_s > kAggregateAboveSeconds ? kAggregateWindow : 1;
+  const int window = SampleWindowTicks(o.duration_s);
   std::vector<SampleWindow> windows(count, SampleWindow(window));
   auto labels_for = [&](size_t x) {
     std::map<std::string, std::string> l = out.base_labels();
@@ -438,11 +435,7 @@ int RunCudaBurnin(int argc, char** argv) {
     return l;
   };
   auto write_samples = [&](std::vector<v1::Sample> samples) {
-    for (auto& s : samples) {
-      v1::Record rec;
-      *rec.mutable_sample() = std::move(s);
-      out.Write(std::move(rec));
-    }
+    for (auto& s : samples) out.WriteSample(std::move(s));
   };
   const auto start = Clock::now();
   auto last_tick = start;

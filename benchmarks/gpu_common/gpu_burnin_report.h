@@ -15,6 +15,7 @@
 #include "benchmarks/gpu_common/nvml_telemetry.h"
 #include "cmax/v1/record.pb.h"
 #include "common/record_io.h"
+#include "common/sample_window.h"
 
 namespace cmax::bench {
 
@@ -56,33 +57,6 @@ class ThrottleTracker {
   std::map<std::string, double> by_reason_;
   std::map<uint64_t, double> by_bit_;
   uint64_t seen_ = 0;
-};
-
-// Telemetry of one GPU into Samples: `ticks_per_window` readings (one a
-// second) become one Sample per metric with min/mean/max and count (1 for
-// one-second samples). Bit-mask metrics keep the OR of the window.
-class SampleWindow {
- public:
-  explicit SampleWindow(int ticks_per_window) : ticks_(ticks_per_window < 1 ? 1 : ticks_per_window) {}
-  void Add(const std::string& metric, const std::string& unit, double value);
-  void AddBits(const std::string& metric, uint64_t bits);
-  // Ends one tick; returns the window's Samples (suite, labels and time
-  // filled) when the window is complete or `flush` is set, else nothing.
-  std::vector<v1::Sample> Tick(const std::string& suite,
-                               const std::map<std::string, std::string>& labels, int64_t time_ns,
-                               bool flush = false);
-
- private:
-  struct Acc {
-    std::string unit;
-    double min = 0, max = 0, sum = 0;
-    uint32_t count = 0;
-    bool bits = false;
-    uint64_t or_bits = 0;
-  };
-  int ticks_;
-  int ticks_seen_ = 0;
-  std::map<std::string, Acc> acc_;
 };
 
 // Telemetry of a reading into the window: the metric names every Sample uses.

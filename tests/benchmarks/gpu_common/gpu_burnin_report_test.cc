@@ -340,38 +340,6 @@ TEST_CASE("a CUDA error fails the GPU and keeps the NVML state", "[burnin]") {
   CHECK(artifact);
 }
 
-TEST_CASE("telemetry windows: one-second samples or 5-second min/mean/max", "[burnin]") {
-  SampleWindow one(1);
-  one.Add("gpu_temperature_c", "C", 60);
-  auto s = one.Tick("burnin", {{"gpu", "0"}}, 1);
-  REQUIRE(s.size() == 1);
-  CHECK(s[0].count() == 1);
-  CHECK(s[0].value() == 60);
-  CHECK(s[0].labels().at("gpu") == "0");
-
-  SampleWindow five(5);
-  std::vector<v1::Sample> got;
-  for (int i = 0; i < 5; ++i) {
-    five.Add("gpu_power_w", "W", 600 + 10 * i);
-    five.AddBits("gpu_throttle_reasons", i == 2 ? kReasonSwPowerCap : 0);
-    got = five.Tick("burnin", {}, i);
-    if (i < 4) CHECK(got.empty());
-  }
-  REQUIRE(got.size() == 2);
-  for (const auto& x : got) {
-    CHECK(x.count() == 5);
-    if (x.metric() == "gpu_power_w") {
-      CHECK(x.min() == 600);
-      CHECK(x.max() == 640);
-      CHECK(x.value() == Approx(620));
-    } else {
-      CHECK(x.value() == static_cast<double>(kReasonSwPowerCap));
-    }
-  }
-  five.Add("gpu_power_w", "W", 1);
-  CHECK(five.Tick("burnin", {}, 9, /*flush=*/true).size() == 1);
-}
-
 TEST_CASE("throttle reason names mask idle and application clocks", "[burnin]") {
   CHECK(MaskThrottleReasons(0x3) == 0);
   auto names = ThrottleReasonNames(MaskThrottleReasons(0x1 | 0x4 | 0x40 | 0x10000));
