@@ -15,12 +15,13 @@
 #include "absl/strings/match.h"
 #include "cmax/v1/scorecard.pb.h"
 #include "common/subprocess.h"
-#include "google/protobuf/util/json_util.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/export_records.h"
 
 using cmax::testing::Cluster;
+using cmax::testing::CategoryOf;
 using cmax::testing::Export;
+using cmax::testing::ReportCard;
 using namespace std::chrono_literals;
 
 TEST_CASE("a fleet burn-in runs on every node at once and is compared with each node's own",
@@ -64,17 +65,8 @@ suites:
     CHECK(tasks.size() == 2);
   }
 
-  auto rep = c.Ctl({"report", run_id, "--format", "json"});
-  REQUIRE(rep.exit.code == 0);
-  cmax::v1::Scorecard card;
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;
-  REQUIRE(google::protobuf::util::JsonStringToMessage(rep.out, &card, opts).ok());
-  const cmax::v1::CategoryGrade* reliability = nullptr;
-  for (const auto& cat : card.categories()) {
-    if (cat.name() == "Reliability") reliability = &cat;
-  }
-  REQUIRE(reliability != nullptr);
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  const cmax::v1::CategoryGrade* reliability = &CategoryOf(card, "Reliability");
   CHECK(reliability->measured());
   // Per-node passes stay out of the category's list (key figures and
   // results that fired only); none of what is listed may be "not measured".

@@ -21,12 +21,13 @@
 #include "absl/strings/str_split.h"
 #include "cmax/v1/scorecard.pb.h"
 #include "common/subprocess.h"
-#include "google/protobuf/util/json_util.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/export_records.h"
 
 using cmax::testing::Cluster;
+using cmax::testing::CategoryOf;
 using cmax::testing::Export;
+using cmax::testing::ReportCard;
 using namespace std::chrono_literals;
 
 namespace {
@@ -113,17 +114,8 @@ suites:
     CHECK(skew_ms < 50);
   }
 
-  auto rep = c.Ctl({"report", run_id, "--format", "json"});
-  REQUIRE(rep.exit.code == 0);
-  cmax::v1::Scorecard card;
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;
-  REQUIRE(google::protobuf::util::JsonStringToMessage(rep.out, &card, opts).ok());
-  const cmax::v1::CategoryGrade* storage = nullptr;
-  for (const auto& cat : card.categories()) {
-    if (cat.name() == "Storage") storage = &cat;
-  }
-  REQUIRE(storage != nullptr);
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  const cmax::v1::CategoryGrade* storage = &CategoryOf(card, "Storage");
   CHECK(storage->measured());
   std::set<std::string> aggregated;
   for (const auto& rule : storage->rules()) {
@@ -136,7 +128,6 @@ suites:
     WARN(rule.message() << " | " << rule.evidence(0) << " | " << rule.evidence(1));
     aggregated.insert(rule.subject());
   }
-  INFO(rep.out.substr(0, 4000));
   CHECK(aggregated.size() == 2);  // seq-write and seq-read
 }
 
