@@ -42,6 +42,16 @@ constexpr int kPerfPolicyPower = 0;                // NVML_PERF_POLICY_POWER
 constexpr int kPerfPolicyThermal = 1;              // NVML_PERF_POLICY_THERMAL
 constexpr int kClockSm = 1;                        // NVML_CLOCK_SM
 constexpr unsigned kFieldMemoryTemp = 82;          // NVML_FI_DEV_MEMORY_TEMP
+// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (drivers r570 and later; older ones
+// answer the field with NOT_SUPPORTED): the driver's own verdict on what the
+// GPU needs, an nvmlDeviceGpuRecoveryAction_t (kRecovery* below). Xid 154
+// reports a change of it.
+constexpr unsigned kFieldGpuRecoveryAction = 230;
+constexpr int kRecoveryNone = 0;          // NVML_GPU_RECOVERY_ACTION_NONE
+constexpr int kRecoveryGpuReset = 1;      // NVML_GPU_RECOVERY_ACTION_GPU_RESET
+constexpr int kRecoveryNodeReboot = 2;    // NVML_GPU_RECOVERY_ACTION_NODE_REBOOT
+constexpr int kRecoveryDrainP2p = 3;      // NVML_GPU_RECOVERY_ACTION_DRAIN_P2P
+constexpr int kRecoveryDrainAndReset = 4; // NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET
 constexpr unsigned kNameBuffer = 96;               // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 constexpr unsigned kUuidBuffer = 80;               // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 constexpr unsigned kDriverBuffer = 80;             // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE

@@ -82,6 +82,7 @@ absl::StatusOr<GpuInventory> FileGpuProbe::ParseYaml(const std::string& text) {
       Opt(g, "compute_processes", &s.compute_processes);
       Opt(g, "violation_power_ns", &s.violation_power_ns);
       Opt(g, "violation_thermal_ns", &s.violation_thermal_ns);
+      Opt(g, "recovery_action", &s.recovery_action);
       if (g["lost"]) s.lost = g["lost"].as<bool>();
       if (auto st = ParseNvLinks(g["nvlinks"], &s); !st.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("gpu ", s.index, ": ", st.message()));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "benchmarks/gpu_common/nvml_api.h"
 #include "benchmarks/health/kernel_log.h"
 
 namespace cmax::health {
@@ -16,6 +17,42 @@ constexpr char kDcgmDoc[] =
 void MeasureOpt(HealthResult* r, const GpuState& g, const char* metric,
                 const std::optional<uint64_t>& v, const char* unit) {
   if (v) r->Measure(metric, static_cast<double>(*v), unit, GpuLabels(g));
+}
+
+// The driver's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): any
+// value but NONE means the GPU is not fit for work until the action is done.
+void CheckRecoveryAction(const GpuState& g, HealthResult* r) {
+  const uint64_t a = *g.recovery_action;
+  r->Measure("gpu_recovery_action", static_cast<double>(a), "enum", GpuLabels(g));
+  if (a == nvml::kRecoveryNone) return;
+  struct Meaning {
+    const char* what;
+    const char* action;
+  };
+  static const std::map<uint64_t, Meaning> kMeanings = {
+      {nvml::kRecoveryGpuReset,
+       {"a GPU reset", "reset GPU: stop its processes, nvidia-smi -r, then rerun health"}},
+      {nvml::kRecoveryNodeReboot,
+       {"a node reboot", "reboot the node (a GPU reset is not enough), then rerun health"}},
+      {nvml::kRecoveryDrainP2p,
+       {"draining peer-to-peer traffic",
+        "stop the NVLink/P2P traffic (the jobs using this GPU), then rerun health: the driver "
+        "then names the final action"}},
+      {nvml::kRecoveryDrainAndReset,
+       {"a drain and reset (it runs at reduced capacity)",
+        "drain the node: let running work reach a checkpoint, then reset GPU"}},
+  };
+  auto it = kMeanings.find(a);
+  const std::string what = it == kMeanings.end() ? absl::StrCat("recovery action ", a)
+                                                 : std::string(it->second.what);
+  GpuFinding(r, g, "health.recovery_action", v1::SEVERITY_FAIL, "reliability",
+             absl::StrCat("the driver says ", GpuWho(g), " needs ", what),
+             absl::StrCat("NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = ", a,
+                          ": the GPU is not fit for work until then (Xid 154 reports changes)"),
+             it == kMeanings.end() ? "read the driver's documentation for this action; drain "
+                                     "the node until it is done"
+                                   : it->second.action,
+             kNvmlDoc);
 }
 
 void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
@@ -152,6 +189,7 @@ void CheckOne(const GpuState& g, const HealthThresholds& t, HealthResult* r) {
                "benchmarks see a slice of the GPU: measurements would be meaningless",
                "disable MIG (nvidia-smi -mig 0) and reset the GPU before benchmarking", kNvmlDoc);
   }
+  if (g.recovery_action) CheckRecoveryAction(g, r);
   if (g.compute_processes && *g.compute_processes > 0) {
     GpuFinding(r, g, "health.gpu_busy", v1::SEVERITY_WARN, "compute",
                absl::StrCat(*g.compute_processes, " other compute process(es) on ", GpuWho(g)),

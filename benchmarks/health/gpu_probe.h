@@ -52,6 +52,10 @@ struct GpuState {
   std::optional<uint64_t> compute_processes;
   // Cumulative violation time (ns) from nvmlDeviceGetViolationStatus.
   std::optional<uint64_t> violation_power_ns, violation_thermal_ns;
+  // The driver's recovery action (nvml_api.h kRecovery*): 0 none, 1 GPU
+  // reset, 2 node reboot, 3 drain peer-to-peer traffic, 4 drain and reset.
+  // nullopt before driver r570.
+  std::optional<uint64_t> recovery_action;
 
   // Links that exist on this GPU (empty: no NVLink, or not measured).
   std::vector<NvLinkState> nvlinks;

@@ -123,10 +123,12 @@ int RunHealth(int argc, char** argv) {
       "cmax-bench health [--root DIR] [--jsonl] [--expect-gpus N] [--expect-ib-rate GBPS] "
       "[--thresholds FILE] [--set SECTION.KEY:VALUE,...]",
       "Passive node health, one shot: GPUs through NVML (ECC, row remapping, PCIe, throttling,\n"
-      "temperature, persistence, MIG, other processes, NVLink state and error counters), the\n"
-      "Fabric Manager and fabric registration where NVSwitches are present, NVIDIA Xid/SXid\n"
-      "events in the kernel log since boot (/dev/kmsg, else the journal), InfiniBand/RoCE port\n"
-      "state, rate and error counters. Findings carry a suggested action. An unreadable kernel\n"
+      "temperature, persistence, MIG, other processes, the driver's recovery action, NVLink\n"
+      "state and error counters), the Fabric Manager and fabric registration where NVSwitches\n"
+      "are present, NVIDIA Xid/SXid events in the kernel log since boot (/dev/kmsg, else the\n"
+      "journal), InfiniBand/RoCE port state, rate and error counters. Thresholds: the compiled-in\n"
+      "defaults, then --thresholds, then --set. Findings carry a suggested action. An unreadable\n"
+      "kernel "
       "log or a missing NVML library is reported as not measured, never as healthy.\n"
       "Exit: 0 no failures, 1 a fail or critical finding, 2 nothing could be measured.");
   args.AddString("root", &root_dir, "system root to read (fixture trees); default /");

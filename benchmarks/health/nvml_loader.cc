@@ -200,6 +200,16 @@ void QueryDevice(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
       s->violation_thermal_ns = vt.violation_time;
     }
   }
+  if (lib.field_values) {
+    nvml::FieldValue fv{};
+    fv.field_id = nvml::kFieldGpuRecoveryAction;
+    double action = 0;
+    // The field's own return is NOT_SUPPORTED before r570: not an error.
+    if (Ok(lib, lib.field_values(dev, 1, &fv), "nvmlDeviceGetFieldValues(recovery action)", s) &&
+        nvml::FieldAsDouble(fv, &action) && action >= 0) {
+      s->recovery_action = static_cast<uint64_t>(action);
+    }
+  }
   QueryNvLinks(lib, dev, s);
   QueryFabric(lib, dev, s);
 }

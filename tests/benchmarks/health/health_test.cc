@@ -321,6 +321,40 @@ TEST_CASE("GPU checks: DBE, pending remap, narrow link, throttling, and no NVML 
   CHECK_FALSE(none.logs.empty());
 }
 
+TEST_CASE("the driver's recovery action fails the GPU with what to do", "[health]") {
+  auto t = DefaultThresholds();
+  REQUIRE(t.ok());
+  GpuInventory inv;
+  GpuState ok_gpu;
+  ok_gpu.index = 0;
+  ok_gpu.uuid = "GPU-aaaa";
+  ok_gpu.recovery_action = 0;
+  GpuState reboot = ok_gpu;
+  reboot.index = 5;
+  reboot.uuid = "GPU-bbbb";
+  reboot.pci_bus_id = "00000000:9a:00.0";
+  reboot.recovery_action = 2;  // NVML_GPU_RECOVERY_ACTION_NODE_REBOOT
+  GpuState unknown = ok_gpu;
+  unknown.index = 6;
+  unknown.recovery_action = 9;
+  inv.gpus = {ok_gpu, reboot, unknown};
+  HealthResult r;
+  CheckGpus(inv, {}, *t, -1, &r);
+  auto found = r.FindingsWithId("health.recovery_action");
+  REQUIRE(found.size() == 2);
+  const v1::Finding& f = *found[0];
+  CHECK(f.severity() == v1::SEVERITY_FAIL);
+  CHECK(f.subject() == "gpu:5");
+  CHECK(absl::StrContains(f.title(), "needs a node reboot"));
+  CHECK(absl::StrContains(f.action(), "reboot the node"));
+  CHECK(absl::StrContains(found[1]->title(), "recovery action 9"));
+  CHECK(HasMetric(r, "gpu_recovery_action"));
+
+  // The healthy fixture reads recovery action 0 on every GPU: no finding.
+  HealthRun run = Run("");
+  CHECK(run.result.FindingsWithId("health.recovery_action").empty());
+}
+
 TEST_CASE("thresholds override by file, unknown keys are errors", "[health]") {
   auto t = DefaultThresholds();
   REQUIRE(t.ok());
