@@ -20,7 +20,7 @@ pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev libyaml-cpp-dev
-  libre2-dev libopenblas-dev fio openssl iproute2 procps
+  libre2-dev libssl-dev libopenblas-dev fio openssl iproute2 procps
   # gloo and Open MPI: host collectives; Open MPI also for the mpirun launcher
   # (docs/mpirun.md).
   libgloo-dev libopenmpi-dev openmpi-bin
