@@ -24,12 +24,25 @@ std::optional<uint64_t> FileSize(const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
+// The node name as a file name: anything but [A-Za-z0-9._-] becomes '_', so
+// a name from the environment can never climb out of the directory.
+std::string SafeName(const std::string& name) {
+  std::string out = name.empty() ? "node" : name;
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (out == "." || out == "..") out = "_";
+  return out;
+}
+
 }  // namespace
 
 std::string BugReportDir(const std::string& flag_dir, const std::string& task_dir,
                          const std::string& node, int64_t unix_s) {
   if (!flag_dir.empty()) return flag_dir;
-  const std::string leaf = absl::StrCat(node, "-", unix_s);
+  const std::string leaf = absl::StrCat(SafeName(node), "-", unix_s);
   if (!task_dir.empty()) {
     std::filesystem::path task(std::string(absl::StripSuffix(task_dir, "/")));
     if (task.parent_path().filename() == "tasks") {
@@ -48,7 +61,7 @@ BugReportOutcome CollectBugReport(const BugReportRequest& request) {
   BugReportOutcome o;
   o.node = request.node;
   const std::string base =
-      absl::StrCat(request.dir, "/nvidia-bug-report-", request.node, ".log");
+      absl::StrCat(request.dir, "/nvidia-bug-report-", SafeName(request.node), ".log");
   const std::vector<std::string> argv = BugReportArgv(request.tool, base);
   o.command = absl::StrJoin(argv, " ");
   std::error_code ec;

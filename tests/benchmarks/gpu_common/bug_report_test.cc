@@ -82,6 +82,8 @@ TEST_CASE(
         "/var/lib/cmax-agent/artifacts/n1-17");
   CHECK(BugReportDir("", "", "n1", 17) == "/var/lib/cmax/artifacts/n1-17");
   CHECK(BugReportDir("", "/tmp/elsewhere", "n1", 17) == "/var/lib/cmax/artifacts/n1-17");
+  // A node name from the environment never leaves the artifacts directory.
+  CHECK(BugReportDir("", "", "../../etc/x y", 17) == "/var/lib/cmax/artifacts/.._.._etc_x_y-17");
   CHECK(BugReportArgv("/usr/bin/nvidia-bug-report.sh", "/d/r.log") ==
         std::vector<std::string>{"/usr/bin/nvidia-bug-report.sh", "--output-file",
                                  "/d/r.log"});
