@@ -64,6 +64,10 @@ constexpr int kNvLinkErrorReplay = 0;              // NVML_NVLINK_ERROR_DL_REPLA
 constexpr int kNvLinkErrorRecovery = 1;            // NVML_NVLINK_ERROR_DL_RECOVERY
 constexpr int kNvLinkErrorCrcFlit = 2;             // NVML_NVLINK_ERROR_DL_CRC_FLIT
 constexpr int kNvLinkErrorCrcData = 3;             // NVML_NVLINK_ERROR_DL_CRC_DATA
+// NVLink5 (Blackwell) counters, read per link as field values (scope_id =
+// link) where nvmlDeviceGetNvLinkErrorCounter answers NOT_SUPPORTED.
+constexpr unsigned kFieldNvLinkRecoveryEvents = 215;  // NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS
+constexpr unsigned kFieldNvLinkEffectiveErrors = 219; // NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS
 // nvmlGpuFabricState_t (an unsigned char).
 constexpr unsigned char kFabricNotSupported = 0;   // NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
 constexpr unsigned char kFabricNotStarted = 1;     // NVML_GPU_FABRIC_STATE_NOT_STARTED

@@ -23,6 +23,7 @@ std::optional<FabricState> ParseFabricState(const std::string& name) {
 }
 
 // nvlinks: [{link: 0, active: true, replay: 0, recovery: 0, crc_flit: 0, crc_data: 0}, ...]
+// (NVLink5 GPUs: {link, active, recovery, effective_errors})
 absl::Status ParseNvLinks(const YAML::Node& list, GpuState* s) {
   if (!list) return absl::OkStatus();
   if (!list.IsSequence()) return absl::InvalidArgumentError("nvlinks: not a list");
@@ -38,6 +39,7 @@ absl::Status ParseNvLinks(const YAML::Node& list, GpuState* s) {
     Opt(n, "recovery", &l.recovery);
     Opt(n, "crc_flit", &l.crc_flit);
     Opt(n, "crc_data", &l.crc_data);
+    Opt(n, "effective_errors", &l.effective_errors);
     s->nvlinks.push_back(l);
   }
   return absl::OkStatus();

@@ -20,6 +20,10 @@ struct NvLinkState {
   int link = -1;  // 0 .. NVML_NVLINK_MAX_LINKS-1
   bool active = false;
   std::optional<uint64_t> replay, recovery, crc_flit, crc_data;
+  // NVLink5: errors left after forward error correction (the link-level
+  // errors that cost a replay); `recovery` then holds the link recovery
+  // events of the same field family.
+  std::optional<uint64_t> effective_errors;
 };
 
 // The GPU's registration with the NVLink fabric (nvmlGpuFabricInfo_t).

@@ -33,6 +33,7 @@ constexpr Counter kCounters[] = {
     {"recovery", &NvLinkState::recovery, &HealthThresholds::nvlink_recovery_warn},
     {"crc_flit", &NvLinkState::crc_flit, &HealthThresholds::nvlink_crc_flit_warn},
     {"crc_data", &NvLinkState::crc_data, &HealthThresholds::nvlink_crc_data_warn},
+    {"effective", &NvLinkState::effective_errors, &HealthThresholds::nvlink_effective_errors_warn},
 };
 
 void MeasureLinks(const GpuState& g, int active, int down, HealthResult* r) {
@@ -69,7 +70,8 @@ void CheckCounters(const GpuState& g, const NvLinkState& l, const HealthThreshol
   v1::Finding& f = GpuFinding(
       r, g, "health.nvlink_errors", v1::SEVERITY_WARN, "reliability",
       absl::StrCat(GpuWho(g), " NVLink ", l.link, ": ", absl::StrJoin(over, ", ")),
-      "NVLink error counters since the driver loaded (nvmlDeviceGetNvLinkErrorCounter); "
+      "NVLink error counters since the driver loaded (nvmlDeviceGetNvLinkErrorCounter, or the "
+      "NVLink5 field values); "
       "compare the change over a run: a growing count is a marginal link",
       kErrorsAction, kNvLinkDoc);
   (*f.mutable_labels())["nvlink"] = absl::StrCat(l.link);

@@ -43,6 +43,21 @@ std::optional<uint64_t> RetiredPages(NvmlLibrary& lib, nvml::nvmlDevice_t dev, i
 // Every link NVML answers for: NOT_SUPPORTED or INVALID_ARGUMENT means the
 // link does not exist on this GPU (not an error). Error counters that answer
 // NOT_SUPPORTED stay nullopt.
+// NVLink5 GPUs answer the legacy error counters with NOT_SUPPORTED and give
+// their counters as field values scoped to the link.
+void QueryNvLink5(NvmlLibrary& lib, nvml::nvmlDevice_t dev, NvLinkState* l, GpuState* s) {
+  if (!lib.field_values) return;
+  nvml::FieldValue fv[2] = {};
+  fv[0].field_id = nvml::kFieldNvLinkRecoveryEvents;
+  fv[1].field_id = nvml::kFieldNvLinkEffectiveErrors;
+  for (auto& f : fv) f.scope_id = static_cast<unsigned int>(l->link);
+  if (!Ok(lib, lib.field_values(dev, 2, fv), "nvmlDeviceGetFieldValues(NVLink)", s)) return;
+  double v = 0;
+  // Each field carries its own return: NOT_SUPPORTED before NVLink5.
+  if (nvml::FieldAsDouble(fv[0], &v) && v >= 0) l->recovery = static_cast<uint64_t>(v);
+  if (nvml::FieldAsDouble(fv[1], &v) && v >= 0) l->effective_errors = static_cast<uint64_t>(v);
+}
+
 void QueryNvLinks(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
   if (!lib.nvlink_state) return;
   for (unsigned int link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
@@ -66,6 +81,7 @@ void QueryNvLinks(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
         if (Ok(lib, r, "nvmlDeviceGetNvLinkErrorCounter", s)) *out = v;
       }
     }
+    if (!l.replay && !l.recovery && !l.crc_flit && !l.crc_data) QueryNvLink5(lib, dev, &l, s);
     s->nvlinks.push_back(l);
   }
 }

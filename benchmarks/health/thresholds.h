@@ -28,6 +28,7 @@ struct HealthThresholds {
   int64_t nvlink_recovery_warn = 1;
   int64_t nvlink_crc_flit_warn = 100;
   int64_t nvlink_crc_data_warn = 100;
+  int64_t nvlink_effective_errors_warn = 1;
   // infiniband
   double expect_rate_gbps = 0;  // 0: no expectation
   int64_t error_counter_warn = 1;

@@ -56,6 +56,8 @@ constexpr CounterRule kCounters[] = {
      "provider inspect the NVLink/NVSwitch if errors keep growing"},
     {"nvlink_crc_data_errors", "warn", "NVLink CRC data errors", "reset the GPU; have the "
      "provider inspect the NVLink/NVSwitch if errors keep growing"},
+    {"nvlink_effective_errors", "warn", "NVLink5 errors left after FEC", "reset the GPU; have "
+     "the provider inspect the NVLink/NVSwitch if errors keep growing"},
     {"ib_counter", "warn", "InfiniBand/RoCE port errors",
      "check the cable, transceiver and switch port; reseat or replace the cable"},
     {"xid_events_total", "warn", "new NVIDIA Xid events in the kernel log",

@@ -512,6 +512,32 @@ TEST_CASE("without NVSwitches there are no fabric findings, only an info line", 
   CHECK(absl::StrContains(f.action(), "systemctl restart nvidia-fabricmanager"));
 }
 
+TEST_CASE("NVLink5 links: errors left after FEC warn, recoveries are counted", "[health]") {
+  auto t = DefaultThresholds();
+  REQUIRE(t.ok());
+  CHECK(t->nvlink_effective_errors_warn == 1);
+  GpuState g;
+  g.index = 2;
+  g.uuid = "GPU-b200";
+  // What NVML gives on Blackwell: no legacy counters, the field values.
+  NvLinkState clean{0, true, {}, {}, {}, {}};
+  clean.recovery = 0;
+  clean.effective_errors = 0;
+  NvLinkState bad{7, true, {}, {}, {}, {}};
+  bad.recovery = 0;
+  bad.effective_errors = 3;
+  g.nvlinks = {clean, bad};
+  HealthResult r;
+  CheckNvLinks(g, *t, /*nvswitches_present=*/true, &r);
+  const v1::Finding& f = Only(r, "health.nvlink_errors");
+  CHECK(f.severity() == v1::SEVERITY_WARN);
+  CHECK(f.labels().at("nvlink") == "7");
+  CHECK(absl::StrContains(f.title(), "effective 3"));
+  CHECK(MetricValue(r, "nvlink_effective_errors", "2") == 3);
+  CHECK(MetricValue(r, "nvlink_recovery_errors", "2") == 0);
+  CHECK_FALSE(HasMetric(r, "nvlink_crc_flit_errors"));  // not exposed: not measured
+}
+
 TEST_CASE("NVLink checks: all links down without NVSwitches warns once; counters not exposed "
           "are not measured",
           "[health]") {
