@@ -52,6 +52,10 @@ constexpr int kRecoveryGpuReset = 1;      // NVML_GPU_RECOVERY_ACTION_GPU_RESET
 constexpr int kRecoveryNodeReboot = 2;    // NVML_GPU_RECOVERY_ACTION_NODE_REBOOT
 constexpr int kRecoveryDrainP2p = 3;      // NVML_GPU_RECOVERY_ACTION_DRAIN_P2P
 constexpr int kRecoveryDrainAndReset = 4; // NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET
+// Newer drivers (cuda.bindings.nvml DeviceGpuRecoveryAction, nvidia.github.io/cuda-python).
+constexpr int kRecoveryRecoverImexDomain = 5;  // NVML_GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN
+constexpr int kRecoveryBusReset = 6;           // NVML_GPU_RECOVERY_ACTION_BUS_RESET
+constexpr int kRecoverySystemReboot = 7;       // NVML_GPU_RECOVERY_ACTION_SYSTEM_REBOOT
 constexpr unsigned kNameBuffer = 96;               // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 constexpr unsigned kUuidBuffer = 80;               // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 constexpr unsigned kDriverBuffer = 80;             // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE

@@ -41,6 +41,14 @@ void CheckRecoveryAction(const GpuState& g, HealthResult* r) {
       {nvml::kRecoveryDrainAndReset,
        {"a drain and reset (it runs at reduced capacity)",
         "drain the node: let running work reach a checkpoint, then reset GPU"}},
+      {nvml::kRecoveryRecoverImexDomain,
+       {"its IMEX domain recovered",
+        "recover the IMEX domain (restart the nvidia-imex service on the domain's nodes), then "
+        "rerun health"}},
+      {nvml::kRecoveryBusReset,
+       {"a reset of its PCIe bus", "reset the GPU's PCIe bus (or reboot), then rerun health"}},
+      {nvml::kRecoverySystemReboot,
+       {"a system reboot", "reboot the system, then rerun health"}},
   };
   auto it = kMeanings.find(a);
   const std::string what = it == kMeanings.end() ? absl::StrCat("recovery action ", a)

@@ -57,7 +57,8 @@ struct GpuState {
   // Cumulative violation time (ns) from nvmlDeviceGetViolationStatus.
   std::optional<uint64_t> violation_power_ns, violation_thermal_ns;
   // The driver's recovery action (nvml_api.h kRecovery*): 0 none, 1 GPU
-  // reset, 2 node reboot, 3 drain peer-to-peer traffic, 4 drain and reset.
+  // reset, 2 node reboot, 3 drain peer-to-peer traffic, 4 drain and reset,
+  // 5 recover the IMEX domain, 6 PCIe bus reset, 7 system reboot.
   // nullopt before driver r570.
   std::optional<uint64_t> recovery_action;
 
