@@ -68,6 +68,12 @@ for t in "${targets[@]}"; do
     failed=1
     echo "FAIL $t: exit $rc, ${execs:-?} executions, $crashes crash files in $art (log $log)"
     grep -E "ERROR|SUMMARY|violated|==[0-9]+==|runtime error" "$log" | head -10
+    # The input itself, so a CI log keeps what a rerun would overwrite.
+    for f in "$art"/*; do
+      [[ -f $f ]] || continue
+      echo "  input $f ($(stat -c %s "$f") bytes), first 256:"
+      od -A x -t x1z -N 256 "$f" | head -20 | sed 's/^/    /'
+    done
   else
     printf 'ok   %-12s %10s executions in %s s, corpus %s, crashes 0\n' "$t" "${execs:-?}" \
       "$seconds" "$corpus"
