@@ -6,10 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
 #include "benchmarks/audit/audit.h"
-#include "common/record_io.h"
 #include "common/subprocess.h"
+#include "tests/benchmarks/suite_run.h"
 #include "tests/benchmarks/audit/audit_test_util.h"
 
 namespace cmax::audit {
@@ -56,27 +55,24 @@ TEST_CASE("on this machine the audit reports the real kernel and what is absent"
 
 TEST_CASE("cmax-bench audit --jsonl writes records and the kernel measurement",
           "[audit][system]") {
-  auto res = RunCommand({Bench(), "audit", "--jsonl"}, std::chrono::seconds(120));
-  REQUIRE(res.ok());
-  INFO(res->err);
-  REQUIRE(res->exit.exited);
-  CHECK((res->exit.code == 0 || res->exit.code == 1));
+  auto res = cmax::testing::RunSuite("cmax-bench", {"audit", "--jsonl"},
+                                     std::chrono::seconds(120));
+  INFO(res.err);
+  CHECK((res.exit_code == 0 || res.exit_code == 1));
   utsname u;
   uname(&u);
   bool kernel = false;
   int findings = 0;
-  for (absl::string_view line : absl::StrSplit(res->out, '\n', absl::SkipEmpty())) {
-    auto rec = ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    if (rec->has_measurement() && rec->measurement().metric() == "component_version") {
-      const auto& labels = rec->measurement().labels();
-      CHECK(rec->measurement().value() == 1);
+  for (const auto& rec : res.records) {
+    if (rec.has_measurement() && rec.measurement().metric() == "component_version") {
+      const auto& labels = rec.measurement().labels();
+      CHECK(rec.measurement().value() == 1);
       CHECK(labels.count("source") == 1);
       if (labels.at("component") == "kernel") kernel = labels.at("version") == u.release;
     }
-    if (rec->has_finding()) {
+    if (rec.has_finding()) {
       ++findings;
-      const std::string& cat = rec->finding().category();
+      const std::string& cat = rec.finding().category();
       CHECK((cat == "security" || cat == "lifecycle"));
     }
   }

@@ -7,39 +7,22 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
-#include "common/record_io.h"
-#include "common/subprocess.h"
+#include "tests/benchmarks/suite_run.h"
 
 using namespace cmax;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::vector<v1::Record> records;
-  std::string err;
-};
+using cmax::testing::SuiteRun;
 
-Run Burnin(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench", "burnin",
-                                   "--backend", "cpu", "--jsonl", "--threads", "2",
+SuiteRun Burnin(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"burnin", "--backend", "cpu", "--jsonl", "--threads", "2",
                                    "--size", "256"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  auto r = RunCommand(argv, std::chrono::seconds(60));
-  REQUIRE(r.ok());
-  Run out;
-  out.exit_code = r->exit.exited ? r->exit.code : -1;
-  out.err = r->err;
-  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
-    auto rec = ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    out.records.push_back(*rec);
-  }
-  return out;
+  args.insert(args.end(), extra.begin(), extra.end());
+  return cmax::testing::RunSuite("cmax-bench", args, std::chrono::seconds(60));
 }
 
-double MeasurementValue(const Run& r, const std::string& metric) {
+double MeasurementValue(const SuiteRun& r, const std::string& metric) {
   for (const auto& rec : r.records) {
     if (rec.has_measurement() && rec.measurement().metric() == metric) {
       return rec.measurement().value();
@@ -53,7 +36,7 @@ double MeasurementValue(const Run& r, const std::string& metric) {
 
 TEST_CASE("a 3-second CPU burn-in streams samples and progress with no mismatches",
           "[burnin]") {
-  Run r = Burnin({"--duration", "3"});
+  SuiteRun r = Burnin({"--duration", "3"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   int gflops_samples = 0, progress = 0;
@@ -75,7 +58,7 @@ TEST_CASE("a 3-second CPU burn-in streams samples and progress with no mismatche
 
 TEST_CASE("an injected fault is detected and named (test-only flag)", "[burnin]") {
   for (const char* dtype : {"fp32", "fp64"}) {
-    Run r = Burnin({"--duration", "1", "--dtype", dtype, "--fault-inject", "2"});
+    SuiteRun r = Burnin({"--duration", "1", "--dtype", dtype, "--fault-inject", "2"});
     INFO(dtype << " " << r.err);
     CHECK(r.exit_code == 1);
     CHECK(MeasurementValue(r, "burnin_mismatched_elements") == 1);

@@ -5,10 +5,9 @@
 #include <map>
 #include <string>
 
-#include "absl/strings/str_split.h"
 #include "benchmarks/consistency/digest.h"
-#include "common/record_io.h"
 #include "common/subprocess.h"
+#include "tests/benchmarks/suite_run.h"
 
 using namespace cmax;
 
@@ -16,25 +15,20 @@ namespace {
 
 // workload -> digest, from one run of the built binary.
 std::map<std::string, std::string> RunDigests() {
-  auto r = RunCommand({std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench", "consistency",
-                       "--backend", "cpu", "--jsonl"},
-                      std::chrono::seconds(120));
-  REQUIRE(r.ok());
-  INFO(r->err);
-  REQUIRE(r->exit.exited);
-  CHECK(r->exit.code == 0);
+  auto r = testing::RunSuite("cmax-bench", {"consistency", "--backend", "cpu", "--jsonl"},
+                             std::chrono::seconds(120));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
   std::map<std::string, std::string> out;
-  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
-    auto rec = ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    if (rec->has_measurement() && rec->measurement().metric() == "consistency_digest") {
-      const auto& l = rec->measurement().labels();
+  for (const auto& rec : r.records) {
+    if (rec.has_measurement() && rec.measurement().metric() == "consistency_digest") {
+      const auto& l = rec.measurement().labels();
       REQUIRE(l.contains("digest"));
       REQUIRE(l.contains("model"));
       REQUIRE(l.contains("versions"));
       out[l.at("workload")] = l.at("digest");
     }
-    if (rec->has_finding()) FAIL("unexpected finding: " << rec->finding().title());
+    if (rec.has_finding()) FAIL("unexpected finding: " << rec.finding().title());
   }
   return out;
 }

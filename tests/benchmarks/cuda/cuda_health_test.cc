@@ -1,8 +1,6 @@
 // cmax-bench-cuda burnin and consistency end to end: on a GPU machine they
 // must run, verify and report; without a GPU they say "not measured", exit 2
 // and write no Measurement.
-#include <cuda_runtime.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
@@ -10,43 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
-#include "common/record_io.h"
-#include "common/subprocess.h"
+#include "tests/benchmarks/cuda/usable_gpus.h"
+#include "tests/benchmarks/suite_run.h"
 
 namespace {
 
-int UsableGpus(std::string* why) {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    *why = cudaGetErrorName(e);
-    return 0;
-  }
-  if (n == 0) *why = "no device";
-  return n;
-}
+using cmax::testing::SuiteRun;
+using cmax::testing::UsableGpus;
 
-struct Run {
-  int exit_code = -1;
-  std::vector<cmax::v1::Record> records;
-  std::string err;
-};
-
-Run RunSuite(std::vector<std::string> args) {
-  args.insert(args.begin(), std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench-cuda");
-  auto r = cmax::RunCommand(args, std::chrono::seconds(300));
-  Run out;
-  REQUIRE(r.ok());
-  REQUIRE(r->exit.exited);
-  out.exit_code = r->exit.code;
-  out.err = r->err;
-  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
-    auto rec = cmax::ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    out.records.push_back(*rec);
-  }
-  return out;
+SuiteRun RunCuda(const std::vector<std::string>& args) {
+  return cmax::testing::RunSuite("cmax-bench-cuda", args, std::chrono::seconds(300));
 }
 
 }  // namespace
@@ -61,7 +32,7 @@ TEST_CASE("without a GPU burnin and consistency say not measured and exit 2", "[
        {std::vector<std::string>{"burnin", "--duration", "2", "--jsonl"},
         std::vector<std::string>{"consistency", "--jsonl"}}) {
     INFO(args[0]);
-    Run r = RunSuite(args);
+    SuiteRun r = RunCuda(args);
     CHECK(r.exit_code == 2);
     bool said_why = false;
     for (const auto& rec : r.records) {
@@ -82,7 +53,7 @@ TEST_CASE("GPU burn-in loads every GPU, streams telemetry and verifies", "[gpu]"
     WARN("SKIPPED: no usable GPU (" << why << ")");
     return;
   }
-  Run r = RunSuite({"burnin", "--duration", "6", "--size", "4096", "--jsonl"});
+  SuiteRun r = RunCuda({"burnin", "--duration", "6", "--size", "4096", "--jsonl"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   std::map<std::string, int> metrics;
@@ -113,7 +84,7 @@ TEST_CASE("GPU burn-in loads every GPU, streams telemetry and verifies", "[gpu]"
   }
 
   // TEST ONLY fault injection: one corrupted element must be a critical finding.
-  Run bad = RunSuite({"burnin", "--duration", "3", "--size", "2048", "--gpus", "0",
+  SuiteRun bad = RunCuda({"burnin", "--duration", "3", "--size", "2048", "--gpus", "0",
                       "--fault-inject", "5", "--jsonl"});
   CHECK(bad.exit_code == 1);
   bool found = false;
@@ -134,7 +105,7 @@ TEST_CASE("GPU consistency digests repeat on the same GPU", "[gpu]") {
     WARN("SKIPPED: no usable GPU (" << why << ")");
     return;
   }
-  Run r = RunSuite({"consistency", "--jsonl"});
+  SuiteRun r = RunCuda({"consistency", "--jsonl"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   std::set<std::string> workloads;
@@ -152,7 +123,7 @@ TEST_CASE("GPU consistency digests repeat on the same GPU", "[gpu]") {
     CHECK(workloads.count(w) == 1);
   }
   // A second run gives the same digests (fixed seeds, fixed algorithms).
-  Run again = RunSuite({"consistency", "--repeats", "1", "--jsonl"});
+  SuiteRun again = RunCuda({"consistency", "--repeats", "1", "--jsonl"});
   std::map<std::string, std::string> first, second;
   for (const auto& rec : r.records) {
     if (rec.has_measurement()) {

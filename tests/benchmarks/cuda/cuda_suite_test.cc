@@ -1,50 +1,21 @@
 // cmax-bench-cuda end to end: on a GPU machine it must measure and verify;
 // on a machine without one it must say "not measured" and exit 2.
-#include <cuda_runtime.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
-#include "common/record_io.h"
-#include "common/subprocess.h"
+#include "tests/benchmarks/cuda/usable_gpus.h"
+#include "tests/benchmarks/suite_run.h"
 
 namespace {
 
-int UsableGpus(std::string* why) {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    *why = cudaGetErrorName(e);
-    return 0;
-  }
-  if (n == 0) *why = "no device";
-  return n;
-}
+using cmax::testing::SuiteRun;
+using cmax::testing::UsableGpus;
 
-struct Run {
-  int exit_code = -1;
-  std::vector<cmax::v1::Record> records;
-  std::string err;
-};
-
-Run RunSuite(std::vector<std::string> args) {
-  args.insert(args.begin(), std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench-cuda");
-  auto r = cmax::RunCommand(args, std::chrono::seconds(300));
-  Run out;
-  REQUIRE(r.ok());
-  REQUIRE(r->exit.exited);
-  out.exit_code = r->exit.code;
-  out.err = r->err;
-  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
-    auto rec = cmax::ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    out.records.push_back(*rec);
-  }
-  return out;
+SuiteRun RunCuda(const std::vector<std::string>& args) {
+  return cmax::testing::RunSuite("cmax-bench-cuda", args, std::chrono::seconds(300));
 }
 
 }  // namespace
@@ -56,7 +27,7 @@ TEST_CASE("without a GPU cmax-bench-cuda says not measured and exits 2", "[cuda]
     return;
   }
   for (const char* suite : {"gemm", "memory", "collective"}) {
-    Run r = RunSuite({suite, "--jsonl"});
+    SuiteRun r = RunCuda({suite, "--jsonl"});
     CHECK(r.exit_code == 2);
     bool said_why = false;
     for (const auto& rec : r.records) {
@@ -77,7 +48,7 @@ TEST_CASE("GEMM on every GPU is measured and verified", "[gpu]") {
     WARN("SKIPPED: no usable GPU (" << why << ")");
     return;
   }
-  Run r = RunSuite({"gemm", "--dtype", "bf16", "--m=2048", "--n=2048", "--k=2048", "--iters=5",
+  SuiteRun r = RunCuda({"gemm", "--dtype", "bf16", "--m=2048", "--n=2048", "--k=2048", "--iters=5",
                     "--warmup=2", "--jsonl"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -93,7 +64,7 @@ TEST_CASE("GEMM on every GPU is measured and verified", "[gpu]") {
   }
   CHECK(measured == n);
 
-  Run bad = RunSuite({"gemm", "--dtype", "fp32", "--m=512", "--n=512", "--k=512", "--iters=2",
+  SuiteRun bad = RunCuda({"gemm", "--dtype", "fp32", "--m=512", "--n=512", "--k=512", "--iters=2",
                       "--gpus=0", "--fault-inject", "--jsonl"});
   CHECK(bad.exit_code == 1);
   bool found = false;
@@ -113,7 +84,7 @@ TEST_CASE("memory paths are measured and verified", "[gpu]") {
     WARN("SKIPPED: no usable GPU (" << why << ")");
     return;
   }
-  Run r = RunSuite({"memory", "--size=64M", "--iters=3", "--warmup=1", "--jsonl"});
+  SuiteRun r = RunCuda({"memory", "--size=64M", "--iters=3", "--warmup=1", "--jsonl"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   std::set<std::string> tests;
@@ -138,7 +109,7 @@ TEST_CASE("NCCL collectives over every GPU are measured and verified", "[gpu]") 
     WARN("SKIPPED: no usable GPU (" << why << ")");
     return;
   }
-  Run r = RunSuite({"collective", "--backend=nccl", "--op=all", "-b", "1K", "-e", "1M", "-f", "32",
+  SuiteRun r = RunCuda({"collective", "--backend=nccl", "--op=all", "-b", "1K", "-e", "1M", "-f", "32",
                     "-n", "3", "-w", "1", "-d", "bfloat16", "--jsonl"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -160,7 +131,7 @@ TEST_CASE("NCCL collectives over every GPU are measured and verified", "[gpu]") 
   CHECK(ops.size() == 6);
   CHECK(transport);
 
-  Run bad = RunSuite({"collective", "--op=all_reduce", "-b", "64K", "-e", "64K", "-n", "2",
+  SuiteRun bad = RunCuda({"collective", "--op=all_reduce", "-b", "64K", "-e", "64K", "-n", "2",
                       "-w", "0", "--fault-inject", "--jsonl"});
   CHECK(bad.exit_code == 1);
   bool named = false;

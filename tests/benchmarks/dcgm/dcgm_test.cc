@@ -7,9 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/strings/str_split.h"
-#include "common/record_io.h"
-#include "common/subprocess.h"
+#include "tests/benchmarks/suite_run.h"
 
 namespace {
 
@@ -21,26 +19,13 @@ std::string Fixture(const std::string& name) {
   return ss.str();
 }
 
-struct Run {
-  int exit_code = -1;
-  std::vector<cmax::v1::Record> records;
-};
+using cmax::testing::SuiteRun;
 
-Run Bench(const std::vector<std::string>& extra, const std::map<std::string, std::string>& env) {
-  std::vector<std::string> argv = {std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench", "dcgm",
-                                   "--jsonl"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  auto r = cmax::RunCommand(argv, std::chrono::seconds(60), 1 << 20, env);
-  REQUIRE(r.ok());
-  REQUIRE(r->exit.exited);
-  Run out;
-  out.exit_code = r->exit.code;
-  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
-    auto rec = cmax::ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    out.records.push_back(*rec);
-  }
-  return out;
+SuiteRun Bench(const std::vector<std::string>& extra,
+               const std::map<std::string, std::string>& env) {
+  std::vector<std::string> args = {"dcgm", "--jsonl"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return cmax::testing::RunSuite("cmax-bench", args, std::chrono::seconds(60), env);
 }
 
 }  // namespace
@@ -90,7 +75,7 @@ TEST_CASE("not JSON or an unknown layout is an error, not a pass", "[dcgm]") {
 
 TEST_CASE("cmax-bench dcgm: a failing GPU is a FAIL finding naming the GPU", "[dcgm]") {
   const std::string fake = std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/dcgm/fake_dcgmi.sh";
-  Run r = Bench({"--level=2", "--dcgmi=" + fake}, {});
+  SuiteRun r = Bench({"--level=2", "--dcgmi=" + fake}, {});
   CHECK(r.exit_code == 1);
   bool memory_fail = false, pcie_warn = false;
   int measurements = 0;
@@ -114,11 +99,11 @@ TEST_CASE("cmax-bench dcgm: a failing GPU is a FAIL finding naming the GPU", "[d
   CHECK(measurements == 6);
 
   // Exit 0 from dcgmi does not hide a failing result in the JSON.
-  Run lying = Bench({"--level=2", "--dcgmi=" + fake}, {{"FAKE_DCGMI_EXIT", "0"}});
+  SuiteRun lying = Bench({"--level=2", "--dcgmi=" + fake}, {{"FAKE_DCGMI_EXIT", "0"}});
   CHECK(lying.exit_code == 1);
 
   // A passing JSON with a non-zero exit is still a failure.
-  Run odd = Bench({"--level=1", "--dcgmi=" + fake},
+  SuiteRun odd = Bench({"--level=1", "--dcgmi=" + fake},
                   {{"FAKE_DCGMI_EXIT", "3"},
                    {"FAKE_DCGMI_JSON",
                     std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/dcgm/diag_r1_v3_pass.json"}});
@@ -131,7 +116,7 @@ TEST_CASE("cmax-bench dcgm: a failing GPU is a FAIL finding naming the GPU", "[d
 }
 
 TEST_CASE("cmax-bench dcgm without dcgmi: not measured, exit 2, no measurement", "[dcgm]") {
-  Run r = Bench({"--dcgmi=cmax-test-no-such-dcgmi"}, {});
+  SuiteRun r = Bench({"--dcgmi=cmax-test-no-such-dcgmi"}, {});
   CHECK(r.exit_code == 2);
   bool said = false;
   for (const auto& rec : r.records) {

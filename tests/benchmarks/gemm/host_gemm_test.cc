@@ -3,9 +3,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
-#include "absl/strings/str_split.h"
-#include "common/record_io.h"
 #include "common/subprocess.h"
+#include "tests/benchmarks/suite_run.h"
 
 using cmax::bench::GemmDtype;
 using cmax::bench::HostGemmOptions;
@@ -54,26 +53,23 @@ TEST_CASE("unsupported host dtypes and sizes are refused", "[gemm]") {
 TEST_CASE("cmax-bench gemm --fault-inject exits 1 with a FAIL finding naming the element",
           "[gemm]") {
   std::string bin = std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench";
-  auto run = cmax::RunCommand({bin, "gemm", "--backend", "cpu", "--dtype", "fp64", "--m=128",
-                               "--n=128", "--k=128", "--iters=2", "--fault-inject", "--jsonl"},
-                              std::chrono::seconds(60));
-  REQUIRE(run.ok());
-  CHECK(run->exit.exited);
-  CHECK(run->exit.code == 1);
+  auto run = cmax::testing::RunSuite(
+      "cmax-bench", {"gemm", "--backend", "cpu", "--dtype", "fp64", "--m=128", "--n=128",
+                     "--k=128", "--iters=2", "--fault-inject", "--jsonl"},
+      std::chrono::seconds(60));
+  CHECK(run.exit_code == 1);
   int fails = 0, measurements = 0;
-  for (absl::string_view line : absl::StrSplit(run->out, '\n', absl::SkipEmpty())) {
-    auto rec = cmax::ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    if (rec->has_measurement()) {
+  for (const auto& rec : run.records) {
+    if (rec.has_measurement()) {
       ++measurements;
-      CHECK(rec->measurement().metric() == "gemm_tflops");
-      CHECK(rec->measurement().labels().at("backend") == "cpu");
-      CHECK(rec->measurement().labels().at("verified") == "false");
+      CHECK(rec.measurement().metric() == "gemm_tflops");
+      CHECK(rec.measurement().labels().at("backend") == "cpu");
+      CHECK(rec.measurement().labels().at("verified") == "false");
     }
-    if (rec->has_finding() && rec->finding().severity() == cmax::v1::SEVERITY_FAIL) {
+    if (rec.has_finding() && rec.finding().severity() == cmax::v1::SEVERITY_FAIL) {
       ++fails;
-      CHECK(rec->finding().check_id() == "gemm.wrong_result");
-      CHECK_THAT(rec->finding().detail(), Catch::Matches(".*C\\[[0-9]+,[0-9]+\\].*"));
+      CHECK(rec.finding().check_id() == "gemm.wrong_result");
+      CHECK_THAT(rec.finding().detail(), Catch::Matches(".*C\\[[0-9]+,[0-9]+\\].*"));
     }
   }
   CHECK(measurements == 1);

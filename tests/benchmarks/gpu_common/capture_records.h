@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "common/record_io.h"
+#include "tests/benchmarks/suite_run.h"
 
 namespace cmax::bench {
 
@@ -26,13 +26,7 @@ inline std::vector<v1::Record> CaptureRecords(
     write(&out);
   }
   std::fclose(mem);
-  std::vector<v1::Record> records;
-  for (absl::string_view line :
-       absl::StrSplit(absl::string_view(buf, len), '\n', absl::SkipEmpty())) {
-    auto rec = ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    records.push_back(*rec);
-  }
+  std::vector<v1::Record> records = testing::ParseRecords(absl::string_view(buf, len));
   std::free(buf);
   return records;
 }

@@ -12,7 +12,6 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
 #include "benchmarks/health/fabric_checks.h"
 #include "benchmarks/health/file_gpu_probe.h"
 #include "benchmarks/health/gpu_checks.h"
@@ -23,8 +22,8 @@
 #include "benchmarks/health/thresholds.h"
 #include "benchmarks/health/xid_catalog.h"
 #include "benchmarks/health/xid_checks.h"
-#include "common/record_io.h"
 #include "common/subprocess.h"
+#include "tests/benchmarks/suite_run.h"
 
 namespace fs = std::filesystem;
 using namespace cmax;
@@ -403,18 +402,16 @@ TEST_CASE("a plan overrides thresholds inline with section.key:value", "[health]
 TEST_CASE("cmax-bench health --root writes records and exits by severity", "[health]") {
   std::string bench = std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench";
   std::string healthy = ComposeRoot("");
-  auto ok = RunCommand({bench, "health", "--root", healthy, "--jsonl", "--expect-gpus", "4",
-                        "--expect-ib-rate", "400"},
-                       std::chrono::seconds(30));
-  REQUIRE(ok.ok());
-  INFO(ok->out << ok->err);
-  CHECK(ok->exit.code == 0);
+  auto ok = testing::RunSuite("cmax-bench",
+                              {"health", "--root", healthy, "--jsonl", "--expect-gpus", "4",
+                               "--expect-ib-rate", "400"},
+                              std::chrono::seconds(30));
+  INFO(ok.out << ok.err);
+  CHECK(ok.exit_code == 0);
   int measurements = 0, findings = 0;
-  for (absl::string_view line : absl::StrSplit(ok->out, '\n', absl::SkipEmpty())) {
-    auto rec = ParseRecordLine(std::string_view(line.data(), line.size()));
-    REQUIRE(rec.ok());
-    measurements += rec->has_measurement();
-    findings += rec->has_finding();
+  for (const auto& rec : ok.records) {
+    measurements += rec.has_measurement();
+    findings += rec.has_finding();
   }
   CHECK(measurements > 10);
   CHECK(findings == 0);

@@ -19,10 +19,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "benchmarks/storage/work_dir.h"
-#include "common/record_io.h"
 #include "common/subprocess.h"
+#include "tests/benchmarks/suite_run.h"
 
 using namespace std::chrono_literals;
 
@@ -50,27 +49,16 @@ std::vector<std::string> Entries(const std::string& dir) {
   return out;
 }
 
-struct Result {
-  cmax::CommandResult cmd;
-  std::vector<cmax::v1::Record> records;
-};
+using cmax::testing::SuiteRun;
 
-Result Run(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
-  std::vector<std::string> argv = {Bench(), "storage"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = cmax::RunCommand(argv, 300s, 64 << 20, env);
-  REQUIRE(r.ok());
-  Result out{*r, {}};
-  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
-    auto rec = cmax::ParseRecordLine(std::string(line));
-    REQUIRE(rec.ok());
-    out.records.push_back(*rec);
-  }
-  return out;
+// Output captured up to 64 MiB (RunCommand keeps 1 MiB by default).
+SuiteRun Run(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  args.insert(args.begin(), "storage");
+  return cmax::testing::RunSuite("cmax-bench", args, 300s, env, 64 << 20);
 }
 
 // The job=all measurement of `metric` for `pattern` (and op, when given).
-const cmax::v1::Measurement* Total(const Result& r, const std::string& pattern,
+const cmax::v1::Measurement* Total(const SuiteRun& r, const std::string& pattern,
                                    const std::string& metric, const std::string& op = "") {
   for (const auto& rec : r.records) {
     if (!rec.has_measurement()) continue;
@@ -85,7 +73,7 @@ const cmax::v1::Measurement* Total(const Result& r, const std::string& pattern,
 }
 
 // The value of a per-pattern instant (storage_start_ns, ...), or -1.
-double Instant(const Result& r, const std::string& pattern, const std::string& metric,
+double Instant(const SuiteRun& r, const std::string& pattern, const std::string& metric,
                std::string* barrier = nullptr) {
   for (const auto& rec : r.records) {
     if (!rec.has_measurement() || rec.measurement().metric() != metric) continue;
@@ -98,7 +86,7 @@ double Instant(const Result& r, const std::string& pattern, const std::string& m
   return -1;
 }
 
-bool HasFinding(const Result& r, const std::string& check_id, std::string* text = nullptr) {
+bool HasFinding(const SuiteRun& r, const std::string& check_id, std::string* text = nullptr) {
   for (const auto& rec : r.records) {
     if (rec.has_finding() && rec.finding().check_id() == check_id) {
       if (text) {
@@ -111,7 +99,7 @@ bool HasFinding(const Result& r, const std::string& check_id, std::string* text 
   return false;
 }
 
-void CheckPercentiles(const Result& r, const std::string& pattern, const std::string& op = "") {
+void CheckPercentiles(const SuiteRun& r, const std::string& pattern, const std::string& op = "") {
   auto* p50 = Total(r, pattern, "storage_lat_p50_us", op);
   auto* p99 = Total(r, pattern, "storage_lat_p99_us", op);
   auto* p999 = Total(r, pattern, "storage_lat_p99_9_us", op);
@@ -133,9 +121,8 @@ TEST_CASE("every pattern on a temporary directory gives sane records", "[storage
   std::string base = TempDir();
   auto r = Run({"--path", base, "--pattern", "all", "--size", "8M", "--jobs", "2",
                 "--duration", "1", "--files", "50", "--queue-depth", "4", "--jsonl"});
-  INFO(r.cmd.err);
-  REQUIRE(r.cmd.exit.exited);
-  CHECK(r.cmd.exit.code == 0);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
   for (const char* p : {"seq-write", "seq-read", "rand-read", "rand-write", "checkpoint",
                         "restore"}) {
     INFO(p);
@@ -214,8 +201,8 @@ TEST_CASE("verify (crc32c) finds a block corrupted between write and read", "[st
   std::string base = TempDir();
   auto w = Run({"--path", base, "--pattern", "seq-write", "--verify", "--keep", "--size", "8M",
                 "--jobs", "1", "--jsonl"});
-  INFO(w.cmd.err);
-  REQUIRE(w.cmd.exit.code == 0);
+  INFO(w.err);
+  REQUIRE(w.exit_code == 0);
   auto kept = Entries(base);
   REQUIRE(kept.size() == 1);
   std::string dir = base + "/" + kept[0];
@@ -224,8 +211,8 @@ TEST_CASE("verify (crc32c) finds a block corrupted between write and read", "[st
   // An intact file passes.
   auto ok = Run({"--path", base, "--pattern", "seq-read", "--verify", "--reuse", dir, "--keep",
                  "--size", "8M", "--jobs", "1", "--jsonl"});
-  INFO(ok.cmd.err);
-  CHECK(ok.cmd.exit.code == 0);
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
   CHECK_FALSE(HasFinding(ok, "storage.verify_failed"));
 
   {  // 64 bytes inside the third 1 MiB block
@@ -237,8 +224,8 @@ TEST_CASE("verify (crc32c) finds a block corrupted between write and read", "[st
   }
   auto bad = Run({"--path", base, "--pattern", "seq-read", "--verify", "--reuse", dir, "--size",
                   "8M", "--jobs", "1", "--jsonl"});
-  INFO(bad.cmd.err);
-  CHECK(bad.cmd.exit.code == 1);
+  INFO(bad.err);
+  CHECK(bad.exit_code == 1);
   std::string text;
   REQUIRE(HasFinding(bad, "storage.verify_failed", &text));
   INFO(text);
@@ -255,13 +242,13 @@ TEST_CASE("a path it cannot write is refused and nothing is left", "[storage][fi
   }
   auto before = Entries("/proc");
   auto r = Run({"--path", "/proc", "--pattern", "seq-write", "--size", "8M", "--jobs", "1"});
-  CHECK(r.cmd.exit.code == 2);
-  CHECK(absl::StrContains(r.cmd.err, "/proc"));
+  CHECK(r.exit_code == 2);
+  CHECK(absl::StrContains(r.err, "/proc"));
   for (const auto& e : Entries("/proc")) CHECK_FALSE(absl::StartsWith(e, "cmax-storage-"));
 
   auto missing = Run({"--path", "/nonexistent-cmax-dir", "--pattern", "seq-write"});
-  CHECK(missing.cmd.exit.code == 2);
-  CHECK(absl::StrContains(missing.cmd.err, "/nonexistent-cmax-dir"));
+  CHECK(missing.exit_code == 2);
+  CHECK(absl::StrContains(missing.err, "/nonexistent-cmax-dir"));
 }
 
 TEST_CASE("symbolic links out of the work directory are refused", "[storage][fio]") {
@@ -277,8 +264,8 @@ TEST_CASE("symbolic links out of the work directory are refused", "[storage][fio
   REQUIRE(symlink(outside.c_str(), (base + "/cmax-storage-evil-1").c_str()) == 0);
   auto r = Run({"--path", base, "--pattern", "seq-read", "--reuse",
                 base + "/cmax-storage-evil-1", "--size", "8M", "--jobs", "1"});
-  CHECK(r.cmd.exit.code == 2);
-  CHECK(absl::StrContains(r.cmd.err, "symbolic link"));
+  CHECK(r.exit_code == 2);
+  CHECK(absl::StrContains(r.err, "symbolic link"));
   // 2. A link planted inside a real work directory.
   std::string dir = base + "/cmax-storage-evil-2";
   REQUIRE(mkdir(dir.c_str(), 0700) == 0);
@@ -286,9 +273,9 @@ TEST_CASE("symbolic links out of the work directory are refused", "[storage][fio
   REQUIRE(symlink(victim.c_str(), (dir + "/files/data.0.0").c_str()) == 0);
   r = Run({"--path", base, "--pattern", "seq-write", "--reuse", dir, "--size", "8M", "--jobs",
            "1"});
-  CHECK(r.cmd.exit.code == 2);
-  CHECK(absl::StrContains(r.cmd.err, "symbolic link"));
-  CHECK(absl::StrContains(r.cmd.err, victim));
+  CHECK(r.exit_code == 2);
+  CHECK(absl::StrContains(r.err, "symbolic link"));
+  CHECK(absl::StrContains(r.err, victim));
   // The target is untouched and the suite created nothing.
   std::ifstream in(victim, std::ios::binary);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -307,10 +294,10 @@ TEST_CASE("a size beyond the free space is refused with the figures", "[storage]
   std::string base = TempDir();
   auto r = Run({"--path", base, "--pattern", "seq-write", "--size", "900T", "--jobs", "4",
                 "--jsonl"});
-  CHECK(r.cmd.exit.code == 2);
-  CHECK(absl::StrContains(r.cmd.err, "not enough free space"));
-  CHECK(absl::StrContains(r.cmd.err, "free"));
-  CHECK(absl::StrContains(r.cmd.err, "TiB"));
+  CHECK(r.exit_code == 2);
+  CHECK(absl::StrContains(r.err, "not enough free space"));
+  CHECK(absl::StrContains(r.err, "free"));
+  CHECK(absl::StrContains(r.err, "TiB"));
   CHECK(HasFinding(r, "storage.not_enough_space"));
   for (const auto& rec : r.records) CHECK_FALSE(rec.has_measurement());
   CHECK(Entries(base).empty());
@@ -352,8 +339,8 @@ TEST_CASE("SIGTERM mid-run stops fio and removes the work directory", "[storage]
 TEST_CASE("without fio on PATH the suite exits 2 and says why", "[storage]") {
   std::string base = TempDir();
   auto r = Run({"--path", base, "--pattern", "seq-read", "--jsonl"}, {{"PATH", "/nonexistent"}});
-  CHECK(r.cmd.exit.code == 2);
-  CHECK(absl::StrContains(r.cmd.err, "fio not found: install the fio package"));
+  CHECK(r.exit_code == 2);
+  CHECK(absl::StrContains(r.err, "fio not found: install the fio package"));
   std::string text;
   CHECK(HasFinding(r, "storage.fio_missing", &text));
   CHECK(absl::StrContains(text, "not measured"));
@@ -373,8 +360,8 @@ TEST_CASE("a rank whose rendezvous cannot be reached does not measure unsynchron
                 "--duration", "1", "--jsonl"},
                {{"CMAX_RENDEZVOUS", "unix:" + base + "/no-such-socket"}, {"CMAX_RANK", "0"},
                 {"CMAX_WORLD_SIZE", "2"}, {"CMAX_GROUP", "g"}});
-  INFO(r.cmd.err);
-  CHECK(r.cmd.exit.code == 2);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
   std::string text;
   CHECK(HasFinding(r, "storage.rendezvous_failed", &text));
   CHECK(absl::StrContains(text, "common start"));
