@@ -43,14 +43,7 @@ int RunBurnin(int argc, char** argv) {
   args.AddInt("size", &size, "matrix size n (default 1024)");
   args.AddInt("fault-inject", &fault, "TEST ONLY: corrupt one element at iteration N");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "burnin: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "burnin", argc, argv)) return *rc;
   RecordWriter out("burnin", jsonl ? stdout : nullptr);
   if (backend == "cuda") {
     std::string why;

@@ -37,14 +37,7 @@ int RunCollective(int argc, char** argv) {
   collective::AddFlags(&parser, &flags);
   parser.AddString("gloo-address", &gloo_address,
                    "address or host name gloo listens on (default: the host name)");
-  if (auto s = parser.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "collective: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (parser.help_requested()) {
-    std::printf("%s", parser.Help().c_str());
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(parser, "collective", argc, argv)) return *rc;
   RecordWriter out("collective", flags.jsonl ? stdout : nullptr);
   auto options = collective::ResolveOptions(flags);
   if (!options.ok()) {

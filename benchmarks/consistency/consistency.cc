@@ -73,14 +73,7 @@ int RunConsistency(int argc, char** argv) {
   args.AddInt("repeats", &repeats, "runs of each workload (default 2)");
   args.AddInt("seed", &seed, "input seed (default 1234567; peers must use the same)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "consistency: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "consistency", argc, argv)) return *rc;
   RecordWriter out("consistency", jsonl ? stdout : nullptr);
   if (backend == "cuda") {
     std::string why;

@@ -389,14 +389,7 @@ int RunCudaCollective(int argc, char** argv) {
   parser.AddString("gpus", &gpus_arg, "GPU indices or 'all' (run by hand)");
   parser.AddFlag("expect-gdr", &expect_gdr,
                  "inter-node traffic must use GPUDirect RDMA (a finding fails otherwise)");
-  if (auto s = parser.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "collective: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (parser.help_requested()) {
-    std::printf("%s", parser.Help().c_str());
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(parser, "collective", argc, argv)) return *rc;
   if (flags.backend != "nccl") {
     std::fprintf(stderr, "collective: cmax-bench-cuda runs --backend nccl; gloo and mpi are in "
                          "cmax-bench\n");

@@ -319,14 +319,7 @@ int RunCudaBurnin(int argc, char** argv) {
                  "directory for the bug report (default: beside the agent's task "
                  "directories, else /var/lib/cmax/artifacts/<node>-<unix time>)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "burnin: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "burnin", argc, argv)) return *rc;
   auto dtype = ParseGemmDtype(o.dtype_name);
   if (backend != "cuda" || !dtype || (*dtype != GemmDtype::kBf16 && *dtype != GemmDtype::kFp32) ||
       o.duration_s <= 0 || o.size < 256 || o.size > 32768 || o.size % 16 != 0 ||

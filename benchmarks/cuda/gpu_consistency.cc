@@ -287,14 +287,7 @@ int RunCudaConsistency(int argc, char** argv) {
   args.AddInt("repeats", &repeats, "runs of each workload per GPU (default 2)");
   args.AddInt("seed", &seed, "input seed (default 1234567; peers must use the same)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "consistency: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "consistency", argc, argv)) return *rc;
   if (backend != "cuda" || repeats < 1 || repeats > 100) {
     std::fprintf(stderr, "consistency: need --backend cuda and --repeats in [1, 100]\n");
     return kExitCouldNotRun;

@@ -315,14 +315,7 @@ int RunCudaGemm(int argc, char** argv) {
   args.AddFlag("fault-inject", &fault_inject,
                "TEST ONLY: corrupt one output element before verification (must FAIL)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "gemm: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "gemm", argc, argv)) return *rc;
   auto dtype = ParseGemmDtype(dtype_name);
   if (backend != "cuda" || !dtype || iters < 1 || warmup < 0 || m < 0 || n < 0 || k < 0 ||
       m > 65536 || n > 65536 || k > 65536) {

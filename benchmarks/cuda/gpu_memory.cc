@@ -418,14 +418,7 @@ int RunCudaMemory(int argc, char** argv) {
   args.AddInt("warmup", &warmup, "warm-up iterations (default 3)");
   args.AddString("tests", &tests_arg, "comma-separated tests (default all)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "memory: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "memory", argc, argv)) return *rc;
   MemOptions o;
   o.size = size / (int64_t{1} << 20) * (int64_t{1} << 20);
   o.iters = static_cast<int>(iters);

@@ -56,14 +56,7 @@ int RunDcgm(int argc, char** argv) {
   args.AddInt("level", &level, "diagnostic run level 1, 2 or 3 (default 1)");
   args.AddString("dcgmi", &dcgmi, "dcgmi executable (default: dcgmi on PATH)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "dcgm: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "dcgm", argc, argv)) return *rc;
   if (level < 1 || level > 3) {
     std::fprintf(stderr, "dcgm: --level must be 1, 2 or 3\n");
     return kExitCouldNotRun;

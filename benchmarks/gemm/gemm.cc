@@ -37,14 +37,7 @@ int RunGemm(int argc, char** argv) {
                &fault_inject,
                "TEST ONLY: corrupt one output element before verification (must FAIL)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "gemm: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "gemm", argc, argv)) return *rc;
   RecordWriter out("gemm", jsonl ? stdout : nullptr);
   auto could_not_run = [&](const std::string& why) {
     std::fprintf(stderr, "gemm: %s\n", why.c_str());

@@ -139,14 +139,7 @@ int RunHealth(int argc, char** argv) {
   args.AddString("set", &threshold_overrides,
                  "threshold overrides after --thresholds, e.g. gpu.pcie_replay_warn:50,"
                  "nvlink.crc_flit_warn:500 (keys of data/thresholds.yaml)");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "health: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "health", argc, argv)) return *rc;
   auto thresholds = health::DefaultThresholds();
   if (thresholds.ok() && !thresholds_file.empty()) {
     std::ifstream in(thresholds_file);

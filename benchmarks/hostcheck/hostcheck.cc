@@ -485,14 +485,7 @@ int RunHostcheck(int argc, char** argv) {
   args.AddDouble("min-memory-gib", &o.min_memory_gib, "minimum MemTotal in GiB");
   args.AddDouble("min-free-root-pct", &o.min_free_root_pct,
                  "warn below this free percentage of / (default 10; below 2 fails)");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "hostcheck: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "hostcheck", argc, argv)) return *rc;
   if (!args.positional().empty()) {
     std::fprintf(stderr, "hostcheck: unexpected argument '%s'\n",
                  args.positional()[0].c_str());

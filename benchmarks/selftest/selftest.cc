@@ -105,14 +105,7 @@ int RunSelftest(int argc, char** argv) {
   args.AddDouble("seconds", &seconds, "time to take (default 0)");
   args.AddDouble("rate", &rate, "records per second, 0 for as fast as possible");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "selftest: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "selftest", argc, argv)) return *rc;
   RecordWriter out("selftest", jsonl ? stdout : nullptr);
   auto pause_between = [&](int64_t i) {
     if (rate > 0) {

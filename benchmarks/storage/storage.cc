@@ -81,14 +81,7 @@ int RunStorage(int argc, char** argv) {
   args.AddString("shard-from", &cfg.shard_from,
                  "restore: read the shard kept by this node (or 'next')");
   args.AddFlag("jsonl", &cfg.jsonl, "write records as JSON lines");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "storage: %s\n", std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
+  if (auto rc = ParseSuiteFlags(args, "storage", argc, argv)) return *rc;
   if (buffered && direct_flag) {
     std::fprintf(stderr, "storage: --direct and --buffered exclude each other\n");
     return kExitCouldNotRun;
