@@ -1,7 +1,5 @@
 // cmax-bench: every host suite, usable alone like nccl-tests.
 //   cmax-bench <suite> [options]     (cmax-bench <suite> --help)
-#include <cstdio>
-#include <cstring>
 
 #include "benchmarks/suite.h"
 #include "common/version.h"
@@ -59,7 +57,7 @@ const SuiteEntry kSuites[] = {
     {"consistency", RunConsistency, "deterministic workloads reduced to digests"},
 #endif
 #ifdef CMAX_SUITE_HEALTH
-    {"health", RunHealth, "passive health: GPUs (NVML), Xids, InfiniBand"},
+    {"health", RunHealth, "passive health: GPUs and NVLink (NVML), NVSwitch, Xids, InfiniBand"},
 #endif
 #ifdef CMAX_SUITE_AUDIT
     {"audit", RunAudit, "software versions against advisories, fabric isolation"},
@@ -77,34 +75,19 @@ const SuiteEntry kSuites[] = {
     {"dcgm", RunDcgm, "NVIDIA DCGM diagnostic (dcgmi diag -j) as records"},
 #endif
 };
-
-void Usage(FILE* out) {
-  std::fprintf(out,
-               "usage: cmax-bench <suite> [options]\n"
-               "       cmax-bench <suite> --help\n\n"
-               "Runs one cmax evaluation suite on this node. Human output by default;\n"
-               "--jsonl writes one cmax.v1.Record per line instead.\n"
-               "Exit codes: 0 passed, 1 ran and found failures, 2 could not run.\n\n"
-               "suites:\n");
-  for (const auto& s : kSuites) std::fprintf(out, "  %-14s %s\n", s.name, s.summary);
-}
 }  // namespace
 }  // namespace cmax::bench
 
 int main(int argc, char** argv) {
   using namespace cmax::bench;
-  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
-    Usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? kExitCouldNotRun : kExitPassed;
-  }
-  if (!std::strcmp(argv[1], "--version")) {
-    std::printf("cmax-bench %s\n", cmax::kCmaxVersion);
-    return 0;
-  }
-  for (const auto& s : kSuites) {
-    if (!std::strcmp(argv[1], s.name)) return s.main(argc - 1, argv + 1);
-  }
-  std::fprintf(stderr, "cmax-bench: unknown suite '%s'\n\n", argv[1]);
-  Usage(stderr);
-  return kExitCouldNotRun;
+  const SuiteBinary binary = {
+      .name = "cmax-bench",
+      .about = "Runs one cmax evaluation suite on this node. Human output by default;\n"
+               "--jsonl writes one cmax.v1.Record per line instead.\n"
+               "Exit codes: 0 passed, 1 ran and found failures, 2 could not run.\n",
+      .version = std::string("cmax-bench ") + cmax::kCmaxVersion,
+      .suites = kSuites,
+      .count = sizeof(kSuites) / sizeof(kSuites[0]),
+  };
+  return RunSuiteBinary(binary, argc, argv);
 }

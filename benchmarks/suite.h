@@ -7,7 +7,9 @@
 #ifndef CMAX_BENCHMARKS_SUITE_H_
 #define CMAX_BENCHMARKS_SUITE_H_
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -42,6 +44,47 @@ struct SuiteEntry {
   SuiteMain main;
   const char* summary;
 };
+
+// A suite binary (cmax-bench, cmax-bench-cuda): `<name> <suite> [options]`
+// runs the suite; no argument, -h or --help lists the suites; --version
+// prints `version`. `about` is the text between the usage and the list.
+struct SuiteBinary {
+  const char* name;
+  const char* about;
+  std::string version;
+  const SuiteEntry* suites;
+  size_t count;
+};
+
+inline void PrintSuiteUsage(const SuiteBinary& b, FILE* out) {
+  std::fprintf(out, "usage: %s <suite> [options]\n       %s <suite> --help\n\n%s\nsuites:\n",
+               b.name, b.name, b.about);
+  int width = 0;
+  for (size_t i = 0; i < b.count; ++i) {
+    width = std::max(width, static_cast<int>(std::strlen(b.suites[i].name)));
+  }
+  for (size_t i = 0; i < b.count; ++i) {
+    std::fprintf(out, "  %-*s  %s\n", width, b.suites[i].name, b.suites[i].summary);
+  }
+}
+
+// The whole main() of a suite binary.
+inline int RunSuiteBinary(const SuiteBinary& b, int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
+    PrintSuiteUsage(b, argc < 2 ? stderr : stdout);
+    return argc < 2 ? kExitCouldNotRun : kExitPassed;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("%s\n", b.version.c_str());
+    return kExitPassed;
+  }
+  for (size_t i = 0; i < b.count; ++i) {
+    if (!std::strcmp(argv[1], b.suites[i].name)) return b.suites[i].main(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "%s: unknown suite '%s'\n\n", b.name, argv[1]);
+  PrintSuiteUsage(b, stderr);
+  return kExitCouldNotRun;
+}
 
 }  // namespace cmax::bench
 

@@ -3,7 +3,6 @@
 // No gRPC and no MPI: ranks, when a suite needs them, come from the
 // environment (DESIGN.md).
 #include <cstdio>
-#include <cstring>
 
 #include "benchmarks/suite.h"
 #include "common/version.h"
@@ -27,36 +26,23 @@ const SuiteEntry kSuites[] = {
     {"collective", RunCudaCollective, "NCCL collectives like nccl-tests, verified; transport check"},
 #endif
 };
-
-void Usage(FILE* out) {
-  std::fprintf(out,
-               "usage: cmax-bench-cuda <suite> [options]\n"
-               "       cmax-bench-cuda <suite> --help\n\n"
-               "Runs one cmax GPU suite on this node. Human output by default;\n"
-               "--jsonl writes one cmax.v1.Record per line instead.\n"
-               "Exit codes: 0 passed, 1 ran and found failures, 2 could not run\n"
-               "(no GPU, no driver, a driver too old for this build, bad usage).\n\n"
-               "suites:\n");
-  for (const auto& s : kSuites) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
-}
 }  // namespace
 }  // namespace cmax::bench
 
 int main(int argc, char** argv) {
   using namespace cmax::bench;
-  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
-    Usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? kExitCouldNotRun : kExitPassed;
-  }
-  if (!std::strcmp(argv[1], "--version")) {
-    std::printf("cmax-bench-cuda %s (built with CUDA %d.%d)\n", cmax::kCmaxVersion,
-                CMAX_CUDA_VERSION_MAJOR, CMAX_CUDA_VERSION_MINOR);
-    return 0;
-  }
-  for (const auto& s : kSuites) {
-    if (!std::strcmp(argv[1], s.name)) return s.main(argc - 1, argv + 1);
-  }
-  std::fprintf(stderr, "cmax-bench-cuda: unknown suite '%s'\n\n", argv[1]);
-  Usage(stderr);
-  return kExitCouldNotRun;
+  char version[96];
+  std::snprintf(version, sizeof(version), "cmax-bench-cuda %s (built with CUDA %d.%d)",
+                cmax::kCmaxVersion, CMAX_CUDA_VERSION_MAJOR, CMAX_CUDA_VERSION_MINOR);
+  const SuiteBinary binary = {
+      .name = "cmax-bench-cuda",
+      .about = "Runs one cmax GPU suite on this node. Human output by default;\n"
+               "--jsonl writes one cmax.v1.Record per line instead.\n"
+               "Exit codes: 0 passed, 1 ran and found failures, 2 could not run\n"
+               "(no GPU, no driver, a driver too old for this build, bad usage).\n",
+      .version = version,
+      .suites = kSuites,
+      .count = sizeof(kSuites) / sizeof(kSuites[0]),
+  };
+  return RunSuiteBinary(binary, argc, argv);
 }
