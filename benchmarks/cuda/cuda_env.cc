@@ -126,6 +126,26 @@ absl::StatusOr<std::vector<int>> ParseGpuSelection(const std::string& text, int 
   return out;
 }
 
+absl::StatusOr<std::vector<GpuInfo>> SelectGpus(const std::string& selection, const char* suite,
+                                                RecordWriter& out) {
+  auto all = ListGpus();
+  if (!all.ok()) {
+    out.Log("error", std::string(all.status().message()));
+    std::fprintf(stderr, "%s: %s\n", suite, std::string(all.status().message()).c_str());
+    return all.status();
+  }
+  auto indices = ParseGpuSelection(selection, static_cast<int>(all->size()));
+  absl::Status error = indices.ok() ? absl::OkStatus() : indices.status();
+  if (indices.ok() && indices->empty()) error = absl::InvalidArgumentError("no GPU selected");
+  if (!error.ok()) {
+    std::fprintf(stderr, "%s: %s\n", suite, std::string(error.message()).c_str());
+    return error;
+  }
+  std::vector<GpuInfo> gpus;
+  for (int i : *indices) gpus.push_back((*all)[static_cast<size_t>(i)]);
+  return gpus;
+}
+
 CudaVersions GetCudaVersions(const DriverProbe& probe) {
   CudaVersions v;
   v.driver = ParseProcDriverVersion(probe.proc_driver_version);

@@ -76,6 +76,13 @@ struct CudaVersions {
 };
 CudaVersions GetCudaVersions(const DriverProbe& probe);
 
+// The GPUs `selection` ("all" or "0,2,5"; see ParseGpuSelection) names, in
+// that order. On an error (listing the GPUs failed, a bad or empty selection)
+// prints "<suite>: <message>" to stderr, logs a listing failure to `out`, and
+// returns it: the suite then exits kExitCouldNotRun.
+absl::StatusOr<std::vector<GpuInfo>> SelectGpus(const std::string& selection, const char* suite,
+                                                RecordWriter& out);
+
 // Runs the start-up check: on a machine that cannot run, writes the finding
 // (and prints the message unless `quiet`) and returns the exit code (2);
 // returns 0 when GPUs are ready.

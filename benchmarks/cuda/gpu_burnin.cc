@@ -337,26 +337,14 @@ int RunCudaBurnin(int argc, char** argv) {
                    {{"backend", "cuda"}, {"driver", versions.driver},
                     {"cuda_runtime", versions.runtime}, {"cublas", versions.cublas}});
   if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
-  auto all = ListGpus();
-  if (!all.ok()) {
-    out.Log("error", std::string(all.status().message()));
-    std::fprintf(stderr, "burnin: %s\n", std::string(all.status().message()).c_str());
-    return kExitCouldNotRun;
-  }
-  auto selection = ParseGpuSelection(gpus_arg, static_cast<int>(all->size()));
-  if (!selection.ok() || selection->empty()) {
-    std::fprintf(stderr, "burnin: %s\n",
-                 selection.ok() ? "no GPU selected"
-                                : std::string(selection.status().message()).c_str());
-    return kExitCouldNotRun;
-  }
+  auto selected = SelectGpus(gpus_arg, "burnin", out);
+  if (!selected.ok()) return kExitCouldNotRun;
   if (o.fault_inject > 0) {
     out.Log("warn", absl::StrCat("--fault-inject ", o.fault_inject,
                                  ": TEST ONLY, one element will be corrupted on purpose"));
   }
-  const size_t count = selection->size();
-  std::vector<GpuInfo> gpus;
-  for (int i : *selection) gpus.push_back((*all)[static_cast<size_t>(i)]);
+  std::vector<GpuInfo> gpus = *std::move(selected);
+  const size_t count = gpus.size();
 
   BurninContext ctx;
   ctx.node = NodeName();

@@ -296,23 +296,11 @@ int RunCudaConsistency(int argc, char** argv) {
   CudaVersions v = GetCudaVersions(probe);
   RecordWriter out("consistency", jsonl ? stdout : nullptr, {{"backend", "cuda"}});
   if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
-  auto all = ListGpus();
-  if (!all.ok()) {
-    out.Log("error", std::string(all.status().message()));
-    std::fprintf(stderr, "consistency: %s\n", std::string(all.status().message()).c_str());
-    return kExitCouldNotRun;
-  }
-  auto selection = ParseGpuSelection(gpus_arg, static_cast<int>(all->size()));
-  if (!selection.ok() || selection->empty()) {
-    std::fprintf(stderr, "consistency: %s\n",
-                 selection.ok() ? "no GPU selected"
-                                : std::string(selection.status().message()).c_str());
-    return kExitCouldNotRun;
-  }
+  auto selected = SelectGpus(gpus_arg, "consistency", out);
+  if (!selected.ok()) return kExitCouldNotRun;
   const std::string versions =
       absl::StrCat("driver ", v.driver, "; CUDA runtime ", v.runtime, "; cuBLAS ", v.cublas);
-  std::vector<GpuInfo> gpus;
-  for (int i : *selection) gpus.push_back((*all)[static_cast<size_t>(i)]);
+  std::vector<GpuInfo> gpus = *std::move(selected);
   std::vector<GpuRuns> runs(gpus.size());
   std::vector<std::thread> threads;
   for (size_t x = 0; x < gpus.size(); ++x) {

@@ -332,17 +332,8 @@ int RunCudaGemm(int argc, char** argv) {
                    {{"backend", "cuda"}, {"driver", versions.driver},
                     {"cuda_runtime", versions.runtime}, {"cublas", versions.cublas}});
   if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
-  auto all = ListGpus();
-  if (!all.ok()) {
-    out.Log("error", std::string(all.status().message()));
-    std::fprintf(stderr, "gemm: %s\n", std::string(all.status().message()).c_str());
-    return kExitCouldNotRun;
-  }
-  auto selection = ParseGpuSelection(gpus_arg, static_cast<int>(all->size()));
-  if (!selection.ok()) {
-    std::fprintf(stderr, "gemm: %s\n", std::string(selection.status().message()).c_str());
-    return kExitCouldNotRun;
-  }
+  auto gpus = SelectGpus(gpus_arg, "gemm", out);
+  if (!gpus.ok()) return kExitCouldNotRun;
 
   GemmOptions o;
   o.dtype = *dtype;
@@ -355,13 +346,12 @@ int RunCudaGemm(int argc, char** argv) {
     o.shapes = DefaultShapes();
   }
   if (fault_inject) out.Log("warn", "--fault-inject: one output element is corrupted on purpose");
-  out.Progress("gemm", 0, absl::StrCat(dtype_name, " on ", selection->size(), " GPUs"));
+  out.Progress("gemm", 0, absl::StrCat(dtype_name, " on ", gpus->size(), " GPUs"));
 
-  std::vector<std::vector<GemmRow>> per_gpu(selection->size());
+  std::vector<std::vector<GemmRow>> per_gpu(gpus->size());
   std::vector<std::thread> threads;
-  for (size_t x = 0; x < selection->size(); ++x) {
-    threads.emplace_back(RunOneGpu, (*all)[static_cast<size_t>((*selection)[x])], std::cref(o),
-                         &per_gpu[x]);
+  for (size_t x = 0; x < gpus->size(); ++x) {
+    threads.emplace_back(RunOneGpu, (*gpus)[x], std::cref(o), &per_gpu[x]);
   }
   for (auto& t : threads) t.join();
 

@@ -444,17 +444,8 @@ int RunCudaMemory(int argc, char** argv) {
   RecordWriter out("memory", jsonl ? stdout : nullptr,
                    {{"driver", versions.driver}, {"cuda_runtime", versions.runtime}});
   if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
-  auto all = ListGpus();
-  if (!all.ok()) {
-    out.Log("error", std::string(all.status().message()));
-    std::fprintf(stderr, "memory: %s\n", std::string(all.status().message()).c_str());
-    return kExitCouldNotRun;
-  }
-  auto selection = ParseGpuSelection(gpus_arg, static_cast<int>(all->size()));
-  if (!selection.ok()) {
-    std::fprintf(stderr, "memory: %s\n", std::string(selection.status().message()).c_str());
-    return kExitCouldNotRun;
-  }
+  auto selected = SelectGpus(gpus_arg, "memory", out);
+  if (!selected.ok()) return kExitCouldNotRun;
   const std::string cmd = absl::StrFormat("cmax-bench-cuda memory --gpus %s --size %d", gpus_arg,
                                           o.size);
   int failures = 0;
@@ -478,15 +469,16 @@ int RunCudaMemory(int argc, char** argv) {
   };
 
   std::vector<std::unique_ptr<GpuMem>> gpus;
-  for (int idx : *selection) {
+  for (const GpuInfo& info : *selected) {
     auto g = std::make_unique<GpuMem>();
-    g->info = (*all)[static_cast<size_t>(idx)];
+    g->info = info;
     if (absl::Status s = Setup(*g, o); !s.ok()) {
       cuda_failure(&g->info, "setup", s);
       return kExitFoundFailures;
     }
     if (!g->numa_note.empty()) {
-      out.Log("warn", absl::StrCat("GPU ", idx, ": host buffer not NUMA-bound: ", g->numa_note));
+      out.Log("warn",
+              absl::StrCat("GPU ", info.index, ": host buffer not NUMA-bound: ", g->numa_note));
     }
     gpus.push_back(std::move(g));
   }
