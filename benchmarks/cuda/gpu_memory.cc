@@ -37,6 +37,7 @@
 #include "benchmarks/suite.h"
 #include "common/args.h"
 #include "common/record_io.h"
+#include "common/status_macros.h"
 
 namespace cmax::bench {
 namespace {
@@ -138,6 +139,11 @@ absl::StatusOr<uint64_t> DeviceCheck(GpuMem& g, const void* p, int64_t words, ui
 // Median milliseconds of `op` over iters timed runs after `warmup` untimed
 // ones. `poison` runs after the warm-up has finished and before the timed
 // runs, so that verification sees what the timed copies wrote.
+// Bandwidth in GB/s (10^9 bytes) of `bytes` moved in `ms`; 0 when unmeasured.
+double GbPerS(int64_t bytes, double ms) {
+  return ms > 0 ? static_cast<double>(bytes) / (ms * 1e-3) / 1e9 : 0;
+}
+
 absl::StatusOr<double> TimeOp(int gpu, cudaStream_t stream, int warmup, int iters,
                               const std::function<cudaError_t()>& op,
                               const std::function<cudaError_t()>& poison) {
@@ -209,20 +215,16 @@ Result HostCopy(GpuMem& g, const MemOptions& o, bool to_device) {
       std::memset(g.host->data(), 0xFF, static_cast<size_t>(o.size));  // stream is idle here
       return cudaSuccess;
     };
-    auto ms = TimeOp(gpu, g.stream, o.warmup, o.iters, op, poison);
-    if (!ms.ok()) return ms.status();
-    r.median_ms = *ms;
+    CMAX_ASSIGN_OR_RETURN(r.median_ms, TimeOp(gpu, g.stream, o.warmup, o.iters, op, poison));
     if (to_device) {
-      auto bad = DeviceCheck(g, g.dst, words, seed);
-      if (!bad.ok()) return bad.status();
-      r.mismatches = *bad;
+      CMAX_ASSIGN_OR_RETURN(r.mismatches, DeviceCheck(g, g.dst, words, seed));
     } else {
       r.mismatches = HostCheck(g.host->data(), words, seed);
     }
     return absl::OkStatus();
   };
   r.error = run();
-  if (r.median_ms > 0) r.gbps = static_cast<double>(r.bytes_counted) / (r.median_ms * 1e-3) / 1e9;
+  r.gbps = GbPerS(r.bytes_counted, r.median_ms);
   return r;
 }
 
@@ -282,9 +284,7 @@ std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, cons
       CMAX_CUDA(cudaEventElapsedTime(&ms, e0, e1));
       r.median_ms = ms / o.iters;
       if (to_device) {
-        auto bad = DeviceCheck(g, g.dst, words, seed);
-        if (!bad.ok()) return bad.status();
-        r.mismatches = *bad;
+        CMAX_ASSIGN_OR_RETURN(r.mismatches, DeviceCheck(g, g.dst, words, seed));
       } else {
         r.mismatches = HostCheck(g.host->data(), words, seed);
       }
@@ -294,7 +294,7 @@ std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, cons
     if (!arrived) sync.arrive_and_drop();  // never leave the others waiting
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
-    if (r.median_ms > 0) r.gbps = static_cast<double>(o.size) / (r.median_ms * 1e-3) / 1e9;
+    r.gbps = GbPerS(o.size, r.median_ms);
   };
   std::vector<std::thread> threads;
   for (size_t x = 0; x < gpus.size(); ++x) threads.emplace_back(worker, x);
@@ -338,16 +338,12 @@ Result DeviceCopy(GpuMem& g, const MemOptions& o, bool kernel) {
     auto poison = [&]() {
       return cudaMemsetAsync(g.dst, 0xFF, static_cast<size_t>(o.size), g.stream);
     };
-    auto ms = TimeOp(gpu, g.stream, o.warmup, o.iters, op, poison);
-    if (!ms.ok()) return ms.status();
-    r.median_ms = *ms;
-    auto bad = DeviceCheck(g, g.dst, words, seed);
-    if (!bad.ok()) return bad.status();
-    r.mismatches = *bad;
+    CMAX_ASSIGN_OR_RETURN(r.median_ms, TimeOp(gpu, g.stream, o.warmup, o.iters, op, poison));
+    CMAX_ASSIGN_OR_RETURN(r.mismatches, DeviceCheck(g, g.dst, words, seed));
     return absl::OkStatus();
   };
   r.error = run();
-  if (r.median_ms > 0) r.gbps = static_cast<double>(r.bytes_counted) / (r.median_ms * 1e-3) / 1e9;
+  r.gbps = GbPerS(r.bytes_counted, r.median_ms);
   return r;
 }
 
@@ -387,16 +383,12 @@ Result PeerCopy(GpuMem& s, GpuMem& d, const MemOptions& o) {
       cudaError_t back = cudaSetDevice(s.info.index);
       return e != cudaSuccess ? e : back;
     };
-    auto ms = TimeOp(gpu, s.stream, o.warmup, o.iters, op, poison);
-    if (!ms.ok()) return ms.status();
-    r.median_ms = *ms;
-    auto bad = DeviceCheck(d, d.dst, words, seed);
-    if (!bad.ok()) return bad.status();
-    r.mismatches = *bad;
+    CMAX_ASSIGN_OR_RETURN(r.median_ms, TimeOp(gpu, s.stream, o.warmup, o.iters, op, poison));
+    CMAX_ASSIGN_OR_RETURN(r.mismatches, DeviceCheck(d, d.dst, words, seed));
     return absl::OkStatus();
   };
   r.error = run();
-  if (r.median_ms > 0) r.gbps = static_cast<double>(r.bytes_counted) / (r.median_ms * 1e-3) / 1e9;
+  r.gbps = GbPerS(r.bytes_counted, r.median_ms);
   return r;
 }
 
