@@ -2,12 +2,12 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/collective_common/host_memory_backend.h"
 #include "benchmarks/collective/rendezvous_store.h"
 #include "common/rendezvous_client.h"
 #include "gloo/allgather.h"
@@ -23,7 +23,7 @@
 namespace cmax::collective {
 namespace {
 
-class GlooBackend : public Backend {
+class GlooBackend : public HostMemoryBackend {
  public:
   GlooBackend(std::unique_ptr<RendezvousClient> client,
               std::unique_ptr<::gloo::rendezvous::Store> store,
@@ -44,20 +44,6 @@ class GlooBackend : public Backend {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<void*> Allocate(size_t bytes) override {
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes));
-    return p;
-  }
-  void Free(void* p) override { std::free(p); }
-  absl::Status Upload(void* dst, const void* host, size_t bytes) override {
-    std::memcpy(dst, host, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status Download(void* host, const void* src, size_t bytes) override {
-    std::memcpy(host, src, bytes);
-    return absl::OkStatus();
-  }
 
   absl::Status Run(Op op, DType t, const void* send, void* recv, const Shape& s,
                    bool in_place) override {

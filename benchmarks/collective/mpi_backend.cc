@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/collective_common/host_memory_backend.h"
 
 namespace cmax::collective {
 namespace {
@@ -35,7 +36,7 @@ MPI_Datatype MpiType(DType t) {
   }
 }
 
-class MpiBackend : public Backend {
+class MpiBackend : public HostMemoryBackend {
  public:
   MpiBackend() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -50,20 +51,6 @@ class MpiBackend : public Backend {
     if (MpiType(t) == MPI_DATATYPE_NULL) {
       return absl::UnimplementedError(absl::StrCat("MPI has no ", DTypeName(t), " type"));
     }
-    return absl::OkStatus();
-  }
-  absl::StatusOr<void*> Allocate(size_t bytes) override {
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes));
-    return p;
-  }
-  void Free(void* p) override { std::free(p); }
-  absl::Status Upload(void* dst, const void* host, size_t bytes) override {
-    std::memcpy(dst, host, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status Download(void* host, const void* src, size_t bytes) override {
-    std::memcpy(host, src, bytes);
     return absl::OkStatus();
   }
 
