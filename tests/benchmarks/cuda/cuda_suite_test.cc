@@ -6,19 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/benchmarks/cuda/usable_gpus.h"
-#include "tests/benchmarks/suite_run.h"
+#include "tests/benchmarks/cuda/cuda_test_util.h"
 
-namespace {
-
+using cmax::testing::RunCuda;
 using cmax::testing::SuiteRun;
 using cmax::testing::UsableGpus;
-
-SuiteRun RunCuda(const std::vector<std::string>& args) {
-  return cmax::testing::RunSuite("cmax-bench-cuda", args, std::chrono::seconds(300));
-}
-
-}  // namespace
 
 TEST_CASE("without a GPU cmax-bench-cuda says not measured and exits 2", "[cuda]") {
   std::string why;
