@@ -45,33 +45,21 @@ std::string FindingCategory(const v1::Finding& f) {
 std::string RecordNode(const v1::ExportedRecord& rec) {
   if (!rec.node().empty()) return rec.node();
   const v1::Record& r = rec.record();
-  if (r.has_measurement()) {
-    auto it = r.measurement().labels().find("node");
-    if (it != r.measurement().labels().end()) return it->second;
-  }
-  if (r.has_finding()) {
-    auto it = r.finding().labels().find("node");
-    if (it != r.finding().labels().end()) return it->second;
-  }
+  if (r.has_measurement()) return LabelValue(r.measurement().labels(), "node");
+  if (r.has_finding()) return LabelValue(r.finding().labels(), "node");
   return "";
 }
 
 std::string DescribeSubject(const std::string& node, const v1::Measurement& m) {
   std::string out = node;
-  auto add = [&](const std::string& piece) {
+  auto add = [&](const char* prefix, const std::string& value, const char* suffix) {
+    if (value.empty()) return;
     if (!out.empty()) out += " ";
-    out += piece;
+    absl::StrAppend(&out, prefix, value, suffix);
   };
-  const auto& labels = m.labels();
-  if (auto it = labels.find("gpu"); it != labels.end() && !it->second.empty()) {
-    add(absl::StrCat("gpu:", it->second));
-  }
-  if (auto it = labels.find("uuid"); it != labels.end() && !it->second.empty()) {
-    add(absl::StrCat("(", it->second, ")"));
-  }
-  if (auto it = labels.find("peer"); it != labels.end() && !it->second.empty()) {
-    add(absl::StrCat("to ", it->second));
-  }
+  add("gpu:", LabelValue(m, "gpu"), "");
+  add("(", LabelValue(m, "uuid"), ")");
+  add("to ", LabelValue(m, "peer"), "");
   return out.empty() ? "fleet" : out;
 }
 
@@ -126,6 +114,16 @@ std::string TaskStateName(v1::TaskState state) {
     default:
       return "unknown";
   }
+}
+
+std::string LabelValue(const google::protobuf::Map<std::string, std::string>& labels,
+                       const std::string& key) {
+  auto it = labels.find(key);
+  return it == labels.end() ? "" : it->second;
+}
+
+std::string LabelValue(const v1::Measurement& m, const std::string& key) {
+  return LabelValue(m.labels(), key);
 }
 
 std::string SeverityName(v1::Severity severity) {

@@ -31,6 +31,11 @@ std::string MeasurementCategory(const v1::Measurement& m, const std::string& rec
 // The category a Finding feeds: its own category, Reliability when unknown.
 std::string FindingCategory(const v1::Finding& f);
 
+// The value of label `key`, "" when absent.
+std::string LabelValue(const google::protobuf::Map<std::string, std::string>& labels,
+                       const std::string& key);
+std::string LabelValue(const v1::Measurement& m, const std::string& key);
+
 // The node a record is about: the record's node, else the "node" label.
 std::string RecordNode(const v1::ExportedRecord& rec);
 

@@ -171,12 +171,6 @@ void Rules(const v1::Scorecard& card, std::string* out) {
   }
 }
 
-std::string LabelValue(const google::protobuf::Map<std::string, std::string>& labels,
-                       const std::string& key) {
-  auto it = labels.find(key);
-  return it == labels.end() ? "" : it->second;
-}
-
 std::string SeverityClass(v1::Severity s) {
   switch (s) {
     case v1::SEVERITY_WARN:

@@ -165,12 +165,6 @@ void Rules(const v1::Scorecard& card, std::string* out) {
   }
 }
 
-std::string LabelValue(const google::protobuf::Map<std::string, std::string>& labels,
-                       const std::string& key) {
-  auto it = labels.find(key);
-  return it == labels.end() ? "" : it->second;
-}
-
 void Findings(const v1::Scorecard& card, std::string* out) {
   absl::StrAppend(out, "## Findings\n\n");
   if (card.findings().empty()) {

@@ -83,16 +83,10 @@ struct BurninTask {
   std::map<std::string, Unit> units;   // node + "|" + key -> unit
 };
 
-std::string Label(const google::protobuf::Map<std::string, std::string>& labels,
-                  const std::string& key) {
-  auto it = labels.find(key);
-  return it == labels.end() ? "" : it->second;
-}
-
 std::string UnitKey(const google::protobuf::Map<std::string, std::string>& labels) {
-  const std::string uuid = Label(labels, "uuid");
+  const std::string uuid = LabelValue(labels, "uuid");
   if (!uuid.empty()) return uuid;
-  const std::string gpu = Label(labels, "gpu");
+  const std::string gpu = LabelValue(labels, "gpu");
   if (!gpu.empty()) return "gpu:" + gpu;
   return "host";
 }
@@ -170,10 +164,10 @@ std::vector<BurninTask> CollectTasks(const RunData& data) {
       u.node = node;
       u.key = key;
       if (key != "host") {
-        u.gpu = Label(m.labels(), "gpu");
-        u.uuid = Label(m.labels(), "uuid");
-        u.pci_bus_id = Label(m.labels(), "pci_bus_id");
-        u.model = Label(m.labels(), "model");
+        u.gpu = LabelValue(m.labels(), "gpu");
+        u.uuid = LabelValue(m.labels(), "uuid");
+        u.pci_bus_id = LabelValue(m.labels(), "pci_bus_id");
+        u.model = LabelValue(m.labels(), "model");
       }
       u.values[name] = m.value();
       u.simulated = u.simulated || m.simulated();

@@ -51,11 +51,6 @@ struct RunFigure {
   bool out_of_place = false;
 };
 
-std::string Label(const v1::Measurement& m, const std::string& k) {
-  auto it = m.labels().find(k);
-  return it == m.labels().end() ? "" : it->second;
-}
-
 std::string GroupText(const RunFigure& r) { return absl::StrJoin(r.nodes, ","); }
 
 std::string RunText(const RunFigure& r) {
@@ -74,19 +69,19 @@ std::vector<RunFigure> CollectRuns(const RunData& data) {
     const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
     if (suite != "collective") continue;
     int64_t size = 0;
-    if (!absl::SimpleAtoi(Label(m, "size_bytes"), &size)) continue;
+    if (!absl::SimpleAtoi(LabelValue(m, "size_bytes"), &size)) continue;
     RunFigure f;
     f.task = rec.task_id();
-    f.op = Label(m, "op");
-    f.dtype = Label(m, "dtype");
-    f.backend = Label(m, "backend");
-    f.ranks = Label(m, "ranks");
-    f.nodes = SplitNodes(Label(m, "nodes"));
+    f.op = LabelValue(m, "op");
+    f.dtype = LabelValue(m, "dtype");
+    f.backend = LabelValue(m, "backend");
+    f.ranks = LabelValue(m, "ranks");
+    f.nodes = SplitNodes(LabelValue(m, "nodes"));
     if (f.nodes.empty()) f.nodes.push_back(RecordNode(rec));
     std::sort(f.nodes.begin(), f.nodes.end());
     f.size = size;
     f.busbw = m.value();
-    f.out_of_place = Label(m, "placement") != "in";
+    f.out_of_place = LabelValue(m, "placement") != "in";
     const std::string key = absl::StrCat(f.task, "|", f.op, "|", f.dtype, "|", f.backend, "|",
                                          GroupText(f));
     auto it = runs.find(key);

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_format.h"
 #include "reports/gpu_specs.h"
+#include "reports/judge_util.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
@@ -43,14 +44,9 @@ double HostLinkFloorGbps(int pcie_gen) {
   }
 }
 
-std::string Label(const v1::Measurement& m, const std::string& key) {
-  auto it = m.labels().find(key);
-  return it == m.labels().end() ? "" : it->second;
-}
-
 std::string GpuSubject(const v1::Measurement& m) {
-  std::string s = "gpu:" + Label(m, "gpu");
-  std::string uuid = Label(m, "uuid");
+  std::string s = "gpu:" + LabelValue(m, "gpu");
+  std::string uuid = LabelValue(m, "uuid");
   if (!uuid.empty()) s += " (" + uuid + ")";
   return s;
 }
@@ -75,19 +71,21 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
   for (const auto& er : data.records) {
     if (!er.record().has_measurement()) continue;
     const v1::Measurement& m = er.record().measurement();
-    if (Label(m, "model").empty()) continue;
+    if (LabelValue(m, "model").empty()) continue;
     if (m.metric() == "gemm_tflops") {
-      if (Label(m, "verified") == "false") continue;  // a wrong result is a failure elsewhere
-      Key key{er.node(), Label(m, "gpu") + "|" + Label(m, "uuid"), Label(m, "dtype")};
+      if (LabelValue(m, "verified") == "false") continue;  // a wrong result is a failure elsewhere
+      Key key{er.node(), LabelValue(m, "gpu") + "|" + LabelValue(m, "uuid"),
+              LabelValue(m, "dtype")};
       auto it = gemm.find(key);
       if (it == gemm.end() || m.value() > it->second.m.value()) {
         gemm[key] = {m, er.node(),
-                     absl::StrFormat("%sx%sx%s", Label(m, "m"), Label(m, "n"), Label(m, "k"))};
+                     absl::StrFormat("%sx%sx%s", LabelValue(m, "m"), LabelValue(m, "n"),
+                                     LabelValue(m, "k"))};
       }
     } else if (m.metric() == "memory_bandwidth_gbps") {
-      std::string test = Label(m, "test");
+      std::string test = LabelValue(m, "test");
       if (test != "hbm" && test != "d2d" && test != "h2d" && test != "d2h") continue;
-      Key key{er.node(), Label(m, "gpu") + "|" + Label(m, "uuid"), test};
+      Key key{er.node(), LabelValue(m, "gpu") + "|" + LabelValue(m, "uuid"), test};
       auto it = memory.find(key);
       if (it == memory.end() || m.value() > it->second.m.value()) memory[key] = {m, er.node(), ""};
     }
@@ -111,7 +109,7 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
   };
 
   for (const auto& [key, b] : gemm) {
-    const std::string model = Label(b.m, "model");
+    const std::string model = LabelValue(b.m, "model");
     const std::string dtype = std::get<2>(key);
     auto spec = FindGpuSpec(model);
     if (!spec) {
@@ -138,7 +136,7 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
         100 * t.warn, 100 * t.fail));
     r.add_evidence(absl::StrFormat("best shape m x n x k = %s, model '%s'", b.shape, model));
     r.add_evidence(absl::StrFormat("cmax-bench-cuda gemm --dtype %s --gpus %s", dtype,
-                                   Label(b.m, "gpu")));
+                                   LabelValue(b.m, "gpu")));
     if (r.outcome() != "pass") {
       r.set_action(
           "check clocks and throttle reasons (nvidia-smi -q -d PERFORMANCE), power cap, "
@@ -148,7 +146,7 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
   }
 
   for (const auto& [key, b] : memory) {
-    const std::string model = Label(b.m, "model");
+    const std::string model = LabelValue(b.m, "model");
     const std::string test = std::get<2>(key);
     auto spec = FindGpuSpec(model);
     if (!spec) {
@@ -184,8 +182,8 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
       r.set_message(absl::StrFormat(
           "%s %s %s %.1f GB/s over PCIe Gen%d x16 (expected at least %.0f GB/s)", b.node,
           GpuSubject(b.m), test, b.m.value(), spec->pcie_gen, floor));
-      r.add_evidence(absl::StrFormat("pci bus %s, NUMA node %s", Label(b.m, "pci_bus_id"),
-                                     Label(b.m, "numa_node")));
+      r.add_evidence(absl::StrFormat("pci bus %s, NUMA node %s", LabelValue(b.m, "pci_bus_id"),
+                                     LabelValue(b.m, "numa_node")));
       if (r.outcome() != "pass") {
         r.set_action(
             "check the link's negotiated speed and width under load (lspci -vv LnkSta, "

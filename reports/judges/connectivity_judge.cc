@@ -48,11 +48,6 @@ struct PairData {
   std::set<std::string> addresses;  // dst_addr labels
 };
 
-std::string Label(const v1::Measurement& m, const char* key) {
-  auto it = m.labels().find(key);
-  return it == m.labels().end() ? "" : it->second;
-}
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -83,8 +78,8 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
   for (const auto& rec : data.records) {
     if (rec.suite() != "connectivity" || !rec.record().has_measurement()) continue;
     const v1::Measurement& m = rec.record().measurement();
-    std::string src = Label(m, "src");
-    std::string dst = Label(m, "dst");
+    std::string src = LabelValue(m, "src");
+    std::string dst = LabelValue(m, "dst");
     if (src.empty()) src = RecordNode(rec);
     if (src.empty() || dst.empty() || src == dst) continue;
     nodes.insert(src);
@@ -93,7 +88,7 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (m.metric() == "reachable") {
       ++p.measured;
       if (m.value() < 0.5) ++p.unreachable;
-      std::string addr = Label(m, "dst_addr");
+      std::string addr = LabelValue(m, "dst_addr");
       if (!addr.empty()) p.addresses.insert(addr);
     } else if (m.metric() == "rtt_ms") {
       p.rtt.push_back(m.value());

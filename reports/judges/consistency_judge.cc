@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "reports/judge_util.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
@@ -51,11 +52,6 @@ struct Subject {
   }
 };
 
-std::string Label(const v1::Measurement& m, const std::string& key) {
-  auto it = m.labels().find(key);
-  return it == m.labels().end() ? "" : it->second;
-}
-
 v1::RuleResult Result(const std::string& rule, const std::string& outcome,
                       const std::string& node, const std::string& subject,
                       const std::string& message) {
@@ -79,15 +75,15 @@ void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (!er.record().has_measurement()) continue;
     const v1::Measurement& m = er.record().measurement();
     if (m.metric() != kMetric) continue;
-    std::string digest = Label(m, "digest");
+    std::string digest = LabelValue(m, "digest");
     if (digest.empty()) continue;
-    std::string node = er.node().empty() ? Label(m, "node") : er.node();
-    std::string gpu = Label(m, "gpu");
-    GroupKey key{Label(m, "workload"), Label(m, "model"), Label(m, "versions")};
+    std::string node = er.node().empty() ? LabelValue(m, "node") : er.node();
+    std::string gpu = LabelValue(m, "gpu");
+    GroupKey key{LabelValue(m, "workload"), LabelValue(m, "model"), LabelValue(m, "versions")};
     Subject& s = groups[key][node + "\x1f" + gpu];
     s.node = node;
     s.gpu = gpu;
-    if (s.uuid.empty()) s.uuid = Label(m, "uuid");
+    if (s.uuid.empty()) s.uuid = LabelValue(m, "uuid");
     if (s.digests.empty()) s.value = m.value();
     s.digests[digest]++;
   }

@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "reports/judge_util.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
 
@@ -45,14 +46,9 @@ struct NodeFigure {
   std::string fs_type, mount_source, path, unit;
 };
 
-std::string Label(const v1::Measurement& m, const std::string& key) {
-  auto it = m.labels().find(key);
-  return it == m.labels().end() ? "" : it->second;
-}
-
 int64_t LabelInt(const v1::Measurement& m, const std::string& key) {
   int64_t v = 0;
-  return absl::SimpleAtoi(Label(m, key), &v) ? v : 0;
+  return absl::SimpleAtoi(LabelValue(m, key), &v) ? v : 0;
 }
 
 bool ParseSeries(const std::string& text, std::vector<double>* out) {
@@ -153,31 +149,31 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
     any_storage = true;
     if (!er.record().has_measurement()) continue;
     const v1::Measurement& m = er.record().measurement();
-    if (Label(m, "job") != "all") continue;
+    if (LabelValue(m, "job") != "all") continue;
     const std::string& metric = m.metric();
     if (metric != "storage_bandwidth_mbps" && metric != "storage_checkpoint_seconds" &&
         metric != "storage_restore_seconds" &&
-        !(metric == "storage_iops" && Label(m, "pattern") == "metadata")) {
+        !(metric == "storage_iops" && LabelValue(m, "pattern") == "metadata")) {
       continue;
     }
-    std::string cls = Label(m, "storage_class");
+    std::string cls = LabelValue(m, "storage_class");
     if (cls.empty()) cls = "unknown";
-    std::string node = er.node().empty() ? Label(m, "host") : er.node();
+    std::string node = er.node().empty() ? LabelValue(m, "host") : er.node();
     NodeFigure f;
     f.node = node;
     f.value = m.value();
     f.unit = m.unit();
     f.start_ns = LabelInt(m, "start_unix_ns");
     f.end_ns = LabelInt(m, "end_unix_ns");
-    f.fs_type = Label(m, "fs_type");
-    f.mount_source = Label(m, "mount_source");
-    f.path = Label(m, "path");
-    if (ParseSeries(Label(m, "bw_series_mbps"), &f.series) && !f.series.empty()) {
+    f.fs_type = LabelValue(m, "fs_type");
+    f.mount_source = LabelValue(m, "mount_source");
+    f.path = LabelValue(m, "path");
+    if (ParseSeries(LabelValue(m, "bw_series_mbps"), &f.series) && !f.series.empty()) {
       f.has_series = true;
       f.series_start_ms = LabelInt(m, "bw_series_start_unix_ms");
       f.step_ms = std::max<int64_t>(1, LabelInt(m, "bw_series_step_ms"));
     }
-    groups[{cls, Label(m, "pattern"), Label(m, "op"), metric}][node] = std::move(f);
+    groups[{cls, LabelValue(m, "pattern"), LabelValue(m, "op"), metric}][node] = std::move(f);
   }
   if (groups.empty()) {
     if (any_storage) {
