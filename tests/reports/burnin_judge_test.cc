@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/plan_parser.h"
 #include "reports/run_data.h"
 #include "reports/scorecard.h"
@@ -139,14 +140,10 @@ const v1::RuleResult* FleetWide(const std::vector<v1::RuleResult>& all) {
   return nullptr;
 }
 
-bool Contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
 bool AnyContains(const v1::RuleResult& r, const std::string& needle) {
-  if (Contains(r.message(), needle)) return true;
+  if (absl::StrContains(r.message(), needle)) return true;
   for (const auto& e : r.evidence()) {
-    if (Contains(e, needle)) return true;
+    if (absl::StrContains(e, needle)) return true;
   }
   return false;
 }
@@ -161,7 +158,7 @@ TEST_CASE("steady GPUs pass alone and under fleet load", "[judge][burnin]") {
   for (const auto& r : out) CHECK(r.outcome() == "pass");
   const v1::RuleResult* fleet = FleetWide(out);
   REQUIRE(fleet != nullptr);
-  CHECK(Contains(fleet->message(), "0 of 2 nodes compared"));
+  CHECK(absl::StrContains(fleet->message(), "0 of 2 nodes compared"));
 }
 
 TEST_CASE("a high-CV GPU warns naming it", "[judge][burnin]") {
@@ -174,9 +171,9 @@ TEST_CASE("a high-CV GPU warns naming it", "[judge][burnin]") {
   CHECK(w.node() == "node-2");
   CHECK(w.subject() == "gpu:5 (GPU-node-2-5)");
   INFO(w.message());
-  CHECK(Contains(w.message(), "node-2 gpu:5 (GPU-node-2-5)"));
-  CHECK(Contains(w.message(), "CV 0.12 (warn above 0.05)"));
-  CHECK(Contains(w.message(), "slowest one-second window 560 TFLOP/s = 80% of the mean"));
+  CHECK(absl::StrContains(w.message(), "node-2 gpu:5 (GPU-node-2-5)"));
+  CHECK(absl::StrContains(w.message(), "CV 0.12 (warn above 0.05)"));
+  CHECK(absl::StrContains(w.message(), "slowest one-second window 560 TFLOP/s = 80% of the mean"));
   CHECK_FALSE(w.action().empty());
   CHECK(Where(out, "burnin.stability", "pass").size() == 15);
 }
@@ -211,8 +208,8 @@ TEST_CASE("a mismatch already judged by the suite's finding is cited, not repeat
     const auto crit = Where(out, "burnin.stability", "critical");
     REQUIRE(crit.size() == 1);
     CHECK(crit[0].node() == "node-1");
-    CHECK(Contains(crit[0].message(), "gpu:3 (GPU-node-1-3)"));
-    CHECK(Contains(crit[0].message(), "12 mismatched elements"));
+    CHECK(absl::StrContains(crit[0].message(), "gpu:3 (GPU-node-1-3)"));
+    CHECK(absl::StrContains(crit[0].message(), "12 mismatched elements"));
   }
 }
 
@@ -231,9 +228,9 @@ TEST_CASE("throttling only in the fleet burn-in is reported as fleet-only on its
   INFO(gpu->message());
   CHECK(gpu->node() == "node-2");
   CHECK(gpu->subject() == "gpu:6 (GPU-node-2-6)");
-  CHECK(Contains(gpu->message(), "appeared only with the whole fleet loaded"));
-  CHECK(Contains(gpu->message(), "30% of the time (0% alone)"));
-  CHECK(Contains(gpu->message(), "8% below its own burn-in's 790 TFLOP/s"));
+  CHECK(absl::StrContains(gpu->message(), "appeared only with the whole fleet loaded"));
+  CHECK(absl::StrContains(gpu->message(), "30% of the time (0% alone)"));
+  CHECK(absl::StrContains(gpu->message(), "8% below its own burn-in's 790 TFLOP/s"));
   // Both figures as evidence.
   CHECK(AnyContains(*gpu, "fleet burn-in (every node at once): mean 730 TFLOP/s, throttled "
                           "for heat or power delivery 90 s of 300 s (30%)"));
@@ -243,7 +240,7 @@ TEST_CASE("throttling only in the fleet burn-in is reported as fleet-only on its
   const v1::RuleResult* fleet = FleetWide(out);
   REQUIRE(fleet != nullptr);
   CHECK(fleet->outcome() == "warn");
-  CHECK(Contains(fleet->message(), "1 of 2 nodes compared throttled or slowed only under fleet "
+  CHECK(absl::StrContains(fleet->message(), "1 of 2 nodes compared throttled or slowed only under fleet "
                                    "load: node-2"));
 }
 
@@ -264,12 +261,12 @@ TEST_CASE("throttling in both burn-ins is not fleet-specific", "[judge][burnin]"
   bool said = false;
   for (const auto& r : Where(out, "burnin.fleet_load", "pass")) {
     if (r.node() == "node-1" && r.subject() == "gpu:2 (GPU-node-1-2)") {
-      said = Contains(r.message(), "not fleet-specific");
-      CHECK(Contains(r.message(), "alone (20%) and under fleet load (25%)"));
+      said = absl::StrContains(r.message(), "not fleet-specific");
+      CHECK(absl::StrContains(r.message(), "alone (20%) and under fleet load (25%)"));
     }
   }
   CHECK(said);
-  CHECK(Contains(FleetWide(out)->message(), "0 of 2 nodes compared"));
+  CHECK(absl::StrContains(FleetWide(out)->message(), "0 of 2 nodes compared"));
 }
 
 TEST_CASE("fleet throttling without a solo baseline is reported without attribution",
@@ -281,8 +278,8 @@ TEST_CASE("fleet throttling without a solo baseline is reported without attribut
   const auto warns = Where(out, "burnin.fleet_load", "warn");
   REQUIRE(warns.size() == 1);
   CHECK(warns[0].node() == "node-1");
-  CHECK(Contains(warns[0].message(), "no node-scoped burn-in"));
-  CHECK_FALSE(Contains(warns[0].message(), "only with the whole fleet"));
+  CHECK(absl::StrContains(warns[0].message(), "no node-scoped burn-in"));
+  CHECK_FALSE(absl::StrContains(warns[0].message(), "only with the whole fleet"));
   const v1::RuleResult* fleet = FleetWide(out);
   REQUIRE(fleet != nullptr);
   CHECK(fleet->outcome() == "not_measured");
@@ -293,7 +290,7 @@ TEST_CASE("no barrier burn-in in the run is a fleet-wide not measured", "[judge]
   const v1::RuleResult* fleet = FleetWide(out);
   REQUIRE(fleet != nullptr);
   CHECK(fleet->outcome() == "not_measured");
-  CHECK(Contains(fleet->message(), "fleet burn-in (scope: barrier) not in the plan"));
+  CHECK(absl::StrContains(fleet->message(), "fleet burn-in (scope: barrier) not in the plan"));
   // And a run without any burn-in gets nothing from this judge.
   RunData none = Plan(false);
   CHECK(RunBurninJudge(none).empty());
@@ -315,10 +312,10 @@ TEST_CASE("a failed or timed-out burn-in task is not measured, never pass", "[ju
     if (r.rule_id() != "burnin.stability") continue;
     // No pass may come from the tasks that did not complete, even though
     // their records are there.
-    if (r.node() == "node-2" && Contains(r.message(), "burnin-fleet")) {
+    if (r.node() == "node-2" && absl::StrContains(r.message(), "burnin-fleet")) {
       CHECK(r.outcome() == "not_measured");
     }
-    if (r.node() == "node-1" && Contains(r.message(), "node's own")) {
+    if (r.node() == "node-1" && absl::StrContains(r.message(), "node's own")) {
       CHECK(r.outcome() == "not_measured");
     }
   }
@@ -327,7 +324,7 @@ TEST_CASE("a failed or timed-out burn-in task is not measured, never pass", "[ju
   bool message_kept = false;
   for (const auto& r : nm) {
     if (r.node() == "node-2") {
-      message_kept = Contains(r.message(), "no CUDA-capable device is detected");
+      message_kept = absl::StrContains(r.message(), "no CUDA-capable device is detected");
     }
   }
   CHECK(message_kept);
@@ -345,7 +342,7 @@ TEST_CASE("simulated burn-in figures are never presented as measured", "[judge][
   for (const auto& r : out) {
     INFO(r.rule_id() << ": " << r.message());
     CHECK(r.outcome() == "not_measured");
-    if (!r.node().empty()) CHECK(Contains(r.message(), kSimulatedBanner));
+    if (!r.node().empty()) CHECK(absl::StrContains(r.message(), kSimulatedBanner));
   }
 }
 
@@ -358,7 +355,7 @@ TEST_CASE("the scorecard shows fleet-only throttling under Reliability", "[judge
   bool shown = false;
   for (const auto& r : reliability.rules()) {
     if (r.rule_id() == "burnin.fleet_load" && r.node() == "node-2") {
-      shown = Contains(r.message(), "only with the whole fleet loaded");
+      shown = absl::StrContains(r.message(), "only with the whole fleet loaded");
     }
   }
   CHECK(shown);
@@ -410,15 +407,15 @@ TEST_CASE("the cpu backend: an unsteady host is judged once", "[judge][burnin]")
     const auto pass = Where(out, "burnin.stability", "pass");
     REQUIRE(pass.size() == 1);
     CHECK(pass[0].subject() == "host");
-    CHECK(Contains(pass[0].message(), "already reported by the suite's finding "
+    CHECK(absl::StrContains(pass[0].message(), "already reported by the suite's finding "
                                       "burnin.unstable_throughput (warn)"));
   }
   SECTION("no finding: the judge warns on the host") {
     const auto warns = Where(RunBurninJudge(d), "burnin.stability", "warn");
     REQUIRE(warns.size() == 1);
     CHECK(warns[0].node() == "node-1");
-    CHECK(Contains(warns[0].message(), "node-1 host"));
-    CHECK(Contains(warns[0].message(), "CV 0.2 (warn above 0.15)"));
+    CHECK(absl::StrContains(warns[0].message(), "node-1 host"));
+    CHECK(absl::StrContains(warns[0].message(), "CV 0.2 (warn above 0.15)"));
   }
 }
 
@@ -440,10 +437,10 @@ TEST_CASE("the fleet outlier judge compares each burn-in only with its own kind"
   for (const auto& r : out) {
     if (r.rule_id() == "fleet.outlier.burnin_tflops_mean") FAIL_CHECK(r.message());
     if (r.rule_id() != "fleet.spread.burnin_tflops_mean") continue;
-    if (Contains(r.subject(), "plan entry burnin-fleet")) {
+    if (absl::StrContains(r.subject(), "plan entry burnin-fleet")) {
       fleet_group = true;
       CHECK(r.value() == 700);
-    } else if (Contains(r.subject(), "plan entry burnin#0")) {
+    } else if (absl::StrContains(r.subject(), "plan entry burnin#0")) {
       solo_group = true;
       CHECK(r.value() == 790);
     }

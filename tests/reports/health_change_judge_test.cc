@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/plan_parser.h"
 #include "reports/run_data.h"
 #include "reports/scorecard.h"
@@ -94,10 +95,6 @@ std::vector<v1::RuleResult> On(const std::vector<v1::RuleResult>& all, const std
   return out;
 }
 
-bool Contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_CASE("counters that did not change pass, one result per node", "[judge][health]") {
@@ -109,8 +106,8 @@ TEST_CASE("counters that did not change pass, one result per node", "[judge][hea
   for (const auto& r : out) {
     INFO(r.message());
     CHECK(r.outcome() == "pass");
-    CHECK(Contains(r.message(), "none of 5 health counters changed"));
-    CHECK(Contains(r.evidence(0), "3600 s apart"));
+    CHECK(absl::StrContains(r.message(), "none of 5 health counters changed"));
+    CHECK(absl::StrContains(r.evidence(0), "3600 s apart"));
   }
 }
 
@@ -131,20 +128,20 @@ TEST_CASE("a new double-bit ECC error fails and an IB error warns, naming GPU an
   bool dbe = false, ib = false;
   for (const auto& r : node2) {
     INFO(r.message());
-    if (Contains(r.message(), "double-bit")) {
+    if (absl::StrContains(r.message(), "double-bit")) {
       dbe = true;
       CHECK(r.outcome() == "fail");
       CHECK(r.subject() == "node-2 GPU 3 (GPU-e95b2c44)");
-      CHECK(Contains(r.message(), "2 new uncorrectable"));
+      CHECK(absl::StrContains(r.message(), "2 new uncorrectable"));
       CHECK(r.value() == 2);
-      CHECK(Contains(r.action(), "drain"));
+      CHECK(absl::StrContains(r.action(), "drain"));
     }
-    if (Contains(r.message(), "symbol_error")) {
+    if (absl::StrContains(r.message(), "symbol_error")) {
       ib = true;
       CHECK(r.outcome() == "warn");
       CHECK(r.subject() == "node-2 mlx5_0 port 1 symbol_error");
-      CHECK(Contains(r.message(), "240 InfiniBand/RoCE port errors"));
-      CHECK(Contains(r.message(), "(10 -> 250)"));
+      CHECK(absl::StrContains(r.message(), "240 InfiniBand/RoCE port errors"));
+      CHECK(absl::StrContains(r.message(), "(10 -> 250)"));
     }
   }
   CHECK(dbe);
@@ -167,15 +164,15 @@ TEST_CASE("a counter that went down means a reset; a saturated one's change is u
   bool reset = false, saturated = false;
   for (const auto& r : out) {
     INFO(r.message());
-    if (Contains(r.message(), "went down")) {
+    if (absl::StrContains(r.message(), "went down")) {
       reset = true;
       CHECK(r.outcome() == "warn");
-      CHECK(Contains(r.message(), "reset"));
+      CHECK(absl::StrContains(r.message(), "reset"));
     }
-    if (Contains(r.message(), "saturated")) {
+    if (absl::StrContains(r.message(), "saturated")) {
       saturated = true;
       CHECK(r.outcome() == "not_measured");
-      CHECK(Contains(r.message(), "16-bit"));
+      CHECK(absl::StrContains(r.message(), "16-bit"));
     }
   }
   CHECK(reset);
@@ -189,7 +186,7 @@ TEST_CASE("one health entry, or a node without its second, is not measured", "[j
   REQUIRE(out.size() == 1);
   CHECK(out[0].outcome() == "not_measured");
   CHECK(out[0].node().empty());
-  CHECK(Contains(out[0].action(), "health-after"));
+  CHECK(absl::StrContains(out[0].action(), "health-after"));
 
   RunData missing = Plan(2, {"node-1", "node-2"});
   Steady(&missing, "node-1");
@@ -213,7 +210,7 @@ TEST_CASE("simulated counters are never presented as measured", "[judge][health]
   for (const auto& r : RunJudge(d)) {
     INFO(r.message());
     CHECK(r.outcome() == "not_measured");
-    CHECK(Contains(r.message(), kSimulatedBanner));
+    CHECK(absl::StrContains(r.message(), kSimulatedBanner));
   }
 }
 

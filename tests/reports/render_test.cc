@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "reports/scorecard.h"
 #include "tests/reports/scorecard_test_util.h"
 
@@ -13,10 +14,6 @@ using testing::CleanHostcheckRun;
 using testing::Find;
 using testing::Meas;
 using testing::Task;
-
-bool Contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
 
 RunData RunWithProblems() {
   RunData d = CleanHostcheckRun();
@@ -39,7 +36,7 @@ TEST_CASE("JSON has the scorecard fields by their proto names", "[render]") {
                           "\"tier_reason\"", "\"categories\"", "\"nodes\"", "\"findings\"",
                           "\"measured\": false", "\"verdict\""}) {
     INFO(key);
-    CHECK(Contains(json, key));
+    CHECK(absl::StrContains(json, key));
   }
   v1::Scorecard back;
   REQUIRE(google::protobuf::util::JsonStringToMessage(json, &back).ok());
@@ -54,46 +51,46 @@ TEST_CASE("Markdown shows the header, category table, nodes, rules, findings, ta
           "[render]") {
   const v1::Scorecard card = BuildScorecard(RunWithProblems());
   const std::string md = RenderMarkdown(card);
-  CHECK(Contains(md, "# cmax scorecard: run-1"));
-  CHECK(Contains(md, "| Plan | quick |"));
-  CHECK(Contains(md, "| Started | 2025-11-29T21:17:45.123Z |"));
-  CHECK(Contains(md, "| Tier | **" + card.tier() + "** |"));
-  CHECK(Contains(md, "| Category | Grade | Summary |\n|---|---|---|\n"));
-  CHECK(Contains(md, "| Compute | not measured | not measured"));
-  CHECK(Contains(md, "| Security | **C** | 1 node measured; 1 failure"));
-  CHECK(Contains(md, "| node-2 | **FAIL** | Security fail: "));
-  CHECK(Contains(md, "### Security: C"));
+  CHECK(absl::StrContains(md, "# cmax scorecard: run-1"));
+  CHECK(absl::StrContains(md, "| Plan | quick |"));
+  CHECK(absl::StrContains(md, "| Started | 2025-11-29T21:17:45.123Z |"));
+  CHECK(absl::StrContains(md, "| Tier | **" + card.tier() + "** |"));
+  CHECK(absl::StrContains(md, "| Category | Grade | Summary |\n|---|---|---|\n"));
+  CHECK(absl::StrContains(md, "| Compute | not measured | not measured"));
+  CHECK(absl::StrContains(md, "| Security | **C** | 1 node measured; 1 failure"));
+  CHECK(absl::StrContains(md, "| node-2 | **FAIL** | Security fail: "));
+  CHECK(absl::StrContains(md, "### Security: C"));
   // Markup in data is escaped; web links are clickable, others are not.
-  CHECK_FALSE(Contains(md, "<script>"));
-  CHECK(Contains(md, "\\<script\\>"));
-  CHECK(Contains(md, "[https://nvd.nist.gov/vuln/detail/CVE-2024-21626]"
+  CHECK_FALSE(absl::StrContains(md, "<script>"));
+  CHECK(absl::StrContains(md, "\\<script\\>"));
+  CHECK(absl::StrContains(md, "[https://nvd.nist.gov/vuln/detail/CVE-2024-21626]"
                      "(https://nvd.nist.gov/vuln/detail/CVE-2024-21626)"));
-  CHECK_FALSE(Contains(md, "](javascript:"));
-  CHECK(Contains(md, "upgrade runc to 1.1.12 or later"));
+  CHECK_FALSE(absl::StrContains(md, "](javascript:"));
+  CHECK(absl::StrContains(md, "upgrade runc to 1.1.12 or later"));
   // Task table with exit code, and the stderr tail in a code block whose
   // fence outlasts the backticks inside.
-  CHECK(Contains(md, "### node-3"));
-  CHECK(Contains(md, "| selftest | failed | 139 |"));
-  CHECK(Contains(md, "```text\nSegmentation fault at <0x0>\n`boom`\n```"));
-  CHECK_FALSE(Contains(md, "SIMULATED"));
+  CHECK(absl::StrContains(md, "### node-3"));
+  CHECK(absl::StrContains(md, "| selftest | failed | 139 |"));
+  CHECK(absl::StrContains(md, "```text\nSegmentation fault at <0x0>\n`boom`\n```"));
+  CHECK_FALSE(absl::StrContains(md, "SIMULATED"));
 }
 
 TEST_CASE("HTML is self-contained and escapes everything", "[render]") {
   const v1::Scorecard card = BuildScorecard(RunWithProblems());
   const std::string html = RenderHtml(card);
-  CHECK(Contains(html, "<!DOCTYPE html>"));
-  CHECK(Contains(html, "<style>"));
-  CHECK_FALSE(Contains(html, "<script"));
-  CHECK_FALSE(Contains(html, "<link"));
-  CHECK_FALSE(Contains(html, "src="));
-  CHECK(Contains(html, "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; runc 1.1.11 &amp; older"));
-  CHECK(Contains(html, "<a href=\"https://nvd.nist.gov/vuln/detail/CVE-2024-21626\""));
-  CHECK_FALSE(Contains(html, "href=\"javascript:"));
-  CHECK(Contains(html, "<pre>Segmentation fault at &lt;0x0&gt;\n`boom`</pre>"));
-  CHECK(Contains(html, "<th>Category</th><th>Grade</th>"));
-  CHECK(Contains(html, "<td>Security</td><td><span class=\"badge gC\">C</span>"));
-  CHECK(Contains(html, "<span class=\"tier\">" + card.tier() + "</span>"));
-  CHECK_FALSE(Contains(html, "SIMULATED"));
+  CHECK(absl::StrContains(html, "<!DOCTYPE html>"));
+  CHECK(absl::StrContains(html, "<style>"));
+  CHECK_FALSE(absl::StrContains(html, "<script"));
+  CHECK_FALSE(absl::StrContains(html, "<link"));
+  CHECK_FALSE(absl::StrContains(html, "src="));
+  CHECK(absl::StrContains(html, "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; runc 1.1.11 &amp; older"));
+  CHECK(absl::StrContains(html, "<a href=\"https://nvd.nist.gov/vuln/detail/CVE-2024-21626\""));
+  CHECK_FALSE(absl::StrContains(html, "href=\"javascript:"));
+  CHECK(absl::StrContains(html, "<pre>Segmentation fault at &lt;0x0&gt;\n`boom`</pre>"));
+  CHECK(absl::StrContains(html, "<th>Category</th><th>Grade</th>"));
+  CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gC\">C</span>"));
+  CHECK(absl::StrContains(html, "<span class=\"tier\">" + card.tier() + "</span>"));
+  CHECK_FALSE(absl::StrContains(html, "SIMULATED"));
 }
 
 TEST_CASE("simulated data shows a banner in every rendering", "[render]") {
@@ -106,13 +103,13 @@ TEST_CASE("simulated data shows a banner in every rendering", "[render]") {
   const std::string banner = kSimulatedBanner;
   CHECK(banner == "SIMULATED DATA \u2014 not a measurement");
   const std::string json = RenderJson(card);
-  CHECK(Contains(json, "\"simulated\": true"));
-  CHECK(Contains(json, banner));
+  CHECK(absl::StrContains(json, "\"simulated\": true"));
+  CHECK(absl::StrContains(json, banner));
   const std::string md = RenderMarkdown(card);
-  CHECK(Contains(md, "> **\u26a0 " + banner + "**"));
+  CHECK(absl::StrContains(md, "> **\u26a0 " + banner + "**"));
   CHECK(md.find(banner) < md.find("## Categories"));  // at the top
   const std::string html = RenderHtml(card);
-  CHECK(Contains(html, "<div class=\"banner\">\u26a0 " + banner));
+  CHECK(absl::StrContains(html, "<div class=\"banner\">\u26a0 " + banner));
   CHECK(html.find(banner) < html.find("<h2>Categories</h2>"));
 }
 

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "reports/judge_util.h"
 #include "tests/reports/scorecard_test_util.h"
 
@@ -16,10 +17,6 @@ using testing::Find;
 using testing::Meas;
 using testing::NodeOf;
 using testing::Task;
-
-bool Contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
 
 // The rules a category shows with the given outcome.
 std::vector<v1::RuleResult> RulesWith(const v1::CategoryGrade& c, const std::string& outcome) {
@@ -46,13 +43,13 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
   const auto& rel = Category(card, "Reliability");
   CHECK(rel.measured());
   CHECK(rel.grade() == "A");
-  CHECK(Contains(rel.summary(), "3 nodes measured"));
-  CHECK(Contains(rel.summary(), "no warnings or failures"));
+  CHECK(absl::StrContains(rel.summary(), "3 nodes measured"));
+  CHECK(absl::StrContains(rel.summary(), "no warnings or failures"));
   for (const char* name : {"Compute", "Networking", "Storage", "Security", "Lifecycle"}) {
     INFO(name);
     CHECK_FALSE(Category(card, name).measured());
     CHECK(Category(card, name).grade() == "not measured");
-    CHECK(Contains(Category(card, name).summary(), "not measured"));
+    CHECK(absl::StrContains(Category(card, name).summary(), "not measured"));
   }
 
   REQUIRE(card.nodes_size() == 3);
@@ -66,8 +63,8 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
   // Documented rule: worst grade A gives Platinum, but Platinum needs
   // Compute, Networking, Storage, Reliability and Security measured.
   CHECK(card.tier() == "Gold");
-  CHECK(Contains(card.tier_reason(), "capped at Gold"));
-  CHECK(Contains(card.tier_reason(),
+  CHECK(absl::StrContains(card.tier_reason(), "capped at Gold"));
+  CHECK(absl::StrContains(card.tier_reason(),
                  "tier covers Reliability only; Compute, Networking, Storage, Security, "
                  "Lifecycle not measured"));
   CHECK_FALSE(card.simulated());
@@ -95,8 +92,8 @@ TEST_CASE("a lost agent fails its node and lowers Reliability", "[scorecard]") {
 
   const auto& rel = Category(card, "Reliability");
   CHECK(rel.grade() == "C");  // one failing node of three: within max(1, 10%)
-  CHECK(Contains(rel.summary(), "1 failure"));
-  CHECK(Contains(rel.summary(), "node-2: agent lost during hostcheck"));
+  CHECK(absl::StrContains(rel.summary(), "1 failure"));
+  CHECK(absl::StrContains(rel.summary(), "node-2: agent lost during hostcheck"));
   auto fails = RulesWith(rel, "fail");
   REQUIRE(fails.size() == 1);
   CHECK(fails[0].node() == "node-2");
@@ -109,7 +106,7 @@ TEST_CASE("a lost agent fails its node and lowers Reliability", "[scorecard]") {
       found = true;
       CHECK(f.severity() == v1::SEVERITY_FAIL);
       CHECK(f.labels().at("node") == "node-2");
-      CHECK(Contains(f.title(), "agent lost during hostcheck"));
+      CHECK(absl::StrContains(f.title(), "agent lost during hostcheck"));
       CHECK_FALSE(f.action().empty());
     }
   }
@@ -144,7 +141,7 @@ TEST_CASE("crashes, hangs and suites that could not run", "[scorecard]") {
   for (const auto& r : RulesWith(Category(card, "Reliability"), "fail")) {
     if (r.rule_id() != "task.crashed") continue;
     for (const auto& e : r.evidence()) {
-      if (Contains(e, "Segmentation fault")) crash_evidence = true;
+      if (absl::StrContains(e, "Segmentation fault")) crash_evidence = true;
     }
   }
   CHECK(crash_evidence);
@@ -174,9 +171,9 @@ TEST_CASE("a critical Security finding makes the tier Underperform", "[scorecard
   auto crit = RulesWith(sec, "critical");
   REQUIRE(crit.size() == 1);
   CHECK(crit[0].node() == "node-2");
-  CHECK(Contains(crit[0].message(), "1.17.7 is vulnerable: CVE-2025-23266 is fixed in 1.17.8"));
+  CHECK(absl::StrContains(crit[0].message(), "1.17.7 is vulnerable: CVE-2025-23266 is fixed in 1.17.8"));
   CHECK(card.tier() == "Underperform");
-  CHECK(Contains(card.tier_reason(), "critical Security finding"));
+  CHECK(absl::StrContains(card.tier_reason(), "critical Security finding"));
   CHECK(NodeOf(card, "node-2").verdict() == "fail");
   CHECK(NodeOf(card, "node-1").verdict() == "pass");
 }
@@ -190,7 +187,7 @@ TEST_CASE("findings map to categories and outcomes by severity", "[scorecard]") 
   const v1::Scorecard card = BuildScorecard(d);
   const auto& st = Category(card, "Storage");
   CHECK(st.grade() == "B");
-  CHECK(Contains(st.summary(), "1 warning: node-3: / is 93% full"));
+  CHECK(absl::StrContains(st.summary(), "1 warning: node-3: / is 93% full"));
   CHECK(NodeOf(card, "node-3").verdict() == "warn");
   // An unknown category lands in Reliability.
   auto fails = RulesWith(Category(card, "Reliability"), "fail");
@@ -218,8 +215,8 @@ TEST_CASE("a missed expectation floor fails naming node and value", "[scorecard]
   CHECK(fails[0].node() == "node-2");
   CHECK(fails[0].value() == Approx(701.5));
   CHECK(fails[0].expected() == Approx(750));
-  CHECK(Contains(fails[0].message(), "node-2 gpu:4 (GPU-aaaa)"));
-  CHECK(Contains(fails[0].message(), "701.5 TFLOP/s is below the plan's minimum 750 TFLOP/s"));
+  CHECK(absl::StrContains(fails[0].message(), "node-2 gpu:4 (GPU-aaaa)"));
+  CHECK(absl::StrContains(fails[0].message(), "701.5 TFLOP/s is below the plan's minimum 750 TFLOP/s"));
   CHECK(NodeOf(card, "node-2").verdict() == "fail");
   CHECK(AnyReasonContains(NodeOf(card, "node-2"), "701.5 TFLOP/s"));
   CHECK(NodeOf(card, "node-1").verdict() == "pass");
@@ -228,7 +225,7 @@ TEST_CASE("a missed expectation floor fails naming node and value", "[scorecard]
   // A floor nobody measured is "not measured", never a pass.
   auto nm = RulesWith(Category(card, "Compute"), "not_measured");
   REQUIRE(nm.size() == 1);
-  CHECK(Contains(nm[0].message(), "memory_bandwidth_gbps >= 4000 but no suite measured it"));
+  CHECK(absl::StrContains(nm[0].message(), "memory_bandwidth_gbps >= 4000 but no suite measured it"));
 }
 
 TEST_CASE("a GPU planted 15% slow among sixteen is named with node, gpu and uuid",
@@ -266,9 +263,9 @@ TEST_CASE("a GPU planted 15% slow among sixteen is named with node, gpu and uuid
   const auto& r = named[0];
   CHECK(r.outcome() == "fail");  // beyond the 3x IQR fence
   CHECK(r.node() == "node-2");
-  CHECK(Contains(r.message(), "node-2 gpu:3 (GPU-uuid-11)"));
+  CHECK(absl::StrContains(r.message(), "node-2 gpu:3 (GPU-uuid-11)"));
   INFO(r.message());
-  CHECK(Contains(r.message(), "671.5 TFLOP/s is 15% below the fleet median"));
+  CHECK(absl::StrContains(r.message(), "671.5 TFLOP/s is 15% below the fleet median"));
   CHECK(r.value() == Approx(671.5));
   CHECK(r.expected() == Approx(791.5).epsilon(0.01));
   CHECK(compute.grade() == "C");  // one of two nodes failing: within max(1, 10%)
@@ -277,8 +274,8 @@ TEST_CASE("a GPU planted 15% slow among sixteen is named with node, gpu and uuid
   // The spread is reported as a key figure for each group.
   int spreads = 0;
   for (const auto& e : compute.evidence()) {
-    if (Contains(e, "gemm_tflops (dtype=bf16 m=8192 n=8192 k=8192): median")) ++spreads;
-    if (Contains(e, "gemm_tflops (dtype=bf16 m=1024 n=1024 k=1024): median")) ++spreads;
+    if (absl::StrContains(e, "gemm_tflops (dtype=bf16 m=8192 n=8192 k=8192): median")) ++spreads;
+    if (absl::StrContains(e, "gemm_tflops (dtype=bf16 m=1024 n=1024 k=1024): median")) ++spreads;
   }
   CHECK(spreads == 2);
 }
@@ -311,7 +308,7 @@ TEST_CASE("simulated data marks the card and its category", "[scorecard]") {
   CHECK(card.simulated());
   CHECK(Category(card, "Compute").simulated());
   CHECK_FALSE(Category(card, "Reliability").simulated());
-  CHECK(Contains(card.tier_reason(), kSimulatedBanner));
+  CHECK(absl::StrContains(card.tier_reason(), kSimulatedBanner));
 }
 
 }  // namespace
