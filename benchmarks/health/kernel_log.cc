@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
 
 namespace cmax::health {
@@ -26,43 +27,22 @@ std::string TailOfString(const std::string& s, size_t max = 400) {
   return std::string(absl::StripAsciiWhitespace(t));
 }
 
-// Reads an open fd until EOF or EAGAIN. On a kmsg device, EPIPE means the
-// record under the reader was overwritten: skip it and go on.
-absl::Status ReadAll(int fd, const std::string& path, std::string* out) {
-  std::string buf(16384, '\0');
-  while (out->size() < kMaxLogBytes) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n > 0) {
-      out->append(buf.data(), static_cast<size_t>(n));
-      continue;
-    }
-    if (n == 0) return absl::OkStatus();
-    int e = errno;
-    if (e == EAGAIN || e == EWOULDBLOCK) return absl::OkStatus();
-    if (e == EINTR || e == EPIPE) continue;
-    std::string msg = absl::StrCat("read ", path, ": ", strerror(e));
-    if (e == EPERM || e == EACCES) return absl::PermissionDeniedError(msg);
-    return absl::InternalError(msg);
+absl::Status ErrnoStatus(int e, const std::string& what) {
+  std::string msg = absl::StrCat(what, ": ", strerror(e));
+  if (e == EPERM || e == EACCES) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(msg, " (kernel.dmesg_restrict=1 allows only privileged readers)"));
   }
-  return absl::OkStatus();
+  if (e == ENOENT || e == ENOTDIR) return absl::NotFoundError(msg);
+  return absl::InternalError(msg);
 }
 
 absl::StatusOr<KernelLog> ReadKmsg(const Sysroot& root, const KernelLogOptions& options) {
-  std::string path = root.Path("/dev/kmsg");
-  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
-  int fd = options.open_fn ? options.open_fn(path.c_str(), flags) : ::open(path.c_str(), flags);
-  if (fd < 0) {
-    int e = errno;
-    std::string msg = absl::StrCat("open ", path, ": ", strerror(e));
-    if (e == EPERM || e == EACCES) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(msg, " (kernel.dmesg_restrict=1 allows only privileged readers)"));
-    }
-    if (e == ENOENT || e == ENOTDIR) return absl::NotFoundError(msg);
-    return absl::InternalError(msg);
-  }
+  std::string path;
+  CMAX_ASSIGN_OR_RETURN(int fd, OpenKmsg(root, options.open_fn, &path));
   std::string data;
-  absl::Status s = ReadAll(fd, path, &data);
+  uint64_t overwritten = 0;
+  absl::Status s = ReadAvailable(fd, path, kMaxLogBytes, &data, &overwritten);
   ::close(fd);
   if (!s.ok()) return s;
   KernelLog log;
@@ -102,6 +82,42 @@ absl::StatusOr<KernelLog> ReadJournal(const KernelLogOptions& options) {
 }
 
 }  // namespace
+
+absl::StatusOr<int> OpenKmsg(const Sysroot& root,
+                             const std::function<int(const char* path, int flags)>& open_fn,
+                             std::string* path) {
+  *path = root.Path("/dev/kmsg");
+  const int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
+  int fd = open_fn ? open_fn(path->c_str(), flags) : ::open(path->c_str(), flags);
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", *path));
+  return fd;
+}
+
+absl::Status ReadAvailable(int fd, const std::string& path, size_t max_bytes, std::string* out,
+                           uint64_t* overwritten) {
+  // One read() of the device returns one whole record (EINVAL when the
+  // buffer is too small); a record is about 1 KiB at most, so 16 KiB holds one.
+  std::string buf(16384, '\0');
+  size_t total = 0;
+  while (total < max_bytes) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n > 0) {
+      out->append(buf.data(), static_cast<size_t>(n));
+      total += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return absl::OkStatus();  // end of a regular file
+    const int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK) return absl::OkStatus();
+    if (e == EINTR) continue;
+    if (e == EPIPE) {
+      ++*overwritten;
+      continue;
+    }
+    return ErrnoStatus(e, absl::StrCat("read ", path));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<KernelLog> ReadKernelLog(const Sysroot& root, const KernelLogOptions& options) {
   auto kmsg = ReadKmsg(root, options);

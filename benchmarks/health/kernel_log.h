@@ -14,6 +14,7 @@
 #define CMAX_BENCHMARKS_HEALTH_KERNEL_LOG_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -49,6 +50,19 @@ struct KernelLogOptions {
 // log exists but may not be read (message says what was tried). NOT_FOUND or
 // INTERNAL otherwise. Messages name the paths and commands.
 absl::StatusOr<KernelLog> ReadKernelLog(const Sysroot& root, const KernelLogOptions& options = {});
+
+// The pieces ReadKernelLog and the follower (kmsg_follower.h) share.
+// Opens <root>/dev/kmsg non-blocking: the fd, or PERMISSION_DENIED
+// (dmesg_restrict), NOT_FOUND or INTERNAL naming the path. Sets *path.
+absl::StatusOr<int> OpenKmsg(const Sysroot& root,
+                             const std::function<int(const char* path, int flags)>& open_fn,
+                             std::string* path);
+// Appends what `fd` has now, up to `max_bytes`: until EOF (a regular file) or
+// EAGAIN (the device has no more records). EPIPE (records overwritten before
+// they were read) is counted in *overwritten and reading goes on. Errors as
+// OpenKmsg's, naming "read <path>"; what was read before stays in *out.
+absl::Status ReadAvailable(int fd, const std::string& path, size_t max_bytes, std::string* out,
+                           uint64_t* overwritten);
 
 // One kmsg record line; nullopt for dictionary lines and malformed lines.
 std::optional<KernelLogLine> ParseKmsgRecord(absl::string_view line);
