@@ -223,10 +223,6 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
                    absl::StrCat("node ", ctx.node, ", GPU ", r.index, ", UUID ", r.uuid, ", PCI ",
                                 r.pci_bus_id, ", ", r.model),
                    out);
-  auto finding = [&](const std::string& id, v1::Severity sev, const std::string& title,
-                     const std::string& detail, const std::string& action) {
-    sink.Add(id, sev, title, detail, action);
-  };
 
   ThroughputStats st = ComputeThroughput(r.window_tflops, r.total_tflop, r.seconds);
   if (r.iterations > 0) {
@@ -252,47 +248,48 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
   }
 
   if (!r.error.empty()) {
-    finding("burnin.cuda_error", v1::SEVERITY_FAIL,
-            absl::StrCat("burn-in failed on ", who),
-            absl::StrCat(r.error, " (after ", r.iterations, " iterations)"),
-            "check the kernel log for Xids on this GPU; drain the node if the error repeats");
+    sink.Add("burnin.cuda_error", v1::SEVERITY_FAIL,
+             absl::StrCat("burn-in failed on ", who),
+             absl::StrCat(r.error, " (after ", r.iterations, " iterations)"),
+             "check the kernel log for Xids on this GPU; drain the node if the error repeats");
   } else if (r.iterations == 0) {
-    finding("burnin.no_iterations", v1::SEVERITY_FAIL,
-            absl::StrCat("burn-in finished no verified iteration on ", who),
-            absl::StrCat("the duration was shorter than one GEMM of n=", ctx.size),
-            "rerun with a longer --duration");
+    sink.Add("burnin.no_iterations", v1::SEVERITY_FAIL,
+             absl::StrCat("burn-in finished no verified iteration on ", who),
+             absl::StrCat("the duration was shorter than one GEMM of n=", ctx.size),
+             "rerun with a longer --duration");
   }
   if (r.mismatches > 0) {
-    finding("burnin.gpu_mismatch", v1::SEVERITY_CRITICAL,
-            absl::StrCat("silent data corruption suspect: ", who, " computed ", r.mismatches,
-                         " differing elements", ctx.fault_injected ? " (injected by --fault-inject: test only)" : ""),
-            absl::StrFormat("%s GEMM n=%d: the same inputs and the same cuBLASLt algorithm gave "
-                            "output differing from the first iteration's in %d elements, first "
-                            "seen by iteration %d of %d",
-                            ctx.dtype, ctx.size, r.mismatches, r.first_mismatch_iteration,
-                            r.iterations),
-            ctx.fault_injected ? "none: the corruption was injected on purpose (--fault-inject)"
-                               : "drain the node and replace the GPU (RMA) after confirming with "
-                                 "a second burn-in; keep the artifact as evidence");
+    sink.Add("burnin.gpu_mismatch", v1::SEVERITY_CRITICAL,
+             absl::StrCat("silent data corruption suspect: ", who, " computed ", r.mismatches,
+                          " differing elements",
+                          ctx.fault_injected ? " (injected by --fault-inject: test only)" : ""),
+             absl::StrFormat("%s GEMM n=%d: the same inputs and the same cuBLASLt algorithm gave "
+                             "output differing from the first iteration's in %d elements, first "
+                             "seen by iteration %d of %d",
+                             ctx.dtype, ctx.size, r.mismatches, r.first_mismatch_iteration,
+                             r.iterations),
+             ctx.fault_injected ? "none: the corruption was injected on purpose (--fault-inject)"
+                                : "drain the node and replace the GPU (RMA) after confirming with "
+                                  "a second burn-in; keep the artifact as evidence");
   }
   if (r.ecc_uncorrected_start && r.ecc_uncorrected_end &&
       *r.ecc_uncorrected_end > *r.ecc_uncorrected_start) {
-    finding("burnin.ecc_errors", v1::SEVERITY_FAIL,
-            absl::StrCat(*r.ecc_uncorrected_end - *r.ecc_uncorrected_start,
-                         " new uncorrected ECC errors during burn-in on ", who),
-            absl::StrCat("volatile uncorrected ECC count went from ", *r.ecc_uncorrected_start,
-                         " to ", *r.ecc_uncorrected_end),
-            "drain the node; reset the GPU and check row remapping; replace it if errors recur");
+    sink.Add("burnin.ecc_errors", v1::SEVERITY_FAIL,
+             absl::StrCat(*r.ecc_uncorrected_end - *r.ecc_uncorrected_start,
+                          " new uncorrected ECC errors during burn-in on ", who),
+             absl::StrCat("volatile uncorrected ECC count went from ", *r.ecc_uncorrected_start,
+                          " to ", *r.ecc_uncorrected_end),
+             "drain the node; reset the GPU and check row remapping; replace it if errors recur");
   }
   if (r.ecc_corrected_start && r.ecc_corrected_end &&
       *r.ecc_corrected_end > *r.ecc_corrected_start) {
-    finding("burnin.ecc_corrected", v1::SEVERITY_WARN,
-            absl::StrCat(*r.ecc_corrected_end - *r.ecc_corrected_start,
-                         " new corrected ECC errors during burn-in on ", who),
-            absl::StrCat("volatile corrected ECC count went from ", *r.ecc_corrected_start,
-                         " to ", *r.ecc_corrected_end,
-                         "; the hardware corrected them, a growing count predicts failure"),
-            "watch the count; check row remapping with the health suite");
+    sink.Add("burnin.ecc_corrected", v1::SEVERITY_WARN,
+             absl::StrCat(*r.ecc_corrected_end - *r.ecc_corrected_start,
+                          " new corrected ECC errors during burn-in on ", who),
+             absl::StrCat("volatile corrected ECC count went from ", *r.ecc_corrected_start,
+                          " to ", *r.ecc_corrected_end,
+                          "; the hardware corrected them, a growing count predicts failure"),
+             "watch the count; check row remapping with the health suite");
   }
   const double hot_s = r.throttle.seconds_for(kThermalOrHwPowerReasons);
   const double cap_s = r.throttle.seconds_for(kReasonSwPowerCap);
@@ -301,22 +298,22 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
     reasons.push_back(absl::StrFormat("%s %.0f s", name, secs));
   }
   if (hot_s > 0) {
-    finding("burnin.throttled", v1::SEVERITY_WARN,
-            absl::StrFormat("%s throttled for thermal or power-delivery reasons for %.0f s of "
-                            "%.0f s", who, hot_s, r.seconds),
-            absl::StrCat("clock event reasons: ", absl::StrJoin(reasons, ", "),
-                         r.max_temperature_c
-                             ? absl::StrFormat("; max GPU temperature %.0f C", *r.max_temperature_c)
-                             : ""),
-            "check cooling (airflow, inlet temperature, fans) and power delivery of this "
-            "GPU's slot; compare with its neighbours");
+    sink.Add("burnin.throttled", v1::SEVERITY_WARN,
+             absl::StrFormat("%s throttled for thermal or power-delivery reasons for %.0f s of "
+                             "%.0f s", who, hot_s, r.seconds),
+             absl::StrCat("clock event reasons: ", absl::StrJoin(reasons, ", "),
+                          r.max_temperature_c
+                              ? absl::StrFormat("; max GPU temperature %.0f C", *r.max_temperature_c)
+                              : ""),
+             "check cooling (airflow, inlet temperature, fans) and power delivery of this "
+             "GPU's slot; compare with its neighbours");
   } else if (cap_s > 0) {
-    finding("burnin.power_capped", v1::SEVERITY_INFO,
-            absl::StrFormat("%s held at its power limit for %.0f s of %.0f s", who, cap_s,
-                            r.seconds),
-            absl::StrCat("clock event reasons: ", absl::StrJoin(reasons, ", "),
-                         "; a dense GEMM reaching the configured power limit is expected"),
-            "none, unless the power limit is below the GPU's default (nvidia-smi -q -d POWER)");
+    sink.Add("burnin.power_capped", v1::SEVERITY_INFO,
+             absl::StrFormat("%s held at its power limit for %.0f s of %.0f s", who, cap_s,
+                             r.seconds),
+             absl::StrCat("clock event reasons: ", absl::StrJoin(reasons, ", "),
+                          "; a dense GEMM reaching the configured power limit is expected"),
+             "none, unless the power limit is below the GPU's default (nvidia-smi -q -d POWER)");
   }
   if (r.kernel_log_watched) {
     out->Measure("burnin_xids", static_cast<double>(r.xids.size()), "count", labels);
@@ -348,11 +345,11 @@ bool ReportNodeXids(const std::vector<BurninXid>& unmatched, const BurninContext
         absl::StrCat("Xids during burn-in not measured: ", ctx.kernel_log_error);
     out->Log("info", why);
     sink.Add("burnin.xid_not_measured", v1::SEVERITY_INFO,
-             absl::StrCat(why.substr(0, why.find(':')), " on node ", ctx.node),
-             absl::StrCat("the kernel log could not be watched (", ctx.kernel_log_error,
-                          "); no Xid was looked for, which is not the same as none"),
-             "let the agent read /dev/kmsg (root, CAP_SYSLOG, or kernel.dmesg_restrict=0) and "
-             "rerun, or check the node's kernel log for Xids by hand");
+              absl::StrCat(why.substr(0, why.find(':')), " on node ", ctx.node),
+              absl::StrCat("the kernel log could not be watched (", ctx.kernel_log_error,
+                           "); no Xid was looked for, which is not the same as none"),
+              "let the agent read /dev/kmsg (root, CAP_SYSLOG, or kernel.dmesg_restrict=0) and "
+              "rerun, or check the node's kernel log for Xids by hand");
     return false;
   }
   ReportXids(unmatched, absl::StrCat("node ", ctx.node, " (no burned GPU at that address)"), ctx,
