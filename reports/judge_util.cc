@@ -116,6 +116,24 @@ std::string TaskStateName(v1::TaskState state) {
   }
 }
 
+v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,
+                        const std::string& outcome, const std::string& node,
+                        const std::string& subject, const std::string& message) {
+  v1::RuleResult r;
+  r.set_rule_id(rule_id);
+  r.set_category(category);
+  r.set_outcome(outcome);
+  r.set_node(node);
+  r.set_subject(subject);
+  if (!message.empty()) r.set_message(message);
+  return r;
+}
+
+const v1::SuiteSpec* PlanEntryOf(const RunData& data, const v1::TaskInfo& task) {
+  const int i = task.suite_index();
+  return i >= 0 && i < data.plan.suites_size() ? &data.plan.suites(i) : nullptr;
+}
+
 std::string LabelValue(const google::protobuf::Map<std::string, std::string>& labels,
                        const std::string& key) {
   auto it = labels.find(key);

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "cmax/v1/record.pb.h"
+#include "cmax/v1/scorecard.pb.h"
 #include "cmax/v1/service.pb.h"
+#include "reports/run_data.h"
 
 namespace cmax::reports {
 
@@ -30,6 +32,14 @@ std::string MeasurementCategory(const v1::Measurement& m, const std::string& rec
 
 // The category a Finding feeds: its own category, Reliability when unknown.
 std::string FindingCategory(const v1::Finding& f);
+
+// A rule result with its identity filled in (RuleResult contract in run_data.h).
+v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,
+                        const std::string& outcome, const std::string& node,
+                        const std::string& subject, const std::string& message = "");
+
+// The plan entry a task runs (TaskInfo.suite_index), nullptr when unknown.
+const v1::SuiteSpec* PlanEntryOf(const RunData& data, const v1::TaskInfo& task);
 
 // The value of label `key`, "" when absent.
 std::string LabelValue(const google::protobuf::Map<std::string, std::string>& labels,

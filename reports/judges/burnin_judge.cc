@@ -113,8 +113,8 @@ bool IsBurninRecord(const v1::ExportedRecord& rec) {
 }
 
 bool IsFleetScope(const RunData& data, const v1::TaskInfo& t) {
-  return t.suite_index() >= 0 && t.suite_index() < data.plan.suites_size() &&
-         data.plan.suites(t.suite_index()).scope() == v1::SCOPE_BARRIER;
+  const v1::SuiteSpec* entry = PlanEntryOf(data, t);
+  return entry != nullptr && entry->scope() == v1::SCOPE_BARRIER;
 }
 
 std::string TaskLabel(const v1::TaskInfo* t, bool fleet) {
@@ -190,13 +190,7 @@ bool Completed(const BurninTask& t) {
 
 v1::RuleResult Result(const std::string& rule_id, const std::string& outcome,
                       const std::string& node, const std::string& subject) {
-  v1::RuleResult r;
-  r.set_rule_id(rule_id);
-  r.set_category(kCategory);
-  r.set_outcome(outcome);
-  r.set_node(node);
-  r.set_subject(subject);
-  return r;
+  return MakeRule(rule_id, kCategory, outcome, node, subject);
 }
 
 std::string Pct(double ratio) { return absl::StrFormat("%.0f%%", 100 * ratio); }

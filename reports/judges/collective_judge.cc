@@ -101,13 +101,7 @@ std::vector<RunFigure> CollectRuns(const RunData& data) {
 
 v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
                     const std::string& subject, const std::string& message) {
-  v1::RuleResult r;
-  r.set_rule_id(id);
-  r.set_category(kCategory);
-  r.set_outcome(outcome);
-  r.set_node(node);
-  r.set_subject(subject);
-  r.set_message(message);
+  v1::RuleResult r = MakeRule(id, kCategory, outcome, node, subject, message);
   r.set_unit("GB/s");
   return r;
 }

@@ -61,13 +61,7 @@ std::string PairName(const std::string& a, const std::string& b) {
 
 v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
                     const std::string& subject) {
-  v1::RuleResult r;
-  r.set_rule_id(absl::StrCat("connectivity.", id));
-  r.set_category(kCategory);
-  r.set_outcome(outcome);
-  r.set_node(node);
-  r.set_subject(subject);
-  return r;
+  return MakeRule(absl::StrCat("connectivity.", id), kCategory, outcome, node, subject);
 }
 
 }  // namespace

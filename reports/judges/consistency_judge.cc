@@ -55,14 +55,7 @@ struct Subject {
 v1::RuleResult Result(const std::string& rule, const std::string& outcome,
                       const std::string& node, const std::string& subject,
                       const std::string& message) {
-  v1::RuleResult r;
-  r.set_rule_id(rule);
-  r.set_category("Reliability");
-  r.set_outcome(outcome);
-  r.set_node(node);
-  r.set_subject(subject);
-  r.set_message(message);
-  return r;
+  return MakeRule(rule, "Reliability", outcome, node, subject, message);
 }
 
 }  // namespace

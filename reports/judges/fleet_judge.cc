@@ -119,11 +119,10 @@ std::map<std::string, std::string> EntryOfTask(const RunData& data) {
   for (const auto& s : data.plan.suites()) ++per_suite[s.suite()];
   std::map<std::string, std::string> entry;
   for (const auto& t : data.tasks) {
-    const int i = t.suite_index();
-    if (i < 0 || i >= data.plan.suites_size()) continue;
-    const v1::SuiteSpec& spec = data.plan.suites(i);
-    if (per_suite[spec.suite()] < 2) continue;
-    entry[t.task_id()] = spec.name().empty() ? absl::StrCat(spec.suite(), "#", i) : spec.name();
+    const v1::SuiteSpec* spec = PlanEntryOf(data, t);
+    if (spec == nullptr || per_suite[spec->suite()] < 2) continue;
+    entry[t.task_id()] =
+        spec->name().empty() ? absl::StrCat(spec->suite(), "#", t.suite_index()) : spec->name();
   }
   return entry;
 }

@@ -150,13 +150,7 @@ std::map<std::string, std::vector<Snapshot>> CollectSnapshots(const RunData& dat
 
 v1::RuleResult Result(const std::string& node, const std::string& subject,
                       const std::string& outcome) {
-  v1::RuleResult r;
-  r.set_rule_id(kRule);
-  r.set_category("Reliability");
-  r.set_node(node);
-  r.set_subject(subject);
-  r.set_outcome(outcome);
-  return r;
+  return MakeRule(kRule, "Reliability", outcome, node, subject);
 }
 
 std::string Between(const Snapshot& a, const Snapshot& b) {

@@ -64,14 +64,7 @@ bool ParseSeries(const std::string& text, std::vector<double>* out) {
 
 v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
                     const std::string& subject, const std::string& message) {
-  v1::RuleResult r;
-  r.set_rule_id(id);
-  r.set_category("Storage");
-  r.set_outcome(outcome);
-  r.set_node(node);
-  r.set_subject(subject);
-  r.set_message(message);
-  return r;
+  return MakeRule(id, "Storage", outcome, node, subject, message);
 }
 
 struct Aggregate {
