@@ -64,7 +64,11 @@ void RecordWriter::Write(v1::Record record) {
   if (record.has_finding()) {
     int s = record.finding().severity();
     absl::MutexLock lock(&mu_);
-    if (s >= 0 && s < 5) ++severity_counts_[s];
+    if (record.finding().not_measured()) {
+      ++not_measured_count_;
+    } else if (s >= 0 && s < 5) {
+      ++severity_counts_[s];
+    }
   }
   if (!out_) return;
   std::string line = RecordToJsonLine(record);
@@ -102,6 +106,26 @@ void RecordWriter::Find(v1::Finding finding) {
   v1::Record record;
   *record.mutable_finding() = std::move(finding);
   Write(std::move(record));
+}
+
+void RecordWriter::NotMeasured(const std::string& check_id, const std::string& category,
+                               const std::string& subject, const std::string& title,
+                               const std::string& why, const std::string& action) {
+  v1::Finding f;
+  f.set_check_id(check_id);
+  f.set_severity(v1::SEVERITY_INFO);
+  f.set_not_measured(true);
+  f.set_category(category);
+  f.set_subject(subject.empty() ? std::string("node") : subject);
+  f.set_title(title);
+  f.set_detail(why);
+  f.set_action(action);
+  Find(std::move(f));
+}
+
+int RecordWriter::not_measured_findings() const {
+  absl::MutexLock lock(&mu_);
+  return not_measured_count_;
 }
 
 void RecordWriter::WriteSample(v1::Sample sample) {

@@ -44,6 +44,13 @@ class RecordWriter {
                const std::map<std::string, std::string>& labels = {});
   // Fills in suite, labels and time and writes the finding.
   void Find(v1::Finding finding);
+  // A check that could not run or was skipped: a Finding with not_measured
+  // set (record.proto), `why` as its detail. The scorecard counts it as
+  // "not measured", never as a pass or a grade; it does not count in
+  // findings_at_or_above.
+  void NotMeasured(const std::string& check_id, const std::string& category,
+                   const std::string& subject, const std::string& title, const std::string& why,
+                   const std::string& action = "");
   void Sample(const std::string& metric, double value, const std::string& unit,
               const std::map<std::string, std::string>& labels = {});
   void Progress(const std::string& phase, double fraction, const std::string& message = "");
@@ -56,7 +63,10 @@ class RecordWriter {
   // Writes `record` as is (time filled in when unset).
   void Write(v1::Record record);
 
+  // Findings written with an outcome (not_measured ones excluded).
   int findings_at_or_above(v1::Severity severity) const;
+  // Findings written with not_measured set.
+  int not_measured_findings() const;
 
  private:
   std::string suite_;
@@ -64,6 +74,7 @@ class RecordWriter {
   std::map<std::string, std::string> labels_;
   mutable absl::Mutex mu_;
   int severity_counts_[5] ABSL_GUARDED_BY(mu_) = {0, 0, 0, 0, 0};
+  int not_measured_count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Short name of a severity: "info", "warn", "fail", "critical".

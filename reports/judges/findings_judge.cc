@@ -1,5 +1,7 @@
 // Findings judge: every Finding a suite wrote becomes a rule result in its
-// category, its outcome taken from its severity (RULES.md, rule 1).
+// category, its outcome taken from its severity (RULES.md, rule 1); a finding
+// marked not_measured (the check could not run) is not measured, whatever its
+// severity says.
 #include "absl/strings/str_cat.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
@@ -29,7 +31,7 @@ void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     v1::RuleResult r;
     r.set_rule_id(f.check_id().empty() ? std::string("finding") : f.check_id());
     r.set_category(FindingCategory(f));
-    r.set_outcome(OutcomeFor(f.severity()));
+    r.set_outcome(f.not_measured() ? "not_measured" : OutcomeFor(f.severity()));
     r.set_node(RecordNode(rec));
     r.set_subject(f.subject());
     std::string message = f.title();
