@@ -42,6 +42,11 @@ std::string FindingCategory(const v1::Finding& f) {
   return c.empty() ? "Reliability" : c;
 }
 
+std::string EntryLabel(const std::string& name, const std::string& suite) {
+  if (name.empty() || name == suite) return suite;
+  return absl::StrCat(name, " (", suite, ")");
+}
+
 std::string RecordNode(const v1::ExportedRecord& rec) {
   if (!rec.node().empty()) return rec.node();
   const v1::Record& r = rec.record();

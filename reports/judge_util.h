@@ -38,6 +38,10 @@ v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,
                         const std::string& outcome, const std::string& node,
                         const std::string& subject, const std::string& message = "");
 
+// How a plan entry (or its task) is named for people: "gemm", or
+// "burnin-fleet (burnin)" when the entry has a name of its own.
+std::string EntryLabel(const std::string& name, const std::string& suite);
+
 // The plan entry a task runs (TaskInfo.suite_index), nullptr when unknown.
 const v1::SuiteSpec* PlanEntryOf(const RunData& data, const v1::TaskInfo& task);
 

@@ -9,13 +9,15 @@ const std::vector<FleetMetric>& FleetMetrics() {
   // a pair's record sits on its rank-0 node, which is not the one to blame.
   static const std::vector<FleetMetric> table = {
       {"gemm_tflops", "Compute", Better::kHigher, {"dtype", "m", "n", "k"}},
-      {"memory_bandwidth_gbps", "Compute", Better::kHigher, {"test"}},
+      // gpu: a copy on one GPU ("0") and on all at once ("all") differ.
+      {"memory_bandwidth_gbps", "Compute", Better::kHigher, {"test", "size_bytes", "gpu"}},
       // busbw_gbps is judged by judges/collective_judge.cc (a pair's records
       // sit on its rank-0 node, which is not the one to blame).
       // rtt_ms (connectivity) is judged per node pair by
       // judges/connectivity_judge.cc, which blames the node behind the slow
       // pairs rather than the pair's source.
-      {"storage_bandwidth_mbps", "Storage", Better::kHigher, {"pattern"}},
+      // job: one fio job's figure ("0", "1", ...) and the node's total ("all").
+      {"storage_bandwidth_mbps", "Storage", Better::kHigher, {"pattern", "op", "job"}},
       {"burnin_tflops_mean", "Reliability", Better::kHigher, {}},
   };
   return table;

@@ -15,7 +15,11 @@ struct FleetMetric {
   std::string metric;                   // Measurement.metric
   std::string category;                 // scorecard category
   Better better;
-  std::vector<std::string> group_keys;  // labels that must match to compare
+  // Labels that must match to compare. For "job" and "gpu" only the kind
+  // matters: "all" (a total over jobs or GPUs) or one of them (any other
+  // value), so per-job figures are compared with per-job figures of every
+  // node, totals with totals.
+  std::vector<std::string> group_keys;
 };
 
 // Every metric compared across the fleet, in table order.

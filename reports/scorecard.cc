@@ -3,17 +3,21 @@
 #include "reports/scorecard.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/record_io.h"
 #include "google/protobuf/util/json_util.h"
 #include "common/time_util.h"
 #include "common/version.h"
+#include "reports/coverage.h"
 #include "reports/grading.h"
+#include "reports/judged_view.h"
 #include "reports/judge_util.h"
 #include "reports/judges.h"
 
@@ -65,63 +69,88 @@ std::string Plural(size_t n, const std::string& one, const std::string& many) {
 struct CategoryWork {
   CategoryTally tally;
   std::vector<const v1::RuleResult*> rules;
-  std::map<std::string, std::pair<int, int>> suites;  // suite -> (measurements, findings)
+  // suite -> (measurements, findings with an outcome, not-measured findings)
+  std::map<std::string, std::array<int, 3>> suites;
   bool simulated = false;
 };
 
-std::string Summary(const CategoryWork& w, bool measured) {
+// The messages of `rs`, identical ones grouped by node ("3 nodes (a, b, c):
+// ..."), at most kSummaryMessages reasons then "and N more".
+std::string ListGrouped(const std::vector<const v1::RuleResult*>& rs) {
+  std::vector<std::pair<std::string, std::string>> node_reason;
+  for (const auto* r : rs) {
+    const auto nodes = SplitNodes(r->node());
+    const bool names_node = !r->node().empty() && absl::StartsWith(r->message(), r->node());
+    if (nodes.empty() || names_node) {
+      node_reason.push_back({"", r->message()});
+    } else {
+      for (const auto& n : nodes) node_reason.push_back({n, r->message()});
+    }
+  }
+  std::vector<std::string> grouped = GroupReasons(node_reason);
+  std::vector<std::string> shown(grouped.begin(),
+                                 grouped.begin() + std::min(grouped.size(), kSummaryMessages));
+  std::string text = absl::StrJoin(shown, "; ");
+  if (grouped.size() > kSummaryMessages) {
+    absl::StrAppend(&text, " (and ", grouped.size() - kSummaryMessages, " more)");
+  }
+  return text;
+}
+
+// "1 failure: node-2: ...; evaluated on 3 of 3 nodes; hostcheck on 3 of 3"
+// or, with nothing evaluated, "not measured: evaluated on 0 of 3 nodes; gemm
+// on 0 of 3 (3 nodes (a, b, c): could not run: no GPU driver)".
+std::string Summary(const CategoryWork& w, bool measured, const CategoryCoverage& cov,
+                    const std::string& coverage) {
   std::vector<const v1::RuleResult*> fired, not_measured;
   for (const auto* r : w.rules) {
     if (Fired(r->outcome())) fired.push_back(r);
     if (r->outcome() == "not_measured") not_measured.push_back(r);
   }
-  auto list = [](const std::vector<const v1::RuleResult*>& rs) {
-    std::vector<std::string> msgs;
-    for (size_t i = 0; i < rs.size() && i < kSummaryMessages; ++i) msgs.push_back(Described(*rs[i]));
-    std::string text = absl::StrJoin(msgs, "; ");
-    if (rs.size() > kSummaryMessages) {
-      absl::StrAppend(&text, " (and ", rs.size() - kSummaryMessages, " more)");
-    }
-    return text;
-  };
   if (!measured) {
-    if (not_measured.empty()) return "not measured: no suite in this run reported results here";
-    return absl::StrCat("not measured: ", list(not_measured));
+    if (!cov.entries.empty()) return absl::StrCat("not measured: ", coverage);
+    if (not_measured.empty()) return "not measured: no suite in this run evaluated anything here";
+    return absl::StrCat("not measured: ", ListGrouped(not_measured));
   }
-  const size_t n = w.tally.measured_nodes.size();
-  std::string text = n == 0 ? std::string("fleet-wide results only")
-                            : absl::StrCat(Plural(n, "node", "nodes"), " measured");
+  std::string text;
   if (fired.empty()) {
-    absl::StrAppend(&text, "; no warnings or failures");
+    text = "no warnings or failures";
   } else {
     std::vector<std::string> counts;
     if (w.tally.critical > 0) counts.push_back(absl::StrCat(w.tally.critical, " critical"));
     if (w.tally.fail > 0) counts.push_back(Plural(w.tally.fail, "failure", "failures"));
     if (w.tally.warn > 0) counts.push_back(Plural(w.tally.warn, "warning", "warnings"));
-    absl::StrAppend(&text, "; ", absl::StrJoin(counts, ", "), ": ", list(fired));
+    text = absl::StrCat(absl::StrJoin(counts, ", "), ": ", ListGrouped(fired));
   }
+  absl::StrAppend(&text, "; ", coverage);
   if (!not_measured.empty()) {
-    absl::StrAppend(&text, "; ", not_measured.size(), " not measured: ", list(not_measured));
+    absl::StrAppend(&text, "; not measured: ", ListGrouped(not_measured));
   }
   return text;
 }
 
 v1::CategoryGrade MakeCategory(const std::string& name, CategoryWork& w,
+                               const CategoryCoverage& cov, int selected,
                                const std::string& measurements_note) {
   v1::CategoryGrade c;
   c.set_name(name);
   c.set_measured(IsMeasured(w.tally));
   c.set_grade(GradeFor(w.tally));
   c.set_simulated(w.simulated);
+  c.set_coverage(CoverageText(name, cov, selected));
+  c.set_nodes_evaluated(static_cast<int>(cov.evaluated.size()));
+  c.set_nodes_selected(selected);
+  for (const auto& e : cov.entries) *c.add_entries() = e;
   std::stable_sort(w.rules.begin(), w.rules.end(), [](const auto* a, const auto* b) {
     return OutcomeRank(a->outcome()) > OutcomeRank(b->outcome());
   });
-  c.set_summary(w.simulated ? absl::StrCat(kSimulatedBanner, ": ", Summary(w, c.measured()))
-                            : Summary(w, c.measured()));
+  const std::string summary = Summary(w, c.measured(), cov, c.coverage());
+  c.set_summary(w.simulated ? absl::StrCat(kSimulatedBanner, ": ", summary) : summary);
   for (const auto& [suite, counts] : w.suites) {
     std::vector<std::string> parts;
-    if (counts.first > 0) parts.push_back(Plural(counts.first, "measurement", "measurements"));
-    if (counts.second > 0) parts.push_back(Plural(counts.second, "finding", "findings"));
+    if (counts[0] > 0) parts.push_back(Plural(counts[0], "measurement", "measurements"));
+    if (counts[1] > 0) parts.push_back(Plural(counts[1], "finding", "findings"));
+    if (counts[2] > 0) parts.push_back(absl::StrCat(counts[2], " not measured"));
     c.add_evidence(absl::StrCat(suite, ": ", absl::StrJoin(parts, ", ")));
   }
   // Shown rules: everything that fired, what was not measured, and the
@@ -172,9 +201,61 @@ v1::TaskSummary Summarize(const v1::TaskInfo& t) {
   return s;
 }
 
-bool TaskLostOrFailed(const v1::TaskInfo& t) {
-  return t.state() == v1::TASK_LOST || t.state() == v1::TASK_TIMED_OUT ||
-         t.state() == v1::TASK_FAILED;
+// A task that speaks against `node`: lost, hung or crashed (not "could not
+// run", exit 2), and for a group task only on the nodes to blame.
+bool TaskBrokeOn(const v1::TaskInfo& t, const std::string& node) {
+  const bool broken = t.state() == v1::TASK_LOST || t.state() == v1::TASK_TIMED_OUT ||
+                      (t.state() == v1::TASK_FAILED && t.exit_code() != 2);
+  if (!broken) return false;
+  if (t.blamed_nodes().empty()) return true;
+  const auto blamed = SplitNodes(t.blamed_nodes());
+  return std::find(blamed.begin(), blamed.end(), node) != blamed.end();
+}
+
+// Barrier-scope plan entries: the agents' cmax_task_start samples (lag of
+// the real start behind the instant they were given, node clock) of each
+// entry's last attempt.
+std::vector<v1::BarrierStart> BarrierStarts(const RunData& data) {
+  std::vector<v1::BarrierStart> out;
+  std::map<std::string, const v1::TaskInfo*> tasks;
+  for (const auto& t : data.tasks) tasks[t.task_id()] = &t;
+  std::map<int, std::map<std::string, double>> lag_s;  // entry -> node -> lag
+  for (const auto& rec : data.records) {
+    if (!rec.record().has_sample() || rec.record().sample().metric() != "cmax_task_start") {
+      continue;
+    }
+    auto it = tasks.find(rec.task_id());
+    if (it == tasks.end() || it->second->attempt() != rec.attempt()) continue;
+    lag_s[it->second->suite_index()].try_emplace(rec.node(), rec.record().sample().value());
+  }
+  for (int i = 0; i < data.plan.suites_size(); ++i) {
+    const v1::SuiteSpec& spec = data.plan.suites(i);
+    if (spec.scope() != v1::SCOPE_BARRIER) continue;
+    v1::BarrierStart b;
+    b.set_entry(spec.name().empty() ? spec.suite() : spec.name());
+    const auto& lags = lag_s[i];
+    std::set<std::string> nodes;
+    for (const auto& t : data.tasks) {
+      if (t.suite_index() != i) continue;
+      for (const auto& n : SplitNodes(t.node())) nodes.insert(n);
+    }
+    double lo = 0, hi = 0;
+    bool first = true;
+    for (const auto& [node, lag] : lags) {
+      lo = first ? lag : std::min(lo, lag);
+      hi = first ? lag : std::max(hi, lag);
+      first = false;
+    }
+    for (const auto& n : nodes) {
+      if (!lags.count(n)) b.add_missing(n);
+    }
+    b.set_nodes(static_cast<int>(lags.size()));
+    b.set_min_lag_ms(lo * 1e3);
+    b.set_max_lag_ms(hi * 1e3);
+    b.set_skew_ms((hi - lo) * 1e3);
+    out.push_back(std::move(b));
+  }
+  return out;
 }
 
 // Run-level findings for what happened to tasks (lost, crashed, hung), so
@@ -196,15 +277,19 @@ v1::Finding TaskFinding(const v1::RuleResult& r) {
 
 }  // namespace
 
-v1::Scorecard BuildScorecard(const RunData& data) {
+v1::Scorecard BuildScorecard(const RunData& input) {
   v1::Scorecard card;
-  card.set_run_id(data.run.run_id());
-  card.set_plan(!data.plan.name().empty() ? data.plan.name() : data.run.plan_name());
-  card.set_started(FormatRfc3339(data.run.created_unix_ns()));
-  card.set_finished(FormatRfc3339(data.run.finished_unix_ns()));
-  card.set_state(data.run.state());
+  card.set_run_id(input.run.run_id());
+  card.set_plan(!input.plan.name().empty() ? input.plan.name() : input.run.plan_name());
+  card.set_started(FormatRfc3339(input.run.created_unix_ns()));
+  card.set_finished(FormatRfc3339(input.run.finished_unix_ns()));
+  card.set_state(input.run.state());
   card.set_cmax_version(kCmaxVersion);
   card.set_generated(FormatRfc3339(NowUnixNs()));
+
+  // Judged: each task's last attempt, no late records, no selftest records.
+  const JudgedView view = MakeJudgedView(input);
+  const RunData& data = view.data;
 
   std::vector<v1::RuleResult> results;
   for (Judge judge : AllJudges()) judge(data, &results);
@@ -212,10 +297,9 @@ v1::Scorecard BuildScorecard(const RunData& data) {
 
   std::map<std::string, CategoryWork> work;
   for (const auto& name : CategoryNames()) work[name];
-  std::set<std::string> nodes_with_records;
 
   // Records: what each category was fed, simulated data, findings, and the
-  // key measurements.
+  // key measurements. Only records that evaluated something feed a category.
   size_t measurements_total = 0;
   for (const auto& rec : data.records) {
     const v1::Record& r = rec.record();
@@ -225,12 +309,11 @@ v1::Scorecard BuildScorecard(const RunData& data) {
       CategoryWork& w = work[MeasurementCategory(m, rec.suite())];
       w.tally.has_records = true;
       if (!node.empty()) w.tally.measured_nodes.insert(node);
-      w.suites[m.suite().empty() ? rec.suite() : m.suite()].first++;
+      w.suites[m.suite().empty() ? rec.suite() : m.suite()][0]++;
       if (m.simulated()) {
         w.simulated = true;
         card.set_simulated(true);
       }
-      if (!node.empty()) nodes_with_records.insert(node);
       ++measurements_total;
       if (static_cast<size_t>(card.measurements_size()) < kMaxMeasurements) {
         v1::Measurement* kept = card.add_measurements();
@@ -241,14 +324,18 @@ v1::Scorecard BuildScorecard(const RunData& data) {
     } else if (r.has_finding()) {
       const v1::Finding& f = r.finding();
       CategoryWork& w = work[FindingCategory(f)];
-      w.tally.has_records = true;
-      if (!node.empty()) w.tally.measured_nodes.insert(node);
-      w.suites[f.suite().empty() ? rec.suite() : f.suite()].second++;
+      const std::string suite = f.suite().empty() ? rec.suite() : f.suite();
+      if (f.not_measured()) {
+        w.suites[suite][2]++;
+      } else {
+        w.tally.has_records = true;
+        if (!node.empty()) w.tally.measured_nodes.insert(node);
+        w.suites[suite][1]++;
+      }
       if (f.simulated()) {
         w.simulated = true;
         card.set_simulated(true);
       }
-      if (!node.empty()) nodes_with_records.insert(node);
       v1::Finding* kept = card.add_findings();
       *kept = f;
       if (kept->suite().empty()) kept->set_suite(rec.suite());
@@ -287,17 +374,41 @@ v1::Scorecard BuildScorecard(const RunData& data) {
     if (absl::StartsWith(r.rule_id(), "task.") && Fired(o)) *card.add_findings() = TaskFinding(r);
   }
 
+  const Coverage coverage = ComputeCoverage(data, results);
   for (const auto& name : CategoryNames()) {
-    *card.add_categories() = MakeCategory(name, work[name], measurements_note);
+    *card.add_categories() = MakeCategory(name, work[name], coverage.categories.at(name),
+                                          coverage.selected, measurements_note);
   }
 
+  // The tier needs the rated categories evaluated (coverage.h); otherwise
+  // the run is not rated and the measured part's tier is shown as such.
   TierDecision tier = TierFor({card.categories().begin(), card.categories().end()},
                               security_critical);
+  const std::vector<std::string> missing = MissingForTier(coverage);
+  if (!missing.empty()) {
+    for (const auto& m : missing) card.add_missing(m);
+    std::string reason = absl::StrCat("not rated: ", absl::StrJoin(missing, "; "));
+    if (tier.tier != kNotRated) {
+      card.set_measured_part_tier(
+          absl::StrCat(tier.tier, " (measured part only; not a rating)"));
+      absl::StrAppend(&reason, ". The measured part alone would give ", tier.tier, " (",
+                      tier.reason, "); that is not a rating");
+    }
+    tier.tier = kNotRated;
+    tier.reason = std::move(reason);
+  }
   card.set_tier(tier.tier);
   card.set_tier_reason(card.simulated() ? absl::StrCat(kSimulatedBanner, "; ", tier.reason)
                                         : tier.reason);
+  for (auto& b : BarrierStarts(input)) *card.add_barrier_starts() = std::move(b);
 
   // Nodes: the run's selection first, then any other node that shows up.
+  // A node has data when a record evaluated it or one of its tasks completed.
+  std::set<std::string> nodes_with_data;
+  for (const auto& t : data.tasks) {
+    if (t.state() != v1::TASK_COMPLETED) continue;
+    for (const auto& n : SplitNodes(t.node())) nodes_with_data.insert(n);
+  }
   std::vector<std::string> nodes = data.nodes;
   std::set<std::string> seen(nodes.begin(), nodes.end());
   std::set<std::string> extra;
@@ -305,7 +416,13 @@ v1::Scorecard BuildScorecard(const RunData& data) {
     for (const auto& n : SplitNodes(t.node())) extra.insert(n);
   }
   for (const auto& [n, rs] : by_node) extra.insert(n);
-  for (const auto& n : nodes_with_records) extra.insert(n);
+  for (const auto& rec : data.records) {
+    const std::string n = RecordNode(rec);
+    if (!n.empty() && Evaluates(rec)) {
+      extra.insert(n);
+      nodes_with_data.insert(n);
+    }
+  }
   for (const auto& n : extra) {
     if (seen.insert(n).second) nodes.push_back(n);
   }
@@ -313,13 +430,12 @@ v1::Scorecard BuildScorecard(const RunData& data) {
   for (const auto& node : nodes) {
     v1::NodeVerdict* v = card.add_nodes();
     v->set_node(node);
-    bool any_task_broken = false, has_data = nodes_with_records.count(node) > 0;
+    bool any_task_broken = false;
     for (const auto& t : data.tasks) {
       const auto ns = SplitNodes(t.node());
       if (std::find(ns.begin(), ns.end(), node) == ns.end()) continue;
       *v->add_tasks() = Summarize(t);
-      if (TaskLostOrFailed(t)) any_task_broken = true;
-      if (t.state() == v1::TASK_COMPLETED) has_data = true;
+      if (TaskBrokeOn(t, node)) any_task_broken = true;
     }
     std::vector<const v1::RuleResult*> rs = by_node[node];
     std::stable_sort(rs.begin(), rs.end(), [](const auto* a, const auto* b) {
@@ -328,19 +444,37 @@ v1::Scorecard BuildScorecard(const RunData& data) {
     int worst = 0;
     for (const auto* r : rs) worst = std::max(worst, OutcomeRank(r->outcome()));
     std::string verdict = worst >= 3 ? "fail" : worst == 2 ? "warn" : "pass";
-    if (!has_data) {
-      v->add_reasons("no results from this node");
-      if (any_task_broken) {
-        verdict = "fail";
-      } else if (verdict == "pass") {
-        verdict = "warn";  // not measured is never a pass
+    std::vector<std::string> reasons;
+    auto add_reason = [&](std::string text) {
+      if (std::find(reasons.begin(), reasons.end(), text) == reasons.end()) {
+        reasons.push_back(std::move(text));
       }
-    }
-    v->set_verdict(verdict);
+    };
     for (const auto* r : rs) {
       if (r->outcome() == "pass") continue;
       const std::string label = r->outcome() == "not_measured" ? "not measured" : r->outcome();
-      v->add_reasons(absl::StrCat(r->category(), " ", label, ": ", r->message()));
+      add_reason(absl::StrCat(r->category(), " ", label, ": ", r->message()));
+    }
+    const bool has_data = nodes_with_data.count(node) > 0;
+    if (!has_data) {
+      add_reason("no results from this node");
+      if (any_task_broken) verdict = "fail";
+    }
+    bool any_not_measured = !has_data;
+    for (const auto* r : rs) any_not_measured = any_not_measured || r->outcome() == "not_measured";
+    if (auto it = coverage.not_evaluated_on_node.find(node);
+        it != coverage.not_evaluated_on_node.end()) {
+      any_not_measured = true;
+      for (const auto& line : it->second) add_reason(line);  // the same words are said once
+    }
+    // Not measured is never a pass: a node with anything not measured (a
+    // plan entry that evaluated nothing there, a check that could not run)
+    // is at best "warn", with what and why in its reasons.
+    if (verdict == "pass" && any_not_measured) verdict = "warn";
+    v->set_verdict(verdict);
+    for (auto& r : reasons) v->add_reasons(std::move(r));
+    if (auto it = view.history.find(node); it != view.history.end()) {
+      for (const auto& h : it->second) v->add_history(h);
     }
     if (auto it = data.inventories.find(node); it != data.inventories.end()) {
       FillInventory(it->second, v);

@@ -7,7 +7,8 @@
 // out-of-place busbw at its largest size (nccl-tests practice: bandwidth is
 // read at large sizes, where latency no longer counts).
 //
-//  1. Expectation: plan expect.metrics "busbw_gbps.<op>" applies to every
+//  1. Expectation: plan expect.metrics "busbw_gbps" applies to every run,
+//     "busbw_gbps.<op>" applies to every
 //     run of that op; "busbw_gbps.<op>.node" (one-node runs, NVLink) and
 //     "busbw_gbps.<op>.multinode" (runs over several nodes) override it.
 //     Below -> fail, naming the node of a one-node run, both nodes of a
@@ -124,7 +125,8 @@ double FloorFor(const RunData& data, const RunFigure& r, std::string* key_used) 
   const auto& metrics = data.plan.expect().metrics();
   const std::string base = absl::StrCat("busbw_gbps.", r.op);
   const std::string specific = base + (r.nodes.size() == 1 ? ".node" : ".multinode");
-  for (const std::string& k : {specific, base}) {
+  // Most specific first; a bare "busbw_gbps" is every op's floor.
+  for (const std::string& k : {specific, base, std::string("busbw_gbps")}) {
     auto it = metrics.find(k);
     if (it != metrics.end()) {
       *key_used = k;
@@ -190,7 +192,9 @@ void JudgeExpectations(const RunData& data, const std::vector<RunFigure>& runs,
     out->push_back(std::move(res));
   }
   for (const auto& [key, floor] : data.plan.expect().metrics()) {
-    if (!absl::StartsWith(key, "busbw_gbps.") || keys_seen.count(key)) continue;
+    if ((!absl::StartsWith(key, "busbw_gbps.") && key != "busbw_gbps") || keys_seen.count(key)) {
+      continue;
+    }
     v1::RuleResult r = Rule("collective.busbw.not_measured", "not_measured", "", key,
                             absl::StrCat("the plan expects ", key, " >= ", FormatNumber(floor),
                                          " GB/s but no collective run measured it"));

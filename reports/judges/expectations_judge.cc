@@ -1,12 +1,21 @@
 // Expectations judge: the plan's metric floors (expect.metrics) against the
-// Measurements (RULES.md, rule 3). A key is "metric" or "metric.qualifier";
-// the qualifier matches any label value (gemm_tflops.bf16: metric
-// gemm_tflops with a label whose value is "bf16").
+// Measurements (RULES.md, rule 3). A key is "metric" or
+// "metric.qualifier[.qualifier...]"; each qualifier matches a label value
+// (gemm_tflops.bf16: metric gemm_tflops with a label whose value is "bf16")
+// or a GEMM shape "MxNxK". Like is compared with like:
+//  - only verified results count (a measurement labelled verified=false is
+//    a failure of its own, and its figure means nothing);
+//  - a per-job or per-GPU figure and an all-jobs / all-GPUs one (label job
+//    or gpu = "all") are different things: a floor applies to the per-job /
+//    per-GPU figures unless a qualifier is "all";
+//  - a GEMM floor without a shape applies to each GPU's best verified shape
+//    of the matching dtype (the peak shape), not to every small shape.
 #include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/suite_catalog.h"
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
@@ -17,26 +26,94 @@ namespace {
 
 struct Key {
   std::string metric;
-  std::string qualifier;  // empty: any labels
+  std::vector<std::string> qualifiers;  // empty: any labels
 };
 
-bool HasLabelValue(const v1::Measurement& m, const std::string& value) {
+// Labels whose value "all" marks a total over jobs or GPUs.
+constexpr const char* kKindLabels[] = {"job", "gpu"};
+
+std::string Shape(const v1::Measurement& m) {
+  const std::string mm = LabelValue(m, "m"), n = LabelValue(m, "n"), k = LabelValue(m, "k");
+  if (mm.empty() || n.empty() || k.empty()) return "";
+  return absl::StrCat(mm, "x", n, "x", k);
+}
+
+bool Matches(const v1::Measurement& m, const std::string& q) {
+  if (q == Shape(m)) return true;
   for (const auto& [k, v] : m.labels()) {
-    if (v == value) return true;
+    if (v == q) return true;
   }
   return false;
 }
 
-// The exact metric name wins; otherwise split at the first '.'.
+bool IsTotal(const v1::Measurement& m) {
+  for (const char* k : kKindLabels) {
+    if (LabelValue(m, k) == "all") return true;
+  }
+  return false;
+}
+
+// The exact metric name wins; otherwise the metric is up to the first '.'
+// and every further '.'-separated piece is a qualifier.
 Key ParseKey(const std::string& key, const RunData& data) {
   for (const auto& rec : data.records) {
     if (rec.record().has_measurement() && rec.record().measurement().metric() == key) {
-      return {key, ""};
+      return {key, {}};
     }
   }
-  size_t dot = key.find('.');
-  if (dot == std::string::npos) return {key, ""};
-  return {key.substr(0, dot), key.substr(dot + 1)};
+  std::vector<std::string> parts = absl::StrSplit(key, '.');
+  Key k{parts[0], {}};
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (!parts[i].empty()) k.qualifiers.push_back(parts[i]);
+  }
+  return k;
+}
+
+struct Candidate {
+  const v1::ExportedRecord* rec;
+  const v1::Measurement* m;
+};
+
+// The measurements a key applies to (see the file comment).
+std::vector<Candidate> Applicable(const Key& k, const RunData& data) {
+  const bool wants_total =
+      std::find(k.qualifiers.begin(), k.qualifiers.end(), "all") != k.qualifiers.end();
+  bool names_shape = false;
+  std::vector<Candidate> all;
+  for (const auto& rec : data.records) {
+    if (!rec.record().has_measurement()) continue;
+    const v1::Measurement& m = rec.record().measurement();
+    if (m.metric() != k.metric) continue;
+    const std::string verified = LabelValue(m, "verified");
+    if (!verified.empty() && verified != "true") continue;
+    if (IsTotal(m) != wants_total) continue;
+    bool ok = true;
+    for (const auto& q : k.qualifiers) {
+      if (q == "all" && wants_total) continue;
+      if (!Matches(m, q)) ok = false;
+      if (ok && q == Shape(m)) names_shape = true;
+    }
+    if (ok) all.push_back({&rec, &m});
+  }
+  if (names_shape) return all;
+  // GEMM without a shape: each GPU's best verified shape per dtype.
+  std::map<std::string, size_t> best;  // node|gpu|uuid|dtype -> index in out
+  std::vector<Candidate> out;
+  for (const Candidate& c : all) {
+    if (Shape(*c.m).empty()) {
+      out.push_back(c);
+      continue;
+    }
+    const std::string id = absl::StrCat(RecordNode(*c.rec), "|", LabelValue(*c.m, "gpu"), "|",
+                                        LabelValue(*c.m, "uuid"), "|", LabelValue(*c.m, "dtype"));
+    auto [it, inserted] = best.try_emplace(id, out.size());
+    if (inserted) {
+      out.push_back(c);
+    } else if (c.m->value() > out[it->second].m->value()) {
+      out[it->second] = c;
+    }
+  }
+  return out;
 }
 
 // The suite's catalog category; for a suite the catalog does not know, the
@@ -66,11 +143,9 @@ void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     size_t matched = 0, passed = 0;
     double lowest = 0;
     std::string lowest_subject, unit, category;
-    for (const auto& rec : data.records) {
-      if (!rec.record().has_measurement()) continue;
-      const v1::Measurement& m = rec.record().measurement();
-      if (m.metric() != k.metric) continue;
-      if (!k.qualifier.empty() && !HasLabelValue(m, k.qualifier)) continue;
+    for (const Candidate& c : Applicable(k, data)) {
+      const v1::ExportedRecord& rec = *c.rec;
+      const v1::Measurement& m = *c.m;
       const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
       const std::string node = RecordNode(rec);
       const std::string subject = DescribeSubject(node, m);
@@ -114,7 +189,8 @@ void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       r.set_category(fm != nullptr ? fm->category : "Reliability");
       r.set_outcome("not_measured");
       r.set_message(absl::StrCat("the plan expects ", key, " >= ", FormatNumber(minimum),
-                                 " but no suite measured it"));
+                                 " but no suite measured it (verified figures only; per job or GPU unless the key "
+                                 "says .all)"));
       out->push_back(std::move(r));
       continue;
     }

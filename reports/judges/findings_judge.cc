@@ -2,6 +2,8 @@
 // category, its outcome taken from its severity (RULES.md, rule 1); a finding
 // marked not_measured (the check could not run) is not measured, whatever its
 // severity says.
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
@@ -25,9 +27,17 @@ std::string OutcomeFor(v1::Severity s) {
 }  // namespace
 
 void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
+  // Tasks that could not run (exit 2): the tasks judge gives their one
+  // not-measured result, in the suite's own words (its first not-measured
+  // finding); repeating each such finding would list one reason many times.
+  std::set<std::string> could_not_run;
+  for (const auto& t : data.tasks) {
+    if (t.state() == v1::TASK_FAILED && t.exit_code() == 2) could_not_run.insert(t.task_id());
+  }
   for (const auto& rec : data.records) {
     if (!rec.record().has_finding()) continue;
     const v1::Finding& f = rec.record().finding();
+    if (f.not_measured() && could_not_run.count(rec.task_id())) continue;
     v1::RuleResult r;
     r.set_rule_id(f.check_id().empty() ? std::string("finding") : f.check_id());
     r.set_category(FindingCategory(f));

@@ -1,10 +1,16 @@
 // Tasks judge: what the task outcomes say about the nodes (RULES.md, rule 2).
-// A lost, crashed or hung task fails Reliability on each of its nodes; a
-// suite that could not run (exit 2) or was cancelled leaves its category
-// "not measured" on that node. Completed tasks give nothing here: their
-// records speak for them.
+// Only a task's last attempt is judged (TaskInfo describes it). A lost,
+// crashed or hung task fails Reliability on the nodes to blame: for a group
+// task, the nodes whose rank failed or was lost (TaskInfo.blamed_nodes); the
+// other nodes of the group were stopped and get "not measured" for the plan
+// entry, not a fail. A suite that could not run (exit 2) or was cancelled
+// leaves its category "not measured" on that node, with the suite's own
+// reason. Completed tasks give nothing here: their records speak for them.
+#include <algorithm>
+#include <map>
+
 #include "absl/strings/str_cat.h"
-#include "common/suite_catalog.h"
+#include "reports/coverage.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 
@@ -13,79 +19,97 @@ namespace {
 
 constexpr int kCouldNotRunExit = 2;  // benchmarks/suite.h
 
-std::string TaskLabel(const v1::TaskInfo& t) {
-  if (t.name().empty() || t.name() == t.suite()) return t.suite();
-  return absl::StrCat(t.name(), " (", t.suite(), ")");
-}
-
 void AddTaskEvidence(const v1::TaskInfo& t, v1::RuleResult* r) {
   r->add_evidence(absl::StrCat("task ", t.task_id(), " attempt ", t.attempt(), ": ",
                                TaskStateName(t.state()), ", exit code ", t.exit_code()));
   if (!t.message().empty()) r->add_evidence(absl::StrCat("message: ", t.message()));
+  if (!t.blamed_nodes().empty()) r->add_evidence(absl::StrCat("blamed: ", t.blamed_nodes()));
   if (!t.stderr_tail().empty()) r->add_evidence(absl::StrCat("stderr tail:\n", t.stderr_tail()));
+}
+
+// The first not-measured finding a task wrote on each node: the suite's own
+// words for why it could not run ("no GPU driver: libcuda.so.1 not found").
+std::map<std::pair<std::string, std::string>, const v1::Finding*> NotMeasuredFindings(
+    const RunData& data) {
+  std::map<std::pair<std::string, std::string>, const v1::Finding*> out;
+  for (const auto& rec : data.records) {
+    if (!rec.record().has_finding() || !rec.record().finding().not_measured()) continue;
+    out.try_emplace({rec.task_id(), RecordNode(rec)}, &rec.record().finding());
+  }
+  return out;
+}
+
+bool IsBlamed(const v1::TaskInfo& t, const std::string& node, size_t group_size) {
+  if (group_size < 2 || t.blamed_nodes().empty()) return true;
+  const auto blamed = SplitNodes(t.blamed_nodes());
+  return std::find(blamed.begin(), blamed.end(), node) != blamed.end();
 }
 
 }  // namespace
 
 void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
+  const auto not_measured = NotMeasuredFindings(data);
   for (const auto& t : data.tasks) {
-    v1::RuleResult r;
-    r.set_subject("node");
-    const std::string label = TaskLabel(t);
-    switch (t.state()) {
-      case v1::TASK_COMPLETED:
-        continue;
-      case v1::TASK_LOST:
+    if (t.state() == v1::TASK_COMPLETED) continue;
+    const std::string label = EntryLabel(t.name(), t.suite());
+    const std::string message = StripVerdictPrefixes(t.message());
+    const std::string suffix = message.empty() ? "" : absl::StrCat(": ", message);
+    std::vector<std::string> nodes = SplitNodes(t.node());
+    if (nodes.empty()) nodes.push_back("");
+    for (const auto& node : nodes) {
+      v1::RuleResult r;
+      r.set_subject("node");
+      r.set_node(node);
+      const bool blamed = IsBlamed(t, node, nodes.size());
+      const bool broken = t.state() == v1::TASK_LOST || t.state() == v1::TASK_TIMED_OUT ||
+                          (t.state() == v1::TASK_FAILED && t.exit_code() != kCouldNotRunExit);
+      if (broken && !blamed) {
+        r.set_rule_id("task.stopped");
+        r.set_category(SuiteCategory(t.suite()));
+        r.set_outcome("not_measured");
+        r.set_message(absl::StrCat(label, " stopped", suffix));
+      } else if (t.state() == v1::TASK_LOST) {
         r.set_rule_id("task.lost");
         r.set_category("Reliability");
         r.set_outcome("fail");
         r.set_message(absl::StrCat("agent lost during ", label));
         r.set_action("check that the node is up and its cmax-agent is running "
                      "(journalctl -u cmax-agent), then rerun the suite");
-        break;
-      case v1::TASK_TIMED_OUT:
+      } else if (t.state() == v1::TASK_TIMED_OUT) {
         r.set_rule_id("task.timed_out");
         r.set_category("Reliability");
         r.set_outcome("fail");
         r.set_message(absl::StrCat(label, " hung: killed at timeout"));
         r.set_action("look for a hung GPU or device (kernel log, Xid) on this node");
-        break;
-      case v1::TASK_FAILED:
-        if (t.exit_code() == kCouldNotRunExit) {
-          r.set_rule_id("task.could_not_run");
-          r.set_category(SuiteCategory(t.suite()));
-          r.set_outcome("not_measured");
-          r.set_message(absl::StrCat(label, " could not run",
-                                     t.message().empty() ? "" : ": ", t.message()));
-        } else {
-          r.set_rule_id("task.crashed");
-          r.set_category("Reliability");
-          r.set_outcome("fail");
-          r.set_message(absl::StrCat(label, " crashed (exit code ", t.exit_code(), ")",
-                                     t.message().empty() ? "" : ": ", t.message()));
-          r.set_action("read the stderr tail; rerun the suite by hand with cmax-bench");
+      } else if (t.state() == v1::TASK_FAILED && t.exit_code() != kCouldNotRunExit) {
+        r.set_rule_id("task.crashed");
+        r.set_category("Reliability");
+        r.set_outcome("fail");
+        r.set_message(absl::StrCat(label, " crashed (exit code ", t.exit_code(), ")", suffix));
+        r.set_action("read the stderr tail; rerun the suite by hand with cmax-bench");
+      } else if (t.state() == v1::TASK_FAILED) {
+        r.set_rule_id("task.could_not_run");
+        r.set_category(SuiteCategory(t.suite()));
+        r.set_outcome("not_measured");
+        auto f = not_measured.find({t.task_id(), node});
+        std::string why = f != not_measured.end() ? NotMeasuredReason(*f->second) : message;
+        r.set_message(absl::StrCat(label, " could not run", why.empty() ? "" : ": ", why));
+        if (f != not_measured.end() && !f->second->action().empty()) {
+          r.set_action(f->second->action());
         }
-        break;
-      case v1::TASK_CANCELLED:
+      } else if (t.state() == v1::TASK_CANCELLED) {
         r.set_rule_id("task.cancelled");
         r.set_category(SuiteCategory(t.suite()));
         r.set_outcome("not_measured");
         r.set_message(absl::StrCat(label, " cancelled"));
-        break;
-      default:  // pending, assigned, running when the run ended
+      } else {  // pending, assigned, running when the run ended
         r.set_rule_id("task.unfinished");
         r.set_category(SuiteCategory(t.suite()));
         r.set_outcome("not_measured");
         r.set_message(absl::StrCat(label, " never finished (", TaskStateName(t.state()), ")"));
-        break;
-    }
-    AddTaskEvidence(t, &r);
-    std::vector<std::string> nodes = SplitNodes(t.node());
-    if (nodes.empty()) nodes.push_back("");
-    for (const auto& node : nodes) {
-      v1::RuleResult copy = r;
-      copy.set_node(node);
-      out->push_back(std::move(copy));
+      }
+      AddTaskEvidence(t, &r);
+      out->push_back(std::move(r));
     }
   }
 }

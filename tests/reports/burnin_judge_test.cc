@@ -59,6 +59,7 @@ void AddTask(RunData* d, const std::string& node, bool fleet,
              const std::string& message = "") {
   v1::TaskInfo t;
   t.set_task_id(TaskId(node, fleet));
+  t.set_attempt(1);  // the coordinator numbers attempts from 1, as Meas does its records
   t.set_suite("burnin");
   t.set_name(fleet ? "burnin-fleet" : "burnin");
   t.set_node(node);

@@ -47,6 +47,7 @@ RunData Plan(int entries, const std::vector<std::string>& nodes) {
     for (int i = 0; i < entries; ++i) {
       v1::TaskInfo t;
       t.set_task_id(TaskId(node, i));
+      t.set_attempt(1);  // the coordinator numbers attempts from 1, as Meas does its records
       t.set_suite("health");
       t.set_name(i > 0 ? "health-after" : "health");
       t.set_node(node);

@@ -57,7 +57,8 @@ TEST_CASE("Markdown shows the header, category table, nodes, rules, findings, ta
   CHECK(absl::StrContains(md, "| Tier | **" + card.tier() + "** |"));
   CHECK(absl::StrContains(md, "| Category | Grade | Summary |\n|---|---|---|\n"));
   CHECK(absl::StrContains(md, "| Compute | not measured | not measured"));
-  CHECK(absl::StrContains(md, "| Security | **C** | 1 node measured; 1 failure"));
+  CHECK(absl::StrContains(md, "| Security | **C** | 1 failure: node-2: "));
+  CHECK(absl::StrContains(md, "evaluated on 1 of 3 nodes"));
   CHECK(absl::StrContains(md, "| node-2 | **FAIL** | Security fail: "));
   CHECK(absl::StrContains(md, "### Security: C"));
   // Markup in data is escaped; web links are clickable, others are not.

@@ -13,6 +13,7 @@ namespace {
 using testing::AnyReasonContains;
 using testing::Category;
 using testing::CleanHostcheckRun;
+using testing::EvaluateEveryCategory;
 using testing::Find;
 using testing::Meas;
 using testing::NodeOf;
@@ -43,8 +44,10 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
   const auto& rel = Category(card, "Reliability");
   CHECK(rel.measured());
   CHECK(rel.grade() == "A");
-  CHECK(absl::StrContains(rel.summary(), "3 nodes measured"));
+  CHECK(absl::StrContains(rel.summary(), "evaluated on 3 of 3 nodes"));
   CHECK(absl::StrContains(rel.summary(), "no warnings or failures"));
+  CHECK(rel.nodes_evaluated() == 3);
+  CHECK(rel.nodes_selected() == 3);
   for (const char* name : {"Compute", "Networking", "Storage", "Security", "Lifecycle"}) {
     INFO(name);
     CHECK_FALSE(Category(card, name).measured());
@@ -60,13 +63,14 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
     REQUIRE(n.tasks_size() == 1);
     CHECK(n.tasks(0).state() == "completed");
   }
-  // Documented rule: worst grade A gives Platinum, but Platinum needs
-  // Compute, Networking, Storage, Reliability and Security measured.
-  CHECK(card.tier() == "Gold");
-  CHECK(absl::StrContains(card.tier_reason(), "capped at Gold"));
-  CHECK(absl::StrContains(card.tier_reason(),
-                 "tier covers Reliability only; Compute, Networking, Storage, Security, "
-                 "Lifecycle not measured"));
+  // A tier needs Compute, Networking, Storage, Reliability and Security
+  // evaluated: hostcheck alone is not rated. What the measured part alone
+  // would give is shown, labelled as no rating.
+  CHECK(card.tier() == "not rated");
+  CHECK(absl::StartsWith(card.tier_reason(), "not rated: "));
+  CHECK(absl::StrContains(card.tier_reason(), "Compute: the plan has no suite of this category"));
+  CHECK(card.missing_size() == 4);
+  CHECK(card.measured_part_tier() == "Gold (measured part only; not a rating)");
   CHECK_FALSE(card.simulated());
   CHECK(card.findings_size() == 3);  // the info findings, each with its node
   CHECK(card.findings(0).labels().at("node") == "node-1");
@@ -75,6 +79,7 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
 
 TEST_CASE("a lost agent fails its node and lowers Reliability", "[scorecard]") {
   RunData d = CleanHostcheckRun();
+  EvaluateEveryCategory(&d);
   // node-2 went away during hostcheck: no records from it.
   std::vector<v1::ExportedRecord> kept;
   for (const auto& r : d.records) {
@@ -97,7 +102,11 @@ TEST_CASE("a lost agent fails its node and lowers Reliability", "[scorecard]") {
   auto fails = RulesWith(rel, "fail");
   REQUIRE(fails.size() == 1);
   CHECK(fails[0].node() == "node-2");
-  CHECK(card.tier() == "Silver");
+  // Compute, Networking, Storage and Security were evaluated on 2 of the 3
+  // selected nodes: fewer than 90%, so no tier; the rest would give Silver.
+  CHECK(card.tier() == "not rated");
+  CHECK(absl::StrContains(card.tier_reason(), "Compute evaluated on 2 of 3 nodes (needs 3)"));
+  CHECK(card.measured_part_tier() == "Silver (measured part only; not a rating)");
 
   // The run-level findings list names the lost node, with an action.
   bool found = false;
@@ -115,6 +124,7 @@ TEST_CASE("a lost agent fails its node and lowers Reliability", "[scorecard]") {
 
 TEST_CASE("crashes, hangs and suites that could not run", "[scorecard]") {
   RunData d = CleanHostcheckRun();
+  EvaluateEveryCategory(&d);
   d.tasks.push_back(Task("node-1", "selftest", v1::TASK_FAILED, 139, "killed by signal 11",
                          "Segmentation fault (core dumped)"));
   d.tasks.push_back(Task("node-2", "selftest", v1::TASK_TIMED_OUT, -1, "timeout after 60 s"));
@@ -130,7 +140,7 @@ TEST_CASE("crashes, hangs and suites that could not run", "[scorecard]") {
   // Could not run: not measured in the suite's category, never a pass and
   // never a node failure.
   const auto& n3 = NodeOf(card, "node-3");
-  CHECK(n3.verdict() == "pass");
+  CHECK(n3.verdict() == "warn");
   CHECK(AnyReasonContains(n3, "not measured: gemm could not run: no NVIDIA GPU on this node"));
   auto nm = RulesWith(Category(card, SuiteCategory("gemm")), "not_measured");
   REQUIRE(nm.size() == 1);
@@ -161,6 +171,7 @@ TEST_CASE("a group task that was lost blames each of its nodes", "[scorecard]") 
 
 TEST_CASE("a critical Security finding makes the tier Underperform", "[scorecard]") {
   RunData d = CleanHostcheckRun();
+  EvaluateEveryCategory(&d);
   d.records.push_back(Find("node-2", "audit", "audit.container_toolkit", v1::SEVERITY_CRITICAL,
                            "security", "node", "NVIDIA Container Toolkit 1.17.7 is vulnerable",
                            "CVE-2025-23266 is fixed in 1.17.8"));

@@ -17,6 +17,7 @@ inline v1::ExportedRecord Meas(const std::string& node, const std::string& suite
   rec.set_node(node);
   rec.set_suite(suite);
   rec.set_task_id(suite + "@" + node);
+  rec.set_attempt(1);
   v1::Measurement* m = rec.mutable_record()->mutable_measurement();
   m->set_suite(suite);
   m->set_metric(metric);
@@ -33,6 +34,8 @@ inline v1::ExportedRecord Find(const std::string& node, const std::string& suite
   v1::ExportedRecord rec;
   rec.set_node(node);
   rec.set_suite(suite);
+  rec.set_task_id(suite + "@" + node);
+  rec.set_attempt(1);
   v1::Finding* f = rec.mutable_record()->mutable_finding();
   f->set_suite(suite);
   f->set_check_id(check_id);
@@ -48,7 +51,7 @@ inline v1::TaskInfo Task(const std::string& node, const std::string& suite, v1::
                          int exit_code = 0, const std::string& message = "",
                          const std::string& stderr_tail = "") {
   v1::TaskInfo t;
-  t.set_task_id("t-" + suite + "-" + node);
+  t.set_task_id(suite + "@" + node);  // the id Meas and Find give its records
   t.set_run_id("run-1");
   t.set_suite(suite);
   t.set_name(suite);
@@ -71,6 +74,7 @@ inline RunData CleanHostcheckRun() {
   d.run.set_created_unix_ns(1764451065123000000);   // 2025-11-29T21:17:45.123Z
   d.run.set_finished_unix_ns(1764451125000000000);  // one minute later
   d.plan.set_name("quick");
+  d.plan.add_suites()->set_suite("hostcheck");  // entry 0, the tasks' suite_index
   d.nodes = {"node-1", "node-2", "node-3"};
   for (const auto& n : d.nodes) {
     d.records.push_back(Meas(n, "hostcheck", "gpu_count", 8, "count"));
@@ -81,6 +85,23 @@ inline RunData CleanHostcheckRun() {
     d.tasks.push_back(Task(n, "hostcheck", v1::TASK_COMPLETED));
   }
   return d;
+}
+
+// Adds to every selected node of `d` one result with an outcome in each rated
+// category other than Reliability (hostcheck's): a tier can then be given
+// (a tier needs Compute, Networking, Storage, Reliability and Security
+// evaluated on at least 90% of the selected nodes).
+inline void EvaluateEveryCategory(RunData* d) {
+  for (const auto& n : d->nodes) {
+    d->records.push_back(Find(n, "gemm", "gemm.verified", v1::SEVERITY_INFO, "compute", "gpu:0",
+                              "GEMM results verified"));
+    d->records.push_back(Find(n, "connectivity", "connectivity.peers", v1::SEVERITY_INFO,
+                              "networking", "node", "every peer reachable"));
+    d->records.push_back(Find(n, "storage", "storage.verify", v1::SEVERITY_INFO, "storage",
+                              "path:/data", "written data read back intact"));
+    d->records.push_back(Find(n, "audit", "audit.runc", v1::SEVERITY_INFO, "security", "node",
+                              "runc 1.1.14 is not affected"));
+  }
 }
 
 inline const v1::CategoryGrade& Category(const v1::Scorecard& card, const std::string& name) {

@@ -1,0 +1,69 @@
+// Coverage (RULES.md, "Coverage"): which nodes each category and each plan
+// entry evaluated, and whether that is enough for a tier. A node is
+// evaluated in a category by a record that evaluated it (judged_view.h,
+// Evaluates) feeding that category, or by a rule result in it whose outcome
+// came from evidence (anything but not_measured). Records of a completed
+// group task evaluate every node of the group (each rank took part, though
+// one rank may write the figures). Pure functions.
+#ifndef CMAX_REPORTS_COVERAGE_H_
+#define CMAX_REPORTS_COVERAGE_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cmax/v1/scorecard.pb.h"
+#include "reports/run_data.h"
+
+namespace cmax::reports {
+
+// A tier needs each of these evaluated on at least kRatedShare of the
+// selected nodes, and each of their plan entries on at least that share of
+// the nodes it ran on. Lifecycle has no automated suite and is not required.
+const std::vector<std::string>& RatedCategories();
+inline constexpr double kRatedShare = 0.90;
+
+// Nodes needed out of `n` for kRatedShare: ceil(0.9 n) (3 of 3, 9 of 10, 58 of 64).
+int NodesNeeded(int n);
+
+struct CategoryCoverage {
+  std::set<std::string> evaluated;           // selected nodes evaluated here
+  std::vector<v1::EntryCoverage> entries;    // the plan entries of this category
+};
+
+struct Coverage {
+  int selected = 0;
+  std::map<std::string, CategoryCoverage> categories;  // every category name
+  // node -> plan entries that ran on it and evaluated nothing there, with why
+  // ("Compute not measured: gemm could not run: no GPU driver").
+  std::map<std::string, std::vector<std::string>> not_evaluated_on_node;
+};
+
+// `data` is the judged view; `results` the judges' normalised results.
+Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>& results);
+
+// "evaluated on 2 of 3 nodes; gemm on 3 of 3; memory on 0 of 3: 3 nodes
+// (a, b, c): could not run: no GPU driver".
+std::string CoverageText(const std::string& category, const CategoryCoverage& c, int selected);
+
+// What keeps the run from a tier, one line per gap (empty: it may be rated):
+// "Compute evaluated on 0 of 3 nodes (needs 3)", "Networking: nccl-all-nodes
+// evaluated on 1 of 3 nodes (needs 3)", "Storage: not in the plan".
+std::vector<std::string> MissingForTier(const Coverage& coverage);
+
+// "3 nodes (a, b, c): <reason>" / "node-2: <reason>": groups the nodes that
+// share one reason, in first-seen order of the reasons.
+std::vector<std::string> GroupReasons(
+    const std::vector<std::pair<std::string, std::string>>& node_reason);
+
+// A not-measured finding's reason: title and detail without verdict words.
+std::string NotMeasuredReason(const v1::Finding& f);
+
+// "could not run: not measured: no GPU" -> "no GPU": the verdict words that
+// several layers (agent, suite, judge) each put in front of a reason.
+std::string StripVerdictPrefixes(std::string reason);
+
+}  // namespace cmax::reports
+
+#endif  // CMAX_REPORTS_COVERAGE_H_

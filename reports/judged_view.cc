@@ -1,0 +1,81 @@
+#include "reports/judged_view.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "reports/judge_util.h"
+
+namespace cmax::reports {
+namespace {
+
+std::string AttemptText(int attempt, v1::TaskState state, int exit_code,
+                        const std::string& message) {
+  std::string s = absl::StrCat("attempt ", attempt, " ", TaskStateName(state));
+  if (state == v1::TASK_FAILED) absl::StrAppend(&s, " (exit code ", exit_code, ")");
+  if (!message.empty()) absl::StrAppend(&s, ": ", message);
+  return s;
+}
+
+}  // namespace
+
+bool Evaluates(const v1::ExportedRecord& rec) {
+  const v1::Record& r = rec.record();
+  if (r.has_measurement()) return true;
+  if (r.has_finding()) return !r.finding().not_measured();
+  return false;
+}
+
+JudgedView MakeJudgedView(const RunData& data) {
+  JudgedView view;
+  view.data.run = data.run;
+  view.data.plan = data.plan;
+  view.data.tasks = data.tasks;
+  view.data.inventories = data.inventories;
+  view.data.nodes = data.nodes;
+
+  std::map<std::string, const v1::TaskInfo*> tasks;
+  for (const auto& t : data.tasks) {
+    tasks[t.task_id()] = &t;
+    if (t.earlier_attempts().empty()) continue;
+    std::vector<std::string> steps;
+    for (const auto& a : t.earlier_attempts()) {
+      steps.push_back(AttemptText(a.attempt(), a.state(), a.exit_code(), a.message()));
+    }
+    steps.push_back(AttemptText(t.attempt(), t.state(), t.exit_code(), ""));
+    const std::string line =
+        absl::StrCat(EntryLabel(t.name(), t.suite()), ": ", absl::StrJoin(steps, ", "), " (only the last is judged)");
+    for (const auto& n : SplitNodes(t.node())) view.history[n].push_back(line);
+  }
+
+  // (node, task) -> records left out, by reason.
+  std::map<std::pair<std::string, std::string>, std::pair<int, int>> dropped;  // (earlier, late)
+  view.data.records.reserve(data.records.size());
+  for (const auto& rec : data.records) {
+    const std::string suite = rec.suite();
+    if (suite == kSelftestSuite) continue;  // never graded, nothing to tell
+    auto it = tasks.find(rec.task_id());
+    const bool earlier = it != tasks.end() && rec.attempt() != it->second->attempt();
+    if (earlier || rec.late()) {
+      auto& d = dropped[{RecordNode(rec), rec.task_id()}];
+      (earlier ? d.first : d.second)++;
+      continue;
+    }
+    view.data.records.push_back(rec);
+  }
+  for (const auto& [key, counts] : dropped) {
+    const auto& [node, task_id] = key;
+    auto it = tasks.find(task_id);
+    const std::string label = it != tasks.end() ? EntryLabel(it->second->name(), it->second->suite()) : task_id;
+    if (counts.first > 0) {
+      view.history[node].push_back(absl::StrCat(counts.first, " records of ", label,
+                                                " from earlier attempts: in the export, not judged"));
+    }
+    if (counts.second > 0) {
+      view.history[node].push_back(absl::StrCat(counts.second, " records of ", label,
+                                                " arrived after the task ended (late): in the "
+                                                "export, not judged"));
+    }
+  }
+  return view;
+}
+
+}  // namespace cmax::reports

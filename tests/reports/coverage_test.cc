@@ -1,0 +1,409 @@
+// Issue 13 on the scorecard: measured means evaluated, coverage rules the
+// tier, only the last attempt is judged, blame lands on the rank that
+// failed, like is compared with like, and barrier starts are stated.
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "reports/coverage.h"
+#include "reports/scorecard.h"
+#include "tests/reports/scorecard_test_util.h"
+
+namespace cmax::reports {
+namespace {
+
+using testing::AnyReasonContains;
+using testing::Category;
+using testing::CleanHostcheckRun;
+using testing::EvaluateEveryCategory;
+using testing::Find;
+using testing::Meas;
+using testing::NodeOf;
+using testing::Task;
+
+// A plan entry and its task on every node of `d`; records of that task get
+// the task's id and attempt (as the coordinator stores them).
+int AddEntry(RunData* d, const std::string& suite, const std::string& name = "",
+             v1::Scope scope = v1::SCOPE_NODE) {
+  v1::SuiteSpec* s = d->plan.add_suites();
+  s->set_suite(suite);
+  s->set_name(name);
+  s->set_scope(scope);
+  return d->plan.suites_size() - 1;
+}
+
+v1::TaskInfo EntryTask(const RunData& d, int index, const std::string& nodes,
+                       v1::TaskState state, int exit_code = 0, const std::string& message = "") {
+  const v1::SuiteSpec& spec = d.plan.suites(index);
+  v1::TaskInfo t = Task(nodes, spec.suite(), state, exit_code, message);
+  t.set_task_id(absl::StrCat("run-1.", index, ".", nodes));
+  t.set_name(spec.name().empty() ? spec.suite() : spec.name());
+  t.set_suite_index(index);
+  return t;
+}
+
+v1::ExportedRecord OfTask(v1::ExportedRecord rec, const v1::TaskInfo& t) {
+  rec.set_task_id(t.task_id());
+  rec.set_attempt(t.attempt());
+  return rec;
+}
+
+v1::ExportedRecord NotMeasuredFinding(const std::string& node, const std::string& suite,
+                                      const std::string& check_id, const std::string& category,
+                                      const std::string& title, const std::string& why) {
+  v1::ExportedRecord rec = Find(node, suite, check_id, v1::SEVERITY_INFO, category, "node", title,
+                                why);
+  rec.mutable_record()->mutable_finding()->set_not_measured(true);
+  return rec;
+}
+
+TEST_CASE("not-measured findings and exit-2 tasks never grade a category", "[coverage]") {
+  RunData d = CleanHostcheckRun();
+  const int gemm = AddEntry(&d, "gemm");
+  const int memory = AddEntry(&d, "memory");
+  for (const auto& n : d.nodes) {
+    for (int i : {gemm, memory}) {
+      const std::string suite = d.plan.suites(i).suite();
+      v1::TaskInfo t = EntryTask(d, i, n, v1::TASK_FAILED, 2, "could not run: exit 2");
+      d.records.push_back(OfTask(NotMeasuredFinding(n, suite, "gpu.no_driver", "compute",
+                                                    "not measured: no GPU driver",
+                                                    "libcuda.so.1: cannot open shared object"),
+                                 t));
+      d.tasks.push_back(t);
+    }
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  const auto& compute = Category(card, "Compute");
+  INFO(compute.summary());
+  CHECK_FALSE(compute.measured());
+  CHECK(compute.grade() == "not measured");
+  CHECK(compute.nodes_evaluated() == 0);
+  // One reason for the three nodes, without stacked verdict words.
+  CHECK(absl::StrContains(compute.summary(), "evaluated on 0 of 3 nodes"));
+  CHECK(absl::StrContains(
+      compute.summary(),
+      "gemm on 0 of 3 (3 nodes (node-1, node-2, node-3): could not run: no GPU driver: "
+      "libcuda.so.1: cannot open shared object)"));
+  CHECK_FALSE(absl::StrContains(compute.summary(), "could not run: could not run"));
+  CHECK_FALSE(absl::StrContains(compute.summary(), "not measured: not measured"));
+  REQUIRE(compute.entries_size() == 2);
+  CHECK(compute.entries(0).entry() == "gemm");
+  CHECK(compute.entries(0).nodes_asked() == 3);
+  CHECK(compute.entries(0).nodes_evaluated() == 0);
+
+  CHECK(card.tier() == "not rated");
+  CHECK(absl::StrContains(card.tier_reason(), "Compute evaluated on 0 of 3 nodes (needs 3)"));
+  for (const auto& n : card.nodes()) {
+    INFO(n.node());
+    CHECK(n.verdict() == "warn");  // not measured is never a pass, never a fail
+    CHECK(AnyReasonContains(n, "Compute not measured: gemm could not run: no GPU driver"));
+    int said = 0;
+    for (const auto& r : n.reasons()) said += absl::StrContains(r, "gemm could not run") ? 1 : 0;
+    CHECK(said == 1);  // each reason once
+  }
+  // The findings are shown, marked, in the findings list.
+  int shown = 0;
+  for (const auto& f : card.findings()) shown += f.not_measured() ? 1 : 0;
+  CHECK(shown == 6);
+}
+
+TEST_CASE("a plan of selftest alone is not rated", "[coverage]") {
+  RunData d;
+  d.run.set_run_id("run-1");
+  d.plan.set_name("selftest-only");
+  d.nodes = {"node-1", "node-2"};
+  const int i = AddEntry(&d, "selftest");
+  for (const auto& n : d.nodes) {
+    v1::TaskInfo t = EntryTask(d, i, n, v1::TASK_COMPLETED);
+    d.records.push_back(OfTask(Meas(n, "selftest", "selftest_records", 100, "count"), t));
+    d.records.push_back(OfTask(Find(n, "selftest", "selftest.ok", v1::SEVERITY_INFO,
+                                    "reliability", "node", "pipeline ok"),
+                               t));
+    d.tasks.push_back(t);
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  for (const auto& c : card.categories()) {
+    INFO(c.name());
+    CHECK_FALSE(c.measured());
+  }
+  CHECK(card.tier() == "not rated");
+  CHECK(card.measured_part_tier().empty());  // nothing was measured at all
+  CHECK(card.findings().empty());
+  CHECK(card.measurements().empty());
+}
+
+TEST_CASE("a tier needs every rated category on at least 90% of the nodes", "[coverage]") {
+  auto run_with = [](int nodes, int evaluated) {
+    RunData d;
+    d.run.set_run_id("run-1");
+    for (int i = 0; i < nodes; ++i) {
+      const std::string n = absl::StrCat("node-", i);
+      d.nodes.push_back(n);
+      d.records.push_back(Find(n, "health", "health.xid", v1::SEVERITY_INFO, "reliability",
+                               "node", "no Xid in the kernel log"));
+      if (i >= evaluated) continue;
+      d.records.push_back(Find(n, "gemm", "gemm.verified", v1::SEVERITY_INFO, "compute", "gpu:0",
+                               "verified"));
+      d.records.push_back(Find(n, "connectivity", "c.ok", v1::SEVERITY_INFO, "networking", "node",
+                               "ok"));
+      d.records.push_back(Find(n, "storage", "s.ok", v1::SEVERITY_INFO, "storage", "node", "ok"));
+      d.records.push_back(Find(n, "audit", "a.ok", v1::SEVERITY_INFO, "security", "node", "ok"));
+    }
+    return BuildScorecard(d);
+  };
+  CHECK(NodesNeeded(3) == 3);
+  CHECK(NodesNeeded(10) == 9);
+  CHECK(NodesNeeded(64) == 58);
+  CHECK(run_with(10, 9).tier() == "Platinum");
+  const v1::Scorecard short_card = run_with(10, 8);
+  CHECK(short_card.tier() == "not rated");
+  CHECK(absl::StrContains(short_card.tier_reason(), "Compute evaluated on 8 of 10 nodes (needs 9)"));
+  CHECK(short_card.measured_part_tier() == "Platinum (measured part only; not a rating)");
+}
+
+TEST_CASE("a plan entry that evaluated too few of its nodes keeps the run from a tier",
+          "[coverage]") {
+  RunData d = CleanHostcheckRun();
+  EvaluateEveryCategory(&d);  // every category evaluated on every node
+  const int nccl = AddEntry(&d, "collective", "nccl-all-nodes", v1::SCOPE_GANG);
+  v1::TaskInfo t = EntryTask(d, nccl, "node-1,node-2,node-3", v1::TASK_FAILED, 2,
+                             "could not run: no CUDA device");
+  d.tasks.push_back(t);
+  const v1::Scorecard card = BuildScorecard(d);
+  const auto& net = Category(card, "Networking");
+  INFO(card.tier_reason());
+  CHECK(net.measured());  // the connectivity findings
+  CHECK(card.tier() == "not rated");
+  CHECK(absl::StrContains(card.tier_reason(),
+                          "Networking: nccl-all-nodes evaluated on 0 of 3 nodes (needs 3): 3 nodes "
+                          "(node-1, node-2, node-3): could not run: no CUDA device"));
+}
+
+TEST_CASE("only the last attempt of a task is judged; earlier ones are history",
+          "[coverage]") {
+  RunData d = CleanHostcheckRun();
+  EvaluateEveryCategory(&d);
+  const int gemm = AddEntry(&d, "gemm");
+  v1::TaskInfo t = EntryTask(d, gemm, "node-2", v1::TASK_COMPLETED);
+  t.set_attempt(2);
+  v1::AttemptSummary* a = t.add_earlier_attempts();
+  a->set_attempt(1);
+  a->set_state(v1::TASK_LOST);
+  a->set_message("agent on node-2 lost (no heartbeat)");
+  d.tasks.push_back(t);
+  // Attempt 1 wrote a failing finding before the agent was killed; attempt 2
+  // ran clean.
+  v1::ExportedRecord old = OfTask(Find("node-2", "gemm", "gemm.mismatch", v1::SEVERITY_FAIL,
+                                       "compute", "gpu:0", "wrong elements"),
+                                  t);
+  old.set_attempt(1);
+  d.records.push_back(old);
+  d.records.push_back(OfTask(Find("node-2", "gemm", "gemm.verified", v1::SEVERITY_INFO, "compute",
+                                  "gpu:0", "verified"),
+                             t));
+  // A record that arrived after its task ended is shown in history only.
+  v1::ExportedRecord late = OfTask(Find("node-2", "gemm", "gemm.late", v1::SEVERITY_FAIL,
+                                        "compute", "gpu:1", "late"),
+                                   t);
+  late.set_late(true);
+  d.records.push_back(late);
+
+  const v1::Scorecard card = BuildScorecard(d);
+  INFO(card.tier_reason());
+  const auto& n2 = NodeOf(card, "node-2");
+  CHECK(n2.verdict() == "pass");
+  CHECK(Category(card, "Compute").grade() == "A");
+  REQUIRE(n2.history_size() >= 2);
+  bool attempts = false, earlier = false, late_said = false;
+  for (const auto& h : n2.history()) {
+    attempts = attempts || absl::StrContains(h, "gemm: attempt 1 lost: agent on node-2 lost "
+                                                "(no heartbeat), attempt 2 completed");
+    earlier = earlier || absl::StrContains(h, "1 records of gemm from earlier attempts");
+    late_said = late_said || absl::StrContains(h, "arrived after the task ended (late)");
+  }
+  CHECK(attempts);
+  CHECK(earlier);
+  CHECK(late_said);
+  CHECK(card.tier() == "Platinum");
+}
+
+TEST_CASE("a gang whose rank crashed fails that node only; the others are not measured",
+          "[coverage]") {
+  RunData d = CleanHostcheckRun();
+  EvaluateEveryCategory(&d);
+  const int nccl = AddEntry(&d, "collective", "nccl-all-nodes", v1::SCOPE_GANG);
+  v1::TaskInfo t = EntryTask(d, nccl, "node-1,node-2,node-3", v1::TASK_FAILED, 139,
+                             "rank 1 on node-2 failed: killed by signal 11");
+  t.set_blamed_nodes("node-2");
+  d.tasks.push_back(t);
+  const v1::Scorecard card = BuildScorecard(d);
+  CHECK(NodeOf(card, "node-2").verdict() == "fail");
+  CHECK(AnyReasonContains(NodeOf(card, "node-2"), "nccl-all-nodes (collective) crashed"));
+  for (const char* n : {"node-1", "node-3"}) {
+    INFO(n);
+    const auto& v = NodeOf(card, n);
+    for (const auto& r : v.reasons()) UNSCOPED_INFO(r);
+    CHECK(v.verdict() == "warn");
+    CHECK(AnyReasonContains(v, "Networking not measured: nccl-all-nodes (collective) stopped: "
+                               "rank 1 on node-2 failed: killed by signal 11"));
+    for (const auto& r : v.reasons()) CHECK_FALSE(absl::StartsWith(r, "Reliability fail"));
+  }
+  // Without a blamed node (an old coordinator) every node of the group fails.
+  RunData legacy = CleanHostcheckRun();
+  const int i = AddEntry(&legacy, "selftest", "", v1::SCOPE_GANG);
+  legacy.tasks.push_back(EntryTask(legacy, i, "node-1,node-3", v1::TASK_LOST));
+  const v1::Scorecard lc = BuildScorecard(legacy);
+  CHECK(NodeOf(lc, "node-1").verdict() == "fail");
+  CHECK(NodeOf(lc, "node-3").verdict() == "fail");
+}
+
+TEST_CASE("storage: per-job floors are not applied to node totals; the slow node's total is "
+          "named",
+          "[coverage]") {
+  RunData d;
+  d.run.set_run_id("run-1");
+  d.nodes = {"n1", "n2", "n3", "n4"};
+  (*d.plan.mutable_expect()->mutable_metrics())["storage_bandwidth_mbps.seq-read"] = 500;
+  for (const auto& n : d.nodes) {
+    const double per_job = n == "n3" ? 300 : 1000;
+    for (int j = 0; j < 4; ++j) {
+      d.records.push_back(Meas(n, "storage", "storage_bandwidth_mbps", per_job, "MB/s",
+                               {{"pattern", "seq-read"}, {"op", "read"},
+                                {"job", absl::StrCat(j)}}));
+    }
+    d.records.push_back(Meas(n, "storage", "storage_bandwidth_mbps", per_job * 4, "MB/s",
+                             {{"pattern", "seq-read"}, {"op", "read"}, {"job", "all"}}));
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  const auto& st = Category(card, "Storage");
+  int floor_fails = 0, total_outlier = 0, mixed = 0;
+  for (const auto& r : st.rules()) {
+    if (absl::StartsWith(r.rule_id(), "expect.metrics") && r.outcome() == "fail") {
+      ++floor_fails;
+      CHECK(r.node() == "n3");
+      CHECK(r.value() == 300);  // per job, never the 1200 MB/s total
+    }
+    if (absl::StartsWith(r.rule_id(), "fleet.outlier") && absl::StrContains(r.message(), "job=all")) {
+      ++total_outlier;
+      CHECK(r.node() == "n3");
+      CHECK(absl::StrContains(r.message(), "1200 MB/s"));
+    }
+    if (absl::StartsWith(r.rule_id(), "fleet.spread") && absl::StrContains(r.message(), "max 4000") &&
+        absl::StrContains(r.message(), "min 300")) {
+      ++mixed;  // a group holding both per-job figures and totals
+    }
+  }
+  CHECK(floor_fails == 4);
+  CHECK(total_outlier == 1);
+  CHECK(mixed == 0);
+}
+
+TEST_CASE("a GEMM floor applies to each GPU's best verified shape; unverified figures never "
+          "meet it",
+          "[coverage]") {
+  RunData d = CleanHostcheckRun();
+  (*d.plan.mutable_expect()->mutable_metrics())["gemm_tflops.bf16"] = 750;
+  auto gemm = [](const std::string& node, const std::string& gpu, int m, double tflops,
+                 const std::string& verified) {
+    return Meas(node, "gemm", "gemm_tflops", tflops, "TFLOP/s",
+                {{"gpu", gpu}, {"dtype", "bf16"}, {"m", absl::StrCat(m)},
+                 {"n", absl::StrCat(m)}, {"k", absl::StrCat(m)}, {"verified", verified}});
+  };
+  for (const auto& n : d.nodes) {
+    d.records.push_back(gemm(n, "0", 1024, 300, "true"));  // small shape: not held to the floor
+    d.records.push_back(gemm(n, "0", 8192, n == "node-2" ? 700 : 790, "true"));
+  }
+  d.records.push_back(gemm("node-3", "1", 8192, 900, "false"));  // wrong result: not a figure
+  const v1::Scorecard card = BuildScorecard(d);
+  std::vector<v1::RuleResult> fails;
+  for (const auto& r : Category(card, "Compute").rules()) {
+    if (absl::StartsWith(r.rule_id(), "expect.metrics") && r.outcome() == "fail") fails.push_back(r);
+  }
+  REQUIRE(fails.size() == 1);
+  CHECK(fails[0].node() == "node-2");
+  CHECK(fails[0].value() == 700);
+  // A key naming a shape applies to that shape.
+  (*d.plan.mutable_expect()->mutable_metrics()).clear();
+  (*d.plan.mutable_expect()->mutable_metrics())["gemm_tflops.bf16.1024x1024x1024"] = 250;
+  const v1::Scorecard shaped = BuildScorecard(d);
+  bool met = false;
+  for (const auto& e : Category(shaped, "Compute").evidence()) {
+    met = met || absl::StrContains(e, "3 of 3 measurements at or above");
+  }
+  CHECK(met);
+}
+
+TEST_CASE("a bare busbw_gbps floor applies to every collective run", "[coverage]") {
+  RunData d;
+  d.run.set_run_id("run-1");
+  d.nodes = {"a"};
+  (*d.plan.mutable_expect()->mutable_metrics())["busbw_gbps"] = 400;
+  d.records.push_back(Meas("a", "collective", "busbw_gbps", 350, "GB/s",
+                           {{"op", "all_reduce"}, {"dtype", "float"}, {"backend", "nccl"},
+                            {"ranks", "8"}, {"size_bytes", "17179869184"}, {"placement",
+                            "out_of_place"}, {"nodes", "a"}, {"group_size", "1"}}));
+  const v1::Scorecard card = BuildScorecard(d);
+  bool failed = false;
+  for (const auto& r : Category(card, "Networking").rules()) {
+    if (r.outcome() == "fail" && r.expected() == 400 && r.node() == "a") failed = true;
+  }
+  CHECK(failed);
+}
+
+TEST_CASE("per-GPU and all-GPU copies are compared only with their own kind", "[coverage]") {
+  RunData d;
+  d.run.set_run_id("run-1");
+  d.nodes = {"n1", "n2", "n3", "n4"};
+  for (const auto& n : d.nodes) {
+    for (int g = 0; g < 2; ++g) {
+      d.records.push_back(Meas(n, "memory", "memory_bandwidth_gbps", 55, "GB/s",
+                               {{"test", "h2d"}, {"gpu", absl::StrCat(g)}, {"size_bytes", "1"}}));
+    }
+    d.records.push_back(Meas(n, "memory", "memory_bandwidth_gbps", 110, "GB/s",
+                             {{"test", "h2d"}, {"gpu", "all"}, {"size_bytes", "1"}}));
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  for (const auto& r : Category(card, "Compute").rules()) {
+    CHECK_FALSE(absl::StartsWith(r.rule_id(), "fleet.outlier"));
+  }
+}
+
+TEST_CASE("barrier entries state the measured start skew", "[coverage]") {
+  RunData d = CleanHostcheckRun();
+  const int i = AddEntry(&d, "burnin", "burnin-fleet", v1::SCOPE_BARRIER);
+  v1::TaskInfo t = EntryTask(d, i, "node-1,node-2,node-3", v1::TASK_COMPLETED);
+  d.tasks.push_back(t);
+  const double lags[] = {0.002, 0.0155, 0.004};
+  for (int k = 0; k < 2; ++k) {  // node-3 sent none
+    v1::ExportedRecord rec;
+    rec.set_node(d.nodes[k]);
+    rec.set_suite("burnin");
+    v1::Sample* s = rec.mutable_record()->mutable_sample();
+    s->set_metric("cmax_task_start");
+    s->set_value(lags[k]);
+    s->set_unit("s");
+    d.records.push_back(OfTask(rec, t));
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  REQUIRE(card.barrier_starts_size() == 1);
+  const auto& b = card.barrier_starts(0);
+  CHECK(b.entry() == "burnin-fleet");
+  CHECK(b.nodes() == 2);
+  CHECK(b.skew_ms() == Approx(13.5));
+  CHECK(b.max_lag_ms() == Approx(15.5));
+  REQUIRE(b.missing_size() == 1);
+  CHECK(b.missing(0) == "node-3");
+}
+
+TEST_CASE("reasons are grouped by node and stripped of repeated verdict words", "[coverage]") {
+  CHECK(StripVerdictPrefixes("could not run: not measured: no GPU") == "no GPU");
+  CHECK(StripVerdictPrefixes("Could not run: error: x") == "x");
+  CHECK(StripVerdictPrefixes("no GPU") == "no GPU");
+  const auto grouped = GroupReasons({{"a", "x"}, {"b", "y"}, {"c", "x"}, {"a", "x"}});
+  REQUIRE(grouped.size() == 2);
+  CHECK(grouped[0] == "2 nodes (a, c): x");
+  CHECK(grouped[1] == "b: y");
+}
+
+}  // namespace
+}  // namespace cmax::reports
