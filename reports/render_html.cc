@@ -93,6 +93,12 @@ void Header(const v1::Scorecard& card, std::string* out) {
   row("Finished", H(card.finished()));
   row("State", H(card.state()));
   row("Tier", absl::StrCat("<span class=\"tier\">", H(card.tier()), "</span>"));
+  if (!card.missing().empty()) {
+    std::vector<std::string> items;
+    for (const auto& m : card.missing()) items.push_back(absl::StrCat("<li>", H(m), "</li>"));
+    row("Missing for a tier", absl::StrCat("<ul>", absl::StrJoin(items, ""), "</ul>"));
+  }
+  if (!card.measured_part_tier().empty()) row("Measured part", H(card.measured_part_tier()));
   row("Why", H(card.tier_reason()));
   row("Generated", absl::StrCat(H(card.generated()), " by cmax ", H(card.cmax_version())));
   absl::StrAppend(out, "</table>\n");
@@ -100,12 +106,13 @@ void Header(const v1::Scorecard& card, std::string* out) {
 
 void Categories(const v1::Scorecard& card, std::string* out) {
   absl::StrAppend(out, "<h2>Categories</h2>\n<table>\n<tr><th>Category</th><th>Grade</th>"
-                       "<th>Summary</th></tr>\n");
+                       "<th>Evaluated on</th><th>Summary</th></tr>\n");
   for (const auto& c : card.categories()) {
     absl::StrAppend(out, "<tr><td>", H(c.name()),
                     c.simulated() ? " <span class=\"sim\">(simulated)</span>" : "",
                     "</td><td><span class=\"badge ", GradeClass(c.grade()), "\">", H(c.grade()),
-                    "</span></td><td>", H(c.summary()), "</td></tr>\n");
+                    "</span></td><td>", c.nodes_evaluated(), " of ", c.nodes_selected(),
+                    " nodes</td><td>", H(c.summary()), "</td></tr>\n");
   }
   absl::StrAppend(out, "</table>\n");
 }
@@ -116,11 +123,33 @@ void Nodes(const v1::Scorecard& card, std::string* out) {
   for (const auto& n : card.nodes()) {
     std::vector<std::string> reasons;
     for (const auto& r : n.reasons()) reasons.push_back(absl::StrCat("<li>", H(r), "</li>"));
+    std::string cell = reasons.empty()
+                           ? std::string("&mdash;")
+                           : absl::StrCat("<ul>", absl::StrJoin(reasons, ""), "</ul>");
+    if (!n.history().empty()) {
+      absl::StrAppend(&cell, "<p>History (not judged):</p><ul>");
+      for (const auto& h : n.history()) absl::StrAppend(&cell, "<li>", H(h), "</li>");
+      absl::StrAppend(&cell, "</ul>");
+    }
     absl::StrAppend(out, "<tr><td>", H(n.node()), "</td><td><span class=\"",
-                    OutcomeClass(n.verdict()), "\">", H(n.verdict()), "</span></td><td>",
-                    reasons.empty() ? std::string("&mdash;")
-                                    : absl::StrCat("<ul>", absl::StrJoin(reasons, ""), "</ul>"),
+                    OutcomeClass(n.verdict()), "\">", H(n.verdict()), "</span></td><td>", cell,
                     "</td></tr>\n");
+  }
+  absl::StrAppend(out, "</table>\n");
+}
+
+void BarrierStarts(const v1::Scorecard& card, std::string* out) {
+  if (card.barrier_starts().empty()) return;
+  absl::StrAppend(out, "<h2>Barrier starts</h2>\n<p>When the nodes of each <code>scope: barrier"
+                       "</code> entry really started, against the instant the coordinator gave "
+                       "them (node clocks, shifted by the offsets estimated from heartbeats).</p>"
+                       "\n<table>\n<tr><th>Entry</th><th>Nodes reporting</th><th>Start skew</th>"
+                       "<th>Lag behind the instant</th><th>Without a start record</th></tr>\n");
+  for (const auto& b : card.barrier_starts()) {
+    absl::StrAppend(out, "<tr><td>", H(b.entry()), "</td><td>", b.nodes(), "</td><td>",
+                    H(FormatValue(b.skew_ms(), "ms")), "</td><td>",
+                    H(FormatNumber(b.min_lag_ms())), " to ", H(FormatValue(b.max_lag_ms(), "ms")),
+                    "</td><td>", H(absl::StrJoin(b.missing(), ", ")), "</td></tr>\n");
   }
   absl::StrAppend(out, "</table>\n");
 }
@@ -209,8 +238,10 @@ void Findings(const v1::Scorecard& card, std::string* out) {
     }
     absl::StrAppend(&text, "<br><code>", H(f.check_id()), "</code>",
                     f.simulated() ? " <span class=\"sim\">(simulated)</span>" : "");
-    absl::StrAppend(out, "<tr><td><span class=\"", SeverityClass(f.severity()), "\">",
-                    H(SeverityName(f.severity())), "</span></td><td>",
+    absl::StrAppend(out, "<tr><td><span class=\"",
+                    f.not_measured() ? std::string("nm") : SeverityClass(f.severity()), "\">",
+                    f.not_measured() ? std::string("not measured") : H(SeverityName(f.severity())),
+                    "</span></td><td>",
                     H(LabelValue(f.labels(), "node")), "</td><td>", H(f.subject()), "</td><td>",
                     text, "</td><td>", H(f.action()), "</td><td>", absl::StrJoin(links, "<br>"),
                     "</td></tr>\n");
@@ -268,6 +299,7 @@ std::string RenderHtml(const v1::Scorecard& card) {
   Header(card, &out);
   Categories(card, &out);
   Nodes(card, &out);
+  BarrierStarts(card, &out);
   Rules(card, &out);
   Findings(card, &out);
   Tasks(card, &out);

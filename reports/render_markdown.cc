@@ -100,18 +100,28 @@ void Header(const v1::Scorecard& card, std::string* out) {
   absl::StrAppend(out, "| Finished | ", Md(card.finished()), " |\n");
   absl::StrAppend(out, "| State | ", Md(card.state()), " |\n");
   absl::StrAppend(out, "| Tier | **", Md(card.tier()), "** |\n");
+  if (!card.missing().empty()) {
+    std::vector<std::string> items;
+    for (const auto& m : card.missing()) items.push_back(Md(m));
+    absl::StrAppend(out, "| Missing for a tier | ", absl::StrJoin(items, "<br>"), " |\n");
+  }
+  if (!card.measured_part_tier().empty()) {
+    absl::StrAppend(out, "| Measured part | ", Md(card.measured_part_tier()), " |\n");
+  }
   absl::StrAppend(out, "| Why | ", Md(card.tier_reason()), " |\n");
   absl::StrAppend(out, "| Generated | ", Md(card.generated()), " by cmax ",
                   Md(card.cmax_version()), " |\n\n");
 }
 
 void Categories(const v1::Scorecard& card, std::string* out) {
-  absl::StrAppend(out, "## Categories\n\n| Category | Grade | Summary |\n|---|---|---|\n");
+  absl::StrAppend(out, "## Categories\n\n| Category | Grade | Evaluated on | Summary |\n"
+                       "|---|---|---|---|\n");
   for (const auto& c : card.categories()) {
     const std::string grade = c.measured() ? absl::StrCat("**", Md(c.grade()), "**")
                                            : Md(c.grade());
     absl::StrAppend(out, "| ", Md(c.name()), c.simulated() ? " (simulated)" : "", " | ", grade,
-                    " | ", Md(c.summary()), " |\n");
+                    " | ", c.nodes_evaluated(), " of ", c.nodes_selected(), " nodes | ",
+                    Md(c.summary()), " |\n");
   }
   absl::StrAppend(out, "\n");
 }
@@ -121,9 +131,26 @@ void Nodes(const v1::Scorecard& card, std::string* out) {
   for (const auto& n : card.nodes()) {
     std::vector<std::string> reasons;
     for (const auto& r : n.reasons()) reasons.push_back(Md(r));
+    for (const auto& h : n.history()) reasons.push_back(absl::StrCat("history (not judged): ", Md(h)));
     absl::StrAppend(out, "| ", Md(n.node()), " | **", Upper(n.verdict()), "** | ",
                     reasons.empty() ? std::string("\u2014") : absl::StrJoin(reasons, "<br>"),
                     " |\n");
+  }
+  absl::StrAppend(out, "\n");
+}
+
+void BarrierStarts(const v1::Scorecard& card, std::string* out) {
+  if (card.barrier_starts().empty()) return;
+  absl::StrAppend(out, "## Barrier starts\n\nWhen the nodes of each `scope: barrier` entry "
+                       "really started, against the instant the coordinator gave them (node "
+                       "clocks, shifted by the offsets estimated from heartbeats).\n\n"
+                       "| Entry | Nodes reporting | Start skew | Lag behind the instant | "
+                       "Without a start record |\n|---|---|---|---|---|\n");
+  for (const auto& b : card.barrier_starts()) {
+    absl::StrAppend(out, "| ", Md(b.entry()), " | ", b.nodes(), " | ",
+                    Md(FormatValue(b.skew_ms(), "ms")), " | ", Md(FormatNumber(b.min_lag_ms())),
+                    " to ", Md(FormatValue(b.max_lag_ms(), "ms")), " | ",
+                    Md(absl::StrJoin(b.missing(), ", ")), " |\n");
   }
   absl::StrAppend(out, "\n");
 }
@@ -179,7 +206,9 @@ void Findings(const v1::Scorecard& card, std::string* out) {
     absl::StrAppend(&text, "<br>", Code(f.check_id()), f.simulated() ? " (simulated)" : "");
     std::vector<std::string> links;
     for (const auto& l : f.links()) links.push_back(MdLink(l));
-    absl::StrAppend(out, "| ", Upper(SeverityName(f.severity())), " | ",
+    absl::StrAppend(out, "| ", f.not_measured() ? std::string("NOT MEASURED")
+                                                 : Upper(SeverityName(f.severity())),
+                    " | ",
                     Md(LabelValue(f.labels(), "node")), " | ", Md(f.subject()), " | ", text, " | ",
                     Md(f.action()), " | ", absl::StrJoin(links, "<br>"), " |\n");
   }
@@ -232,6 +261,7 @@ std::string RenderMarkdown(const v1::Scorecard& card) {
   Header(card, &out);
   Categories(card, &out);
   Nodes(card, &out);
+  BarrierStarts(card, &out);
   Rules(card, &out);
   Findings(card, &out);
   Tasks(card, &out);

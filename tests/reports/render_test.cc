@@ -55,9 +55,13 @@ TEST_CASE("Markdown shows the header, category table, nodes, rules, findings, ta
   CHECK(absl::StrContains(md, "| Plan | quick |"));
   CHECK(absl::StrContains(md, "| Started | 2025-11-29T21:17:45.123Z |"));
   CHECK(absl::StrContains(md, "| Tier | **" + card.tier() + "** |"));
-  CHECK(absl::StrContains(md, "| Category | Grade | Summary |\n|---|---|---|\n"));
-  CHECK(absl::StrContains(md, "| Compute | not measured | not measured"));
-  CHECK(absl::StrContains(md, "| Security | **C** | 1 failure: node-2: "));
+  CHECK(absl::StrContains(md, "| Category | Grade | Evaluated on | Summary |\n|---|---|---|---|\n"));
+  CHECK(absl::StrContains(md, "| Compute | not measured | 0 of 3 nodes | not measured"));
+  CHECK(absl::StrContains(md, "| Security | **C** | 1 of 3 nodes | 1 failure: node-2: "));
+  CHECK(absl::StrContains(md, "| Tier | **not rated** |"));
+  CHECK(absl::StrContains(md, "| Missing for a tier | Compute: the plan has no suite of this "
+                              "category<br>"));
+  CHECK(absl::StrContains(md, "| Measured part | Silver (measured part only; not a rating) |"));
   CHECK(absl::StrContains(md, "evaluated on 1 of 3 nodes"));
   CHECK(absl::StrContains(md, "| node-2 | **FAIL** | Security fail: "));
   CHECK(absl::StrContains(md, "### Security: C"));
@@ -91,7 +95,43 @@ TEST_CASE("HTML is self-contained and escapes everything", "[render]") {
   CHECK(absl::StrContains(html, "<th>Category</th><th>Grade</th>"));
   CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gC\">C</span>"));
   CHECK(absl::StrContains(html, "<span class=\"tier\">" + card.tier() + "</span>"));
+  CHECK(absl::StrContains(html, "<th>Missing for a tier</th><td><ul><li>Compute: the plan has no "
+                                "suite of this category</li>"));
+  CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gC\">C</span></td>"
+                                "<td>1 of 3 nodes</td>"));
   CHECK_FALSE(absl::StrContains(html, "SIMULATED"));
+}
+
+TEST_CASE("renderings show history, barrier starts and not-measured findings", "[render]") {
+  RunData d = RunWithProblems();
+  v1::ExportedRecord nm = Find("node-1", "gemm", "gpu.no_driver", v1::SEVERITY_INFO, "compute",
+                               "node", "no GPU driver", "libcuda.so.1 not found");
+  nm.mutable_record()->mutable_finding()->set_not_measured(true);
+  nm.set_attempt(2);  // the task's last attempt (below)
+  d.records.push_back(nm);
+  v1::TaskInfo retried = Task("node-1", "gemm", v1::TASK_COMPLETED);
+  retried.set_attempt(2);
+  auto* a = retried.add_earlier_attempts();
+  a->set_attempt(1);
+  a->set_state(v1::TASK_LOST);
+  d.tasks.push_back(retried);
+  v1::SuiteSpec* s = d.plan.add_suites();
+  s->set_suite("burnin");
+  s->set_name("burnin-fleet");
+  s->set_scope(v1::SCOPE_BARRIER);
+  v1::TaskInfo fleet = Task("node-1,node-2,node-3", "burnin", v1::TASK_COMPLETED);
+  fleet.set_suite_index(d.plan.suites_size() - 1);
+  d.tasks.push_back(fleet);
+  const v1::Scorecard card = BuildScorecard(d);
+  const std::string md = RenderMarkdown(card);
+  CHECK(absl::StrContains(md, "history (not judged): gemm: attempt 1 lost, attempt 2 completed"));
+  CHECK(absl::StrContains(md, "## Barrier starts"));
+  CHECK(absl::StrContains(md, "| burnin-fleet | 0 | 0 ms |"));
+  CHECK(absl::StrContains(md, "| NOT MEASURED | node-1 |"));
+  const std::string html = RenderHtml(card);
+  CHECK(absl::StrContains(html, "<p>History (not judged):</p><ul><li>gemm: attempt 1 lost"));
+  CHECK(absl::StrContains(html, "<h2>Barrier starts</h2>"));
+  CHECK(absl::StrContains(html, "<span class=\"nm\">not measured</span></td><td>node-1</td>"));
 }
 
 TEST_CASE("simulated data shows a banner in every rendering", "[render]") {
