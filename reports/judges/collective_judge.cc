@@ -111,7 +111,7 @@ v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std
 // NCCL all_reduce bus bandwidth of an 8-GPU node at 16 GB (the size Azure's
 // HPC health checks test), never the NVLink spec speed. Source: Azure HPC
 // health checks (github.com/Azure/azurehpc-health-checks), see shared
-// REFERENCES.md "Thresholds used by peers".
+// (github.com/Azure/azurehpc-health-checks, its NCCL all_reduce check).
 struct PlatformFloor {
   const char* model;  // substring of the inventory's GPU model
   double busbw_gbps;

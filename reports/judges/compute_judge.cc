@@ -33,7 +33,7 @@ constexpr double kMemoryWarn = 0.80;  // of datasheet memory bandwidth
 constexpr double kMemoryFail = 0.50;
 
 // Host link: one GPU alone, pinned memory on its NUMA node. Gen5 x16: Azure
-// HPC health checks' H2D/D2H floor of 48 GB/s (REFERENCES.md); other
+// HPC health checks' H2D/D2H floor of 48 GB/s (github.com/Azure/azurehpc-health-checks); other
 // generations scale with the link rate (x2 per generation).
 double HostLinkFloorGbps(int pcie_gen) {
   switch (pcie_gen) {
