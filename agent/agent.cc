@@ -84,7 +84,10 @@ v1::Hello Agent::MakeHello() {
   hello.set_node_name(options_.node_name);
   hello.set_agent_version(kCmaxVersion);
   *hello.mutable_inventory() = inventory_;
-  for (const std::string& address : ReachableAddresses()) hello.add_addresses(address);
+  for (const std::string& address :
+       options_.advertise.empty() ? ReachableAddresses() : options_.advertise) {
+    hello.add_addresses(address);
+  }
   for (v1::HeldTask& held : executor_->HeldTasks()) *hello.add_held() = std::move(held);
   hello.set_boot_id(boot_id_);
   return hello;

@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -35,6 +36,8 @@ struct AgentOptions {
   std::string bench_dir;   // where cmax-bench lives
   int64_t clock_offset_ns = 0;
   int64_t inventory_timeout_ms = 10000;
+  // Addresses reported in Hello (--advertise); empty: ReachableAddresses().
+  std::vector<std::string> advertise;
 };
 
 class Agent : public ConnectionHandler {

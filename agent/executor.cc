@@ -1,12 +1,15 @@
 #include "agent/executor.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -16,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/logging.h"
+#include "common/record_io.h"
 #include "common/suite_catalog.h"
 #include "common/time_util.h"
 
@@ -24,6 +28,9 @@ namespace {
 
 constexpr int64_t kNsPerMs = 1000000;
 constexpr int64_t kNsPerS = 1000000000;
+// Suite exit code "could not run" (DESIGN.md, "Suite exit codes"); the agent
+// reports the same code when it cannot start the suite at all.
+constexpr int kCouldNotRunExit = 2;
 
 bool IsTaskIdChar(char ch) {
   return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' ||
@@ -47,7 +54,50 @@ std::string LastLine(const std::string& text) {
 
 std::shared_ptr<spdlog::logger> Log() { return GetLogger("agent"); }
 
+// Writes `record` as the first line of a new spool file at `path`.
+absl::Status WriteFirstSpoolLine(const std::string& path, const v1::Record& record) {
+  const std::string line = RecordToJsonLine(record) + "\n";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0) return absl::InternalError(absl::StrCat("open ", path, ": ", strerror(errno)));
+  size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = write(fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      close(fd);
+      return absl::InternalError(absl::StrCat("write ", path, ": ", strerror(e)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) {
+    return absl::InternalError(absl::StrCat("close ", path, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+v1::Record TaskStartRecord(const std::string& suite, int64_t scheduled_unix_ns,
+                           int64_t started_unix_ns) {
+  v1::Record r;
+  r.set_time_unix_ns(started_unix_ns);
+  v1::Sample* s = r.mutable_sample();
+  s->set_suite(suite);
+  s->set_metric("cmax_task_start");
+  s->set_value(static_cast<double>(started_unix_ns - scheduled_unix_ns) / 1e9);
+  s->set_unit("s");
+  s->set_time_unix_ns(started_unix_ns);
+  s->set_count(1);
+  (*s->mutable_labels())["scheduled_unix_ns"] = absl::StrCat(scheduled_unix_ns);
+  (*s->mutable_labels())["started_unix_ns"] = absl::StrCat(started_unix_ns);
+  (*s->mutable_labels())["clock"] = "node";
+  return r;
+}
+
+bool IsCouldNotRun(const absl::Status& status) {
+  return absl::IsNotFound(status) || absl::IsFailedPrecondition(status);
+}
 
 absl::Status ValidateAssignment(const v1::TaskAssignment& a,
                                 const std::string& bench_dir) {
@@ -68,7 +118,11 @@ absl::Status ValidateAssignment(const v1::TaskAssignment& a,
     return absl::NotFoundError(absl::StrCat("suite ", suite->name, " needs ", binary,
                                             ", which is not an executable file"));
   }
-  if (absl::Status s = ValidateSuiteArgs(*suite, args); !s.ok()) return s;
+  if (absl::Status s = ValidateSuiteArgs(*suite, args); !s.ok()) {
+    // The coordinator checked these against the same declaration; a refusal
+    // here means the two disagree (versions), so the suite cannot run.
+    return absl::FailedPreconditionError(s.message());
+  }
   for (const auto& [name, value] : a.env()) {
     if (absl::Status s = ValidateSuiteEnv(name, value); !s.ok()) return s;
   }
@@ -361,7 +415,13 @@ void Executor::HandleAssign(const v1::TaskAssignment& a) {
     status.set_exit_code(-1);
     if (!valid.ok()) {
       Log()->warn("rejected task {}: {}", key.DirName(), std::string(valid.message()));
-      status.set_message(absl::StrCat("rejected: ", std::string(valid.message())));
+      if (IsCouldNotRun(valid)) {
+        // Same contract as a suite exiting 2 (DESIGN.md, "Suite exit codes").
+        status.set_exit_code(kCouldNotRunExit);
+        status.set_message(absl::StrCat("could not run: ", std::string(valid.message())));
+      } else {
+        status.set_message(absl::StrCat("rejected: ", std::string(valid.message())));
+      }
       Finish(t, status);
       continue;
     }
@@ -506,15 +566,27 @@ void Executor::StartChild(Task& t) {
   spawn.stdout_path = store_.SpoolPath(t.key);
   spawn.stderr_path = store_.StderrPath(t.key);
   spawn.die_with_parent = true;
+  if (a.start_at_agent_ns() > 0) {
+    // The start instant goes first into the spool, before the suite writes
+    // anything: it is line (seq) 0, forwarded, counted and acknowledged like
+    // every other record; the child then appends to the same file.
+    v1::Record start = TaskStartRecord(suite->name, a.start_at_agent_ns(), AgentNowNs());
+    if (absl::Status w = WriteFirstSpoolLine(spawn.stdout_path, start); w.ok()) {
+      spawn.append = true;
+    } else {
+      Log()->error("task {}: start record not written: {}", t.key.DirName(),
+                   std::string(w.message()));
+    }
+  }
   // This runs on the executor thread, which lives as long as the agent:
   // PR_SET_PDEATHSIG fires when the forking *thread* exits.
   absl::StatusOr<std::unique_ptr<Subprocess>> child = Subprocess::Spawn(spawn);
   if (!child.ok()) {
     v1::TaskStatus status;
     status.set_state(v1::TASK_FAILED);
-    status.set_exit_code(-1);
-    status.set_message(
-        absl::StrCat("could not start ", spawn.argv[0], ": ", child.status().message()));
+    status.set_exit_code(kCouldNotRunExit);
+    status.set_message(absl::StrCat("could not run: could not start ", spawn.argv[0], ": ",
+                                    child.status().message()));
     Log()->error("task {}: {}", t.key.DirName(), status.message());
     Finish(t, status);
     return;

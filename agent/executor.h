@@ -72,9 +72,26 @@ struct ExecutorOptions {
 // Checks an assignment the way the agent must before it spawns anything:
 // task id syntax, suite in the catalog and its binary in `bench_dir`, args,
 // env, ranks, and for launcher mpirun the peers and an installed mpirun.
-// OK or INVALID_ARGUMENT/NOT_FOUND with the reason.
+// OK, or with the reason:
+//   NOT_FOUND: the suite's binary (or mpirun) is missing on this node;
+//   FAILED_PRECONDITION: the suite's declaration refuses the arguments;
+//   INVALID_ARGUMENT: anything else (task id, unknown suite, env, ranks).
+// The first two mean the suite could not run here (IsCouldNotRun): the task
+// ends TASK_FAILED with exit code 2 and "could not run: <reason>", like a
+// suite that exits 2. The last is "rejected: <reason>" with exit code -1.
 absl::Status ValidateAssignment(const v1::TaskAssignment& assignment,
                                 const std::string& bench_dir);
+// True for the ValidateAssignment results that mean "could not run" (above).
+bool IsCouldNotRun(const absl::Status& status);
+
+// The record the agent writes as the first line of a rank's spool when its
+// task had a start instant (TaskAssignment.start_at_agent_ns, barrier scope),
+// just before spawning the suite: a Sample "cmax_task_start" of `suite` whose
+// value is the lag in seconds (started - scheduled, both in the node's clock),
+// labels scheduled_unix_ns, started_unix_ns and clock=node, and
+// time_unix_ns = started.
+v1::Record TaskStartRecord(const std::string& suite, int64_t scheduled_unix_ns,
+                           int64_t started_unix_ns);
 
 // The mpirun command line for a launcher-mpirun group task (see
 // docs/mpirun.md): mpirun --allow-run-as-root --oversubscribe -np W

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -111,6 +112,49 @@ std::vector<std::string> ReachableAddresses() {
   }
   freeifaddrs(list);
   return others.empty() ? loopback : others;
+}
+
+namespace {
+
+bool IsHostName(absl::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  std::vector<absl::string_view> labels = absl::StrSplit(name, '.');
+  for (absl::string_view label : labels) {
+    if (label.empty() || label.size() > 63) return false;
+    if (label.front() == '-' || label.back() == '-') return false;
+    for (char ch : label) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(ch)) && ch != '-') return false;
+    }
+  }
+  // "10.0.0.300" is a mistyped address, not a name: no top-level label is
+  // all digits (RFC 3696, section 2).
+  absl::string_view last = labels.back();
+  return !std::all_of(last.begin(), last.end(),
+                      [](char ch) { return absl::ascii_isdigit(static_cast<unsigned char>(ch)); });
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ParseAdvertiseList(const std::string& list) {
+  std::vector<std::string> out;
+  for (absl::string_view raw : absl::StrSplit(list, ',')) {
+    const std::string entry(absl::StripAsciiWhitespace(raw));
+    if (entry.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--advertise '", list.substr(0, 200), "' has an empty entry"));
+    }
+    in_addr v4;
+    in6_addr v6;
+    const bool literal = inet_pton(AF_INET, entry.c_str(), &v4) == 1 ||
+                         inet_pton(AF_INET6, entry.c_str(), &v6) == 1;
+    if (!literal && !IsHostName(entry)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--advertise: '", entry.substr(0, 200),
+          "' is neither an IPv4 or IPv6 address nor a host name"));
+    }
+    if (std::find(out.begin(), out.end(), entry) == out.end()) out.push_back(entry);
+  }
+  return out;
 }
 
 }  // namespace cmax::agent

@@ -36,6 +36,14 @@ absl::StatusOr<v1::Inventory> ParseInventoryOutput(const std::string& out);
 // loopback addresses only when there is nothing else.
 std::vector<std::string> ReachableAddresses();
 
+// Parses the agent's --advertise list, "ADDR[,ADDR...]": each entry an IPv4
+// or IPv6 literal (inet_pton) or a host name (RFC 1123: dot-separated labels
+// of letters, digits and '-', 1-63 characters each, not starting or ending
+// with '-', at most 253 in all, the last label not all digits). Surrounding
+// spaces are trimmed; a repeated entry is kept once. INVALID_ARGUMENT naming
+// the entry otherwise, and for an empty list.
+absl::StatusOr<std::vector<std::string>> ParseAdvertiseList(const std::string& list);
+
 }  // namespace cmax::agent
 
 #endif  // CMAX_AGENT_HOST_INFO_H_

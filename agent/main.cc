@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,8 +16,10 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "agent/agent.h"
+#include "agent/host_info.h"
 #include "common/logging.h"
 
 ABSL_FLAG(std::string, coordinator, "", "coordinator address HOST:PORT (required)");
@@ -34,6 +37,11 @@ ABSL_FLAG(std::string, root, "",
 ABSL_FLAG(
     std::string, bench_dir, "",
     "directory of cmax-bench and cmax-bench-cuda (default: the agent's own directory)");
+ABSL_FLAG(std::string, advertise, "",
+          "addresses other nodes reach this one at, ADDR[,ADDR...] (IPv4, IPv6 or host "
+          "names), reported to the coordinator for group suites; default $CMAX_ADVERTISE, "
+          "else every address of an interface that is up (loopback only when there is no "
+          "other). Agents on one machine for a trial: --advertise 127.0.0.1");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(
     int64_t, test_clock_offset_ms, 0,
@@ -85,7 +93,7 @@ int main(int argc, char** argv) {
       "the cmax node daemon\n"
       "usage: cmax-agent --coordinator HOST:PORT --node-name NAME --work-dir DIR\n"
       "       [--token-file F] [--tls-ca F [--tls-cert F --tls-key F]] [--root DIR]\n"
-      "       [--bench-dir DIR]\n"
+      "       [--bench-dir DIR] [--advertise ADDR[,ADDR...]]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
       "Flags may be written with dashes or underscores.");
   // --help lists this file's flags (absl matches files named after the
@@ -118,6 +126,21 @@ int main(int argc, char** argv) {
   options.bench_dir = absl::GetFlag(FLAGS_bench_dir);
   if (options.bench_dir.empty()) options.bench_dir = OwnDirectory();
   options.clock_offset_ns = absl::GetFlag(FLAGS_test_clock_offset_ms) * 1000000;
+  {
+    std::string advertise = absl::GetFlag(FLAGS_advertise);
+    if (advertise.empty()) {
+      if (const char* e = std::getenv("CMAX_ADVERTISE"); e != nullptr) advertise = e;
+    }
+    if (!advertise.empty()) {
+      auto list = cmax::agent::ParseAdvertiseList(advertise);
+      if (!list.ok()) {
+        std::fprintf(stderr, "cmax-agent: %s\n", std::string(list.status().message()).c_str());
+        return 2;
+      }
+      options.advertise = *std::move(list);
+      log->info("advertising {} to the coordinator", absl::StrJoin(options.advertise, ", "));
+    }
+  }
   if (std::string f = absl::GetFlag(FLAGS_token_file); !f.empty()) {
     std::string token;
     if (!ReadFile(f, &token)) {

@@ -69,6 +69,8 @@ std::vector<SuiteInfo> MakeCatalog() {
               {.name = "fail-rank", .type = ParamType::kInt,
                .help = "group tasks: this rank exits 3 (a crash) after its first record",
                .min = 0, .max = 1 << 20},
+              {.name = "declare", .type = ParamType::kFlag,
+               .help = "first write how many records this run writes in all"},
           },
   });
 

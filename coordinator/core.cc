@@ -401,6 +401,18 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
       }
     }
   }
+  // Records the store already held (resent after a reconnect or restart) are
+  // dropped by it; benchmarks/chaos/analyze.py reads these lines. Info level
+  // only when there were some, so a steady stream does not flood the log.
+  const int received = static_cast<int>(rows.size());
+  const int duplicates = received - *added;
+  if (duplicates > 0) {
+    Log()->info("agent {}: records: {} received, {} new, {} duplicates", node, received, *added,
+                duplicates);
+  } else {
+    Log()->debug("agent {}: records: {} received, {} new, {} duplicates", node, received,
+                 *added, duplicates);
+  }
 }
 
 void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,

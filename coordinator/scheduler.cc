@@ -5,7 +5,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "common/suite_catalog.h"
+#include "common/time_util.h"
 #include "re2/re2.h"
 
 namespace cmax::coordinator {
@@ -94,6 +97,55 @@ std::vector<std::vector<std::pair<std::string, std::string>>> PairRounds(
     std::rotate(nodes.begin() + 1, nodes.end() - 1, nodes.end());
   }
   return rounds;
+}
+
+// Barrier start lead: the instant T every node is told to start is this far
+// ahead of the assignment, so the assignment reaches every node before T.
+// 10 round trips of the slowest agent of the group leave room for a send
+// queued behind records and a retransmission or two; the 2 s floor covers
+// agents whose round trip is not measured yet (no Pong so far) and a busy
+// coordinator thread. Chosen here, not measured: the start records
+// (cmax_task_start) show how late each node really started.
+constexpr int64_t kMinBarrierLeadNs = 2'000'000'000;
+constexpr int kBarrierLeadRoundTrips = 10;
+
+v1::Scope ScopeOf(const RunRow* run, const TaskRow& task) {
+  if (!run || task.info.suite_index() < 0 || task.info.suite_index() >= run->plan.suites_size()) {
+    return v1::SCOPE_UNSPECIFIED;
+  }
+  const v1::SuiteSpec& spec = run->plan.suites(task.info.suite_index());
+  if (spec.scope() != v1::SCOPE_UNSPECIFIED) return spec.scope();
+  const SuiteInfo* info = FindSuite(spec.suite());
+  return info && !info->scopes.empty() ? info->scopes.front() : v1::SCOPE_UNSPECIFIED;
+}
+
+// "rank 3 on gpu-7 crashed (exit code 139)": why a group task ended, from
+// the end status of the rank that ended it first.
+std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
+  std::string head = absl::StrCat("rank ", s.rank(), " on ", node, " ");
+  std::string msg = s.message();
+  switch (s.state()) {
+    case v1::TASK_FAILED: {
+      if (s.exit_code() == 2) {
+        absl::string_view rest = msg;
+        absl::ConsumePrefix(&rest, "could not run");
+        absl::ConsumePrefix(&rest, ":");
+        rest = absl::StripLeadingAsciiWhitespace(rest);
+        return absl::StrCat(head, "could not run", rest.empty() ? "" : ": ", rest);
+      }
+      std::string code = s.signal() > 0 ? absl::StrCat("signal ", s.signal())
+                                        : absl::StrCat("exit code ", s.exit_code());
+      absl::StrAppend(&head, "crashed (", code, ")");
+      // The agent's "crashed: <how>" repeats the code; other messages
+      // (rejected, rendezvous, ...) say something new.
+      if (!msg.empty() && !absl::StartsWith(msg, "crashed")) absl::StrAppend(&head, ": ", msg);
+      return head;
+    }
+    case v1::TASK_TIMED_OUT:
+      return absl::StrCat(head, "hung", msg.empty() ? "" : " (", msg, msg.empty() ? "" : ")");
+    default:
+      return absl::StrCat(head, TaskStateName(s.state()), msg.empty() ? "" : ": ", msg);
+  }
 }
 
 }  // namespace
@@ -236,12 +288,22 @@ bool Scheduler::Ready(const TaskRow& task, const Registry& registry) const {
 void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix_ns,
                        Changes* changes) {
   RunRow* run = FindRun(task->info.run_id());
+  const std::string& id = task->info.task_id();
   task->info.set_attempt(task->info.attempt() + 1);
   task->info.set_state(v1::TASK_ASSIGNED);
   task->info.set_started_unix_ns(now_unix_ns);
+  // A new attempt: nothing of the previous one's outcome stays in the fields
+  // that describe the latest attempt (the history is in earlier_attempts).
   task->info.set_message("");
+  task->info.set_exit_code(-1);  // none yet
+  task->info.clear_stderr_tail();
+  task->info.clear_finished_unix_ns();
+  task->info.clear_blamed_nodes();
+  task->info.clear_start_at_unix_ns();
   task->assignment.set_attempt(task->info.attempt());
-  rank_ends_.erase(task->info.task_id());
+  rank_ends_.erase(id);
+  start_at_agent_.erase(id);
+  local_sizes_.erase(id);
   const bool group = !task->assignment.group().empty();
 
   // Rank layout: contiguous ranks per node, in node order.
@@ -262,6 +324,21 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
   }
   int world = 0;
   for (int l : local_sizes) world += l;
+  if (group) local_sizes_[id] = local_sizes;
+  if (ScopeOf(run, *task) == v1::SCOPE_BARRIER) {
+    // One instant T in the coordinator's clock for the whole group, given to
+    // each node in its own clock: T + (agent clock - coordinator clock).
+    double max_rtt_ns = 0;
+    for (const auto& n : task->nodes) {
+      const AgentEntry* e = registry.Find(n);
+      if (e && e->rtt_ns > max_rtt_ns) max_rtt_ns = e->rtt_ns;
+    }
+    const int64_t lead = std::max<int64_t>(
+        kMinBarrierLeadNs, static_cast<int64_t>(kBarrierLeadRoundTrips * max_rtt_ns));
+    const int64_t start_at = now_unix_ns + lead;
+    task->info.set_start_at_unix_ns(start_at);
+    for (const auto& n : task->nodes) start_at_agent_[id][n] = registry.ToAgentClock(n, start_at);
+  }
   task->assignment.set_world_size(world);
   task->assignment.clear_peer_addresses();
   for (const auto& n : task->nodes) {
@@ -278,6 +355,7 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
     v1::TaskAssignment* a = o.message.mutable_assign();
     *a = task->assignment;
     a->clear_ranks();
+    a->set_start_at_agent_ns(StartAtAgent(id, o.node));
     changes->out.push_back(std::move(o));
     changes->tasks.insert(task->info.task_id());
     return;
@@ -289,6 +367,7 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
     v1::TaskAssignment* a = o.message.mutable_assign();
     *a = task->assignment;
     a->clear_ranks();
+    a->set_start_at_agent_ns(StartAtAgent(id, o.node));
     if (group) {
       a->set_local_world_size(local_sizes[i]);
       for (int l = 0; l < local_sizes[i]; ++l) {
@@ -326,9 +405,39 @@ void Scheduler::StopOnNodes(const TaskRow& task, const std::string& reason,
   }
 }
 
+int64_t Scheduler::StartAtAgent(const std::string& task_id, const std::string& node) const {
+  auto it = start_at_agent_.find(task_id);
+  if (it == start_at_agent_.end()) return 0;
+  auto n = it->second.find(node);
+  return n == it->second.end() ? 0 : n->second;
+}
+
+void Scheduler::StampStartTimes(const std::string& node, Changes* changes) const {
+  for (Outbound& o : changes->out) {
+    if (o.node != node || !o.message.has_assign()) continue;
+    if (int64_t at = StartAtAgent(o.message.assign().task_id(), node); at > 0) {
+      o.message.mutable_assign()->set_start_at_agent_ns(at);
+    }
+  }
+}
+
+void Scheduler::RecordAttempt(TaskRow* task, v1::TaskState state, const std::string& message,
+                              int64_t now_unix_ns) {
+  v1::AttemptSummary* a = task->info.add_earlier_attempts();
+  a->set_attempt(task->info.attempt());
+  a->set_state(state);
+  a->set_exit_code(task->info.exit_code());
+  a->set_message(message);
+  a->set_finished_unix_ns(now_unix_ns);
+}
+
 void Scheduler::EndTask(TaskRow* task, v1::TaskState state, const std::string& message,
                         int64_t now_unix_ns, Changes* changes) {
+  if (now_unix_ns <= 0) now_unix_ns = NowUnixNs();  // callers without a clock (OnHello)
   if (state == v1::TASK_FAILED && task->info.attempt() <= task->retries) {
+    // The attempt that ended goes into the history before the task waits
+    // for its next one, so the final TaskInfo describes the last attempt.
+    RecordAttempt(task, state, message, now_unix_ns);
     task->info.set_state(v1::TASK_PENDING);
     task->info.set_message(absl::StrCat("attempt ", task->info.attempt(), " failed (", message,
                                         "); retrying"));
@@ -369,11 +478,13 @@ void Scheduler::OnStatus(const std::string& node, const v1::TaskStatus& status,
   auto& ends = rank_ends_[info.task_id()];
   ends[status.rank()] = status;
   if (status.state() != v1::TASK_COMPLETED) {
-    std::string why = absl::StrCat("rank ", status.rank(), " on ", node, " ",
-                                   TaskStateName(status.state()),
-                                   status.message().empty() ? "" : ": ", status.message());
+    // The first rank to end badly ends the group and alone is blamed: the
+    // statuses of the ranks stopped because of it arrive after the task has
+    // ended and are ignored above.
+    std::string why = RankEndReason(node, status);
     info.set_exit_code(status.exit_code());
     info.set_stderr_tail(status.stderr_tail());
+    info.set_blamed_nodes(node);
     StopOnNodes(*task, why, "", changes);
     EndTask(task, status.state() == v1::TASK_CANCELLED ? v1::TASK_FAILED : status.state(), why,
             now_unix_ns, changes);
@@ -436,6 +547,7 @@ void Scheduler::OnHello(const std::string& node, const v1::Hello& hello, Changes
     }
     changes->out.push_back(std::move(o));
   }
+  StampStartTimes(node, changes);  // a resend keeps the task's start instant
 }
 
 void Scheduler::OnNodeLost(const std::string& node, int64_t now_unix_ns, Changes* changes) {
@@ -446,6 +558,7 @@ void Scheduler::OnNodeLost(const std::string& node, int64_t now_unix_ns, Changes
                           ? absl::StrCat("agent on ", node, " lost before the task started")
                           : absl::StrCat("agent on ", node, " lost (no heartbeat)");
     if (t->info.state() != v1::TASK_PENDING) StopOnNodes(*t, why, node, changes);
+    if (!t->assignment.group().empty()) t->info.set_blamed_nodes(node);
     t->info.set_state(v1::TASK_LOST);
     t->info.set_message(why);
     t->info.set_finished_unix_ns(now_unix_ns);
@@ -478,12 +591,19 @@ void Scheduler::ExpireOverdue(int64_t now_unix_ns, int64_t grace_ns, Changes* ch
   for (auto& [id, t] : tasks_) {
     auto s = t->info.state();
     if (s != v1::TASK_ASSIGNED && s != v1::TASK_RUNNING) continue;
-    int64_t deadline = t->info.started_unix_ns() +
+    // A barrier task's clock starts at its start instant, not at assignment.
+    int64_t deadline = std::max(t->info.started_unix_ns(), t->info.start_at_unix_ns()) +
                        int64_t{t->assignment.timeout_seconds()} * 1000000000 + grace_ns;
     if (now_unix_ns < deadline) continue;
     std::string why = absl::StrCat("no end status ", grace_ns / 1000000000,
                                    " s after its timeout of ", t->assignment.timeout_seconds(),
                                    " s");
+    if (!t->assignment.group().empty()) {
+      std::vector<std::string> hung = UnendedNodes(*t);
+      if (hung.empty()) hung = t->nodes;
+      t->info.set_blamed_nodes(absl::StrJoin(hung, ","));
+      if (hung.size() < t->nodes.size()) absl::StrAppend(&why, " on ", absl::StrJoin(hung, ", "));
+    }
     StopOnNodes(*t, why, "", changes);
     t->info.set_state(v1::TASK_TIMED_OUT);
     t->info.set_message(why);
@@ -491,6 +611,34 @@ void Scheduler::ExpireOverdue(int64_t now_unix_ns, int64_t grace_ns, Changes* ch
     changes->tasks.insert(id);
     MaybeFinishRun(t->info.run_id(), now_unix_ns, changes);
   }
+}
+
+std::vector<std::string> Scheduler::UnendedNodes(const TaskRow& task) const {
+  const std::string& id = task.info.task_id();
+  auto ends_it = rank_ends_.find(id);
+  const bool mpirun = task.assignment.launcher() == "mpirun";
+  std::vector<std::string> out;
+  if (mpirun || ends_it == rank_ends_.end()) return out;  // none ended: caller blames all
+  // Ranks are contiguous per node in node order (Assign); after a
+  // coordinator restart the layout is not kept and taken as uniform.
+  std::vector<int> sizes;
+  if (auto it = local_sizes_.find(id); it != local_sizes_.end()) sizes = it->second;
+  if (sizes.size() != task.nodes.size()) {
+    const int n = static_cast<int>(task.nodes.size());
+    const int per = n == 0 ? 1 : task.assignment.world_size() / n;
+    sizes.assign(task.nodes.size(), std::max(1, per));
+  }
+  int first = 0;
+  for (size_t i = 0; i < task.nodes.size(); ++i) {
+    for (int r = first; r < first + sizes[i]; ++r) {
+      if (!ends_it->second.count(r)) {
+        out.push_back(task.nodes[i]);
+        break;
+      }
+    }
+    first += sizes[i];
+  }
+  return out;
 }
 
 void Scheduler::MaybeFinishRun(const std::string& run_id, int64_t now_unix_ns,
@@ -553,6 +701,8 @@ std::vector<RunRow*> Scheduler::Runs() {
 void Scheduler::Forget(const std::string& run_id) {
   for (TaskRow* t : TasksOf(run_id)) {
     rank_ends_.erase(t->info.task_id());
+    start_at_agent_.erase(t->info.task_id());
+    local_sizes_.erase(t->info.task_id());
     tasks_.erase(t->info.task_id());
   }
   runs_.erase(run_id);

@@ -14,6 +14,18 @@
 // tasks (gang, barrier, pairs) hold all their nodes; a rank that fails, or a
 // node that is lost, ends the whole group and stops the other ranks.
 //
+// Outcomes: TaskInfo describes the task's latest attempt; an attempt that
+// ends and is retried is appended to TaskInfo.earlier_attempts first. A
+// group task that ends badly names in TaskInfo.blamed_nodes the node of the
+// first rank that ended non-completed (not the ranks stopped because of it),
+// the lost node, or on the scheduler's timeout the nodes whose ranks had not
+// ended (all of them when none had).
+//
+// Barrier scope: at assignment the scheduler picks one instant T (coordinator
+// clock, TaskInfo.start_at_unix_ns) and gives each node T in its own clock
+// (TaskAssignment.start_at_agent_ns, from the registry's offset estimate);
+// resends keep it.
+//
 // A run ends when all its tasks have ended: "completed", or "cancelled" after
 // a cancel.
 //
@@ -94,12 +106,31 @@ class Scheduler {
   void MaybeFinishRun(const std::string& run_id, int64_t now_unix_ns, Changes* changes);
   void StopOnNodes(const TaskRow& task, const std::string& reason, const std::string& except,
                    Changes* changes);
+  // Appends the attempt that just ended to info.earlier_attempts.
+  void RecordAttempt(TaskRow* task, v1::TaskState state, const std::string& message,
+                     int64_t now_unix_ns);
+  // Barrier scope: the node's start instant (its own clock) for the task's
+  // current attempt; 0 when none is known.
+  int64_t StartAtAgent(const std::string& task_id, const std::string& node) const;
+  // Sets start_at_agent_ns on every assignment to `node` in `changes`
+  // whose task has a start instant for it.
+  void StampStartTimes(const std::string& node, Changes* changes) const;
+  // A group task's nodes with a rank that has not sent its end status; empty
+  // when none has ended at all (or for launcher mpirun, one status in all).
+  std::vector<std::string> UnendedNodes(const TaskRow& task) const;
 
   std::map<std::string, std::unique_ptr<RunRow>> runs_;
   std::map<std::string, std::unique_ptr<TaskRow>> tasks_;
   std::vector<std::string> run_order_;  // creation order
   // Per group task: end statuses per rank received so far.
   std::map<std::string, std::map<int, v1::TaskStatus>> rank_ends_;
+  // Per barrier task, current attempt: each node's start instant in its own
+  // clock (TaskInfo.start_at_unix_ns + the node's clock offset), so a resend
+  // keeps it. In memory only: after a coordinator restart a resent
+  // assignment has none and starts at once.
+  std::map<std::string, std::map<std::string, int64_t>> start_at_agent_;
+  // Per group task, current attempt: ranks per node, in TaskRow::nodes order.
+  std::map<std::string, std::vector<int>> local_sizes_;
 };
 
 }  // namespace cmax::coordinator

@@ -60,6 +60,9 @@ if [[ ! -f /etc/cmax/agent.env ]]; then
 # name unless --node-name is given here. For a cluster, e.g.:
 #   CMAX_AGENT_ARGS=--coordinator 10.0.0.5:8470 --tls-ca /etc/cmax/tls/ca.pem --token-file /etc/cmax/token
 CMAX_AGENT_ARGS=--coordinator 127.0.0.1:8470
+# Addresses other nodes reach this one at (group suites, connectivity), e.g.
+# the fabric-facing one; default: every address of an interface that is up.
+#   CMAX_ADVERTISE=10.0.0.7
 ENV
 fi
 chgrp cmax /etc/cmax /etc/cmax/coordinator.env

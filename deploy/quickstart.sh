@@ -40,6 +40,9 @@ echo "==> building into $build"
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/cmax-ccache}
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+# A new build folder is configured without tests (quicker); an existing one
+# keeps its settings, so tests/run.sh's build/ keeps its tests (and run.sh
+# turns them on again itself when this configured build/ first).
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAX_BUILD_TESTS=OFF >/dev/null
 fi
@@ -70,8 +73,10 @@ done
 
 echo "==> starting $agents agent(s): local-0 .. local-$((agents - 1))"
 for i in $(seq 0 $((agents - 1))); do
+  # --advertise 127.0.0.1: agents on one machine reach each other over
+  # loopback (group suites, connectivity), not the machine's interface address.
   "$bin/cmax-agent" --coordinator "$addr" --node-name "local-$i" --work-dir "$work/agent-$i" \
-    >"$work/agent-$i.log" 2>&1 &
+    --advertise 127.0.0.1 >"$work/agent-$i.log" 2>&1 &
   pids+=($!)
 done
 for _ in $(seq 100); do

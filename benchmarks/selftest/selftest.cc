@@ -97,9 +97,16 @@ int RunSelftest(int argc, char** argv) {
                  "           rendezvous barrier, start at its instant; records\n"
                  "           barrier_{prepare,ready,start,end}_ns (unix ns, this host)\n"
                  "--fail-rank N: in a group task, rank N writes one record and a FAIL\n"
-                 "finding, then exits 3 (a crash), so the group is stopped.");
+                 "finding, then exits 3 (a crash), so the group is stopped.\n"
+                 "--declare: first write selftest_declared_records, the number of\n"
+                 "records this run writes in all, itself included (modes ok, records,\n"
+                 "fail, crash and sleep), so a reader can tell a lost record from one\n"
+                 "never written (benchmarks/chaos/analyze.py).");
   int64_t fail_rank = -1;
+  bool declare = false;
   args.AddInt("fail-rank", &fail_rank, "this rank exits 3 after its first record");
+  args.AddFlag("declare", &declare,
+               "first write how many records this run writes (selftest_declared_records)");
   args.AddString("mode", &mode, "what to do (default ok)");
   args.AddInt("records", &records, "records to write (default 10)");
   args.AddDouble("seconds", &seconds, "time to take (default 0)");
@@ -135,13 +142,21 @@ int RunSelftest(int argc, char** argv) {
     std::fprintf(stderr, "selftest: asked to fail to run (mode=error)\n");
     return kExitCouldNotRun;
   }
+  // --declare: the count covers this record, what the mode writes below and
+  // the closing progress record (and the FAIL finding in mode fail).
+  const bool writes_records = mode == "ok" || mode == "records" || mode == "fail" ||
+                              mode == "crash";
+  if (declare && (writes_records || mode == "sleep")) {
+    const int64_t total = mode == "sleep" ? 3 : 1 + records + 1 + (mode == "fail" ? 1 : 0);
+    out.Measure("selftest_declared_records", static_cast<double>(total), "count");
+  }
   if (mode == "sleep") {
     out.Progress("sleep", 0, absl::StrCat("sleeping ", seconds, " s"));
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     out.Progress("sleep", 1, "woke up");
     return kExitPassed;
   }
-  if (mode != "ok" && mode != "records" && mode != "fail" && mode != "crash") {
+  if (!writes_records) {
     std::fprintf(stderr, "selftest: unknown mode '%s'\n", mode.c_str());
     return kExitCouldNotRun;
   }

@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/args.h"
 #include "common/plan_parser.h"
 #include "common/record_io.h"
@@ -20,14 +22,16 @@
 namespace cmax::ctl {
 namespace {
 
-constexpr int kOk = 0, kFailed = 1, kUsage = 2, kUnfinished = 3;
+constexpr int kOk = kExitOk, kFailed = kExitFailed, kUsage = kExitUsage,
+              kUnfinished = kExitUnfinished;
 
 constexpr char kUsageText[] =
     R"(usage: cmaxctl [--coordinator HOST:PORT] [--token-file F] [--tls-ca F]
                [--tls-cert F --tls-key F] <command> [options]
 
 commands:
-  agents [--json]                          every agent: state, heartbeat, clock offset, GPUs
+  agents [--json]                          every agent: state, heartbeat, clock offset,
+                                           addresses, GPUs
   run --plan FILE [--no-wait] [--json]     submit a plan, then follow it live
   runs [--limit N] [--json]                recent runs
   watch RUN [--json]                       follow a run live
@@ -38,9 +42,12 @@ commands:
 
 defaults: --coordinator from $CMAX_COORDINATOR (else 127.0.0.1:8470),
           --token-file from $CMAX_TOKEN_FILE
-exit codes (run, watch): 0 every task completed and no node failed; 1 a task
-  failed, was lost or timed out, or a node failed; 2 usage or plan error;
+exit codes (run, watch), the first that applies:
+  2 usage or plan error
   3 the run could not finish (cancelled, coordinator gone)
+  4 the run completed but its scorecard is not rated (too little was measured)
+  1 rated, but a task crashed, hung or was lost, or a node failed
+  0 otherwise (tasks that could not run, exit 2, are counted apart, not as failures)
 )";
 
 int Usage(const std::string& error) {
@@ -86,15 +93,17 @@ int CmdAgents(Client& client, const std::vector<std::string>& args) {
     std::printf("%s\n", MessageToJsonLine(resp, true).c_str());
     return kOk;
   }
-  std::printf("%-20s %-12s %-12s %10s %8s %5s  %s\n", "NODE", "STATE", "HEARTBEAT", "OFFSET_MS",
-              "RTT_MS", "GPUS", "MODEL / TASK");
+  std::printf("%-20s %-12s %-12s %10s %8s %5s  %-24s %s\n", "NODE", "STATE", "HEARTBEAT",
+              "OFFSET_MS", "RTT_MS", "GPUS", "ADDRESSES", "MODEL / TASK");
   for (const auto& a : resp.agents()) {
     std::string detail = a.inventory().gpu_model();
     if (!a.running_task().empty()) detail = absl::StrCat(detail, detail.empty() ? "" : " / ",
                                                          a.running_task());
-    std::printf("%-20s %-12s %-12s %10.3f %8.3f %5d  %s\n", a.node_name().c_str(),
+    const std::string addresses = absl::StrJoin(a.addresses(), ",");
+    std::printf("%-20s %-12s %-12s %10.3f %8.3f %5d  %-24s %s\n", a.node_name().c_str(),
                 a.state().c_str(), Ago(a.last_heartbeat_unix_ns()).c_str(), a.clock_offset_ms(),
-                a.rtt_ms(), a.inventory().gpu_count(), detail.c_str());
+                a.rtt_ms(), a.inventory().gpu_count(), addresses.empty() ? "-" : addresses.c_str(),
+                detail.c_str());
   }
   if (resp.agents().empty()) std::printf("(no agents have connected)\n");
   return kOk;
@@ -108,8 +117,10 @@ int Follow(Client& client, const std::string& run_id, bool json) {
   RunProgress progress(stdout, !json && isatty(STDOUT_FILENO));
   v1::RunEvent ev;
   v1::RunInfo last;
+  std::map<std::string, v1::TaskInfo> seen;  // by task id, as the events told
   while (reader->Read(&ev)) {
     if (ev.has_run()) last = ev.run();
+    if (ev.has_task()) seen[ev.task().task_id()] = ev.task();
     if (json) {  // JSON lines only: nothing else on stdout
       std::printf("%s\n", MessageToJsonLine(ev).c_str());
       std::fflush(stdout);
@@ -119,14 +130,26 @@ int Follow(Client& client, const std::string& run_id, bool json) {
   }
   grpc::Status st = reader->Finish();
   if (!st.ok() && st.error_code() != grpc::StatusCode::UNAVAILABLE) return RpcError(st, client);
-  if (json) {
-    const auto& r = last;
-    if (!st.ok()) return kUnfinished;
-    if (r.state() == "cancelled") return kUnfinished;
-    if (r.state() != "completed") return kUnfinished;
-    return r.tasks_failed() > 0 || r.nodes_failed() > 0 ? kFailed : kOk;
+  // The run's final state and every task, for the counts and the exit code
+  // (the events may have missed tasks that never changed).
+  v1::GetRunResponse final;
+  bool have_final = false;
+  if (st.ok()) {
+    v1::GetRunRequest get;
+    get.set_run_id(run_id);
+    auto get_ctx = client.Context();
+    have_final = client.stub()->GetRun(get_ctx.get(), get, &final).ok() && final.has_run();
   }
-  return progress.Finish(st.ok());
+  if (json) {
+    if (have_final) {
+      return RunExitCode(final.run(),
+                         CountTasks({final.tasks().begin(), final.tasks().end()}), true);
+    }
+    std::vector<v1::TaskInfo> tasks;
+    for (const auto& [id, t] : seen) tasks.push_back(t);
+    return RunExitCode(last, CountTasks(tasks), st.ok());
+  }
+  return progress.Finish(st.ok(), have_final ? &final : nullptr);
 }
 
 int CmdRun(Client& client, const std::vector<std::string>& args) {

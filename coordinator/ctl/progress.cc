@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "coordinator/scheduler.h"
@@ -9,8 +10,14 @@
 namespace cmax::ctl {
 namespace {
 
+constexpr int kCouldNotRunExit = 2;  // DESIGN.md, "Suite exit codes"
+
 bool IsFailure(v1::TaskState s) {
   return s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT || s == v1::TASK_LOST;
+}
+
+bool CouldNotRun(const v1::TaskInfo& t) {
+  return t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit;
 }
 
 std::string Label(const v1::TaskInfo& t) {
@@ -25,6 +32,48 @@ std::string FirstLine(const std::string& s, size_t max) {
 
 }  // namespace
 
+TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks) {
+  TaskCounts c;
+  for (const auto& t : tasks) {
+    ++c.total;
+    if (coordinator::IsTerminal(t.state())) ++c.ended;
+    if (t.state() == v1::TASK_COMPLETED) {
+      ++c.completed;
+    } else if (CouldNotRun(t)) {
+      ++c.could_not_run;
+    } else if (IsFailure(t.state())) {
+      ++c.failed;
+    } else if (t.state() == v1::TASK_CANCELLED) {
+      ++c.cancelled;
+    }
+  }
+  return c;
+}
+
+bool IsNotRated(const std::string& tier) {
+  return tier.empty() || absl::EqualsIgnoreCase(tier, "not rated");
+}
+
+int RunExitCode(const v1::RunInfo& run, const TaskCounts& counts, bool ended) {
+  if (!ended || run.state() != "completed") return kExitUnfinished;
+  if (IsNotRated(run.tier())) return kExitNotRated;
+  // RunInfo.tasks_failed counts exit-2 tasks too; the counts here do not.
+  if (counts.failed > 0 || run.nodes_failed() > 0) return kExitFailed;
+  return kExitOk;
+}
+
+std::string SummaryLine(const v1::RunInfo& run, const TaskCounts& c) {
+  std::string line = absl::StrCat(
+      "run ", run.run_id(), " ", run.state(), ": ",
+      IsNotRated(run.tier()) ? "not rated" : absl::StrCat("tier ", run.tier()), "; ", c.ended,
+      "/", c.total, " tasks ended: ", c.completed, " completed, ", c.could_not_run,
+      " could not run, ", c.failed, " failed");
+  if (c.cancelled > 0) absl::StrAppend(&line, ", ", c.cancelled, " cancelled");
+  absl::StrAppend(&line, "; ", run.nodes_failed(), " node", run.nodes_failed() == 1 ? "" : "s",
+                  " failed");
+  return line;
+}
+
 void RunProgress::OnEvent(const v1::RunEvent& ev) {
   if (ev.has_run()) run_ = ev.run();
   if (ev.has_task()) {
@@ -38,7 +87,10 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
     tasks_[t.task_id()] = t;
     if (t.state() != before && (IsFailure(t.state()) || !tty_)) {
       std::string line;
-      if (IsFailure(t.state())) {
+      if (CouldNotRun(t)) {
+        line = absl::StrCat("COULD NOT RUN ", t.node(), " ", t.suite(),
+                            t.message().empty() ? "" : " — ", FirstLine(t.message(), 160));
+      } else if (IsFailure(t.state())) {
         line = absl::StrCat("FAIL ", t.node(), " ", t.suite(), ": ",
                             coordinator::TaskStateName(t.state()),
                             t.message().empty() ? "" : " — ", FirstLine(t.message(), 160));
@@ -78,43 +130,52 @@ void RunProgress::Redraw() {
   if (drawn_lines_ > 0) absl::FPrintF(out_, "\x1b[%dA\x1b[J", drawn_lines_);
   drawn_lines_ = 0;
   for (const auto& label : suite_order_) {
-    int total = 0, done = 0, failed = 0, running = 0;
+    int total = 0, done = 0, failed = 0, could_not_run = 0, running = 0;
     for (const auto& [id, t] : tasks_) {
       if (Label(t) != label) continue;
       ++total;
       if (coordinator::IsTerminal(t.state())) ++done;
-      if (IsFailure(t.state())) ++failed;
+      if (CouldNotRun(t)) {
+        ++could_not_run;
+      } else if (IsFailure(t.state())) {
+        ++failed;
+      }
       if (t.state() == v1::TASK_RUNNING || t.state() == v1::TASK_ASSIGNED) ++running;
     }
     const int width = 24;
     int filled = total ? done * width / total : 0;
-    absl::FPrintF(out_, "  %-24s [%s%s] %d/%d%s%s\n", label.substr(0, 24),
+    absl::FPrintF(out_, "  %-24s [%s%s] %d/%d%s%s%s\n", label.substr(0, 24),
                   std::string(filled, '#'), std::string(width - filled, '.'), done, total,
                   running ? absl::StrCat(", ", running, " running") : "",
-                  failed ? absl::StrCat(", ", failed, " failed") : "");
+                  failed ? absl::StrCat(", ", failed, " failed") : "",
+                  could_not_run ? absl::StrCat(", ", could_not_run, " could not run") : "");
     ++drawn_lines_;
   }
 }
 
-int RunProgress::Finish(bool ended) {
+int RunProgress::Finish(bool ended, const v1::GetRunResponse* final) {
   if (tty_) Redraw();
+  std::vector<v1::TaskInfo> tasks;
+  if (final != nullptr && final->has_run()) {
+    run_ = final->run();
+    tasks.assign(final->tasks().begin(), final->tasks().end());
+  } else {
+    for (const auto& [id, t] : tasks_) tasks.push_back(t);
+  }
   const std::string& state = run_.state();
   if (!ended || (state != "completed" && state != "cancelled")) {
     absl::FPrintF(out_, "run %s did not finish (state %s): the connection to the coordinator "
                         "was lost; `cmaxctl watch %s` to follow it again\n",
                   run_.run_id(), state.empty() ? "unknown" : state, run_.run_id());
-    return 3;
+    return kExitUnfinished;
   }
-  absl::FPrintF(out_, "run %s %s: tier %s; %d/%d tasks ended, %d failed; %d node%s failed\n",
-                run_.run_id(), state, run_.tier().empty() ? "not rated" : run_.tier(),
-                run_.tasks_done(), run_.tasks_total(), run_.tasks_failed(),
-                run_.nodes_failed(), run_.nodes_failed() == 1 ? "" : "s");
+  const TaskCounts counts = CountTasks(tasks);
+  absl::FPrintF(out_, "%s\n", SummaryLine(run_, counts));
   if (!run_.report_dir().empty()) {
     absl::FPrintF(out_, "scorecard: %s/scorecard.html (also .md, .json)\n", run_.report_dir());
   }
   std::fflush(out_);
-  if (state == "cancelled") return 3;
-  return run_.tasks_failed() > 0 || run_.nodes_failed() > 0 ? 1 : 0;
+  return RunExitCode(run_, counts, ended);
 }
 
 }  // namespace cmax::ctl

@@ -13,15 +13,45 @@
 
 namespace cmax::ctl {
 
+// Exit codes of `cmaxctl run` and `cmaxctl watch` (README, "Exit codes").
+// Precedence: 2 usage or plan error (before the run exists); 3 the run could
+// not finish (cancelled, coordinator gone); 4 it completed but its scorecard
+// is not rated; 1 rated, but a task crashed, hung or was lost, or a node's
+// verdict is fail; 0 otherwise. A task that could not run (exit code 2: a
+// missing binary, GPU or tool) is not a failure here: the scorecard's tier
+// and coverage say what it left unmeasured.
+inline constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitUnfinished = 3,
+                     kExitNotRated = 4;
+
+// The tasks of a run by outcome.
+struct TaskCounts {
+  int total = 0;
+  int ended = 0;
+  int completed = 0;
+  int could_not_run = 0;  // TASK_FAILED with exit code 2
+  int failed = 0;         // crashed (other exit codes, signals), timed out, lost
+  int cancelled = 0;
+};
+TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks);
+
+// True when `tier` says the scorecard gives no tier ("not rated", or none).
+bool IsNotRated(const std::string& tier);
+
+// The exit code for a run in its final state (see above). `ended`: the
+// stream ended normally (false: the connection to the coordinator broke).
+int RunExitCode(const v1::RunInfo& run, const TaskCounts& counts, bool ended);
+
+// "run R completed: not rated; 36/36 tasks ended: 13 completed, 23 could
+// not run, 0 failed; 0 nodes failed" (", N cancelled" when some were).
+std::string SummaryLine(const v1::RunInfo& run, const TaskCounts& counts);
+
 class RunProgress {
  public:
   RunProgress(FILE* out, bool tty) : out_(out), tty_(tty) {}
   void OnEvent(const v1::RunEvent& event);
-  // Prints the summary. Returns the exit code of run/watch:
-  // 0 all completed and no node failed; 1 a task failed, was lost or timed
-  // out, or a node failed; 3 the run did not finish (cancelled, or `ended`
-  // is false because the stream broke).
-  int Finish(bool ended);
+  // Prints the summary and returns RunExitCode. `final` (GetRun's answer
+  // after the stream ended), when given, replaces what the events said.
+  int Finish(bool ended, const v1::GetRunResponse* final = nullptr);
   const v1::RunInfo& run() const { return run_; }
 
  private:

@@ -13,7 +13,9 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
+#include "common/time_util.h"
 #include "test_util.h"
 
 using namespace std::chrono_literals;
@@ -312,11 +314,23 @@ TEST_CASE("rejected assignments spawn nothing", "[agent][executor]") {
   for (const auto& a : {bad_suite, bad_arg, bad_env, bad_id, bad_flag, bad_launcher}) {
     h.executor.Assign(a);
   }
-  for (const char* id : {"rej1", "rej2", "rej3", "../etc", "rej5", "rej6"}) {
+  for (const char* id : {"rej1", "rej3", "../etc", "rej6"}) {
     v1::TaskStatus end = h.WaitEnd(id, 5s);
     CHECK(end.state() == v1::TASK_FAILED);
+    CHECK(end.exit_code() == -1);
     CHECK_THAT(end.message(), Catch::StartsWith("rejected: "));
   }
+  // Arguments the suite's declaration refuses: the suite could not run
+  // (exit 2, like a suite exiting 2), with the validator's reason.
+  for (const char* id : {"rej2", "rej5"}) {
+    v1::TaskStatus end = h.WaitEnd(id, 5s);
+    CHECK(end.state() == v1::TASK_FAILED);
+    CHECK(end.exit_code() == 2);
+    CHECK_THAT(end.message(), Catch::StartsWith("could not run: "));
+  }
+  CHECK_THAT(h.outbox.EndStatus("rej5")->message(),
+             Catch::Contains("does not accept --exec"));
+  CHECK_THAT(h.outbox.EndStatus("rej2")->message(), Catch::Contains("mode"));
   CHECK_THAT(h.outbox.EndStatus("rej1")->message(), Catch::Contains("bash"));
   CHECK_THAT(h.outbox.EndStatus("rej3")->message(), Catch::Contains("LD_PRELOAD"));
   CHECK(h.executor.spawned_count() == 0);
@@ -325,6 +339,28 @@ TEST_CASE("rejected assignments spawn nothing", "[agent][executor]") {
   struct stat st;
   CHECK(stat((dir.path() + "/tasks/rej1.a0.r0").c_str(), &st) != 0);
   CHECK(stat((dir.path() + "/tasks/rej2.a0.r0").c_str(), &st) != 0);
+}
+
+TEST_CASE("a suite binary missing on the node could not run (exit 2), naming the binary",
+          "[agent][executor]") {
+  TempDir dir;
+  TempDir empty_bench;  // a node without cmax-bench (e.g. only part of a bundle copied)
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.bench_dir = empty_bench.path();
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  ex.Assign(Selftest("nobin1", {"--mode=ok"}));
+  REQUIRE(WaitFor([&] { return outbox.EndStatus("nobin1").has_value(); }, 5s));
+  v1::TaskStatus end = *outbox.EndStatus("nobin1");
+  CHECK(end.state() == v1::TASK_FAILED);
+  CHECK(end.exit_code() == 2);
+  CHECK(end.signal() == 0);
+  CHECK_THAT(end.message(), Catch::StartsWith("could not run: ") &&
+                                Catch::Contains(empty_bench.path() + "/cmax-bench"));
+  CHECK(ex.spawned_count() == 0);
+  CHECK(outbox.Running("nobin1") == std::nullopt);
 }
 
 TEST_CASE("an unwritable work dir fails the task and the executor keeps serving",
@@ -410,6 +446,53 @@ TEST_CASE("a start time in the agent's shifted clock delays the spawn",
   CHECK(waited >= 700ms);
   CHECK(waited < 5s);
   CHECK(outbox.Running("bar1")->started_unix_ns() >= a.start_at_agent_ns());
+}
+
+TEST_CASE("a task with a start time starts no earlier and its spool opens with the start",
+          "[agent][executor]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.clock_offset_ns = -int64_t{7200} * 1000000000;  // agent clock two hours behind
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  const int64_t agent_now = cmax::NowUnixNs() + opts.clock_offset_ns;
+  auto a = Selftest("st1", {"--records=3"});
+  a.set_start_at_agent_ns(agent_now + 500 * 1000000LL);
+  ex.Assign(a);
+  REQUIRE(WaitFor([&] { return outbox.EndStatus("st1").has_value(); }, 20s));
+  v1::TaskStatus end = *outbox.EndStatus("st1");
+  CHECK(end.state() == v1::TASK_COMPLETED);
+  // 3 measurements, the closing progress record and the start record.
+  CHECK(end.record_count() == 5);
+  CHECK(ex.spawned_count() == 1);
+  auto records = outbox.Records("st1");
+  REQUIRE(records.size() == 5);
+  CHECK(records.rbegin()->first == 4);
+  const v1::Record& first = records.at(0);
+  REQUIRE(first.has_sample());
+  const v1::Sample& s = first.sample();
+  CHECK(s.suite() == "selftest");
+  CHECK(s.metric() == "cmax_task_start");
+  CHECK(s.unit() == "s");
+  CHECK(s.labels().at("clock") == "node");
+  CHECK(s.labels().at("scheduled_unix_ns") == std::to_string(a.start_at_agent_ns()));
+  int64_t started = 0;
+  REQUIRE(absl::SimpleAtoi(s.labels().at("started_unix_ns"), &started));
+  CHECK(started >= a.start_at_agent_ns());           // no earlier than told
+  CHECK(started < a.start_at_agent_ns() + 2000000000);  // and not much later
+  CHECK(first.time_unix_ns() == started);
+  CHECK(s.value() == Approx((started - a.start_at_agent_ns()) / 1e9).margin(1e-6));
+  CHECK(s.value() >= 0);
+  // The suite's own records follow, numbered from 1.
+  CHECK(records.at(1).has_measurement());
+  CHECK(records.at(1).measurement().value() == 0);
+  // The spool on disk holds the same first line.
+  std::string spool = cmax::agent::testing::ReadFile(
+      TaskStore(dir.path()).SpoolPath(TaskKey{"st1", 0, 0}));
+  CHECK_THAT(spool.substr(0, spool.find('\n')), Catch::Contains("cmax_task_start"));
+  // A task without a start time has no such record (the first test counts 26).
 }
 
 TEST_CASE("after a reconnect records are resent from the acked seq",

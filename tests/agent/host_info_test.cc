@@ -62,3 +62,25 @@ TEST_CASE("reachable addresses are parseable and not loopback unless alone",
     }
   }
 }
+
+TEST_CASE("an advertise list takes address literals and host names, and names a bad entry",
+          "[agent][inventory]") {
+  using cmax::agent::ParseAdvertiseList;
+  auto one = ParseAdvertiseList("127.0.0.1");
+  REQUIRE(one.ok());
+  CHECK(*one == std::vector<std::string>{"127.0.0.1"});
+  auto many = ParseAdvertiseList("10.0.0.7, fd00::7,gpu-07.cluster.example,10.0.0.7");
+  REQUIRE(many.ok());
+  CHECK(*many ==
+        std::vector<std::string>{"10.0.0.7", "fd00::7", "gpu-07.cluster.example"});
+  for (const char* bad : {"", "10.0.0.1,", "10.0.0.300", "-gpu", "gpu_7", "a..b",
+                          "10.0.0.1;rm -rf /", "[::1]"}) {
+    INFO(bad);
+    auto r = ParseAdvertiseList(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(r.status().message()), Catch::Contains("--advertise"));
+  }
+  CHECK_THAT(std::string(ParseAdvertiseList("10.0.0.1,gpu_7").status().message()),
+             Catch::Contains("'gpu_7'"));
+}

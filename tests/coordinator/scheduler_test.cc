@@ -3,6 +3,7 @@
 #include "coordinator/scheduler.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
 
 #include "common/plan_parser.h"
@@ -38,16 +39,26 @@ class Fixture {
     return c;
   }
   Changes Report(const std::string& node, const std::string& task_id, int attempt,
-                 v1::TaskState state, int rank = 0) {
+                 v1::TaskState state, int rank = 0, int exit_code = 0) {
     v1::TaskStatus s;
     s.set_task_id(task_id);
     s.set_attempt(attempt);
     s.set_rank(rank);
     s.set_state(state);
+    s.set_exit_code(exit_code);
     s.set_message(state == v1::TASK_FAILED ? "crashed: signal 6" : "");
     Changes c;
     scheduler.OnStatus(node, s, kNow + 1, &c);
     return c;
+  }
+  // A clock sample for `node`: agent clock = coordinator clock + offset_ns,
+  // with round trip rtt_ns.
+  void Pong(int i, int64_t offset_ns, int64_t rtt_ns) {
+    v1::Pong p;
+    p.set_t1_ns(kNow);
+    p.set_t2_ns(kNow + rtt_ns / 2 + offset_ns);
+    p.set_t3_ns(kNow + rtt_ns / 2 + offset_ns);
+    registry.OnPong(sessions[i].get(), p, kNow + rtt_ns);
   }
   v1::TaskState State(const std::string& task_id) {
     TaskRow* t = scheduler.FindTask(task_id);
@@ -136,6 +147,45 @@ TEST_CASE("a failed attempt is retried while retries are left", "[scheduler]") {
   CHECK(f.scheduler.FindRun("r1")->info.tasks_failed() == 1);
 }
 
+TEST_CASE("a retried task describes its last attempt and keeps the earlier ones",
+          "[scheduler]") {
+  Fixture f(1);
+  f.Submit("name: r\nsuites:\n  - suite: selftest\n    retries: 2\n");
+  const std::string id = "r1.0.node-0";
+  f.Schedule();
+  // Attempt 1 crashes with exit code 139.
+  f.Report("node-0", id, 1, v1::TASK_RUNNING);
+  f.Report("node-0", id, 1, v1::TASK_FAILED, 0, 139);
+  const v1::TaskInfo& info = f.scheduler.FindTask(id)->info;
+  REQUIRE(info.earlier_attempts_size() == 1);
+  CHECK(info.earlier_attempts(0).attempt() == 1);
+  CHECK(info.earlier_attempts(0).state() == v1::TASK_FAILED);
+  CHECK(info.earlier_attempts(0).exit_code() == 139);
+  CHECK(info.earlier_attempts(0).message() == "crashed: signal 6");
+  CHECK(info.earlier_attempts(0).finished_unix_ns() == kNow + 1);
+  CHECK(info.state() == v1::TASK_PENDING);
+  // Attempt 2: the agent restarts and holds no trace of it (OnHello).
+  f.Schedule();
+  f.Report("node-0", id, 2, v1::TASK_RUNNING);
+  Changes c;
+  f.scheduler.OnHello("node-0", HelloFrom("node-0", "boot-2"), &c);
+  REQUIRE(info.earlier_attempts_size() == 2);
+  CHECK(info.earlier_attempts(1).attempt() == 2);
+  CHECK(info.earlier_attempts(1).state() == v1::TASK_FAILED);
+  CHECK(info.earlier_attempts(1).exit_code() == -1);  // no exit code: it vanished
+  CHECK_THAT(info.earlier_attempts(1).message(), Catch::Contains("agent restarted"));
+  CHECK(info.earlier_attempts(1).finished_unix_ns() > 0);
+  // Attempt 3 completes: the task's own fields are attempt 3's alone.
+  f.Schedule();
+  CHECK(info.exit_code() == -1);  // assigned: no outcome yet, none inherited
+  f.Report("node-0", id, 3, v1::TASK_COMPLETED);
+  CHECK(info.state() == v1::TASK_COMPLETED);
+  CHECK(info.attempt() == 3);
+  CHECK(info.exit_code() == 0);
+  CHECK(info.message().empty());
+  CHECK(info.earlier_attempts_size() == 2);
+}
+
 TEST_CASE("a lost node loses its tasks, pending ones included", "[scheduler]") {
   Fixture f(2);
   f.Submit(kTwoSuites);
@@ -188,18 +238,110 @@ TEST_CASE("a failing rank ends the whole gang and stops the other ranks", "[sche
   }
   SECTION("one failed rank fails it at once") {
     f.Report("node-0", id, 1, v1::TASK_COMPLETED, 0);
-    Changes fail = f.Report("node-1", id, 1, v1::TASK_FAILED, 3);
+    Changes fail = f.Report("node-1", id, 1, v1::TASK_FAILED, 3, 139);
     CHECK(f.State(id) == v1::TASK_FAILED);
-    CHECK(f.scheduler.FindTask(id)->info.message().find("rank 3 on node-1") != std::string::npos);
+    const v1::TaskInfo& info = f.scheduler.FindTask(id)->info;
+    CHECK(info.message() == "rank 3 on node-1 crashed (exit code 139)");
+    CHECK(info.exit_code() == 139);
     CHECK(Count(fail, v1::CoordinatorMessage::kCancel) == 3);
+    // Only the node of the rank that failed is blamed ...
+    CHECK(info.blamed_nodes() == "node-1");
+    // ... and the ranks stopped because of it add no blame when they report.
+    f.Report("node-2", id, 1, v1::TASK_CANCELLED, 4);
+    f.Report("node-0", id, 1, v1::TASK_FAILED, 1, 143);
+    CHECK(info.blamed_nodes() == "node-1");
+    CHECK(info.message() == "rank 3 on node-1 crashed (exit code 139)");
+  }
+  SECTION("a rank that could not run says so") {
+    v1::TaskStatus st;
+    st.set_task_id(id);
+    st.set_attempt(1);
+    st.set_rank(5);
+    st.set_state(v1::TASK_FAILED);
+    st.set_exit_code(2);
+    st.set_message("could not run: no NCCL");
+    Changes c2;
+    f.scheduler.OnStatus("node-2", st, kNow + 1, &c2);
+    const v1::TaskInfo& info = f.scheduler.FindTask(id)->info;
+    CHECK(info.message() == "rank 5 on node-2 could not run: no NCCL");
+    CHECK(info.exit_code() == 2);
+    CHECK(info.blamed_nodes() == "node-2");
   }
   SECTION("a lost node ends it and the others are told to stop") {
     Changes lost;
     f.scheduler.OnNodeLost("node-2", kNow, &lost);
     CHECK(f.State(id) == v1::TASK_LOST);
+    CHECK(f.scheduler.FindTask(id)->info.blamed_nodes() == "node-2");
     CHECK(Count(lost, v1::CoordinatorMessage::kCancel, "node-0") == 1);
     CHECK(Count(lost, v1::CoordinatorMessage::kCancel, "node-1") == 1);
     CHECK(Count(lost, v1::CoordinatorMessage::kCancel, "node-2") == 0);
+  }
+}
+
+TEST_CASE("a gang past the scheduler's deadline blames the nodes whose ranks had not ended",
+          "[scheduler]") {
+  Fixture f(3);
+  f.Submit("name: g\nsuites:\n  - suite: selftest\n    scope: gang\n    ranks_per_node: 2\n"
+           "    timeout: 10s\n");
+  f.Schedule();
+  const std::string id = "r1.0.gang";
+  const int64_t late = kNow + 71'000'000'000, grace = 60'000'000'000;
+  SECTION("node-1's second rank never ended") {
+    for (int r : {0, 1, 2, 4, 5}) f.Report(Fixture::Node(r / 2), id, 1, v1::TASK_COMPLETED, r);
+    Changes c;
+    f.scheduler.ExpireOverdue(late, grace, &c);
+    CHECK(f.State(id) == v1::TASK_TIMED_OUT);
+    CHECK(f.scheduler.FindTask(id)->info.blamed_nodes() == "node-1");
+    CHECK_THAT(f.scheduler.FindTask(id)->info.message(), Catch::Contains("on node-1"));
+  }
+  SECTION("no rank ended: every node is blamed") {
+    Changes c;
+    f.scheduler.ExpireOverdue(late, grace, &c);
+    CHECK(f.State(id) == v1::TASK_TIMED_OUT);
+    CHECK(f.scheduler.FindTask(id)->info.blamed_nodes() == "node-0,node-1,node-2");
+  }
+}
+
+TEST_CASE("every node of a barrier task gets one instant, shifted into its own clock",
+          "[scheduler]") {
+  Fixture f(3);
+  // node-0 runs 5 s ahead, node-1 on time, node-2 3 s behind; node-2's round
+  // trip (400 ms) sets the lead: 10 round trips = 4 s > the 2 s floor.
+  f.Pong(0, 5'000'000'000, 1'000'000);
+  f.Pong(1, 0, 2'000'000);
+  f.Pong(2, -3'000'000'000, 400'000'000);
+  f.Submit("name: b\nsuites:\n  - suite: selftest\n    scope: barrier\n");
+  Changes c = f.Schedule();
+  REQUIRE(Count(c, v1::CoordinatorMessage::kAssign) == 3);
+  const v1::TaskInfo& info = f.scheduler.FindTask("r1.0.barrier")->info;
+  const int64_t t = info.start_at_unix_ns();
+  CHECK(t == kNow + 4'000'000'000);
+  std::map<std::string, int64_t> at;
+  for (const auto& o : c.out) at[o.node] = o.message.assign().start_at_agent_ns();
+  CHECK(at["node-0"] == t + 5'000'000'000);
+  CHECK(at["node-1"] == t);
+  CHECK(at["node-2"] == t - 3'000'000'000);
+  SECTION("a resend after a reconnect keeps the same instant") {
+    Changes again;
+    f.scheduler.OnHello("node-2", HelloFrom("node-2"), &again);
+    REQUIRE(Count(again, v1::CoordinatorMessage::kAssign, "node-2") == 1);
+    CHECK(again.out[0].message.assign().start_at_agent_ns() == t - 3'000'000'000);
+    CHECK(info.start_at_unix_ns() == t);
+  }
+  SECTION("without round trips measured the lead is the 2 s floor") {
+    Fixture g(2);
+    g.Submit("name: b\nsuites:\n  - suite: selftest\n    scope: barrier\n");
+    Changes gc = g.Schedule();
+    const int64_t gt = g.scheduler.FindTask("r1.0.barrier")->info.start_at_unix_ns();
+    CHECK(gt == kNow + 2'000'000'000);
+    for (const auto& o : gc.out) CHECK(o.message.assign().start_at_agent_ns() == gt);
+  }
+  SECTION("node and gang tasks get no start instant") {
+    Fixture g(2);
+    g.Submit("name: n\nsuites:\n  - suite: selftest\n  - suite: selftest\n    scope: gang\n");
+    Changes gc = g.Schedule();
+    for (const auto& o : gc.out) CHECK(o.message.assign().start_at_agent_ns() == 0);
+    CHECK(g.scheduler.FindTask("r1.0.node-0")->info.start_at_unix_ns() == 0);
   }
 }
 

@@ -167,6 +167,11 @@ absl::Status Cluster::StartAgent(int i) {
     argv.insert(argv.end(),
                 {"--test-clock-offset-ms", std::to_string(options_.clock_offsets_ms[i])});
   }
+  if (i < static_cast<int>(options_.advertise.size()) && !options_.advertise[i].empty()) {
+    argv.insert(argv.end(), {"--advertise", options_.advertise[i]});
+  } else if (!netns_) {
+    argv.insert(argv.end(), {"--advertise", "127.0.0.1"});
+  }
   if (!options_.token.empty()) argv.insert(argv.end(), {"--token-file", dir_ + "/token"});
   if (options_.tls) argv.insert(argv.end(), {"--tls-ca", dir_ + "/tls/ca.pem"});
   if (options_.tls && options_.mtls) {

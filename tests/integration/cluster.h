@@ -27,6 +27,10 @@ struct ClusterOptions {
   bool mtls = false;
   std::vector<std::string> agent_roots;  // per agent --root (fixture trees), may be short
   std::vector<int> clock_offsets_ms;     // per agent --test-clock-offset-ms
+  // Per agent --advertise; empty entries (or none): 127.0.0.1 on loopback (so
+  // trial agents on one machine talk over loopback), the namespace's own
+  // address otherwise (the agent's default).
+  std::vector<std::string> advertise;
 };
 
 class Cluster {

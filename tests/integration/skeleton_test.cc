@@ -261,3 +261,74 @@ suites:
   }
   CHECK(total == 3 * 3001);
 }
+
+TEST_CASE("agents report the addresses given with --advertise, and refuse bad ones",
+          "[integration]") {
+  ClusterOptions o;
+  o.agents = 2;
+  o.advertise = {"127.0.0.1", "127.0.0.1,localhost"};
+  Cluster c("sk8", o);
+  REQUIRE(c.Start().ok());
+  auto r = c.Ctl({"agents", "--json"});
+  REQUIRE(r.exit.code == 0);
+  cmax::v1::ListAgentsResponse resp;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(r.out, &resp).ok());
+  std::map<std::string, std::vector<std::string>> addrs;
+  for (const auto& a : resp.agents()) {
+    addrs[a.node_name()].assign(a.addresses().begin(), a.addresses().end());
+  }
+  CHECK(addrs["node-0"] == std::vector<std::string>{"127.0.0.1"});
+  CHECK(addrs["node-1"] == (std::vector<std::string>{"127.0.0.1", "localhost"}));
+  // The table shows them too.
+  auto table = c.Ctl({"agents"});
+  CHECK(table.out.find("127.0.0.1,localhost") != std::string::npos);
+
+  // A malformed list stops the agent at start with the entry named (exit 2).
+  auto bad = cmax::RunCommand({Cluster::BinDir() + "/cmax-agent", "--coordinator",
+                               "127.0.0.1:1", "--node-name", "bad", "--work-dir",
+                               c.dir() + "/bad", "--advertise", "127.0.0.1,10.0.0.300"},
+                              10s);
+  REQUIRE(bad.ok());
+  CHECK(bad->exit.code == 2);
+  CHECK(bad->err.find("'10.0.0.300'") != std::string::npos);
+}
+
+// The exit code follows the tier the coordinator wrote into the run (4 when
+// "not rated"), and tasks that could not run are counted apart and never make
+// it 1 (the precedence itself: tests/coordinator/ctl_progress_test.cc). Which
+// tier a run of suites that could not run gets is the scorecard's call
+// (issue 13 makes it "not rated"); this test holds for either.
+TEST_CASE("tasks that could not run are counted apart and the exit code follows the tier",
+          "[integration]") {
+  Cluster c("sk9", {.agents = 2});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("cannot", R"(name: cannot
+suites:
+  - suite: selftest
+    params: {mode: error}
+)");
+  auto r = c.Ctl({"run", "--plan", plan}, 90s);
+  INFO(r.out << r.err);
+  CHECK(r.out.find("2/2 tasks ended: 0 completed, 2 could not run, 0 failed;") !=
+        std::string::npos);
+  CHECK(r.out.find("COULD NOT RUN node-0 selftest") != std::string::npos);
+  std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE(!run_id.empty());
+  // What the coordinator says about the run decides the code.
+  auto got = c.Ctl({"runs", "--json"});
+  cmax::v1::ListRunsResponse runs;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(got.out, &runs).ok());
+  const cmax::v1::RunInfo* info = nullptr;
+  for (const auto& run : runs.runs()) {
+    if (run.run_id() == run_id) info = &run;
+  }
+  REQUIRE(info != nullptr);
+  const bool not_rated = info->tier().empty() || info->tier() == "not rated";
+  const int want = not_rated ? 4 : (info->nodes_failed() > 0 ? 1 : 0);
+  CHECK(r.exit.code == want);
+  CHECK(r.out.find(not_rated ? "completed: not rated;" : "completed: tier ") !=
+        std::string::npos);
+  // watch, with and without --json, agrees.
+  CHECK(c.Ctl({"watch", run_id, "--json"}).exit.code == want);
+  CHECK(c.Ctl({"watch", run_id}).exit.code == want);
+}
