@@ -20,6 +20,7 @@ int CouldNotRun(RecordWriter& out, bool jsonl, const std::string& check_id,
     v1::Finding f;
     f.set_check_id(check_id);
     f.set_severity(v1::SEVERITY_WARN);
+    f.set_not_measured(true);  // nothing was checked: never a pass nor a grade
     f.set_category("security");
     f.set_subject("node");
     f.set_title("not measured: the audit could not run");
