@@ -283,7 +283,7 @@ std::vector<Whole> CpuCouldNotRunRuns(const TempDir& tmp) {
   w.push_back({"dcgm", "reliability", "dcgm.not_measured",
                Bench("cmax-bench", {"dcgm", "--jsonl"}, {{"PATH", tmp.Sub("empty-path")}})});
   w.push_back({"storage", "storage", "storage.",
-               Bench("cmax-bench", {"storage", "--path", "/proc", "--pattern", "seqread",
+               Bench("cmax-bench", {"storage", "--path", "/proc", "--pattern", "seq-read",
                                     "--size", "1M", "--jsonl"})});
   // No rendezvous at all: not a rank of a gang.
   std::map<std::string, std::string> no_group = {{"CMAX_RENDEZVOUS", ""}};
@@ -305,6 +305,10 @@ std::vector<Whole> CpuCouldNotRunRuns(const TempDir& tmp) {
   fs::create_directories(tmp.Sub("empty-root"));
   w.push_back({"hostcheck", "reliability", "hostcheck.not_measured",
                Bench("cmax-bench", {"hostcheck", "--root", tmp.Sub("empty-root"), "--jsonl"})});
+  w.push_back({"health", "reliability", "health.not_measured",
+               Bench("cmax-bench", {"health", "--root", tmp.Sub("empty-root"), "--jsonl"})});
+  w.push_back({"health", "reliability", "health.not_measured",
+               Bench("cmax-bench", {"health", "--root", tmp.Sub("no-such-root"), "--jsonl"})});
   w.push_back({"audit", "security", "audit.advisories",
                Bench("cmax-bench", {"audit", "--advisories", tmp.Sub("no-such-advisories.yaml"),
                                     "--jsonl"})});
@@ -393,10 +397,17 @@ TEST_CASE("hostcheck on a root with only /proc/meminfo measures memory and marks
   CHECK_FALSE(ids.count("hostcheck.memory"));
 }
 
-TEST_CASE("health on an empty fixture root: GPU health and Xids not measured, with reasons",
+// A root with an empty PCI bus and nothing else: the bus is read (no GPU on
+// it), NVML has no fixture to describe and /dev/kmsg is missing.
+void MakeBareHealthRoot(const TempDir& tmp, const std::string& rel) {
+  fs::create_directories(tmp.Sub(rel + "/sys/bus/pci/devices"));
+  fs::create_directories(tmp.Sub(rel + "/proc"));
+}
+
+TEST_CASE("health on a bare root: GPU health and Xids not measured, with reasons",
           "[not_measured]") {
   TempDir tmp;
-  fs::create_directories(tmp.Sub("root"));
+  MakeBareHealthRoot(tmp, "root");
   SuiteRun r = Bench("cmax-bench", {"health", "--root", tmp.Sub("root"), "--jsonl"});
   INFO(Describe(r));
   CHECK(r.exit_code == 0);  // nothing failed; there is no GPU on this root's bus
@@ -484,8 +495,9 @@ TEST_CASE("scorecard: suites that ran some checks are graded only by those", "[.
       "hostcheck",
       Bench("cmax-bench", {"hostcheck", "--root", tmp.Sub("hostcheck"), "--jsonl"}),
       "reliability");
+  MakeBareHealthRoot(tmp, "health");
   RequireScorecardGradesOnlyWhatRan(
-      "health", Bench("cmax-bench", {"health", "--root", tmp.Sub("empty"), "--jsonl"}),
+      "health", Bench("cmax-bench", {"health", "--root", tmp.Sub("health"), "--jsonl"}),
       "reliability");
   RequireScorecardGradesOnlyWhatRan(
       "audit",
