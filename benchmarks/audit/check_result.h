@@ -36,7 +36,9 @@ struct CheckResult {
   // The check could not run here (its tool is missing or was refused, its
   // input unreadable): written with Finding.not_measured, so the scorecard
   // counts it as "not measured", never as a pass or a warning. SKIPPED
-  // results are always written so.
+  // results are always written so. An UNKNOWN whose input was read but does
+  // not settle the question (a version missing from the advisory table, an
+  // installed component whose version cannot be parsed) stays a warning.
   bool not_measured = false;
 };
 

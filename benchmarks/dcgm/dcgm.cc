@@ -56,7 +56,7 @@ int RunDcgm(int argc, char** argv) {
   double timeout_s = 0;
   bool jsonl = false;
   std::string dcgmi = "dcgmi";
-  ArgParser args("cmax-bench dcgm [--level 1|2|3] [--jsonl]",
+  ArgParser args("cmax-bench dcgm [--level 1|2|3] [--timeout SECONDS] [--jsonl]",
                  "Runs NVIDIA DCGM's diagnostic (dcgmi diag -r LEVEL -j) and turns its JSON into\n"
                  "records: a Finding per failing or warning test and GPU, a Measurement per\n"
                  "result. Needs DCGM (dcgmi and a running nv-hostengine). A diagnostic that hangs\n"
