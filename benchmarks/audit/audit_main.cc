@@ -20,6 +20,7 @@ int CouldNotRun(RecordWriter& out, bool jsonl, const std::string& check_id,
     v1::Finding f;
     f.set_check_id(check_id);
     f.set_severity(v1::SEVERITY_WARN);
+    f.set_not_measured(true);  // nothing was checked: never a pass nor a grade
     f.set_category("security");
     f.set_subject("node");
     f.set_title("not measured: the audit could not run");
@@ -46,7 +47,9 @@ int RunAudit(int argc, char** argv) {
       "against their distribution's fixed version), the NVIDIA driver branch, the kernel,\n"
       "InfiniBand partitions and management keys, and tenant isolation.\n"
       "Status per check: PASS, INFO, WARN, FAIL, CRITICAL, UNKNOWN (could not tell),\n"
-      "SKIPPED (does not apply). Exit 0 nothing failed, 1 a check failed, 2 could not run.");
+      "SKIPPED (does not apply). SKIPPED checks and checks that could not run (smpquery\n"
+      "missing or refused, opensm.conf unreadable) are written as not measured.\n"
+      "Exit 0 nothing failed, 1 a check failed, 2 could not run.");
   args.AddString("root", &root, "root of the system to audit (fixture trees; default /)");
   args.AddString("advisories", &advisories,
                  "advisory file (default: share/cmax/advisories.yaml next to the binary)");

@@ -32,6 +32,10 @@ v1::Severity FindingSeverity(const CheckResult& result) {
   return v1::SEVERITY_WARN;
 }
 
+bool IsNotMeasured(const CheckResult& result) {
+  return result.status == CheckStatus::kSkipped || result.not_measured;
+}
+
 bool IsFailure(CheckStatus status) {
   return status == CheckStatus::kFail || status == CheckStatus::kCritical;
 }

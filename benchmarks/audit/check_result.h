@@ -11,7 +11,7 @@ namespace cmax::audit {
 
 // PASS, INFO (a fact, no verdict), WARN, FAIL, CRITICAL, UNKNOWN (could not
 // tell: never a pass), SKIPPED (does not apply: component not installed, no
-// such port).
+// such port; written as not measured).
 enum class CheckStatus { kPass, kInfo, kWarn, kFail, kCritical, kUnknown, kSkipped };
 
 std::string StatusName(CheckStatus status);  // "PASS", "WARN", ...
@@ -33,11 +33,23 @@ struct CheckResult {
   std::string description;
   std::string remediation;          // what to do (Finding.action)
   std::vector<std::string> evidence;
+  // The check could not run here (its tool is missing or was refused, its
+  // input unreadable): written with Finding.not_measured, so the scorecard
+  // counts it as "not measured", never as a pass or a warning. SKIPPED
+  // results are always written so. An UNKNOWN whose input was read but does
+  // not settle the question (a version missing from the advisory table, an
+  // installed component whose version cannot be parsed) stays a warning.
+  bool not_measured = false;
 };
+
+// True when the result's Finding carries not_measured: SKIPPED, or a check
+// marked not_measured.
+bool IsNotMeasured(const CheckResult& result);
 
 // The Finding severity of a result: PASS/INFO/SKIPPED -> info, WARN and
 // UNKNOWN -> warn, FAIL -> fail (critical for a failed advisory rated
-// critical), CRITICAL -> critical.
+// critical), CRITICAL -> critical. With IsNotMeasured the Finding also
+// carries not_measured and the scorecard ignores the severity.
 v1::Severity FindingSeverity(const CheckResult& result);
 
 // True for FAIL and CRITICAL (the suite then exits 1).

@@ -124,6 +124,7 @@ CheckResult MkeyCheck(const Sysroot& root, const std::string& base, const std::s
   if (commands.Find("smpquery").empty()) {
     r.status = CheckStatus::kUnknown;
     r.why = "smpquery (infiniband-diags) is not installed: M_Key not measured";
+    r.not_measured = true;
     return r;
   }
   std::vector<std::string> argv = {"smpquery", "-C", dev, "-P", port, "portinfo", lid, port};
@@ -132,6 +133,7 @@ CheckResult MkeyCheck(const Sysroot& root, const std::string& base, const std::s
   if (!res.ok()) {
     r.status = CheckStatus::kUnknown;
     r.why = std::string(res.status().message());
+    r.not_measured = true;
     return r;
   }
   std::string text = res->out + "\n" + res->err;
@@ -164,6 +166,7 @@ CheckResult MkeyCheck(const Sysroot& root, const std::string& base, const std::s
   if (LooksLikeNoPermission(text)) {
     r.status = CheckStatus::kUnknown;
     r.why = "smpquery was refused (no umad permission, or a VF without QP0): proves nothing";
+    r.not_measured = true;
     return r;
   }
   if (res->timed_out || LooksLikeDrop(text)) {
@@ -183,6 +186,7 @@ CheckResult MkeyCheck(const Sysroot& root, const std::string& base, const std::s
     r.status = CheckStatus::kUnknown;
     r.found = "no answer";
     r.why = "PortInfo got no answer and neither did the NodeInfo control query: not measured";
+    r.not_measured = true;
     return r;
   }
   r.status = CheckStatus::kUnknown;
@@ -231,6 +235,7 @@ std::vector<CheckResult> OpenSmConf(const Sysroot& root) {
     r.why = absl::IsNotFound(text.status())
                 ? "no opensm.conf on this node (the SM may run elsewhere, or in UFM)"
                 : std::string(text.status().message());
+    r.not_measured = true;  // SKIPPED, or unreadable: the keys were not seen
     out.push_back(r);
     return out;
   }

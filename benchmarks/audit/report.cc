@@ -110,6 +110,7 @@ void WriteRecords(const AuditReport& report, RecordWriter& writer) {
     v1::Finding f;
     f.set_check_id(c.check_id);
     f.set_severity(FindingSeverity(c));
+    f.set_not_measured(IsNotMeasured(c));
     f.set_category(c.category);
     f.set_subject(c.subject);
     f.set_title(absl::StrCat(StatusName(c.status), ": ", c.title));

@@ -327,6 +327,7 @@ std::vector<CheckResult> CheckKernel(const KernelInfo& k) {
   if (k.running.empty()) {
     newest.status = CheckStatus::kUnknown;
     newest.why = "cannot read /proc/sys/kernel/osrelease";
+    newest.not_measured = true;  // no input: the check could not run
   } else if (k.installed.empty()) {
     newest.status = CheckStatus::kSkipped;
     newest.why = "no installed kernels under /lib/modules or /boot (a container?)";

@@ -49,6 +49,9 @@ int RunBurnin(int argc, char** argv) {
     std::string why;
     ExecCudaSuite("burnin", argc, argv, {"backend", "threads"}, &why);
     out.Log("error", absl::StrCat("burnin --backend cuda not measured: ", why));
+    out.NotMeasured("burnin.not_measured", "reliability", "node",
+                    "not measured: the GPU burn-in could not start", why,
+                    "install cmax-bench-cuda next to cmax-bench (a build with CUDA)");
     std::fprintf(stderr, "burnin: %s\n", why.c_str());
     return kExitCouldNotRun;
   }
@@ -65,6 +68,9 @@ int RunBurnin(int argc, char** argv) {
   }
   auto r = burnin::RunCpuBurnin(o, &out);
   if (!r.ok()) {
+    out.NotMeasured("burnin.not_measured", "reliability", "node",
+                    "not measured: the CPU burn-in could not run",
+                    std::string(r.status().message()));
     std::fprintf(stderr, "burnin: %s\n", std::string(r.status().message()).c_str());
     return kExitCouldNotRun;
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "benchmarks/burnin/host_gemm.h"
 #include "benchmarks/burnin/host_telemetry.h"
@@ -44,11 +45,23 @@ absl::StatusOr<CpuBurninResult> Loop(const CpuBurninOptions& o, RecordWriter* ou
       {"threads", absl::StrCat(r.threads)}};
 
   HostTelemetry telemetry;
+  std::vector<std::string> unread;
   if (!telemetry.ReadCpuFrequency()) {
     out->Log("info", "CPU frequency not measured: no cpufreq in /sys/devices/system/cpu");
+    unread.push_back("CPU frequency (no cpufreq in /sys/devices/system/cpu)");
   }
   if (telemetry.ReadTemperatures().empty()) {
     out->Log("info", "temperatures not measured: no hwmon temperature sensors");
+    unread.push_back("temperatures (no hwmon temperature sensor in /sys/class/hwmon)");
+  }
+  if (!unread.empty()) {
+    // Throttling under load cannot be seen without them: not measured, never
+    // "did not throttle". The load and its verification still run.
+    out->NotMeasured("burnin.host_telemetry_not_measured", "reliability", "node",
+                     "not measured: host telemetry during the CPU burn-in",
+                     absl::StrCat("not readable on this node: ", absl::StrJoin(unread, "; ")),
+                     "none on a VM without these sensors; on bare metal load the cpufreq and "
+                     "hwmon drivers");
   }
   // The reference (iteration 0), also the warm-up.
   HostGemm(n, a.data(), b.data(), ref.data());

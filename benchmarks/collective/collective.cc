@@ -41,6 +41,7 @@ int RunCollective(int argc, char** argv) {
   RecordWriter out("collective", flags.jsonl ? stdout : nullptr);
   auto options = collective::ResolveOptions(flags);
   if (!options.ok()) {
+    collective::ReportNotMeasured(out, flags.backend, std::string(options.status().message()));
     std::fprintf(stderr, "collective: %s\n", std::string(options.status().message()).c_str());
     return kExitCouldNotRun;
   }

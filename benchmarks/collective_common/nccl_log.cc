@@ -155,6 +155,7 @@ std::vector<v1::Finding> TransportFindings(const NcclLogFacts& f,
     v1::Finding fd;
     fd.set_check_id("collective.nccl_log_missing");
     fd.set_severity(v1::SEVERITY_WARN);
+    fd.set_not_measured(true);  // the transport check could not run
     fd.set_category("networking");
     fd.set_subject("node");
     fd.set_title("NCCL's transport not measured: no NCCL line in the debug log");

@@ -66,7 +66,8 @@ struct TransportExpectation {
 //  collective.nccl_gdr_off          FAIL: inter-node connections without
 //    GDRDMA where the plan expects GPUDirect RDMA;
 //  collective.nccl_transport        INFO: what NCCL used;
-//  collective.nccl_log_missing      WARN: no NCCL line in the log.
+//  collective.nccl_log_missing      WARN with not_measured set: no NCCL line
+//    in the log (the transport was not measured).
 std::vector<v1::Finding> TransportFindings(const NcclLogFacts& facts,
                                            const TransportExpectation& expect);
 

@@ -89,7 +89,8 @@ struct Result {
 int RunCollectives(const Options& options, Backend& backend, RecordWriter& out, FILE* table,
                    std::vector<Result>* results = nullptr);
 
-// Writes a "not measured" finding and log for a run that could not start.
+// Writes a "not measured" finding (collective.not_measured, not_measured
+// set) and log for a run that could not start.
 void ReportNotMeasured(RecordWriter& out, const std::string& backend, const std::string& why);
 
 }  // namespace cmax::collective

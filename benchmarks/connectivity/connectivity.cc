@@ -68,6 +68,10 @@ std::string NodeName() {
 int CouldNotRun(RecordWriter& out, const std::string& why) {
   std::fprintf(stderr, "connectivity: %s\n", why.c_str());
   out.Log("error", absl::StrCat("not measured: ", why));
+  // Evidence for the scorecard: Networking not measured on this node, why.
+  out.NotMeasured("connectivity.not_measured", "networking", absl::StrCat("node:", NodeName()),
+                  "not measured: connectivity could not run", why,
+                  "run it as a gang task of a cmax run (it needs the group's rendezvous)");
   return kExitCouldNotRun;
 }
 

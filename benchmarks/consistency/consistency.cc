@@ -79,6 +79,9 @@ int RunConsistency(int argc, char** argv) {
     std::string why;
     ExecCudaSuite("consistency", argc, argv, {"backend"}, &why);
     out.Log("error", absl::StrCat("consistency --backend cuda not measured: ", why));
+    out.NotMeasured("consistency.not_measured", "reliability", "node",
+                    "not measured: the GPU consistency check could not start", why,
+                    "install cmax-bench-cuda next to cmax-bench (a build with CUDA)");
     std::fprintf(stderr, "consistency: %s\n", why.c_str());
     return kExitCouldNotRun;
   }

@@ -437,6 +437,7 @@ int RunCudaCollective(int argc, char** argv) {
   }
   auto selection = ParseGpuSelection(gpus_arg, static_cast<int>(all->size()));
   if (!selection.ok()) {
+    collective::ReportNotMeasured(out, "nccl", std::string(selection.status().message()));
     std::fprintf(stderr, "collective: %s\n", std::string(selection.status().message()).c_str());
     return kExitCouldNotRun;
   }

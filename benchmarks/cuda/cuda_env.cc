@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/gpu_common/numa_memory.h"
+#include "common/suite_catalog.h"
 #include "common/sysroot.h"
 
 namespace cmax::bench {
@@ -131,6 +132,10 @@ absl::StatusOr<std::vector<GpuInfo>> SelectGpus(const std::string& selection, co
   auto all = ListGpus();
   if (!all.ok()) {
     out.Log("error", std::string(all.status().message()));
+    out.NotMeasured("gpu.list_failed", SuiteCategory(out), "node",
+                    absl::StrCat("not measured: ", suite, " could not list the GPUs"),
+                    std::string(all.status().message()),
+                    "check nvidia-smi and the kernel log (Xids) on this node");
     std::fprintf(stderr, "%s: %s\n", suite, std::string(all.status().message()).c_str());
     return all.status();
   }
@@ -138,6 +143,10 @@ absl::StatusOr<std::vector<GpuInfo>> SelectGpus(const std::string& selection, co
   absl::Status error = indices.ok() ? absl::OkStatus() : indices.status();
   if (indices.ok() && indices->empty()) error = absl::InvalidArgumentError("no GPU selected");
   if (!error.ok()) {
+    out.NotMeasured("gpu.bad_selection", SuiteCategory(out), "node",
+                    absl::StrCat("not measured: ", suite, " --gpus names no usable GPU"),
+                    absl::StrCat(error.message(), " (", all->size(), " GPUs on this node)"),
+                    "fix the plan's gpus parameter");
     std::fprintf(stderr, "%s: %s\n", suite, std::string(error.message()).c_str());
     return error;
   }
@@ -160,10 +169,20 @@ CudaVersions GetCudaVersions(const DriverProbe& probe) {
   return v;
 }
 
+std::string SuiteCategory(const RecordWriter& out) {
+  const SuiteInfo* info = FindSuite(out.suite());
+  return info != nullptr ? info->category : std::string("compute");
+}
+
 int CheckCudaReady(RecordWriter& out, const DriverProbe& probe, bool quiet) {
   DriverDecision d = DecideDriver(probe);
   if (d.availability == GpuAvailability::kReady) return 0;
-  if (d.finding) out.Find(*d.finding);
+  if (d.finding) {
+    // Under the running suite's category (common/suite_catalog.cc): a burn-in
+    // that could not run leaves Reliability, not Compute, not measured.
+    d.finding->set_category(SuiteCategory(out));
+    out.Find(*d.finding);
+  }
   out.Log(d.availability == GpuAvailability::kDriverTooOld ||
                   d.availability == GpuAvailability::kInitFailed
               ? "error"

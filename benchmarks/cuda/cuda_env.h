@@ -79,12 +79,19 @@ CudaVersions GetCudaVersions(const DriverProbe& probe);
 // The GPUs `selection` ("all" or "0,2,5"; see ParseGpuSelection) names, in
 // that order. On an error (listing the GPUs failed, a bad or empty selection)
 // prints "<suite>: <message>" to stderr, logs a listing failure to `out`, and
-// returns it: the suite then exits kExitCouldNotRun.
+// returns it: the suite then exits kExitCouldNotRun. Either error also writes
+// a not_measured Finding (gpu.list_failed, gpu.bad_selection) with the reason.
 absl::StatusOr<std::vector<GpuInfo>> SelectGpus(const std::string& selection, const char* suite,
                                                 RecordWriter& out);
 
+// The category of the suite `out` writes for (common/suite_catalog.cc);
+// "compute" for a name the catalog does not know.
+std::string SuiteCategory(const RecordWriter& out);
+
 // Runs the start-up check: on a machine that cannot run, writes the finding
-// (and prints the message unless `quiet`) and returns the exit code (2);
+// under the category of the suite `out` writes for (gpu.no_device and
+// gpu.no_driver flagged not_measured; driver_check.h), prints the message
+// (to stderr when `quiet`) and returns the exit code (2);
 // returns 0 when GPUs are ready.
 int CheckCudaReady(RecordWriter& out, const DriverProbe& probe, bool quiet);
 

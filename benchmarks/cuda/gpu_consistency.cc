@@ -376,11 +376,35 @@ int RunCudaConsistency(int argc, char** argv) {
     }
     for (const auto& [workload, why] : r.skipped) {
       out.Log("info", absl::StrCat("GPU ", g.index, ": ", workload, " not measured: ", why));
+      // A skipped workload leaves no digest: not measured, never a pass.
+      v1::Finding f;
+      f.set_check_id("consistency.workload_not_measured");
+      f.set_severity(v1::SEVERITY_INFO);
+      f.set_not_measured(true);
+      f.set_category("reliability");
+      f.set_subject(subject);
+      f.set_title(absl::StrCat("not measured: ", workload, " on GPU ", g.index, " (", g.name,
+                               ")"));
+      f.set_detail(why);
+      f.add_evidence(cmd);
+      (*f.mutable_labels())["workload"] = workload;
+      for (const auto& [k, val] : g.Labels()) (*f.mutable_labels())[k] = val;
+      f.set_action("none when the GPU lacks the data type or algorithm");
+      out.Find(f);
     }
   }
   if (!jsonl) std::printf("versions: %s\n", versions.c_str());
   if (failed) return kExitFoundFailures;
-  return measured > 0 ? kExitPassed : kExitCouldNotRun;
+  if (measured == 0) {
+    out.NotMeasured("consistency.not_measured", "reliability", "node",
+                    "not measured: no consistency workload ran on any GPU",
+                    absl::StrCat("every workload was skipped on the ", gpus.size(),
+                                 " selected GPUs (see consistency.workload_not_measured)"),
+                    "");
+    std::fprintf(stderr, "consistency: nothing was measured\n");
+    return kExitCouldNotRun;
+  }
+  return kExitPassed;
 }
 
 }  // namespace cmax::bench

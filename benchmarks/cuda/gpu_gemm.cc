@@ -447,6 +447,7 @@ int RunCudaGemm(int argc, char** argv) {
     f.set_subject("node");
     f.set_title(absl::StrCat("not measured: ", dtype_name, " GEMM skipped"));
     f.set_detail(reason);
+    f.set_not_measured(true);  // skipped shapes are never a pass (record.proto)
     for (const auto& w : where) f.add_evidence(w);
     f.set_action("none when the GPU lacks the data type; otherwise rerun with smaller --m/--n/--k");
     out.Find(f);

@@ -488,7 +488,8 @@ int RunCudaMemory(int argc, char** argv) {
     if (o.tests.count("d2d")) results.push_back(DeviceCopy(*g, o, false));
     if (o.tests.count("hbm")) results.push_back(DeviceCopy(*g, o, true));
   }
-  std::vector<std::pair<int, int>> no_peer;
+  // (src, dst) -> why peer access is not possible.
+  std::map<std::pair<int, int>, std::string> no_peer;
   if (o.tests.count("p2p")) {
     for (auto& s : gpus) {
       for (auto& d : gpus) {
@@ -496,7 +497,10 @@ int RunCudaMemory(int argc, char** argv) {
         int can = 0;
         cudaError_t e = cudaDeviceCanAccessPeer(&can, s->info.index, d->info.index);
         if (e != cudaSuccess || !can) {
-          no_peer.emplace_back(s->info.index, d->info.index);
+          no_peer[{s->info.index, d->info.index}] =
+              e != cudaSuccess
+                  ? absl::StrCat("cudaDeviceCanAccessPeer: ", cudaGetErrorName(e))
+                  : std::string("cudaDeviceCanAccessPeer says no peer access");
           continue;
         }
         results.push_back(PeerCopy(*s, *d, o));
@@ -564,8 +568,31 @@ int RunCudaMemory(int argc, char** argv) {
       out.Find(f);
     }
   }
-  for (auto [s, d] : no_peer) {
-    out.Log("info", absl::StrCat("p2p ", s, "->", d, ": peer access not possible, not measured"));
+  for (const auto& [pair, why] : no_peer) {
+    out.Log("info", absl::StrCat("p2p ", pair.first, "->", pair.second,
+                                 ": peer access not possible, not measured (", why, ")"));
+  }
+  if (!no_peer.empty()) {
+    // One not-measured finding for every pair without peer access: the p2p
+    // bandwidth of those pairs is unknown, never a pass (record.proto).
+    v1::Finding f;
+    f.set_check_id("memory.p2p_not_measured");
+    f.set_severity(v1::SEVERITY_INFO);
+    f.set_not_measured(true);
+    f.set_category("compute");
+    f.set_subject("node");
+    f.set_title(absl::StrCat("not measured: p2p bandwidth of ", no_peer.size(),
+                             " GPU pairs without peer access"));
+    f.set_detail(absl::StrCat(no_peer.begin()->second, " for GPU ", no_peer.begin()->first.first,
+                              " -> GPU ", no_peer.begin()->first.second,
+                              no_peer.size() > 1 ? " and the other pairs in the evidence" : ""));
+    f.add_evidence(cmd);
+    for (const auto& [pair, why] : no_peer) {
+      f.add_evidence(absl::StrCat("gpu:", pair.first, "->gpu:", pair.second, ": ", why));
+    }
+    f.set_action("none where the GPUs have no NVLink or PCIe peer path (nvidia-smi topo -m); "
+                 "otherwise check the IOMMU / ACS settings");
+    out.Find(f);
   }
 
   if (!jsonl) {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "benchmarks/dcgm/dcgm_diag.h"
 #include "benchmarks/suite.h"
@@ -42,55 +44,119 @@ v1::Finding MakeFinding(const std::string& id, v1::Severity sev, const std::stri
   return f;
 }
 
+// The last `n` bytes of `text`.
+std::string Tail(const std::string& text, size_t n) {
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
 }  // namespace
 
 int RunDcgm(int argc, char** argv) {
   int64_t level = 1;
+  double timeout_s = 0;
   bool jsonl = false;
   std::string dcgmi = "dcgmi";
-  ArgParser args("cmax-bench dcgm [--level 1|2|3] [--jsonl]",
+  ArgParser args("cmax-bench dcgm [--level 1|2|3] [--timeout SECONDS] [--jsonl]",
                  "Runs NVIDIA DCGM's diagnostic (dcgmi diag -r LEVEL -j) and turns its JSON into\n"
                  "records: a Finding per failing or warning test and GPU, a Measurement per\n"
-                 "result. Needs DCGM (dcgmi and a running nv-hostengine). Exit: 0 passed,\n"
-                 "1 a test failed, 2 could not run (dcgm not installed, unreadable output).");
+                 "result. Needs DCGM (dcgmi and a running nv-hostengine). A diagnostic that hangs\n"
+                 "past its time limit, is killed by a signal or prints nothing parseable FAILS the\n"
+                 "node (dcgm.diag_wedged, dcgm.diag_killed, dcgm.diag_unparseable). Exit: 0 passed,\n"
+                 "1 a test failed or the diagnostic wedged, 2 could not run (dcgmi not installed,\n"
+                 "could not start, nv-hostengine not reachable: not measured).");
   args.AddInt("level", &level, "diagnostic run level 1, 2 or 3 (default 1)");
+  args.AddDouble("timeout", &timeout_s,
+                 "seconds before dcgmi diag counts as wedged (default by level: 300, 1200, 5400)");
   args.AddString("dcgmi", &dcgmi, "dcgmi executable (default: dcgmi on PATH)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
   if (auto rc = ParseSuiteFlags(args, "dcgm", argc, argv)) return *rc;
-  if (level < 1 || level > 3) {
-    std::fprintf(stderr, "dcgm: --level must be 1, 2 or 3\n");
+  if (level < 1 || level > 3 || timeout_s < 0 || timeout_s > 86400) {
+    std::fprintf(stderr, "dcgm: --level must be 1, 2 or 3 and --timeout in [0, 86400]\n");
     return kExitCouldNotRun;
   }
   RecordWriter out("dcgm", jsonl ? stdout : nullptr);
-  auto not_measured = [&](const std::string& why, const std::string& evidence) {
+  // dcgmi missing or not startable: nothing about the GPUs was learnt.
+  auto not_measured = [&](const std::string& why, const std::string& evidence,
+                          const std::string& action) {
     v1::Finding f = MakeFinding("dcgm.not_measured", v1::SEVERITY_INFO, "node",
                                 absl::StrCat("dcgm ", why, ": not measured"));
+    f.set_not_measured(true);
     f.set_detail(absl::StrCat("dcgmi diag could not give a result: ", why));
     if (!evidence.empty()) f.add_evidence(evidence);
-    f.set_action("install DCGM (datacenter-gpu-manager) and start nv-hostengine to run its "
-                 "diagnostic");
+    f.set_action(action);
     out.Find(f);
     out.Log("warn", absl::StrCat("dcgm ", why, ": not measured"));
     std::fprintf(jsonl ? stderr : stdout, "dcgm %s: not measured\n", why.c_str());
     return kExitCouldNotRun;
   };
+  const std::string install =
+      "install DCGM (datacenter-gpu-manager) and start nv-hostengine to run its diagnostic";
   const std::string path = dcgmi.find('/') != std::string::npos ? dcgmi : FindExecutable(dcgmi);
-  if (path.empty()) return not_measured("not installed", absl::StrCat(dcgmi, " is not on PATH"));
+  if (path.empty()) {
+    return not_measured("not installed", absl::StrCat(dcgmi, " is not on PATH"), install);
+  }
 
   const std::vector<std::string> argv_run = {path, "diag", "-r", absl::StrCat(level), "-j"};
   const std::string cmd = absl::StrJoin(argv_run, " ");
+  const std::chrono::milliseconds limit =
+      timeout_s > 0 ? std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000))
+                    : std::chrono::milliseconds(TimeoutFor(static_cast<int>(level)));
   out.Progress("dcgm", 0, cmd);
-  auto run = RunCommand(argv_run, TimeoutFor(static_cast<int>(level)), 8 << 20);
-  if (!run.ok()) return not_measured("did not start", std::string(run.status().message()));
+  auto run = RunCommand(argv_run, limit, 8 << 20);
+  if (!run.ok()) {
+    return not_measured("did not start", absl::StrCat(cmd, ": ", run.status().message()),
+                        install);
+  }
+  // A diagnostic that started but gave no verdict is itself a verdict on the
+  // node (issue 13, item 8): a wedged or killed dcgmi diag usually means a
+  // GPU or the driver stopped answering. FAIL with the evidence.
+  auto wedged = [&](const std::string& id, const std::string& title, const std::string& how,
+                    const std::string& action) {
+    v1::Finding f = MakeFinding(id, v1::SEVERITY_FAIL, "node", title);
+    f.set_detail(absl::StrCat(cmd, " ", how));
+    f.add_evidence(absl::StrCat("command: ", cmd));
+    f.add_evidence(absl::StrCat("ended: ", how));
+    f.add_evidence(absl::StrCat("stderr (last 2000 bytes): ", Tail(run->err, 2000)));
+    f.add_evidence(absl::StrCat("stdout (first 2000 bytes): ", run->out.substr(0, 2000)));
+    f.set_action(action);
+    out.Find(f);
+    out.Log("error", absl::StrCat(title, ": ", how));
+    std::fprintf(jsonl ? stderr : stdout, "FAIL %s: %s\n", title.c_str(), how.c_str());
+    return kExitFoundFailures;
+  };
+  const std::string gpu_action =
+      "check nvidia-smi and the kernel log (Xids) on this node; reset the GPUs or reboot, "
+      "then rerun the diagnostic; drain the node if it wedges again";
+  if (run->timed_out) {
+    return wedged("dcgm.diag_wedged", "DCGM diagnostic hung",
+                  absl::StrFormat("was still running after %.0f s and was killed (%s)",
+                                  limit.count() / 1000.0, run->exit.Describe()),
+                  gpu_action);
+  }
   if (!run->exit.exited) {
-    return not_measured(absl::StrCat("ended by ", run->exit.Describe(), " (timeout?)"),
-                        absl::StrCat(cmd, "; stderr: ", run->err));
+    return wedged("dcgm.diag_killed", "DCGM diagnostic was killed",
+                  absl::StrCat("ended by ", run->exit.Describe(), " before it finished"),
+                  gpu_action);
   }
   auto report = dcgm::ParseDiagJson(run->out);
   if (!report.ok()) {
-    return not_measured(absl::StrCat("output unreadable (", report.status().message(), ")"),
-                        absl::StrCat(cmd, " exited ", run->exit.code, "; stderr: ",
-                                     run->err.substr(0, 2000)));
+    // dcgmi reaches nv-hostengine over a socket; without one it says so
+    // (wording as reported in NVIDIA/DCGM issues #43 and #57): the diagnostic
+    // did not start, which says nothing about the GPUs.
+    const std::string both = absl::StrCat(run->out, "\n", run->err);
+    if (absl::StrContains(both, "Unable to connect to host engine") ||
+        absl::StrContains(both, "unable to establish a connection to the specified host")) {
+      return not_measured("could not reach nv-hostengine",
+                          absl::StrCat(cmd, " exited ", run->exit.code, "; stderr: ",
+                                       Tail(run->err, 2000), "; stdout: ",
+                                       run->out.substr(0, 2000)),
+                          "start nv-hostengine (systemctl enable --now nvidia-dcgm) and rerun");
+    }
+    return wedged("dcgm.diag_unparseable", "DCGM diagnostic printed no readable result",
+                  absl::StrCat("exited ", run->exit.code, " with output that is not a diag report (",
+                               report.status().message(), ")"),
+                  "run the command by hand and read its output; check the DCGM version and "
+                  "nv-hostengine, then the GPUs (nvidia-smi, kernel log)");
   }
   out.Artifact("dcgmi_diag.json", "application/json", run->out);
 
@@ -162,7 +228,10 @@ int RunDcgm(int argc, char** argv) {
                 static_cast<long long>(level), measured, failures, report->version.c_str());
   }
   if (failures > 0) return kExitFoundFailures;
-  if (measured == 0) return not_measured("reported no test result", cmd);
+  if (measured == 0) {
+    return not_measured("reported no test result", cmd,
+                        "run the command by hand: DCGM skipped every test (unsupported GPUs?)");
+  }
   return kExitPassed;
 }
 

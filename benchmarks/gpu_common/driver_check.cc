@@ -90,9 +90,18 @@ DriverDecision DecideDriver(const DriverProbe& p) {
           "check nvidia-smi, CUDA_VISIBLE_DEVICES and the kernel log");
     } else {
       d.message = "not measured: no GPU";
-      d.finding = MakeFinding("gpu.no_device", v1::SEVERITY_INFO, "not measured: no GPU",
-                              "the CUDA runtime reports no CUDA-capable device", "none");
+      d.finding = MakeFinding(
+          "gpu.no_device", v1::SEVERITY_INFO, "not measured: no GPU",
+          absl::StrCat("the CUDA runtime reports no CUDA-capable device (cudaGetDeviceCount: ",
+                       !p.runtime_error_name.empty()     ? p.runtime_error_name
+                       : p.runtime_error == kCudaSuccess ? std::string("cudaSuccess")
+                                                         : absl::StrCat("error ", p.runtime_error),
+                       ", ", p.device_count, " devices)"),
+          "none");
     }
+    // Nothing was measured: the scorecard must not count this as a pass nor
+    // let the WARN hint grade the category (record.proto, Finding.not_measured).
+    d.finding->set_not_measured(true);
     return d;
   }
   if (p.runtime_error == kCudaErrorInsufficientDriver) {
@@ -104,6 +113,7 @@ DriverDecision DecideDriver(const DriverProbe& p) {
           "the CUDA runtime found no driver, and neither /proc/driver/nvidia/version nor "
           "libcuda.so.1 exist on this machine",
           "install the NVIDIA driver if this node should have GPUs");
+      d.finding->set_not_measured(true);
       return d;
     }
     d.availability = GpuAvailability::kDriverTooOld;

@@ -52,7 +52,10 @@ struct DriverDecision {
   GpuAvailability availability = GpuAvailability::kReady;
   // A finding to write (unset when ready). Severity: FAIL for a driver too old
   // or a failed initialisation, WARN for a driver without a visible GPU, INFO
-  // ("not measured") for a machine without a driver.
+  // for a machine without a driver or a GPU. gpu.no_device and gpu.no_driver
+  // have not_measured set (the GPU suite could not run: never a pass, and the
+  // WARN is a hint, not a grade). Category "compute"; CheckCudaReady
+  // (cuda_env.h) writes it under the running suite's category.
   std::optional<v1::Finding> finding;
   std::string message;  // one line for stderr / the human output
   int exit_code = 0;    // 0 when ready, else 2 (could not run)

@@ -39,9 +39,25 @@ class FindingSink {
            const std::string& detail, const std::string& action,
            const std::map<std::string, std::string>& extra_labels = {},
            const std::vector<std::string>& extra_evidence = {}) {
+    Write(id, sev, false, title, detail, action, extra_labels, extra_evidence);
+  }
+  // A check that could not run: an INFO finding with not_measured set
+  // (record.proto), never a pass.
+  void NotMeasured(const std::string& id, const std::string& title, const std::string& detail,
+                   const std::string& action) {
+    Write(id, v1::SEVERITY_INFO, true, title, detail, action, {}, {});
+  }
+  bool failed() const { return failed_; }
+
+ private:
+  void Write(const std::string& id, v1::Severity sev, bool not_measured, const std::string& title,
+             const std::string& detail, const std::string& action,
+             const std::map<std::string, std::string>& extra_labels,
+             const std::vector<std::string>& extra_evidence) {
     v1::Finding f;
     f.set_check_id(id);
     f.set_severity(sev);
+    f.set_not_measured(not_measured);
     f.set_category("reliability");
     f.set_subject(subject_);
     f.set_title(title);
@@ -56,9 +72,7 @@ class FindingSink {
     if (sev == v1::SEVERITY_FAIL || sev == v1::SEVERITY_CRITICAL) failed_ = true;
     out_->Find(f);
   }
-  bool failed() const { return failed_; }
 
- private:
   const BurninContext& ctx_;
   std::string subject_;
   std::map<std::string, std::string> labels_;
@@ -315,6 +329,16 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
                           "; a dense GEMM reaching the configured power limit is expected"),
              "none, unless the power limit is below the GPU's default (nvidia-smi -q -d POWER)");
   }
+  if (!r.telemetry_error.empty()) {
+    // Throttling, temperatures and ECC counts were not read: not measured,
+    // never "no throttling" or "no ECC error".
+    sink.NotMeasured("burnin.telemetry_not_measured",
+                     absl::StrCat("GPU telemetry during burn-in not measured on ", who),
+                     absl::StrCat("NVML could not be read (", r.telemetry_error,
+                                  "): throttling, temperatures, power and ECC counts are "
+                                  "unknown, which is not the same as none"),
+                     "check that libnvidia-ml.so.1 loads (nvidia-smi works) and rerun");
+  }
   if (r.kernel_log_watched) {
     out->Measure("burnin_xids", static_cast<double>(r.xids.size()), "count", labels);
   }
@@ -344,7 +368,7 @@ bool ReportNodeXids(const std::vector<BurninXid>& unmatched, const BurninContext
     const std::string why =
         absl::StrCat("Xids during burn-in not measured: ", ctx.kernel_log_error);
     out->Log("info", why);
-    sink.Add("burnin.xid_not_measured", v1::SEVERITY_INFO,
+    sink.NotMeasured("burnin.xid_not_measured",
               absl::StrCat(why.substr(0, why.find(':')), " on node ", ctx.node),
               absl::StrCat("the kernel log could not be watched (", ctx.kernel_log_error,
                            "); no Xid was looked for, which is not the same as none"),

@@ -147,6 +147,7 @@ struct BurninContext {
 //   thermal / HW power throttling -> WARN burnin.throttled; SW power cap -> INFO
 //   CUDA error        -> FAIL burnin.cuda_error
 //   Xids              -> burnin.xid, one per code, the catalogue's severity and action
+//   telemetry_error   -> burnin.telemetry_not_measured (INFO, not_measured set)
 // with burnin_xids (count) when the kernel log was watched; and, on a FAIL or
 // CRITICAL, an Artifact with the NVML state and the kernel log lines (the
 // GPU's Xid lines; on a mismatch or CUDA error also ctx.recent_kernel_lines).
@@ -154,7 +155,8 @@ struct BurninContext {
 bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordWriter* out);
 
 // The node's part of the Xid watch: with ctx.kernel_log_error set, a Log
-// and an INFO finding burnin.xid_not_measured (subject "node") saying Xids
+// and an INFO finding burnin.xid_not_measured (subject "node", not_measured
+// set: never "no Xids") saying Xids
 // during the burn-in were not measured and why; otherwise burnin.xid findings
 // (subject "node") for the Xids that matched no burned GPU, with an Artifact
 // of their lines when one fails. Returns true when anything failed.

@@ -269,14 +269,18 @@ void CheckGpus(const absl::StatusOr<GpuInventory>& probed, const std::vector<Pci
               "GPU health not measured: no NVML library",
               std::string(probed.status().message()),
               pci.empty() ? "none: no NVIDIA GPU on this node"
-                          : "install the NVIDIA driver (libnvidia-ml.so.1) and rerun");
+                          : "install the NVIDIA driver (libnvidia-ml.so.1) and rerun")
+          .set_not_measured(true);
       r->Log("warn", absl::StrCat("GPU checks not measured: ", probed.status().message()));
     } else {
+      // With GPUs on the bus a failing NVML is evidence against the node (FAIL);
+      // without any, nothing about a GPU was measured (not measured).
       r->Find("health.nvml_error", pci.empty() ? v1::SEVERITY_WARN : v1::SEVERITY_FAIL,
               "reliability", "node", "NVML failed: GPU health not measured",
               std::string(probed.status().message()),
               "check the driver: is the kernel module loaded and does it match the library? "
-              "Reboot if the module is wedged");
+              "Reboot if the module is wedged")
+          .set_not_measured(pci.empty());
       r->Log("error", absl::StrCat("NVML: ", probed.status().message()));
     }
     return;

@@ -18,8 +18,10 @@
 
 namespace cmax::health {
 
-// `probed` is the probe's answer (UNAVAILABLE: no NVML -> "not measured" info
-// finding and a log line, never a pass). `pci` is what sysfs shows, so GPUs
+// `probed` is the probe's answer (UNAVAILABLE: no NVML -> an info finding
+// health.gpu_not_measured with not_measured set and a log line, never a
+// pass; another error -> health.nvml_error, FAIL with GPUs on the bus, else
+// not measured). `pci` is what sysfs shows, so GPUs
 // missing from the driver but on the bus are named. `expect_gpus` < 0: no
 // expectation.
 void CheckGpus(const absl::StatusOr<GpuInventory>& probed, const std::vector<PciGpu>& pci,

@@ -68,6 +68,9 @@ HealthRun RunHealthChecks(const Sysroot& root, const XidCatalog& catalog,
         "kernel log not readable: Xids not measured", std::string(log.status().message()),
         "give the agent CAP_SYSLOG (or run it as root) or membership of systemd-journal/adm, or "
         "set kernel.dmesg_restrict=0; until then Xids on this node are unknown");
+    // Xids were not looked for: not measured, never "no Xids" (the WARN
+    // severity stays as a hint for readers of the raw records).
+    f.set_not_measured(true);
     f.add_evidence(std::string(log.status().message()));
     result.Log("warn", absl::StrCat("Xids not measured: ", log.status().message()));
   } else {
@@ -130,7 +133,9 @@ int RunHealth(int argc, char** argv) {
       "defaults, then --thresholds, then --set. Findings carry a suggested action. An unreadable\n"
       "kernel "
       "log or a missing NVML library is reported as not measured, never as healthy.\n"
-      "Exit: 0 no failures, 1 a fail or critical finding, 2 nothing could be measured.");
+      "Exit: 0 no failures, 1 a fail or critical finding, 2 nothing could be measured (a\n"
+      "root with no sys, proc, dev or cmax-fixture; GPUs on the bus with neither NVML nor the\n"
+      "kernel log readable).");
   args.AddString("root", &root_dir, "system root to read (fixture trees); default /");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
   args.AddInt("expect-gpus", &expect_gpus, "GPUs expected on this node");
@@ -166,6 +171,21 @@ int RunHealth(int argc, char** argv) {
   }
 
   Sysroot root(root_dir);
+  // A root with none of /sys, /proc, /dev and cmax-fixture (or no directory
+  // at all) is not a system root: every count read under it would be a zero
+  // that nobody measured. Could not run, with the evidence.
+  if (!root.Exists("/sys") && !root.Exists("/proc") && !root.Exists("/dev") &&
+      !root.Exists("/cmax-fixture")) {
+    const std::string why = absl::StrCat("nothing readable under --root '", root_dir,
+                                         "': no sys, proc, dev or cmax-fixture in it");
+    RecordWriter out("health", jsonl ? stdout : nullptr);
+    out.Log("error", absl::StrCat("health could not run: ", why));
+    out.NotMeasured("health.not_measured", "reliability", "node",
+                    "not measured: health could not run", why,
+                    "point --root at a system root (default /)");
+    std::fprintf(stderr, "health: %s\n", why.c_str());
+    return kExitCouldNotRun;
+  }
   health::HealthOptions options;
   options.expect_gpus = static_cast<int>(expect_gpus);
   options.thresholds = *thresholds;

@@ -43,6 +43,7 @@ std::vector<const v1::Finding*> HealthResult::FindingsWithId(const std::string& 
 v1::Severity HealthResult::WorstSeverity() const {
   v1::Severity worst = v1::SEVERITY_UNSPECIFIED;
   for (const auto& f : findings) {
+    if (f.not_measured()) continue;  // a check that could not run has no outcome
     if (f.severity() > worst) worst = f.severity();
   }
   return worst;

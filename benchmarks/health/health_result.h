@@ -28,7 +28,8 @@ struct HealthResult {
 
   // Findings with this check id (tests and the human table).
   std::vector<const v1::Finding*> FindingsWithId(const std::string& check_id) const;
-  // Highest severity among the findings, SEVERITY_UNSPECIFIED when none.
+  // Highest severity among the findings with an outcome (not_measured ones,
+  // checks that could not run, excluded), SEVERITY_UNSPECIFIED when none.
   v1::Severity WorstSeverity() const;
 };
 

@@ -149,7 +149,8 @@ class Report {
     rows_.push_back({check, "PASS", value, detail});
   }
 
-  // A Finding hostcheck.<check>; `severity` INFO means "not measured".
+  // A Finding hostcheck.<check>; `severity` INFO means "not measured": the
+  // finding then carries not_measured (record.proto), never a pass.
   void Find(const std::string& check, v1::Severity severity, const std::string& value,
             const std::string& title, const std::string& detail,
             const std::string& action, const std::vector<std::string>& evidence = {},
@@ -157,6 +158,7 @@ class Report {
     v1::Finding f;
     f.set_check_id(absl::StrCat("hostcheck.", check));
     f.set_severity(severity);
+    f.set_not_measured(severity == v1::SEVERITY_INFO);
     f.set_category(kCategory);
     f.set_subject(subject);
     f.set_title(title);
@@ -499,6 +501,9 @@ int RunHostcheck(int argc, char** argv) {
         absl::StrCat("root '", o.root, "' is not a directory; nothing measured");
     std::fprintf(stderr, "hostcheck: %s\n", why.c_str());
     out.Log("error", absl::StrCat("hostcheck could not run: ", why));
+    out.NotMeasured("hostcheck.not_measured", kCategory, "node",
+                    "not measured: hostcheck could not run", why,
+                    "point --root at a system root (default /)");
     return kExitCouldNotRun;
   }
   Sysroot root(o.root);
@@ -517,6 +522,9 @@ int RunHostcheck(int argc, char** argv) {
                      "; ", f.mem_total_kib.status().message());
     std::fprintf(stderr, "hostcheck: %s\n", why.c_str());
     out.Log("error", absl::StrCat("hostcheck could not run: ", why));
+    out.NotMeasured("hostcheck.not_measured", kCategory, "node",
+                    "not measured: hostcheck could not run", why,
+                    "point --root at a system root (default /)");
     return kExitCouldNotRun;
   }
 

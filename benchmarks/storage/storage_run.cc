@@ -94,6 +94,7 @@ int StorageRun::CouldNotRun(const std::string& check_id, const std::string& titl
   out_->Log("error", absl::StrCat("not measured: ", title, ": ", detail));
   v1::Finding f = MakeFinding(check_id, v1::SEVERITY_WARN, absl::StrCat("path:", cfg_.path),
                               title, absl::StrCat("storage not measured: ", detail));
+  f.set_not_measured(true);  // could not run: never a pass nor a grade (record.proto)
   out_->Find(f);
   if (!work_.empty() && own_work_) {
     (void)RemoveTree(work_);
@@ -246,6 +247,7 @@ StorageRun::Outcome StorageRun::CheckFioRun(const FioRun& run, const std::string
     v1::Finding f = MakeFinding("storage.fio_failed", v1::SEVERITY_WARN,
                                 absl::StrCat("path:", base_),
                                 absl::StrCat(what, " not measured: fio failed"), detail);
+    f.set_not_measured(true);
     f.add_evidence(absl::StrCat("command: ", cmd));
     out_->Find(f);
     return Outcome::kCouldNotRun;
@@ -298,11 +300,13 @@ StorageRun::Outcome StorageRun::Measure(const JobSpec& spec, const std::string& 
   if (auto s = SyncStart(spec.pattern); !s.ok()) {
     std::fprintf(stderr, "storage: %s not measured: %s\n", spec.pattern.c_str(),
                  std::string(s.message()).c_str());
-    out_->Find(MakeFinding("storage.barrier_failed", v1::SEVERITY_WARN,
-                           absl::StrCat("path:", base_),
-                           absl::StrCat(spec.pattern, " not measured: no common start"),
-                           absl::StrCat("rendezvous barrier storage/", spec.pattern, ": ",
-                                        s.message())));
+    v1::Finding f = MakeFinding("storage.barrier_failed", v1::SEVERITY_WARN,
+                                absl::StrCat("path:", base_),
+                                absl::StrCat(spec.pattern, " not measured: no common start"),
+                                absl::StrCat("rendezvous barrier storage/", spec.pattern, ": ",
+                                             s.message()));
+    f.set_not_measured(true);
+    out_->Find(f);
     return Outcome::kCouldNotRun;
   }
   if (InterruptSignal()) DieInterrupted();
@@ -577,9 +581,11 @@ StorageRun::Outcome StorageRun::RunPattern(const std::string& pattern) {
   if (rv_ && rv_->world_size() > 1 && cfg_.shard_from.empty()) {
     if (auto s = PairShard(); !s.ok()) {
       std::fprintf(stderr, "storage: restore not measured: %s\n", std::string(s.message()).c_str());
-      out_->Find(MakeFinding("storage.restore_no_shard", v1::SEVERITY_WARN,
-                             absl::StrCat("path:", base_), "restore not measured",
-                             absl::StrCat("pairing through the rendezvous: ", s.message())));
+      v1::Finding f = MakeFinding("storage.restore_no_shard", v1::SEVERITY_WARN,
+                                  absl::StrCat("path:", base_), "restore not measured",
+                                  absl::StrCat("pairing through the rendezvous: ", s.message()));
+      f.set_not_measured(true);
+      out_->Find(f);
       return Outcome::kCouldNotRun;
     }
   }
@@ -589,9 +595,11 @@ StorageRun::Outcome StorageRun::RunPattern(const std::string& pattern) {
     int64_t size = 0;
     if (auto s = FindShard(&dir, &jobs, &size); !s.ok()) {
       std::fprintf(stderr, "storage: restore not measured: %s\n", std::string(s.message()).c_str());
-      out_->Find(MakeFinding("storage.restore_no_shard", v1::SEVERITY_WARN,
-                             absl::StrCat("path:", base_), "restore not measured",
-                             std::string(s.message())));
+      v1::Finding f = MakeFinding("storage.restore_no_shard", v1::SEVERITY_WARN,
+                                  absl::StrCat("path:", base_), "restore not measured",
+                                  std::string(s.message()));
+      f.set_not_measured(true);
+      out_->Find(f);
       return Outcome::kCouldNotRun;
     }
     spec.dir = dir;

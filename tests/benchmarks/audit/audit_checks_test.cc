@@ -162,6 +162,7 @@ TEST_CASE("P_Key: only 0xffff warns on InfiniBand, not on RoCE; tenancy decides"
   CHECK(absl::StrContains(roce->why, "ens1f0np0.100"));
   // smpquery is not on PATH: M_Key not measured, never a pass.
   CHECK(FindCheck(r, "audit.ib.mkey", "port:mlx5_0/1")->status == CheckStatus::kUnknown);
+  CHECK(FindCheck(r, "audit.ib.mkey", "port:mlx5_0/1")->not_measured);
   // opensm.conf with OpenSM's defaults.
   const CheckResult* sm = FindCheck(r, "audit.ib.opensm_keys");
   REQUIRE(sm != nullptr);
@@ -193,6 +194,9 @@ TEST_CASE("M_Key through smpquery: protect bits 0 fail, a drop with NodeInfo pas
 
   AuditReport denied = AuditFixture(Fixture("roots/fabric"), "smpquery-denied", db);
   CHECK(FindCheck(denied, "audit.ib.mkey", "port:mlx5_0/1")->status == CheckStatus::kUnknown);
+  CHECK(FindCheck(denied, "audit.ib.mkey", "port:mlx5_0/1")->not_measured);
+  // An answered query is a measurement.
+  CHECK_FALSE(FindCheck(unprotected, "audit.ib.mkey", "port:mlx5_0/1")->not_measured);
 }
 
 TEST_CASE("smpquery portinfo output parses", "[audit][ib]") {

@@ -121,4 +121,5 @@ TEST_CASE("nccl log: an empty log is not measured, never a pass", "[collective][
   REQUIRE(findings.size() == 1);
   CHECK(findings[0].check_id() == "collective.nccl_log_missing");
   CHECK(findings[0].severity() == cmax::v1::SEVERITY_WARN);
+  CHECK(findings[0].not_measured());
 }

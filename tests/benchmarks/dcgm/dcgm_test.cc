@@ -7,6 +7,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "tests/benchmarks/suite_run.h"
 
 namespace {
@@ -124,7 +128,110 @@ TEST_CASE("cmax-bench dcgm without dcgmi: not measured, exit 2, no measurement",
     if (rec.has_finding() &&
         rec.finding().title() == "dcgm not installed: not measured") {
       said = true;
+      CHECK(rec.finding().not_measured());
+      CHECK(rec.finding().category() == "reliability");
     }
   }
   CHECK(said);
+}
+
+namespace {
+
+// A fake dcgmi in its own temp dir: `body` is the script after the shebang.
+struct FakeDcgmi {
+  std::string dir, path;
+  explicit FakeDcgmi(const std::string& body) {
+    char tmpl[] = "/tmp/cmax-dcgm-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    path = dir + "/dcgmi";
+    std::ofstream out(path);
+    out << "#!/bin/sh\n" << body << "\n";
+    out.close();
+    REQUIRE(chmod(path.c_str(), 0755) == 0);
+  }
+  ~FakeDcgmi() {
+    unlink(path.c_str());
+    rmdir(dir.c_str());
+  }
+};
+
+const cmax::v1::Finding* FindingOf(const SuiteRun& r, const std::string& id) {
+  for (const auto& rec : r.records) {
+    if (rec.has_finding() && rec.finding().check_id() == id) return &rec.finding();
+  }
+  return nullptr;
+}
+
+bool EvidenceContains(const cmax::v1::Finding& f, const std::string& text) {
+  for (const auto& e : f.evidence()) {
+    if (e.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("cmax-bench dcgm: a dcgmi diag that hangs past its time limit fails the node",
+          "[dcgm]") {
+  FakeDcgmi fake("echo 'Running level 1 diagnostic' ; echo 'stuck on GPU 0' >&2 ; exec sleep 30");
+  const auto start = std::chrono::steady_clock::now();
+  // On PATH, as the agent finds it.
+  SuiteRun r = Bench({"--timeout=1"}, {{"PATH", fake.dir + ":/usr/bin:/bin"}});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  CHECK(r.exit_code == 1);
+  const cmax::v1::Finding* f = FindingOf(r, "dcgm.diag_wedged");
+  REQUIRE(f != nullptr);
+  CHECK(f->severity() == cmax::v1::SEVERITY_FAIL);
+  CHECK_FALSE(f->not_measured());
+  CHECK(f->category() == "reliability");
+  CHECK(f->subject() == "node");
+  CHECK(EvidenceContains(*f, fake.path + " diag -r 1 -j"));
+  CHECK(EvidenceContains(*f, "after 1 s"));
+  CHECK(EvidenceContains(*f, "stuck on GPU 0"));
+  CHECK(EvidenceContains(*f, "Running level 1 diagnostic"));
+  CHECK(FindingOf(r, "dcgm.not_measured") == nullptr);
+}
+
+TEST_CASE("cmax-bench dcgm: a dcgmi diag killed by a signal fails the node", "[dcgm]") {
+  FakeDcgmi fake("echo 'partial {' ; echo 'plugin aborted' >&2 ; kill -KILL $$");
+  SuiteRun r = Bench({"--dcgmi=" + fake.path, "--level=2"}, {});
+  CHECK(r.exit_code == 1);
+  const cmax::v1::Finding* f = FindingOf(r, "dcgm.diag_killed");
+  REQUIRE(f != nullptr);
+  CHECK(f->severity() == cmax::v1::SEVERITY_FAIL);
+  CHECK_FALSE(f->not_measured());
+  CHECK(EvidenceContains(*f, "signal 9"));
+  CHECK(EvidenceContains(*f, "plugin aborted"));
+  CHECK(EvidenceContains(*f, "partial {"));
+  CHECK(EvidenceContains(*f, " diag -r 2 -j"));
+}
+
+TEST_CASE("cmax-bench dcgm: a dcgmi diag printing nothing parseable fails the node", "[dcgm]") {
+  FakeDcgmi fake("echo 'Successfully ran diagnostic. <html>not json</html>' ; exit 0");
+  SuiteRun r = Bench({"--dcgmi=" + fake.path}, {});
+  CHECK(r.exit_code == 1);
+  const cmax::v1::Finding* f = FindingOf(r, "dcgm.diag_unparseable");
+  REQUIRE(f != nullptr);
+  CHECK(f->severity() == cmax::v1::SEVERITY_FAIL);
+  CHECK_FALSE(f->not_measured());
+  CHECK(EvidenceContains(*f, "exited 0"));
+  CHECK(EvidenceContains(*f, "<html>not json</html>"));
+  for (const auto& rec : r.records) CHECK_FALSE(rec.has_measurement());
+}
+
+TEST_CASE("cmax-bench dcgm: dcgmi without a reachable nv-hostengine is not measured", "[dcgm]") {
+  // dcgmi's words when no host engine listens (NVIDIA/DCGM issues #43, #57).
+  FakeDcgmi fake(
+      "echo 'Error: unable to establish a connection to the specified host: localhost'\n"
+      "echo 'Error: Unable to connect to host engine. Host engine connection "
+      "invalid/disconnected.'\nexit 255");
+  SuiteRun r = Bench({"--dcgmi=" + fake.path}, {});
+  CHECK(r.exit_code == 2);
+  const cmax::v1::Finding* f = FindingOf(r, "dcgm.not_measured");
+  REQUIRE(f != nullptr);
+  CHECK(f->not_measured());
+  CHECK_THAT(f->title(), Catch::Contains("nv-hostengine"));
+  CHECK(EvidenceContains(*f, "Unable to connect to host engine"));
+  CHECK(FindingOf(r, "dcgm.diag_unparseable") == nullptr);
 }

@@ -32,6 +32,7 @@ TEST_CASE("an R535 driver under a CUDA 13 build is 'driver too old', not 'no GPU
   REQUIRE(d.finding);
   CHECK(d.finding->severity() == cmax::v1::SEVERITY_FAIL);
   CHECK(d.finding->check_id() == "gpu.driver_too_old");
+  CHECK_FALSE(d.finding->not_measured());
   // Names what was found and what the build needs.
   CHECK_THAT(d.message, Catch::Contains("driver too old: found 535.183.01"));
   CHECK_THAT(d.message, Catch::Contains("this build needs CUDA 13.0"));
@@ -51,6 +52,9 @@ TEST_CASE("the same runtime error without driver files is 'no GPU driver'", "[dr
   CHECK(d.message == "not measured: no GPU driver");
   REQUIRE(d.finding);
   CHECK(d.finding->severity() != cmax::v1::SEVERITY_FAIL);
+  CHECK(d.finding->check_id() == "gpu.no_driver");
+  CHECK(d.finding->not_measured());  // never a pass in the scorecard
+  CHECK_FALSE(d.finding->detail().empty());
 }
 
 TEST_CASE("no device, a ready device and other errors", "[driver]") {
@@ -61,6 +65,10 @@ TEST_CASE("no device, a ready device and other errors", "[driver]") {
   CHECK(none.availability == GpuAvailability::kNoDevice);
   CHECK(none.exit_code == 2);
   CHECK_THAT(none.message, Catch::Contains("no GPU"));
+  REQUIRE(none.finding);
+  CHECK(none.finding->check_id() == "gpu.no_device");
+  CHECK(none.finding->not_measured());
+  CHECK_THAT(none.finding->detail(), Catch::Contains("error 100"));
 
   p.driver_files_present = true;
   p.proc_driver_version = Fixture("proc_driver_version_r580_open.txt");
@@ -68,6 +76,7 @@ TEST_CASE("no device, a ready device and other errors", "[driver]") {
   CHECK(hidden.availability == GpuAvailability::kNoDevice);
   REQUIRE(hidden.finding);
   CHECK(hidden.finding->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK(hidden.finding->not_measured());  // the WARN is a hint, not a grade
   CHECK_THAT(hidden.message, Catch::Contains("580.95.05"));
 
   DriverProbe ok;
@@ -86,6 +95,7 @@ TEST_CASE("no device, a ready device and other errors", "[driver]") {
   CHECK(bad.exit_code == 2);
   REQUIRE(bad.finding);
   CHECK(bad.finding->severity() == cmax::v1::SEVERITY_FAIL);
+  CHECK_FALSE(bad.finding->not_measured());  // a broken driver is a verdict
   CHECK_THAT(bad.message, Catch::Contains("cudaErrorSystemDriverMismatch"));
 }
 

@@ -179,6 +179,8 @@ TEST_CASE("an unreadable kernel log is reported as not measured, never as no Xid
   const v1::Finding* f = FindCheck(recs, "burnin.xid_not_measured");
   REQUIRE(f != nullptr);
   CHECK(f->severity() == v1::SEVERITY_INFO);
+  CHECK(f->not_measured());
+  CHECK(f->category() == "reliability");
   CHECK(f->subject() == "node");
   CHECK_THAT(f->title(), Catch::Contains("not measured") && Catch::Contains("node-07"));
   CHECK_THAT(f->detail(), Catch::Contains("dmesg_restrict"));
@@ -189,6 +191,31 @@ TEST_CASE("an unreadable kernel log is reported as not measured, never as no Xid
     }
   }
   CHECK(logged);
+}
+
+TEST_CASE("a GPU without NVML telemetry is reported as not measured, never as unthrottled",
+          "[burnin]") {
+  GpuBurninResult r = Healthy();
+  r.telemetry_error = "libnvidia-ml.so.1: cannot open shared object file";
+  r.nvml_state.clear();
+  bool failed = true;
+  auto recs = Report(r, Ctx(), &failed);
+  CHECK_FALSE(failed);
+  const v1::Finding* f = FindCheck(recs, "burnin.telemetry_not_measured");
+  REQUIRE(f != nullptr);
+  CHECK(f->not_measured());
+  CHECK(f->category() == "reliability");
+  CHECK(f->subject() == "gpu:3");
+  CHECK_THAT(f->detail(), Catch::Contains("libnvidia-ml.so.1"));
+  // No throttle figure is written without telemetry; the throughput still is.
+  for (const auto& rec : recs) {
+    CHECK_FALSE((rec.has_measurement() && rec.measurement().metric() == "burnin_throttled_s"));
+  }
+  CHECK(Metric(recs, "burnin_tflops_mean") > 0);
+
+  // With telemetry there is no such finding.
+  recs = Report(Healthy(), Ctx(), &failed);
+  CHECK(FindCheck(recs, "burnin.telemetry_not_measured") == nullptr);
 }
 
 TEST_CASE("Xids on no burned GPU are reported on the node", "[burnin][xid]") {

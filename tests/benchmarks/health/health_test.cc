@@ -192,6 +192,7 @@ TEST_CASE("an unreadable kernel log is not measured, never 'no Xids'", "[health]
   HealthRun run = Run("kmsg_unreadable");
   const v1::Finding& f = Only(run.result, "health.kernel_log_unreadable");
   CHECK(f.severity() == v1::SEVERITY_WARN);
+  CHECK(f.not_measured());
   CHECK(f.title() == "kernel log not readable: Xids not measured");
   CHECK_FALSE(run.kernel_log_measured);
   CHECK_FALSE(HasMetric(run.result, "xid_events_total"));
@@ -316,6 +317,7 @@ TEST_CASE("GPU checks: DBE, pending remap, narrow link, throttling, and no NVML 
             {{0, "0000:18:00.0", "0000:18:00"}}, *t, 1, &none);
   const v1::Finding& nm = Only(none, "health.gpu_not_measured");
   CHECK(nm.severity() == v1::SEVERITY_INFO);
+  CHECK(nm.not_measured());
   CHECK_FALSE(HasMetric(none, "gpu_count"));
   CHECK_FALSE(none.logs.empty());
 }

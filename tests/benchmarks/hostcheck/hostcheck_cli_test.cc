@@ -237,7 +237,11 @@ TEST_CASE("hostcheck: a missing root or a bad flag cannot run", "[hostcheck][cli
   Run r = Hostcheck({"--jsonl", "--root=/nonexistent/cmax-root"});
   CHECK(r.code == 2);
   CHECK(r.err.find("/nonexistent/cmax-root") != std::string::npos);
-  CHECK(r.findings.empty());
+  // Evidence, not a verdict: one finding marked not measured, with the reason.
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].check_id() == "hostcheck.not_measured");
+  CHECK(r.findings[0].not_measured());
+  CHECK(r.findings[0].detail().find("/nonexistent/cmax-root") != std::string::npos);
   Run empty =
       Hostcheck({"--root=" + std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/hostcheck"});
   CHECK(empty.code == 2);  // a folder that is not a system root: nothing measured
