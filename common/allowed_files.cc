@@ -74,7 +74,8 @@ absl::StatusOr<std::string> ReadPlanFile(const std::string& flag, const std::str
           what, (real != path ? absl::StrCat(" (resolves to ", real, ")") : ""),
           " is outside the directories this agent lets plans name (", kAllowReadEnv, "=",
           absl::StrJoin(*allowed, ","),
-          ", the agent's --allow-read); put the file there or give the values inline"));
+          ", the agent's --allow-read); put the file there (health thresholds can also be given "
+          "inline with --set)"));
     }
   }
   int fd = open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
@@ -139,7 +140,8 @@ std::string ParseErrorWithoutContent(const std::string& flag, const std::string&
   }
   std::string where = line > 0 ? absl::StrCat(" (line ", line, ", column ", column, ")") : "";
   return absl::StrCat("--", flag, " ", path, ": not a valid ", what, where,
-                      "; the file's content is not quoted here: check it by hand");
+                      "; the file's content is not quoted here: run the suite by hand on the node "
+                      "(without CMAX_ALLOW_READ) for the parser's own message");
 }
 
 bool IsSystemDirectory(const std::string& resolved, const std::vector<std::string>& allowed_roots) {
