@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <random>
 
@@ -38,6 +40,8 @@ Agent::Agent(AgentOptions options)
   exec.root = options_.root;
   exec.node_name = options_.node_name;
   exec.clock_offset_ns = options_.clock_offset_ns;
+  exec.allow_read = options_.allow_read;
+  exec.storage_roots = options_.storage_roots;
   // Kills are noted on the real system only, never inside a fixture root.
   if (options_.root.empty() || options_.root == "/") exec.kills_file = "/run/cmax/kills";
   RelayOptions relay;
@@ -55,6 +59,17 @@ absl::Status Agent::Start() {
   if (ec) {
     // Not fatal: each task then fails with the reason and the agent serves on.
     Log()->error("work dir {}: {}", options_.work_dir, ec.message());
+  }
+  for (const std::string& root : options_.storage_roots) {
+    // A root the agent creates gets mode 0700 (what a plan writes there is
+    // root's alone); an existing one is left as the operator made it.
+    const bool created = std::filesystem::create_directories(root, ec);
+    if (ec) {
+      Log()->warn("storage root {}: {} (storage tasks there will not run)", root, ec.message());
+      ec.clear();
+    } else if (created) {
+      chmod(root.c_str(), 0700);
+    }
   }
   if (absl::Status s = executor_->LoadStoredTasks(); !s.ok()) return s;
   inventory_ = GatherInventory(options_.bench_dir, options_.root,

@@ -34,6 +34,11 @@ struct AgentOptions {
   std::string tls_key_pem;   // its private key (never logged)
   std::string root;        // --root for suites that take it; empty: none
   std::string bench_dir;   // where cmax-bench lives
+  // Directories whose files plans may name (CMAX_ALLOW_READ for suites) and
+  // roots the storage suite may write under (CMAX_STORAGE_ROOTS; the first
+  // is CMAX_STORAGE_DIR, the default --path). Start() creates the roots.
+  std::vector<std::string> allow_read;
+  std::vector<std::string> storage_roots;
   int64_t clock_offset_ns = 0;
   int64_t inventory_timeout_ms = 10000;
   // Addresses reported in Hello (--advertise); empty: ReachableAddresses().

@@ -9,10 +9,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -74,6 +79,53 @@ absl::Status WriteFirstSpoolLine(const std::string& path, const v1::Record& reco
     return absl::InternalError(absl::StrCat("close ", path, ": ", strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+// Processes still in process group `pgid` (the suite's group: the suite made
+// itself its leader, see Subprocess), from /proc/<pid>/stat field 5 (pgrp;
+// proc(5)). Zombies count too.
+std::vector<pid_t> GroupMembers(pid_t pgid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(name, &pid) || pid <= 0) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // "pid (comm) state ppid pgrp ..."; comm may hold spaces and ')'.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> f =
+        absl::StrSplit(stat.substr(close + 1), ' ', absl::SkipWhitespace());
+    pid_t pgrp = 0;
+    if (f.size() > 2 && absl::SimpleAtoi(f[2], &pgrp) && pgrp == pgid) out.push_back(pid);
+  }
+  return out;
+}
+
+// SIGKILLs whatever is left of the suite's process group after the suite
+// itself exited, waits (up to 2 s) until none of them runs any more, and
+// returns how many there were.
+int KillLeftovers(pid_t pgid) {
+  std::vector<pid_t> members = GroupMembers(pgid);
+  if (members.empty()) return 0;
+  kill(-pgid, SIGKILL);
+  const int64_t until = MonotonicNs() + 2 * kNsPerS;
+  while (MonotonicNs() < until) {
+    bool running = false;
+    for (pid_t pid : GroupMembers(pgid)) {
+      std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      size_t close = stat.rfind(')');
+      if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z') {
+        running = true;
+      }
+    }
+    if (!running) break;
+    usleep(5000);
+  }
+  return static_cast<int>(members.size());
 }
 
 }  // namespace
@@ -275,6 +327,7 @@ Executor::~Executor() { Stop(); }
 int64_t Executor::AgentNowNs() const { return NowUnixNs() + options_.clock_offset_ns; }
 
 absl::Status Executor::LoadStoredTasks() {
+  LoadDoneKeys();
   absl::StatusOr<std::vector<StoredTask>> stored = store_.ScanAtStartup(AgentNowNs());
   if (!stored.ok()) return stored.status();
   for (StoredTask& s : *stored) {
@@ -312,14 +365,21 @@ void Executor::Stop() {
 
 void Executor::Post(Event event) {
   absl::MutexLock lock(&mu_);
-  if (inbox_.size() >= options_.max_inbox) {
+  if (inbox_.size() >= options_.max_inbox && !stopping_) {
     if (!dropped_warned_) {
-      Log()->warn("executor inbox full ({} events): dropping coordinator messages",
+      Log()->warn("executor inbox full ({} events): holding the coordinator stream until it "
+                  "drains",
                   inbox_.size());
       dropped_warned_ = true;
     }
-    return;
+    auto room = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return inbox_.size() < options_.max_inbox || stopping_;
+    };
+    mu_.Await(absl::Condition(&room));
   }
+  // Stopping: the agent is going away; the coordinator resends what it does
+  // not see acknowledged or held after the agent reconnects.
+  if (stopping_) return;
   inbox_.push_back(std::move(event));
 }
 
@@ -544,6 +604,12 @@ void Executor::StartChild(Task& t) {
   spawn.env["CMAX_ATTEMPT"] = absl::StrCat(a.attempt());
   spawn.env["CMAX_NODE_NAME"] = options_.node_name;
   spawn.env["CMAX_TASK_DIR"] = dir;
+  // The agent's own limits on what a plan may make a suite read or write
+  // (common/allowed_files.h); set after the plan's environment.
+  spawn.env["CMAX_ALLOW_READ"] = absl::StrJoin(options_.allow_read, ",");
+  spawn.env["CMAX_STORAGE_ROOTS"] = absl::StrJoin(options_.storage_roots, ",");
+  spawn.env["CMAX_STORAGE_DIR"] =
+      options_.storage_roots.empty() ? "" : options_.storage_roots.front();
   if (!mpirun) {
     // Under mpirun every rank learns its place from Open MPI; mpirun's own
     // environment reaches its local ranks and must not name a rank.
@@ -614,6 +680,14 @@ void Executor::StartChild(Task& t) {
 }
 
 void Executor::OnExit(Task& t, const ExitInfo& info) {
+  // Whatever the suite left running in its process group is stopped now,
+  // before the spool is counted: records written after this instant would
+  // lie beyond record_count and be deleted with the directory unseen.
+  const int leftovers = KillLeftovers(t.proc->pid());
+  if (leftovers > 0) {
+    Log()->warn("task {}: the suite exited and left {} processes in its group; killed them",
+                t.key.DirName(), leftovers);
+  }
   v1::TaskStatus s;
   s.set_exit_code(info.exited ? info.code : -1);
   s.set_signal(info.exited ? 0 : info.signal);
@@ -635,6 +709,12 @@ void Executor::OnExit(Task& t, const ExitInfo& info) {
   } else {
     s.set_state(v1::TASK_FAILED);
     s.set_message(absl::StrCat("crashed: ", info.Describe()));
+  }
+  if (leftovers > 0) {
+    s.set_message(absl::StrCat(s.message(), "; killed ", leftovers, " leftover process",
+                               leftovers == 1 ? "" : "es",
+                               " of the suite's process group after it exited (their later "
+                               "output is not in the records)"));
   }
   Log()->info("task {}: {} ({})", t.key.DirName(), v1::TaskState_Name(s.state()),
               s.message());
@@ -816,10 +896,57 @@ bool Executor::MaybeForget(Task& t) {
 }
 
 void Executor::RememberDone(const TaskKey& key) {
-  if (done_keys_.insert(key).second) done_order_.push_back(key);
+  if (!done_keys_.insert(key).second) return;
+  done_order_.push_back(key);
   while (done_order_.size() > options_.max_remembered_done) {
     done_keys_.erase(done_order_.front());
     done_order_.pop_front();
+  }
+  const std::string path = options_.work_dir + "/finished";
+  if (done_file_lines_ >= 2 * options_.max_remembered_done) {
+    // Compact: write the remembered keys to a new file, then rename it over.
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      for (const TaskKey& k : done_order_) {
+        out << k.task_id << ' ' << k.attempt << ' ' << k.rank << '\n';
+      }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) == 0) {
+      done_file_lines_ = done_order_.size();
+      return;
+    }
+    Log()->warn("cannot compact {}: {}", path, strerror(errno));
+  }
+  std::ofstream out(path, std::ios::app);
+  out << key.task_id << ' ' << key.attempt << ' ' << key.rank << '\n';
+  out.flush();
+  if (!out) {
+    Log()->warn("cannot note task {} in {}: a repeated assignment after a restart would run "
+                "it again",
+                key.DirName(), path);
+  }
+  ++done_file_lines_;
+}
+
+void Executor::LoadDoneKeys() {
+  std::ifstream in(options_.work_dir + "/finished");
+  std::string line;
+  std::deque<TaskKey> keys;
+  while (std::getline(in, line)) {
+    ++done_file_lines_;
+    std::vector<std::string> f = absl::StrSplit(line, ' ');
+    TaskKey k;
+    if (f.size() != 3 || !ValidTaskId(f[0]) || !absl::SimpleAtoi(f[1], &k.attempt) ||
+        !absl::SimpleAtoi(f[2], &k.rank)) {
+      continue;
+    }
+    k.task_id = f[0];
+    keys.push_back(std::move(k));
+    if (keys.size() > options_.max_remembered_done) keys.pop_front();
+  }
+  for (TaskKey& k : keys) {
+    if (done_keys_.insert(k).second) done_order_.push_back(std::move(k));
   }
 }
 

@@ -67,6 +67,11 @@ struct ExecutorOptions {
   // health suite can tell Xid 43/45 caused by cmax's own kills from real
   // faults. Empty: not noted. main.cc sets /run/cmax/kills.
   std::string kills_file;
+  // Passed to every suite as CMAX_ALLOW_READ and CMAX_STORAGE_ROOTS (comma
+  // separated; the first storage root is also CMAX_STORAGE_DIR), after the
+  // plan's environment, which may never set them (ValidateSuiteEnv).
+  std::vector<std::string> allow_read;
+  std::vector<std::string> storage_roots;
 };
 
 // Checks an assignment the way the agent must before it spawns anything:
@@ -123,7 +128,10 @@ class Executor {
   // status.json (the next start marks them failed). Idempotent.
   void Stop();
 
-  // Thread-safe, non-blocking event posts.
+  // Thread-safe event posts. They return at once unless max_inbox events
+  // are already waiting: then they block until the executor has taken them
+  // (backpressure on the connection's reader, so TCP flow control holds the
+  // coordinator back); a coordinator message is never dropped.
   void Assign(v1::TaskAssignment assignment);
   void Cancel(v1::CancelTask cancel);
   void HandleAck(v1::Ack ack);
@@ -169,7 +177,12 @@ class Executor {
   bool MaybeForget(Task& task);
   void SendStatus(const v1::TaskStatus& status);
   void KillAll();
+  // Remembers a delivered child so a repeated assignment never runs it again,
+  // also across agent restarts: keys are appended to <work-dir>/finished
+  // (LoadStoredTasks reads them back; the file is compacted to the last
+  // max_remembered_done keys).
   void RememberDone(const TaskKey& key);
+  void LoadDoneKeys();
   void RefreshHeld();
   int64_t AgentNowNs() const;
 
@@ -200,6 +213,7 @@ class Executor {
   std::map<TaskKey, std::unique_ptr<Task>> tasks_;
   std::set<TaskKey> done_keys_;
   std::deque<TaskKey> done_order_;
+  size_t done_file_lines_ = 0;
   uint64_t generation_ = 0;
   bool held_dirty_ = true;
 };

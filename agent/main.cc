@@ -17,21 +17,33 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/agent.h"
 #include "agent/host_info.h"
 #include "common/logging.h"
+#include "common/net_address.h"
 
 ABSL_FLAG(std::string, coordinator, "", "coordinator address HOST:PORT (required)");
 ABSL_FLAG(std::string, node_name, "", "this node's name (required)");
 ABSL_FLAG(std::string, work_dir, "", "directory for task directories (required)");
 ABSL_FLAG(std::string, token_file, "",
-          "file holding a bearer token sent as 'authorization: Bearer <token>'");
+          "file holding a bearer token sent as 'authorization: Bearer <token>' "
+          "(default $CMAX_TOKEN_FILE)");
 ABSL_FLAG(std::string, tls_ca, "",
           "root CA (PEM) for TLS to the coordinator; none: insecure");
 ABSL_FLAG(std::string, tls_cert, "",
           "client certificate (PEM) for a coordinator that requires one (mutual TLS)");
 ABSL_FLAG(std::string, tls_key, "", "private key (PEM) of --tls-cert");
+ABSL_FLAG(bool, allow_insecure, false,
+          "send the token without TLS to a non-loopback coordinator (logged loudly; without "
+          "it the agent refuses to start)");
+ABSL_FLAG(std::string, allow_read, "",
+          "comma-separated directories whose files a plan may name (health --thresholds, "
+          "audit --advisories); default $CMAX_ALLOW_READ, else /usr/local/share/cmax,/etc/cmax");
+ABSL_FLAG(std::string, storage_roots, "",
+          "comma-separated directories the storage suite may write under; default "
+          "$CMAX_STORAGE_ROOTS, else <work-dir>/storage (created by the agent)");
 ABSL_FLAG(std::string, root, "",
           "root directory passed as --root=DIR to suites that take one (fixture trees)");
 ABSL_FLAG(
@@ -92,7 +104,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "the cmax node daemon\n"
       "usage: cmax-agent --coordinator HOST:PORT --node-name NAME --work-dir DIR\n"
-      "       [--token-file F] [--tls-ca F [--tls-cert F --tls-key F]] [--root DIR]\n"
+      "       [--token-file F] [--tls-ca F [--tls-cert F --tls-key F]] [--allow-insecure]\n"
+      "       [--allow-read DIR,...] [--storage-roots DIR,...] [--root DIR]\n"
       "       [--bench-dir DIR] [--advertise ADDR[,ADDR...]]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
       "Flags may be written with dashes or underscores.");
@@ -141,7 +154,11 @@ int main(int argc, char** argv) {
       log->info("advertising {} to the coordinator", absl::StrJoin(options.advertise, ", "));
     }
   }
-  if (std::string f = absl::GetFlag(FLAGS_token_file); !f.empty()) {
+  std::string token_file = absl::GetFlag(FLAGS_token_file);
+  if (const char* e = std::getenv("CMAX_TOKEN_FILE"); token_file.empty() && e && *e) {
+    token_file = e;
+  }
+  if (const std::string& f = token_file; !f.empty()) {
     std::string token;
     if (!ReadFile(f, &token)) {
       std::fprintf(stderr, "cmax-agent: cannot read --token-file %s\n", f.c_str());
@@ -174,6 +191,46 @@ int main(int argc, char** argv) {
     if (!key.empty() && (!ReadFile(key, &options.tls_key_pem) || options.tls_key_pem.empty())) {
       std::fprintf(stderr, "cmax-agent: cannot read --tls-key %s\n", key.c_str());
       return 2;
+    }
+  }
+  if (absl::Status s = cmax::CheckTokenTransport("cmax-agent", options.coordinator,
+                                                 !options.token.empty(),
+                                                 !options.tls_ca_pem.empty(),
+                                                 absl::GetFlag(FLAGS_allow_insecure));
+      !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  if (!options.token.empty() && options.tls_ca_pem.empty() &&
+      !cmax::IsLoopbackTarget(options.coordinator)) {
+    log->warn("INSECURE: --allow-insecure: the token goes to {} in clear text; anyone on the "
+              "path can read it and command every agent",
+              options.coordinator);
+  }
+  {
+    auto dirs = [](std::string flag, const char* env, std::vector<std::string> fallback) {
+      if (flag.empty()) {
+        if (const char* e = std::getenv(env); e && *e) flag = e;
+      }
+      if (flag.empty()) return fallback;
+      return std::vector<std::string>(absl::StrSplit(flag, ',', absl::SkipWhitespace()));
+    };
+    options.allow_read = dirs(absl::GetFlag(FLAGS_allow_read), "CMAX_ALLOW_READ",
+                              {"/usr/local/share/cmax", "/etc/cmax"});
+    options.storage_roots = dirs(absl::GetFlag(FLAGS_storage_roots), "CMAX_STORAGE_ROOTS",
+                                 {options.work_dir + "/storage"});
+    for (const std::string& d : options.allow_read) {
+      if (d.empty() || d[0] != '/') {
+        std::fprintf(stderr, "cmax-agent: --allow-read %s is not an absolute path\n", d.c_str());
+        return 2;
+      }
+    }
+    for (const std::string& d : options.storage_roots) {
+      if (d.empty() || d[0] != '/') {
+        std::fprintf(stderr, "cmax-agent: --storage-roots %s is not an absolute path\n",
+                     d.c_str());
+        return 2;
+      }
     }
   }
   if (options.clock_offset_ns != 0) {

@@ -1,6 +1,11 @@
 #include "common/secrets.h"
 
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -29,6 +34,34 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path, std::string* 
   std::string token(absl::StripAsciiWhitespace(*content));
   if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": token file is empty"));
   return token;
+}
+
+bool SameSecret(const std::string& given, const std::string& want) {
+  if (want.empty()) return false;
+  unsigned char diff = given.size() != want.size() ? 1 : 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ want[i]);
+  }
+  return diff == 0;
+}
+
+absl::StatusOr<std::string> RandomHex(size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = getrandom(buf.data() + got, bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return absl::InternalError(absl::StrCat("getrandom: ", strerror(errno)));
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * bytes);
+  for (unsigned char b : buf) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
 }
 
 }  // namespace cmax

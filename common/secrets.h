@@ -17,6 +17,13 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path, std::string* 
 // Whole file (certificates, keys), up to 1 MiB.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
 
+// Compares two secrets in time that depends only on their lengths, never on
+// where they first differ. False when `want` is empty.
+bool SameSecret(const std::string& given, const std::string& want);
+
+// `bytes` random bytes from getrandom(2), hex-encoded (2 * bytes characters).
+absl::StatusOr<std::string> RandomHex(size_t bytes);
+
 }  // namespace cmax
 
 #endif  // CMAX_COMMON_SECRETS_H_

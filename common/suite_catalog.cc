@@ -59,7 +59,8 @@ std::vector<SuiteInfo> MakeCatalog() {
       .params =
           {
               {.name = "mode", .type = ParamType::kEnum, .help = "what to do",
-               .choices = {"ok", "records", "sleep", "fail", "error", "crash", "barrier"}},
+               .choices = {"ok", "records", "sleep", "fail", "error", "crash", "barrier",
+                           "orphan"}},
               {.name = "records", .type = ParamType::kInt, .help = "records to write",
                .min = 0, .max = 10000000},
               {.name = "seconds", .type = ParamType::kNumber, .help = "time to take",

@@ -56,6 +56,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   }
   auto store = Store::Open(options.data_dir + "/cmax.db");
   if (!store.ok()) return store.status();
+  if (options.store_fault_for_testing) {
+    (*store)->SetFaultHookForTesting(options.store_fault_for_testing);
+  }
   std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(options, std::move(*store)));
   // Restore: unfinished runs go on; their nodes must come back within the
   // heartbeat timeout, counted from now.
@@ -348,6 +351,19 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
         m = {t->info.run_id(), t->info.suite(), t->nodes, IsTerminal(t->info.state()), true};
       } else if (auto st = store_->GetTask(r.task_id()); st.ok()) {
         m = {st->info.run_id(), st->info.suite(), st->nodes, true, true};
+      } else if (!absl::IsNotFound(st.status())) {
+        // Only a definite "no such task" may be acknowledged and dropped.
+        // Any other failure (a busy database, an I/O error) says nothing
+        // about the task: acknowledge nothing of this batch, and close the
+        // stream (a later cumulative ack would cover these records), so the
+        // agent reconnects and resends from its last ack.
+        Log()->error("agent {}: looking up task {} failed: {}; closing its stream so it "
+                     "resends",
+                     node, r.task_id(), st.status().ToString());
+        failed_sessions_.insert(session);
+        session->Close(absl::StrCat("the coordinator could not look up task ", r.task_id(),
+                                    ": ", st.status().message()));
+        return;
       }
     }
     auto key = std::make_tuple(r.task_id(), r.attempt(), r.rank());

@@ -40,6 +40,9 @@ struct CoreOptions {
   // bounds an abusive agent's cost is the 16 MiB message limit and the
   // agent's own cap on unacknowledged records.
   int64_t max_records_per_second = 20000;
+  // Tests and the chaos run only: installed as the store's fault hook
+  // (Store::SetFaultHookForTesting). Empty: none.
+  Store::FaultHook store_fault_for_testing;
 };
 
 // Receives the events of one run (cmaxctl watch). Implementations queue and

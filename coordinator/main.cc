@@ -1,6 +1,7 @@
 // cmax-coordinator: schedules evaluation suites onto agents, stores their
 // results and writes scorecards. See README.md and deploy/systemd/.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flag_names.h"
 #include "common/logging.h"
+#include "common/net_address.h"
 #include "common/secrets.h"
 #include "common/version.h"
 #include "coordinator/core.h"
@@ -26,7 +28,11 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:8470",
           "--tls-key and --token-file, or --allow-insecure");
 ABSL_FLAG(std::string, data_dir, "", "directory for cmax.db and reports/ (required)");
 ABSL_FLAG(std::string, token_file, "",
-          "file holding the bearer token every agent and cmaxctl call must present");
+          "file holding the bearer token every agent and cmaxctl call must present "
+          "(required unless --no-token; deploy/install.sh writes /etc/cmax/token)");
+ABSL_FLAG(bool, no_token, false,
+          "run without a token: every local user who can reach the port may submit plans "
+          "whose suites run as root on every agent (development only; logged loudly)");
 ABSL_FLAG(std::string, tls_cert, "", "server certificate (PEM)");
 ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -38,13 +44,11 @@ ABSL_FLAG(int, min_free_mb, 64,
 ABSL_FLAG(bool, allow_insecure, false,
           "listen on a non-loopback address without TLS or token (not recommended)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
+ABSL_FLAG(std::string, test_store_fault_file, "",
+          "TEST ONLY (the chaos run): while this file exists every task lookup and record "
+          "insert in the store fails as a busy database would");
 
 namespace {
-
-bool IsLoopback(const std::string& listen) {
-  return absl::StartsWith(listen, "127.") || absl::StartsWith(listen, "localhost:") ||
-         absl::StartsWith(listen, "[::1]:") || absl::StartsWith(listen, "unix:");
-}
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "cmax-coordinator: %s\n", message.c_str());
@@ -55,7 +59,7 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "cmax-coordinator --data-dir DIR [--listen HOST:PORT] [--token-file F] "
+      "cmax-coordinator --data-dir DIR [--listen HOST:PORT] (--token-file F | --no-token) "
       "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS]\n"
       "Flags may be written with dashes or underscores (--data-dir, --data_dir).");
   absl::SetFlagsUsageConfig({.version_string = [] {
@@ -79,6 +83,19 @@ int main(int argc, char** argv) {
     if (!warning.empty()) log->warn("{}", warning);
     token = *t;
   }
+  if (token.empty() && !absl::GetFlag(FLAGS_no_token)) {
+    return Fail("a token is required: give --token-file F (deploy/install.sh writes "
+                "/etc/cmax/token; the quickstart makes one in its data dir), or --no-token to "
+                "let anyone who reaches the port command every agent");
+  }
+  if (!token.empty() && absl::GetFlag(FLAGS_no_token)) {
+    return Fail("--token-file and --no-token contradict each other");
+  }
+  if (token.empty()) {
+    log->warn("INSECURE: --no-token: every caller that reaches {} may submit and cancel runs "
+              "and connect as an agent; suites run as root on every agent",
+              listen);
+  }
   const bool tls = !absl::GetFlag(FLAGS_tls_cert).empty() || !absl::GetFlag(FLAGS_tls_key).empty();
   if (tls && (absl::GetFlag(FLAGS_tls_cert).empty() || absl::GetFlag(FLAGS_tls_key).empty())) {
     return Fail("--tls-cert and --tls-key go together");
@@ -86,7 +103,7 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_tls_client_ca).empty() && !tls) {
     return Fail("--tls-client-ca needs --tls-cert and --tls-key");
   }
-  if (!IsLoopback(listen) && (!tls || token.empty())) {
+  if (!cmax::IsLoopbackTarget(listen) && (!tls || token.empty())) {
     if (!absl::GetFlag(FLAGS_allow_insecure)) {
       return Fail(absl::StrCat("refusing to listen on ", listen,
                                " without TLS and a token: give --tls-cert, --tls-key and "
@@ -127,6 +144,15 @@ int main(int argc, char** argv) {
   options.data_dir = data_dir;
   options.heartbeat_timeout_ms = int64_t{absl::GetFlag(FLAGS_heartbeat_timeout)} * 1000;
   options.min_free_bytes = int64_t{absl::GetFlag(FLAGS_min_free_mb)} << 20;
+  if (std::string f = absl::GetFlag(FLAGS_test_store_fault_file); !f.empty()) {
+    log->warn("TEST ONLY: store faults injected while {} exists", f);
+    options.store_fault_for_testing = [f](const std::string& op) {
+      struct stat st;
+      if (stat(f.c_str(), &st) != 0) return absl::OkStatus();
+      return absl::UnavailableError(absl::StrCat("injected store fault in ", op, " (", f,
+                                                 " exists; database busy)"));
+    };
+  }
   auto core = cmax::coordinator::CoordinatorCore::Create(options);
   if (!core.ok()) return Fail(core.status().ToString());
   (*core)->Start();

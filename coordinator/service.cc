@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
+#include "common/secrets.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -12,16 +13,6 @@ namespace {
 grpc::Status Unauthenticated() {
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "missing or wrong bearer token (see --token-file)");
-}
-
-// Constant-time comparison, so the token cannot be guessed byte by byte.
-bool SameSecret(const std::string& given, const std::string& want) {
-  if (want.empty()) return false;
-  unsigned char diff = given.size() != want.size() ? 1 : 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    diff |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ want[i]);
-  }
-  return diff == 0;
 }
 
 // Outbound queue for one stream: one write in flight, the rest queued.

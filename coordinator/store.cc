@@ -230,6 +230,7 @@ TaskRow ReadTask(Stmt& s) {
 }  // namespace
 
 absl::StatusOr<TaskRow> Store::GetTask(const std::string& task_id) {
+  CMAX_RETURN_IF_ERROR(Fault("get_task"));
   Stmt s(db_, "SELECT info, assignment, nodes, retries, exclusive FROM tasks WHERE task_id = ?");
   s.Text(1, task_id);
   int rc = sqlite3_step(s.get());
@@ -253,6 +254,7 @@ absl::StatusOr<std::vector<TaskRow>> Store::LoadTasks(const std::string& run_id)
 
 absl::StatusOr<int> Store::InsertRecords(const std::vector<RecordToStore>& records) {
   if (records.empty()) return 0;
+  CMAX_RETURN_IF_ERROR(Fault("insert_records"));
   CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   Stmt s(db_, "INSERT OR IGNORE INTO records(task_id, attempt, rank, seq, run_id, node, suite, "
               "late, record) VALUES(?,?,?,?,?,?,?,?,?)");

@@ -92,12 +92,23 @@ class Store {
   // PRAGMA integrity_check == "ok".
   absl::Status CheckIntegrity();
 
+  // Fault injection (tests and the chaos run only): while set, GetTask and
+  // InsertRecords first call `hook` with their name ("get_task",
+  // "insert_records") and fail with its status when that is not OK, as a
+  // busy or failing database would. Empty: no faults.
+  using FaultHook = std::function<absl::Status(const std::string& op)>;
+  void SetFaultHookForTesting(FaultHook hook) { fault_hook_ = std::move(hook); }
+
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status Exec(const std::string& sql);
   absl::Status Error(const std::string& what, int rc);
   absl::Status PutTaskLocked(const TaskRow& task);
+  absl::Status Fault(const std::string& op) const {
+    return fault_hook_ ? fault_hook_(op) : absl::OkStatus();
+  }
   sqlite3* db_;
+  FaultHook fault_hook_;
 };
 
 }  // namespace cmax::coordinator

@@ -26,7 +26,9 @@ pkgs=(
   libgloo-dev libopenmpi-dev openmpi-bin
 )
 if [[ $want_tests -eq 1 ]]; then
-  pkgs+=(catch2 python3)
+  # clang and its libFuzzer/sanitizer runtime (a Recommends of clang-14,
+  # which --no-install-recommends would skip) for tests/fuzz/smoke.sh.
+  pkgs+=(catch2 python3 clang libclang-rt-14-dev)
 fi
 
 missing=()

@@ -45,13 +45,22 @@ getent passwd cmax >/dev/null || useradd --system --gid cmax --home-dir /var/lib
   --shell /usr/sbin/nologin cmax
 
 install -d -m 0750 /etc/cmax
+# The bearer token every agent and cmaxctl call presents: readable by root
+# and the cmax group only (the coordinator runs as cmax; operators who may
+# submit runs are added to the group). Made once, never overwritten.
+if [[ ! -f /etc/cmax/token ]]; then
+  (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >/etc/cmax/token)
+  echo "generated /etc/cmax/token (copy it to every node's /etc/cmax/token, mode 0640 root:cmax)"
+fi
+chgrp cmax /etc/cmax/token
+chmod 0640 /etc/cmax/token
 if [[ ! -f /etc/cmax/coordinator.env ]]; then
   cat >/etc/cmax/coordinator.env <<'ENV'
 # Arguments for cmax-coordinator (see cmax-coordinator --help).
-# Loopback only by default. For a cluster, listen on the head node's address
-# with TLS and a token, e.g.:
+# Loopback only by default, and always with the token. For a cluster, listen
+# on the head node's address with TLS, e.g.:
 #   CMAX_COORDINATOR_ARGS=--listen 10.0.0.5:8470 --tls-cert /etc/cmax/tls/server.pem --tls-key /etc/cmax/tls/server.key --token-file /etc/cmax/token
-CMAX_COORDINATOR_ARGS=--listen 127.0.0.1:8470
+CMAX_COORDINATOR_ARGS=--listen 127.0.0.1:8470 --token-file /etc/cmax/token
 ENV
 fi
 if [[ ! -f /etc/cmax/agent.env ]]; then
@@ -59,11 +68,23 @@ if [[ ! -f /etc/cmax/agent.env ]]; then
 # Arguments for cmax-agent (see cmax-agent --help). The node name is the host
 # name unless --node-name is given here. For a cluster, e.g.:
 #   CMAX_AGENT_ARGS=--coordinator 10.0.0.5:8470 --tls-ca /etc/cmax/tls/ca.pem --token-file /etc/cmax/token
-CMAX_AGENT_ARGS=--coordinator 127.0.0.1:8470
+CMAX_AGENT_ARGS=--coordinator 127.0.0.1:8470 --token-file /etc/cmax/token
 # Addresses other nodes reach this one at (group suites, connectivity), e.g.
 # the fabric-facing one; default: every address of an interface that is up.
 #   CMAX_ADVERTISE=10.0.0.7
+# Directories whose files a plan may name (health --thresholds, audit
+# --advisories); default /usr/local/share/cmax,/etc/cmax.
+#CMAX_ALLOW_READ=/usr/local/share/cmax,/etc/cmax
+# Directories the storage suite may write under (the first is the default
+# path); default /var/lib/cmax-agent/storage. Add a shared file system to
+# measure it, e.g. /var/lib/cmax-agent/storage,/shared/scratch
+#CMAX_STORAGE_ROOTS=/var/lib/cmax-agent/storage
 ENV
+fi
+if ! grep -q -- '--token-file\|--no-token' /etc/cmax/coordinator.env; then
+  echo "NOTE: /etc/cmax/coordinator.env (kept as it was) gives no --token-file: the" \
+       "coordinator now refuses to start without one; add --token-file /etc/cmax/token" \
+       "there and in /etc/cmax/agent.env" >&2
 fi
 chgrp cmax /etc/cmax /etc/cmax/coordinator.env
 chmod 0640 /etc/cmax/coordinator.env /etc/cmax/agent.env

@@ -59,9 +59,16 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work"
-echo "==> starting cmax-coordinator on $addr (data in $work/data)"
-"$bin/cmax-coordinator" --listen "$addr" --data-dir "$work/data" >"$work/coordinator.out" \
-  2>"$work/coordinator.log" &
+# A token of its own (mode 0600): no other local user can command the agents.
+# The agents and cmaxctl find it through CMAX_TOKEN_FILE.
+if [[ ! -s $work/token ]]; then
+  (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token")
+fi
+chmod 0600 "$work/token"
+export CMAX_TOKEN_FILE=$work/token
+echo "==> starting cmax-coordinator on $addr (data in $work/data, token $work/token)"
+"$bin/cmax-coordinator" --listen "$addr" --data-dir "$work/data" --token-file "$work/token" \
+  >"$work/coordinator.out" 2>"$work/coordinator.log" &
 pids+=($!)
 for _ in $(seq 50); do
   grep -q "listening on" "$work/coordinator.out" 2>/dev/null && break
@@ -104,6 +111,7 @@ if [[ -n $run_id ]]; then
   echo "  $dir/scorecard.json"
 fi
 if [[ $keep -eq 1 ]]; then
-  echo "coordinator and agents keep running (pids ${pids[*]}); CMAX_COORDINATOR=$addr cmaxctl agents"
+  echo "coordinator and agents keep running (pids ${pids[*]});" \
+       "CMAX_COORDINATOR=$addr CMAX_TOKEN_FILE=$work/token cmaxctl agents"
 fi
 exit "$rc"

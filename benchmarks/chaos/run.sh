@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The chaos run: a coordinator and 4 agents in network namespaces run a long
 # plan again and again while the coordinator and agents are SIGKILLed and
-# restarted and agents' links are cut and healed at random moments (bounded
-# in count and time). At the end it prints records expected, stored, lost
+# restarted, agents' links are cut and healed, and the coordinator's store
+# fails every task lookup and record insert for a while (a busy database:
+# --test-store-fault-file) at random moments (bounded in count and time). At the end it prints records expected, stored, lost
 # and duplicated, runs completed, and the worst time to recover.
 #
 #   benchmarks/chaos/run.sh [--minutes N] [--seed S] [--keep]
@@ -65,12 +66,17 @@ trap cleanup EXIT
 "$hosts" down "$prefix" >/dev/null 2>&1 || true
 hub=$("$hosts" up "$prefix" "$n" | awk '$2 == "hub" {print $3}')
 addr="$hub:8470"
+# A token, as deployed; the namespaces' bridge is a non-loopback network made
+# for this run, so the agents and cmaxctl send it without TLS on purpose.
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/token")
+fault_file=$dir/store-fault
 now() { date +%s.%N; }
 log() { echo "$(date +%T) $*" | tee -a "$dir/events.log" >&2; }
 
 start_coordinator() {
   ip netns exec "$prefix-hub" "$bin/cmax-coordinator" --data-dir "$dir/coordinator" \
-    --listen "$addr" --allow-insecure --heartbeat-timeout 5 >>"$dir/coordinator.log" 2>&1 &
+    --listen "$addr" --allow-insecure --token-file "$dir/token" --heartbeat-timeout 5 \
+    --test-store-fault-file "$fault_file" >>"$dir/coordinator.log" 2>&1 &
   coord_pid=$!
   for _ in $(seq 100); do
     grep -q "listening on" "$dir/coordinator.log" 2>/dev/null && ctl agents >/dev/null 2>&1 && return 0
@@ -79,10 +85,14 @@ start_coordinator() {
 }
 start_agent() {
   ip netns exec "$prefix-$1" "$bin/cmax-agent" --coordinator "$addr" --node-name "node-$1" \
-    --work-dir "$dir/agent-$1" --bench-dir "$bin" >>"$dir/agent-$1.log" 2>&1 &
+    --work-dir "$dir/agent-$1" --bench-dir "$bin" --token-file "$dir/token" --allow-insecure \
+    >>"$dir/agent-$1.log" 2>&1 &
   agent_pid[$1]=$!
 }
-ctl() { ip netns exec "$prefix-hub" "$bin/cmaxctl" --coordinator "$addr" "$@"; }
+ctl() {
+  ip netns exec "$prefix-hub" "$bin/cmaxctl" --coordinator "$addr" --token-file "$dir/token" \
+    --allow-insecure "$@" 2> >(grep -v "INSECURE: --allow-insecure" >&2)
+}
 
 start_coordinator
 for i in $(seq 0 $((n - 1))); do start_agent "$i"; done
@@ -146,7 +156,7 @@ while true; do
   [[ $(( $(date +%s) + 20 )) -lt $chaos_end && $events -lt $max_events ]] || break
   events=$((events + 1))
   i=$(( RANDOM % n ))
-  case $(( RANDOM % 3 )) in
+  case $(( RANDOM % 4 )) in
     0)
       down=$(( RANDOM % 4 ))
       echo "$(now) coordinator kill" >>"$dir/chaos.log"
@@ -171,6 +181,14 @@ while true; do
       sleep "$down"
       echo "$(now) node-$i back" >>"$dir/chaos.log"
       "$hosts" heal "$prefix" "$i" ;;
+    3)
+      down=$(( 2 + RANDOM % 7 ))
+      echo "$(now) coordinator store-error" >>"$dir/chaos.log"
+      log "event $events: the coordinator's store fails lookups and inserts for ${down} s"
+      touch "$fault_file"
+      sleep "$down"
+      rm -f "$fault_file"
+      echo "$(now) coordinator back" >>"$dir/chaos.log" ;;
   esac
 done
 log "chaos over after $events events; waiting for the last run"
@@ -196,4 +214,13 @@ while read -r run; do
 done <"$dir/runs.txt"
 
 echo "$events $seed" >"$dir/meta"
+set +e
 python3 "$src/benchmarks/chaos/analyze.py" "$dir"
+rc=$?
+set -e
+# The store faults: how many, and whether the coordinator kept every record
+# unacknowledged through them (lost/duplicated above count them too).
+faults=$(grep -c " coordinator store-error$" "$dir/chaos.log" 2>/dev/null || true)
+refusals=$(grep -c "closing its stream so it resends" "$dir/coordinator.log" 2>/dev/null || true)
+echo "store faults: ${faults:-0} (records left unacknowledged and resent: ${refusals:-0} stream closes)"
+exit $rc

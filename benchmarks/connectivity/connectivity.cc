@@ -32,6 +32,7 @@
 #include "common/args.h"
 #include "common/record_io.h"
 #include "common/rendezvous_client.h"
+#include "common/secrets.h"
 
 namespace cmax::bench {
 namespace {
@@ -128,12 +129,28 @@ int RunConnectivity(int argc, char** argv) {
   RendezvousClient& rv = **client;
   const int rank = rv.rank();
   const int n = rv.world_size();
-  auto listener = PeerListener::Start(rank, low, high);
+  const std::vector<std::string> mine = connectivity::LocalAddresses();
+  const absl::Duration wait = absl::Seconds(120 + timeout * 4 * static_cast<double>(n));
+  // The task's secret: rank 0 makes it, every rank reads it from the group's
+  // store; only peers that present it are served (peer_link.h).
+  connectivity::ListenerOptions lo;
+  lo.bind = mine;
+  if (rank == 0) {
+    auto secret = RandomHex(connectivity::kSecretBytes / 2);
+    if (!secret.ok()) return CouldNotRun(out, std::string(secret.status().message()));
+    if (auto s = rv.Set("connectivity/secret", *secret); !s.ok()) {
+      return CouldNotRun(out, std::string(s.message()));
+    }
+    lo.secret = *secret;
+  } else {
+    auto secret = rv.Get("connectivity/secret", wait);
+    if (!secret.ok()) return CouldNotRun(out, std::string(secret.status().message()));
+    lo.secret = *secret;
+  }
+  auto listener = PeerListener::Start(rank, low, high, lo);
   if (!listener.ok()) {
     return CouldNotRun(out, absl::StrCat("cannot listen: ", listener.status().message()));
   }
-  const std::vector<std::string> mine = connectivity::LocalAddresses();
-  const absl::Duration wait = absl::Seconds(120 + timeout * 4 * static_cast<double>(n));
   if (auto s = rv.Set(absl::StrCat("addr/", rank),
                       absl::StrCat(node, " ", (*listener)->port(), " ", absl::StrJoin(mine, ",")));
       !s.ok()) {
@@ -158,6 +175,7 @@ int RunConnectivity(int argc, char** argv) {
   po.connect_timeout_s = timeout;
   po.pings = static_cast<int>(pings);
   po.transfer_bytes = bytes;
+  po.secret = lo.secret;
   std::map<int, ProbeResult> results;
   int unreachable = 0;
   for (int r = 1; r < n; ++r) {

@@ -16,12 +16,13 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/secrets.h"
 #include "common/time_util.h"
 
 namespace cmax::bench::connectivity {
 namespace {
 
-constexpr char kMagic[8] = {'C', 'M', 'A', 'X', 'C', 'N', '0', '1'};
+constexpr char kMagic[8] = {'C', 'M', 'A', 'X', 'C', 'N', '0', '2'};
 
 void SetTimeouts(int fd, double seconds) {
   timeval tv;
@@ -104,33 +105,77 @@ int ConnectTimeout(const std::string& address, int port, double timeout_s, std::
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<PeerListener>> PeerListener::Start(int rank, int low, int high) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(SysError("socket"));
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  bool bound = false;
-  std::string last = "no port tried";
-  for (int port = low; port <= std::max(low, high); ++port) {
-    sa.sin_port = htons(static_cast<uint16_t>(port));
-    if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
-      bound = true;
-      break;
+absl::StatusOr<std::unique_ptr<PeerListener>> PeerListener::Start(
+    int rank, int low, int high, const ListenerOptions& options) {
+  if (options.secret.size() != kSecretBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the listener needs the task's ", kSecretBytes, "-byte secret"));
+  }
+  if (options.bind.empty()) return absl::InvalidArgumentError("no address to listen on");
+  std::vector<sockaddr_in> addrs;
+  for (const std::string& a : options.bind) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    if (inet_pton(AF_INET, a.c_str(), &sa.sin_addr) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot listen on '", a,
+                                                     "': not an IPv4 address"));
     }
-    last = SysError(absl::StrCat("bind 0.0.0.0:", port).c_str());
-    if (low == 0) break;
+    addrs.push_back(sa);
   }
-  if (!bound || listen(fd, 128) != 0) {
-    std::string why = bound ? SysError("listen") : last;
-    close(fd);
-    return absl::UnavailableError(why);
+  auto close_all = [](std::vector<int>& fds) {
+    for (int fd : fds) close(fd);
+    fds.clear();
+  };
+  // Binds every address on `port` (0: the first picks, the rest follow).
+  auto bind_all = [&](int port, std::vector<int>* fds, int* bound_port,
+                      std::string* error) -> bool {
+    for (sockaddr_in sa : addrs) {
+      int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) {
+        *error = SysError("socket");
+        return false;
+      }
+      fds->push_back(fd);
+      int one = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+      sa.sin_port = htons(static_cast<uint16_t>(port));
+      char text[INET_ADDRSTRLEN] = {0};
+      inet_ntop(AF_INET, &sa.sin_addr, text, sizeof(text));
+      if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+        *error = SysError(absl::StrCat("bind ", text, ":", port).c_str());
+        return false;
+      }
+      if (listen(fd, 128) != 0) {
+        *error = SysError("listen");
+        return false;
+      }
+      if (port == 0) {
+        socklen_t len = sizeof(sa);
+        getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+        port = ntohs(sa.sin_port);
+      }
+    }
+    *bound_port = port;
+    return true;
+  };
+  std::vector<int> fds;
+  int port = 0;
+  std::string last = "no port tried";
+  bool bound = false;
+  if (low == 0) {
+    // The ephemeral port of the first address may be taken on another.
+    for (int tries = 0; tries < 20 && !bound; ++tries) {
+      bound = bind_all(0, &fds, &port, &last);
+      if (!bound) close_all(fds);
+    }
+  } else {
+    for (int p = low; p <= std::max(low, high) && !bound; ++p) {
+      bound = bind_all(p, &fds, &port, &last);
+      if (!bound) close_all(fds);
+    }
   }
-  socklen_t len = sizeof(sa);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  std::unique_ptr<PeerListener> l(new PeerListener(fd, ntohs(sa.sin_port), rank));
+  if (!bound) return absl::UnavailableError(last);
+  std::unique_ptr<PeerListener> l(new PeerListener(std::move(fds), port, rank, options));
   l->accept_thread_ = std::thread([p = l.get()] { p->AcceptLoop(); });
   return l;
 }
@@ -139,39 +184,77 @@ PeerListener::~PeerListener() { Stop(); }
 
 void PeerListener::Stop() {
   if (stopping_.exchange(true)) return;
-  shutdown(fd_, SHUT_RDWR);
+  for (int fd : fds_) shutdown(fd, SHUT_RDWR);
   if (accept_thread_.joinable()) accept_thread_.join();
-  close(fd_);
-  std::vector<std::thread> workers;
+  for (int fd : fds_) close(fd);
+  std::vector<Worker> workers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int fd : open_fds_) shutdown(fd, SHUT_RDWR);
     workers.swap(workers_);
   }
-  for (auto& t : workers) t.join();
+  for (auto& w : workers) w.thread.join();
+}
+
+void PeerListener::JoinFinishedLocked() {
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = workers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void PeerListener::AcceptLoop() {
+  std::vector<pollfd> polls;
+  for (int fd : fds_) polls.push_back({fd, POLLIN, 0});
   while (!stopping_) {
-    pollfd p{fd_, POLLIN, 0};
-    int r = poll(&p, 1, 200);
-    if (r <= 0) continue;
-    int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) continue;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      close(c);
-      break;
+    for (auto& p : polls) p.revents = 0;
+    int r = poll(polls.data(), polls.size(), 200);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      JoinFinishedLocked();
     }
-    open_fds_.push_back(c);
-    workers_.emplace_back([this, c] { Serve(c); });
+    if (r <= 0) continue;
+    for (const auto& p : polls) {
+      if (!(p.revents & POLLIN)) continue;
+      int c = accept4(p.fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        close(c);
+        return;
+      }
+      if (static_cast<int>(open_fds_.size()) >= options_.max_connections) {
+        ++refused_;
+        close(c);  // over the limit: no thread, no byte read
+        continue;
+      }
+      open_fds_.push_back(c);
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      workers_.push_back({std::thread([this, c, done] {
+                            Serve(c);
+                            done->store(true);
+                          }),
+                          done});
+    }
   }
 }
 
 void PeerListener::Serve(int fd) {
-  SetTimeouts(fd, 60);
-  char magic[8];
-  if (RecvAll(fd, magic, sizeof(magic)) && memcmp(magic, kMagic, sizeof(kMagic)) == 0) {
+  // The handshake first, within its own short timeout: the magic and the
+  // task's secret, or the connection is closed without a byte sent back.
+  SetTimeouts(fd, options_.handshake_timeout_s);
+  char hello_in[sizeof(kMagic) + kSecretBytes];
+  bool admitted = RecvAll(fd, hello_in, sizeof(hello_in)) &&
+                  memcmp(hello_in, kMagic, sizeof(kMagic)) == 0 &&
+                  SameSecret(std::string(hello_in + sizeof(kMagic), kSecretBytes),
+                             options_.secret);
+  if (!admitted) ++refused_;
+  if (admitted) {
+    SetTimeouts(fd, 60);
     char hello[12];
     memcpy(hello, kMagic, 8);
     uint32_t r = htonl(static_cast<uint32_t>(rank_));
@@ -218,9 +301,14 @@ ProbeResult Probe(const std::vector<std::string>& addresses, int port, int expec
     if (fd >= 0) {
       SetTimeouts(fd, options.io_timeout_s);
       char hello[12];
-      if (!SendAll(fd, kMagic, sizeof(kMagic)) || !RecvAll(fd, hello, sizeof(hello)) ||
-          memcmp(hello, kMagic, 8) != 0) {
-        attempt.error = "connected, but the peer did not answer as a cmax connectivity rank";
+      std::string opening(kMagic, sizeof(kMagic));
+      opening += options.secret;
+      if (options.secret.size() != kSecretBytes) {
+        attempt.error = "no task secret to present to the peer";
+      } else if (!SendAll(fd, opening.data(), opening.size()) ||
+                 !RecvAll(fd, hello, sizeof(hello)) || memcmp(hello, kMagic, 8) != 0) {
+        attempt.error =
+            "connected, but the peer did not answer as a cmax connectivity rank of this task";
       } else {
         uint32_t be;
         memcpy(&be, hello + 8, 4);

@@ -21,6 +21,7 @@
 #include "benchmarks/health/xid_catalog.h"
 #include "benchmarks/health/xid_checks.h"
 #include "benchmarks/suite.h"
+#include "common/allowed_files.h"
 #include "common/args.h"
 #include "common/record_io.h"
 #include "common/sysroot.h"
@@ -140,21 +141,33 @@ int RunHealth(int argc, char** argv) {
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
   args.AddInt("expect-gpus", &expect_gpus, "GPUs expected on this node");
   args.AddDouble("expect-ib-rate", &expect_ib_rate, "expected rate of every RDMA port, Gb/s");
-  args.AddString("thresholds", &thresholds_file, "YAML file overriding thresholds");
+  args.AddString("thresholds", &thresholds_file,
+                 "YAML file overriding thresholds (absolute path, at most 1 MiB; run by the "
+                 "agent: under its --allow-read directories and world-readable)");
   args.AddString("set", &threshold_overrides,
                  "threshold overrides after --thresholds, e.g. gpu.pcie_replay_warn:50,"
                  "nvlink.crc_flit_warn:500 (keys of data/thresholds.yaml)");
   if (auto rc = ParseSuiteFlags(args, "health", argc, argv)) return *rc;
   auto thresholds = health::DefaultThresholds();
   if (thresholds.ok() && !thresholds_file.empty()) {
-    std::ifstream in(thresholds_file);
-    if (!in) {
-      std::fprintf(stderr, "health: cannot read --thresholds %s\n", thresholds_file.c_str());
+    // A plan names this file and the suite runs as root: only where the
+    // agent allows, bounded, and never quoted back (common/allowed_files.h).
+    const auto allowed = DirsFromEnv(kAllowReadEnv);
+    auto text = ReadPlanFile("thresholds", thresholds_file, allowed);
+    if (!text.ok()) {
+      std::fprintf(stderr, "health: %s\n", std::string(text.status().message()).c_str());
       return kExitCouldNotRun;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    thresholds = health::ParseThresholds(ss.str(), *thresholds);
+    thresholds = health::ParseThresholds(*text, *thresholds);
+    // Under the agent (CMAX_ALLOW_READ set) stderr reaches the coordinator:
+    // line and column only. By hand, the parser's own words (below).
+    if (!thresholds.ok() && allowed.has_value()) {
+      std::fprintf(stderr, "health: %s\n",
+                   ParseErrorWithoutContent("thresholds", thresholds_file, "thresholds file",
+                                            thresholds.status())
+                       .c_str());
+      return kExitCouldNotRun;
+    }
   }
   if (thresholds.ok() && !threshold_overrides.empty()) {
     thresholds = health::ParseThresholdOverrides(threshold_overrides, *thresholds);

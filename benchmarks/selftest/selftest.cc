@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -85,7 +87,7 @@ int RunSelftest(int argc, char** argv) {
   double seconds = 0;
   double rate = 0;
   bool jsonl = false;
-  ArgParser args("cmax-bench selftest [--mode ok|records|sleep|fail|error|crash] [options]",
+  ArgParser args("cmax-bench selftest [--mode ok|records|sleep|fail|error|crash|barrier|orphan] [options]",
                  "Checks the pipeline from suite to scorecard. Modes:\n"
                  "  ok       write --records records over --seconds, exit 0\n"
                  "  records  same as ok (for long record streams; see --rate)\n"
@@ -96,6 +98,9 @@ int RunSelftest(int argc, char** argv) {
                  "  barrier  group tasks: prepare for --seconds x rank, wait at the\n"
                  "           rendezvous barrier, start at its instant; records\n"
                  "           barrier_{prepare,ready,start,end}_ns (unix ns, this host)\n"
+                 "  orphan   write one record, leave a child behind that writes\n"
+                 "           --records more after --seconds, and exit 0 at once (checks\n"
+                 "           that the agent stops what a suite leaves running)\n"
                  "--fail-rank N: in a group task, rank N writes one record and a FAIL\n"
                  "finding, then exits 3 (a crash), so the group is stopped.\n"
                  "--declare: first write selftest_declared_records, the number of\n"
@@ -141,6 +146,25 @@ int RunSelftest(int argc, char** argv) {
   if (mode == "error") {
     std::fprintf(stderr, "selftest: asked to fail to run (mode=error)\n");
     return kExitCouldNotRun;
+  }
+  if (mode == "orphan") {
+    out.Progress("orphan", 0, "leaving a child behind");
+    std::fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      for (int64_t i = 0; i < records; ++i) {
+        out.Measure("selftest_orphan_sequence", static_cast<double>(i), "count",
+                    {{"index", absl::StrCat(i)}});
+      }
+      std::fflush(stdout);
+      _exit(0);
+    }
+    if (child < 0) {
+      std::fprintf(stderr, "selftest: fork: %s\n", strerror(errno));
+      return kExitCouldNotRun;
+    }
+    return kExitPassed;
   }
   // --declare: the count covers this record, what the mode writes below and
   // the closing progress record (and the FAIL finding in mode fail).

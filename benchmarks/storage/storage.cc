@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/allowed_files.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -62,7 +63,10 @@ int RunStorage(int argc, char** argv) {
       "instant; restore without --shard-from reads the shard of rank (rank+1) mod world.\n"
       "The node name (work directory, pairing) is $CMAX_NODE_NAME (set by the agent), else\n"
       "$CMAX_NODE, else the host name.");
-  args.AddString("path", &cfg.path, "directory to measure (required)");
+  args.AddString("path", &cfg.path,
+                 "directory to measure (required by hand; under the agent default "
+                 "$CMAX_STORAGE_DIR, and only under its $CMAX_STORAGE_ROOTS, created there "
+                 "when missing; never a system directory)");
   args.AddString("pattern", &pattern, "pattern(s) to run, or all (default all)");
   args.AddBytes("size", &cfg.size, "bytes per job and file (default 1G)");
   args.AddBytes("block-size", &cfg.block_size,
@@ -103,7 +107,13 @@ int RunStorage(int argc, char** argv) {
     }
   }
   if (cfg.path.empty()) {
-    std::fprintf(stderr, "storage: --path DIR is required\n");
+    // Run by the agent: its own storage dir (CMAX_STORAGE_DIR, the first of
+    // its --storage-roots, by default <work-dir>/storage).
+    if (const char* d = std::getenv(kStorageDirEnv); d && *d) cfg.path = d;
+  }
+  if (cfg.path.empty()) {
+    std::fprintf(stderr, "storage: --path DIR is required (under the agent it defaults to "
+                         "the agent's storage dir)\n");
     return kExitCouldNotRun;
   }
   if (cfg.size <= 0 || cfg.jobs < 1 || cfg.jobs > 1024 || cfg.queue_depth < 1 ||

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/allowed_files.h"
 
 namespace cmax::storage {
 namespace {
@@ -103,15 +104,11 @@ absl::Status FindSymlink(int fd, const std::string& where) {
 }  // namespace
 
 absl::StatusOr<std::string> ResolveBase(const std::string& path) {
-  if (path.empty() || path[0] != '/') {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--path must be an absolute directory, got '", path, "'"));
-  }
-  std::string real = RealPath(path);
-  if (real.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--path ", path, ": ", strerror(errno)));
-  }
+  // Under the agent's storage roots (created there when missing), never a
+  // system directory: common/allowed_files.h.
+  absl::StatusOr<std::string> allowed = CheckStorageDir(path, DirsFromEnv(kStorageRootsEnv));
+  if (!allowed.ok()) return allowed.status();
+  std::string real = *allowed;
   struct stat st;
   if (stat(real.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat("--path ", path, " is not a directory"));

@@ -18,7 +18,10 @@ namespace cmax::storage {
 inline constexpr char kWorkDirPrefix[] = "cmax-storage-";
 
 // The resolved (realpath) --path. FAILED_PRECONDITION, with the path and the
-// reason, when it does not exist, is not a directory or is not writable.
+// reason, when it does not exist, is not a directory or is not writable, is
+// a system directory, or (CMAX_STORAGE_ROOTS set, i.e. run by the agent)
+// lies outside the agent's storage roots; a missing directory under a root
+// is created (CheckStorageDir in common/allowed_files.h).
 absl::StatusOr<std::string> ResolveBase(const std::string& path);
 
 // Creates <base>/cmax-storage-<node>-<pid> (mode 0700) and checks it.

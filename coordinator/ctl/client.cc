@@ -1,9 +1,12 @@
 #include "coordinator/ctl/client.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "common/net_address.h"
 #include "common/secrets.h"
+#include "common/status_macros.h"
 
 namespace cmax::ctl {
 
@@ -15,8 +18,16 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& opti
     if (!t.ok()) return t.status();
     c->token_ = *t;
   }
+  const bool tls = !options.tls_ca.empty() || !options.tls_cert.empty();
+  CMAX_RETURN_IF_ERROR(CheckTokenTransport("cmaxctl", options.coordinator, !c->token_.empty(),
+                                           tls, options.allow_insecure));
+  if (!c->token_.empty() && !tls && !IsLoopbackTarget(options.coordinator)) {
+    std::fprintf(stderr,
+                 "cmaxctl: INSECURE: --allow-insecure: sending the token in clear text to %s\n",
+                 options.coordinator.c_str());
+  }
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (!options.tls_ca.empty() || !options.tls_cert.empty()) {
+  if (tls) {
     grpc::SslCredentialsOptions ssl;
     if (!options.tls_ca.empty()) {
       auto ca = ReadSmallFile(options.tls_ca);

@@ -17,6 +17,9 @@ struct ClientOptions {
   std::string tls_ca;    // server CA: TLS on when set
   std::string tls_cert;  // client certificate (mutual TLS)
   std::string tls_key;
+  // Send the token without TLS to a non-loopback coordinator (warned on
+  // stderr); without it Create refuses (see common/net_address.h).
+  bool allow_insecure = false;
 };
 
 class Client {

@@ -22,12 +22,13 @@
 namespace cmax::ctl {
 namespace {
 
+constexpr char kDefaultTokenFile[] = "/etc/cmax/token";
 constexpr int kOk = kExitOk, kFailed = kExitFailed, kUsage = kExitUsage,
               kUnfinished = kExitUnfinished;
 
 constexpr char kUsageText[] =
     R"(usage: cmaxctl [--coordinator HOST:PORT] [--token-file F] [--tls-ca F]
-               [--tls-cert F --tls-key F] <command> [options]
+               [--tls-cert F --tls-key F] [--allow-insecure] <command> [options]
 
 commands:
   agents [--json]                          every agent: state, heartbeat, clock offset,
@@ -41,7 +42,10 @@ commands:
   export RUN [-o FILE]                     every stored record as JSON lines
 
 defaults: --coordinator from $CMAX_COORDINATOR (else 127.0.0.1:8470),
-          --token-file from $CMAX_TOKEN_FILE
+          --token-file from $CMAX_TOKEN_FILE, else /etc/cmax/token when readable
+          (root and the cmax group; written by deploy/install.sh)
+a token is never sent in clear text to a non-loopback coordinator: give
+  --tls-ca, or --allow-insecure to send it anyway (a warning is printed)
 exit codes (run, watch), the first that applies:
   2 usage or plan error
   3 the run could not finish (cancelled, coordinator gone)
@@ -332,6 +336,10 @@ int main(int argc, char** argv) {
       std::printf("cmaxctl %s\n", cmax::kCmaxVersion);
       return kOk;
     }
+    if (a == "--allow-insecure") {
+      options.allow_insecure = true;
+      continue;
+    }
     std::string name = a, value;
     if (size_t eq = a.find('='); eq != std::string::npos) {
       name = a.substr(0, eq);
@@ -347,6 +355,9 @@ int main(int argc, char** argv) {
     else if (name == "--tls-cert") options.tls_cert = value;
     else if (name == "--tls-key") options.tls_key = value;
     else return Usage(absl::StrCat("unknown option ", name));
+  }
+  if (options.token_file.empty() && access(kDefaultTokenFile, R_OK) == 0) {
+    options.token_file = kDefaultTokenFile;
   }
   if (i >= argc) return Usage("no command given");
   std::string command = argv[i];

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -671,4 +672,116 @@ TEST_CASE("a rank's child gets its argv, environment and directory",
   const char* path = getenv("PATH");
   if (path) CHECK(has(std::string("PATH=") + path));  // inherited
   ex.Stop();
+}
+
+TEST_CASE("a full executor queue blocks the caller and loses no assignment",
+          "[agent][executor][security]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.max_inbox = 2;
+  Executor ex(opts, &outbox);
+  ex.OnConnected(1);  // the inbox now holds one event; the executor is not started
+  // The connection's reader posts 6 assignments into a queue of 2: before
+  // the executor runs, the third post must wait, not drop.
+  std::atomic<int> posted{0};
+  std::thread reader([&] {
+    for (int i = 0; i < 6; ++i) {
+      ex.Assign(Selftest("bp" + std::to_string(i), {"--records=1"}));
+      ++posted;
+    }
+  });
+  std::this_thread::sleep_for(300ms);
+  CHECK(posted.load() == 1);  // one fits next to the connected event; the next waits
+  ex.Start();
+  reader.join();
+  CHECK(posted.load() == 6);
+  for (int i = 0; i < 6; ++i) {
+    const std::string id = "bp" + std::to_string(i);
+    INFO(id);
+    REQUIRE(WaitFor([&] { return outbox.EndStatus(id).has_value(); }, 20s));
+    CHECK(outbox.EndStatus(id)->state() == v1::TASK_COMPLETED);
+  }
+  CHECK(ex.spawned_count() == 6);
+  ex.Stop();
+}
+
+TEST_CASE("what a suite leaves running is killed when it exits, and the status says so",
+          "[agent][executor][security]") {
+  TempDir dir;
+  Harness h(dir.path());
+  h.Start();
+  // The suite exits at once; its child would write 5 records 2 s later.
+  h.executor.Assign(Selftest("orph", {"--mode=orphan", "--seconds=2", "--records=5"}));
+  v1::TaskStatus end = h.WaitEnd("orph");
+  CHECK(end.state() == v1::TASK_COMPLETED);
+  CHECK_THAT(end.message(), Catch::Contains("killed 1 leftover process"));
+  TaskStore store(dir.path());
+  const std::string task_dir = store.DirFor(TaskKey{"orph", 0, 0});
+  CHECK(PidWithCwd(task_dir) == 0);  // nothing of the suite runs any more
+  std::this_thread::sleep_for(2500ms);
+  // Nothing was written after the count: the spool holds what was counted.
+  CHECK(cmax::agent::testing::ReadFile(store.SpoolPath(TaskKey{"orph", 0, 0})).find(
+            "selftest_orphan_sequence") == std::string::npos);
+  CHECK(end.record_count() == 1);
+  CHECK(h.outbox.Records("orph").size() == 1);
+}
+
+TEST_CASE("a group assignment resent after an agent restart does not rerun a finished rank",
+          "[agent][executor][security]") {
+  TempDir dir;
+  auto a = Selftest("grp", {"--mode=sleep", "--seconds=30"});
+  a.set_group("grp");
+  a.set_world_size(2);
+  a.set_local_world_size(2);
+  for (int r = 0; r < 2; ++r) {
+    auto* rank = a.add_ranks();
+    rank->set_rank(r);
+    rank->set_local_rank(r);
+  }
+  {
+    Harness h(dir.path());
+    h.Start();
+    // Rank 0 finishes fast, rank 1 runs on (two assignments here only so
+    // that the ranks can behave differently).
+    v1::TaskAssignment first = a;
+    first.clear_args();
+    first.add_args("--records=2");
+    first.clear_ranks();
+    *first.add_ranks() = a.ranks(0);
+    h.executor.Assign(first);
+    v1::TaskStatus end0 = h.WaitEnd("grp", 20s, 0);
+    REQUIRE(end0.state() == v1::TASK_COMPLETED);
+    // The coordinator stores and acknowledges rank 0: the agent forgets it.
+    v1::Ack ack;
+    ack.set_task_id("grp");
+    ack.set_rank(0);
+    ack.set_next_seq(end0.record_count());
+    h.executor.HandleAck(ack);
+    v1::StatusAck sack;
+    sack.set_task_id("grp");
+    sack.set_rank(0);
+    h.executor.HandleStatusAck(sack);
+    TaskStore store(dir.path());
+    REQUIRE(WaitFor([&] { return !store.Exists(TaskKey{"grp", 0, 0}); }, 10s));
+    v1::TaskAssignment second = a;
+    second.clear_ranks();
+    *second.add_ranks() = a.ranks(1);
+    h.executor.Assign(second);
+    REQUIRE(WaitFor([&] { return h.outbox.Running("grp").has_value() &&
+                                 h.executor.spawned_count() == 2; },
+                    10s));
+    h.executor.Stop();  // the agent goes down with rank 1 running
+  }
+  // The restarted agent gets the whole group assignment again.
+  Harness h(dir.path());
+  REQUIRE(h.executor.LoadStoredTasks().ok());
+  h.Start();
+  h.executor.Assign(a);
+  v1::TaskStatus end1 = h.WaitEnd("grp", 10s, 1);
+  CHECK(end1.state() == v1::TASK_FAILED);  // died with the old agent
+  std::this_thread::sleep_for(500ms);
+  CHECK(h.executor.spawned_count() == 0);  // rank 0 did not run a second time
+  CHECK_FALSE(h.outbox.EndStatus("grp", 0).has_value());
+  CHECK(h.outbox.Records("grp", 0).empty());
 }

@@ -6,7 +6,9 @@
 #   tests/fuzz/smoke.sh [--build-dir DIR] [--seconds N] [--jobs N]
 #
 # Defaults: build/fuzz under the source tree, 15 s per target, 2 jobs.
-# Exits 0 with "SKIP" when clang++ is not installed. Prints one line per
+# Fails (exit 1) when clang++ is not installed or the targets do not build:
+# a smoke test that fuzzed nothing has not passed (deploy/install-deps.sh
+# --with-tests installs clang). Prints one line per
 # target: executions, corpus size, crashes. New corpus entries go to a
 # scratch dir in the build tree, never into tests/fuzz/corpus.
 set -uo pipefail
@@ -27,8 +29,9 @@ targets=(plan_parser record_line rendezvous version)
 cxx=$(command -v clang++ || command -v clang++-14 || true)
 cc=$(command -v clang || command -v clang-14 || true)
 if [[ -z $cxx || -z $cc ]]; then
-  echo "SKIP: clang++ is not installed; the libFuzzer targets need it (apt install clang)"
-  exit 0
+  echo "FAIL: clang++ is not installed, so nothing was fuzzed; the libFuzzer targets need it" \
+       "(deploy/install-deps.sh --with-tests, or apt install clang libclang-rt-14-dev)"
+  exit 1
 fi
 
 start=$(date +%s)

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/record_io.h"
+#include "common/secrets.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace cmax::testing {
@@ -91,6 +92,11 @@ absl::Status Cluster::Start() {
                         std::chrono::seconds(60));
     if (!r.ok() || r->exit.code != 0) return absl::InternalError("gen-certs.sh failed");
   }
+  if (options_.token.empty() && !options_.no_token) {
+    auto random = RandomHex(16);
+    if (!random.ok()) return random.status();
+    options_.token = *random;
+  }
   if (!options_.token.empty()) {
     std::ofstream(dir_ + "/token") << options_.token << "\n";
     chmod((dir_ + "/token").c_str(), 0600);
@@ -110,6 +116,8 @@ absl::Status Cluster::StartCoordinator() {
                                    std::to_string(options_.heartbeat_timeout_s)};
   if (!options_.token.empty()) {
     argv.insert(argv.end(), {"--token-file", dir_ + "/token"});
+  } else {
+    argv.push_back("--no-token");
   }
   if (options_.tls) {
     argv.insert(argv.end(),
@@ -178,6 +186,10 @@ absl::Status Cluster::StartAgent(int i) {
     argv.insert(argv.end(), {"--tls-cert", dir_ + "/tls/client.pem", "--tls-key",
                              dir_ + "/tls/client.key"});
   }
+  // Namespaces put the coordinator on a (test-made) non-loopback address.
+  if (netns_ && !options_.tls) argv.push_back("--allow-insecure");
+  argv.insert(argv.end(), {"--storage-roots",
+                           absl::StrCat(agent_work_dir(i), "/storage,", shared_storage_dir())});
   SpawnOptions so;
   so.argv = InNamespace(absl::StrCat(prefix_, "-", i), argv);
   so.stdout_path = absl::StrCat(dir_, "/agent-", i, ".log");
@@ -228,6 +240,7 @@ CommandResult Cluster::Ctl(const std::vector<std::string>& args, std::chrono::se
     argv.insert(argv.end(), {"--tls-cert", dir_ + "/tls/client.pem", "--tls-key",
                              dir_ + "/tls/client.key"});
   }
+  if (netns_ && !options_.tls) argv.push_back("--allow-insecure");
   argv.insert(argv.end(), args.begin(), args.end());
   auto r = RunCommand(InNamespace(prefix_ + "-hub", argv), timeout, 64 << 20);
   if (!r.ok()) {

@@ -20,7 +20,10 @@ struct ClusterOptions {
   int agents = 3;
   bool netns = true;             // try namespaces; fall back to loopback
   int heartbeat_timeout_s = 3;
-  std::string token;             // non-empty: coordinator requires it
+  // The coordinator always requires a token, as deployed: this one, or a
+  // random one made for the test when empty. no_token: --no-token instead.
+  std::string token;
+  bool no_token = false;
   bool tls = false;              // server TLS with certificates made for the test
   // With tls: the coordinator requires client certificates (--tls-client-ca)
   // and agents and Ctl present tls/client.pem.
@@ -64,6 +67,10 @@ class Cluster {
   std::string node(int i) const { return "node-" + std::to_string(i); }
   std::string agent_work_dir(int i) const;
   std::string data_dir() const { return dir_ + "/coordinator"; }
+  // A directory every agent may use as a storage root (--storage-roots), as
+  // a shared file system would be; created by the test that uses it.
+  std::string shared_storage_dir() const { return dir_ + "/shared-storage"; }
+  std::string token_file() const { return dir_ + "/token"; }
   pid_t agent_pid(int i) const;
   // Writes a plan file into the cluster's dir and returns its path.
   std::string WritePlan(const std::string& name, const std::string& yaml) const;

@@ -211,15 +211,81 @@ TEST_CASE("wrong tokens and plaintext clients are refused", "[integration][secur
   auto right = c.Ctl({"agents"});  // control: the right credentials work
   CHECK(right.exit.code == 0);
   CHECK(right.out.find("node-0") != std::string::npos);
-  // Plaintext against TLS: no --tls-ca.
+  // Plaintext against TLS: no --tls-ca. Off loopback cmaxctl refuses to
+  // send the token in clear text at all; with --allow-insecure (or on
+  // loopback) it tries, and the TLS server does not answer it.
   std::vector<std::string> plain = {Cluster::BinDir() + "/cmaxctl", "--coordinator", c.address(),
                                     "--token-file", c.dir() + "/token", "agents"};
-  if (c.using_netns()) plain.insert(plain.begin(), {"ip", "netns", "exec", "sk6-hub"});
+  if (c.using_netns()) {
+    plain.insert(plain.begin(), {"ip", "netns", "exec", "sk6-hub"});
+    auto clear = cmax::RunCommand(plain, 30s);
+    REQUIRE(clear.ok());
+    INFO(clear->out << clear->err);
+    CHECK(clear->exit.code == 2);
+    CHECK(clear->err.find("refusing to send the bearer token in clear text") !=
+          std::string::npos);
+    plain.insert(plain.end() - 1, "--allow-insecure");
+  }
   auto p = cmax::RunCommand(plain, 30s);
   REQUIRE(p.ok());
   INFO(p->out << p->err);
   CHECK(p->exit.code == 3);
   CHECK(p->err.find("cannot reach the coordinator") != std::string::npos);
+}
+
+TEST_CASE("the default set-up refuses unauthenticated callers", "[integration][security]") {
+  // As deployed: the coordinator needs a token (the cluster makes a random
+  // one, as install.sh and the quickstart do).
+  Cluster c("sk8", {.agents = 1});
+  auto s = c.Start();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  std::string plan = c.WritePlan("p", "name: p\nsuites:\n  - suite: selftest\n");
+  std::vector<std::string> anonymous = {Cluster::BinDir() + "/cmaxctl", "--coordinator",
+                                        c.address()};
+  if (c.using_netns()) {
+    anonymous.insert(anonymous.begin(), {"ip", "netns", "exec", "sk8-hub"});
+  }
+  for (std::vector<std::string> call :
+       {std::vector<std::string>{"run", "--plan", plan, "--no-wait"},
+        std::vector<std::string>{"agents"}, std::vector<std::string>{"runs"}}) {
+    std::vector<std::string> argv = anonymous;
+    argv.insert(argv.end(), call.begin(), call.end());
+    auto r = cmax::RunCommand(argv, 30s, 1 << 20, {{"CMAX_TOKEN_FILE", ""}});
+    REQUIRE(r.ok());
+    INFO(call[0] << ": " << r->out << r->err);
+    CHECK(r->exit.code == 2);
+    CHECK(r->err.find("refused the credentials") != std::string::npos);
+  }
+  auto runs = c.Ctl({"runs", "--json"});  // nothing was submitted
+  CHECK(runs.exit.code == 0);
+  CHECK(runs.out.find("\"runId\"") == std::string::npos);
+
+  // And without a token the coordinator does not start unless told so.
+  auto bare = cmax::RunCommand({Cluster::BinDir() + "/cmax-coordinator", "--data-dir",
+                                c.dir() + "/bare", "--listen", "127.0.0.1:0"},
+                               30s);
+  REQUIRE(bare.ok());
+  INFO(bare->err);
+  CHECK(bare->exit.code == 2);
+  CHECK(bare->err.find("a token is required") != std::string::npos);
+}
+
+TEST_CASE("an agent does not send its token in clear text off the host",
+          "[integration][security]") {
+  Cluster c("sk9", {.agents = 1});
+  REQUIRE(c.Start().ok());
+  if (!c.using_netns()) {
+    WARN("no network namespaces here: the coordinator is on loopback, nothing to refuse");
+    return;
+  }
+  auto r = c.OnHost(0, {Cluster::BinDir() + "/cmax-agent", "--coordinator", c.address(),
+                        "--node-name", "clear", "--work-dir", c.dir() + "/clear",
+                        "--token-file", c.token_file()});
+  INFO(r.out << r.err);
+  CHECK(r.exit.code == 2);
+  CHECK(r.err.find("refusing to send the bearer token in clear text to " + c.address()) !=
+        std::string::npos);
 }
 
 TEST_CASE("records survive a coordinator restart before their acknowledgement, once each",

@@ -1,0 +1,130 @@
+// The core's record path when the store fails a task lookup: nothing is
+// acknowledged, the stream is closed, and the resent records arrive once.
+#include "coordinator/core.h"
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+
+#include "tests/coordinator/fake_session.h"
+
+namespace cmax::coordinator {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/cmax-core-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+// A finished run with one task on node "n1": after a restart it is in the
+// store only, so records for it take the store lookup.
+void SeedFinishedTask(const std::string& dir) {
+  auto store = Store::Open(dir + "/cmax.db");
+  REQUIRE(store.ok());
+  RunRow run;
+  run.info.set_run_id("r1");
+  run.info.set_state("completed");
+  run.nodes = {"n1"};
+  REQUIRE((*store)->PutRun(run).ok());
+  TaskRow t;
+  t.info.set_task_id("r1.0.n1");
+  t.info.set_run_id("r1");
+  t.info.set_suite("selftest");
+  t.info.set_state(v1::TASK_COMPLETED);
+  t.assignment.set_suite("selftest");
+  t.nodes = {"n1"};
+  REQUIRE((*store)->PutTasks({&t}).ok());
+}
+
+v1::AgentMessage Batch(const std::string& task, int64_t first, int64_t n) {
+  v1::AgentMessage m;
+  for (int64_t seq = first; seq < first + n; ++seq) {
+    auto* r = m.mutable_records()->add_records();
+    r->set_task_id(task);
+    r->set_seq(seq);
+    r->mutable_record()->mutable_log()->set_message("late line");
+  }
+  return m;
+}
+
+std::vector<v1::Ack> Acks(const FakeSession& s) {
+  std::vector<v1::Ack> out;
+  for (const auto& m : s.sent) {
+    if (m.has_ack()) out.push_back(m.ack());
+  }
+  return out;
+}
+
+v1::AgentMessage Hello(const std::string& node) {
+  v1::AgentMessage m;
+  *m.mutable_hello() = HelloFrom(node);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a failed task lookup acknowledges nothing and the resent records arrive once",
+          "[core][store]") {
+  const std::string dir = TempDir();
+  SeedFinishedTask(dir);
+  auto fail = std::make_shared<bool>(true);
+  CoreOptions o;
+  o.data_dir = dir;
+  o.store_fault_for_testing = [fail](const std::string& op) {
+    if (*fail && op == "get_task") return absl::UnavailableError("database is locked");
+    return absl::OkStatus();
+  };
+  auto core = CoordinatorCore::Create(o);
+  REQUIRE(core.ok());
+
+  // The core thread is not started: the test calls the handlers itself, as
+  // that thread would, one at a time.
+  auto first = std::make_shared<FakeSession>("s1");
+  (*core)->HandleAgentMessage(first, Hello("n1"));
+  (*core)->HandleAgentMessage(first, Batch("r1.0.n1", 0, 5));
+  CHECK(Acks(*first).empty());
+  CHECK_THAT(first->closed, Catch::Contains("could not look up task r1.0.n1"));
+  CHECK_THAT(first->closed, Catch::Contains("database is locked"));
+  // Nothing later on that stream is acknowledged either.
+  (*core)->HandleAgentMessage(first, Batch("r1.0.n1", 5, 1));
+  CHECK(Acks(*first).empty());
+  (*core)->HandleStreamEnded(first);
+
+  // The database recovers; the agent reconnects and resends from seq 0.
+  *fail = false;
+  auto second = std::make_shared<FakeSession>("s2");
+  (*core)->HandleAgentMessage(second, Hello("n1"));
+  (*core)->HandleAgentMessage(second, Batch("r1.0.n1", 0, 6));
+  auto acks = Acks(*second);
+  REQUIRE(acks.size() == 1);
+  CHECK(acks[0].next_seq() == 6);
+  CHECK(second->closed.empty());
+  core->reset();
+
+  auto store = Store::Open(dir + "/cmax.db");
+  REQUIRE(store.ok());
+  auto n = (*store)->CountRecords("r1.0.n1");
+  REQUIRE(n.ok());
+  CHECK(*n == 6);
+}
+
+TEST_CASE("records of a task the store does not know are acknowledged and dropped",
+          "[core][store]") {
+  const std::string dir = TempDir();
+  SeedFinishedTask(dir);
+  CoreOptions o;
+  o.data_dir = dir;
+  auto core = CoordinatorCore::Create(o);
+  REQUIRE(core.ok());
+  auto s = std::make_shared<FakeSession>("s1");
+  (*core)->HandleAgentMessage(s, Hello("n1"));
+  (*core)->HandleAgentMessage(s, Batch("r9.0.gone", 0, 3));
+  auto acks = Acks(*s);
+  REQUIRE(acks.size() == 1);
+  CHECK(acks[0].next_seq() == 3);  // the agent may delete them: there is no such task
+  CHECK(s->closed.empty());
+}
+
+}  // namespace cmax::coordinator
