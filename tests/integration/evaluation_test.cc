@@ -1,0 +1,315 @@
+// Issue 13 end to end: what the scorecard says after real runs over agents
+// in network namespaces of their own, read as a user reads it (cmaxctl's
+// exit code and output, `cmaxctl report --format json`, `cmaxctl export`).
+//  - benchmarks/plans/full.yaml on three CPU-only nodes: not rated; Compute
+//    and the NCCL entries not measured with their reasons; what could run is
+//    graded on what it measured; cmaxctl exits 4.
+//  - a gang whose rank 1 crashes fails node-1 only.
+//  - a task retried after an agent kill is judged on its last attempt.
+//  - a per-job storage floor is applied to per-job figures, never to totals.
+//  - a barrier burn-in: every node's recorded start lies within the skew the
+//    scorecard states.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cmax/v1/scorecard.pb.h"
+#include "common/subprocess.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/export_records.h"
+
+using cmax::testing::CategoryOf;
+using cmax::testing::Cluster;
+using cmax::testing::Export;
+using cmax::testing::ReportCard;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kExitNotRated = 4;  // cmaxctl run/watch (README, "Using it")
+
+const cmax::v1::NodeVerdict& NodeOf(const cmax::v1::Scorecard& card, const std::string& node) {
+  for (const auto& n : card.nodes()) {
+    if (n.node() == node) return n;
+  }
+  FAIL("no node " << node << " in the scorecard");
+  return card.nodes(0);
+}
+
+bool AnyReason(const cmax::v1::NodeVerdict& n, const std::string& text) {
+  for (const auto& r : n.reasons()) {
+    if (absl::StrContains(r, text)) return true;
+  }
+  return false;
+}
+
+const cmax::v1::EntryCoverage* EntryOf(const cmax::v1::CategoryGrade& c, const std::string& e) {
+  for (const auto& entry : c.entries()) {
+    if (entry.entry() == e) return &entry;
+  }
+  return nullptr;
+}
+
+std::string Describe(const cmax::v1::Scorecard& card) {
+  std::string out = absl::StrCat("tier ", card.tier(), ": ", card.tier_reason(), "\n");
+  for (const auto& c : card.categories()) {
+    absl::StrAppend(&out, c.name(), " ", c.grade(), ": ", c.summary(), "\n");
+  }
+  for (const auto& n : card.nodes()) {
+    absl::StrAppend(&out, n.node(), " ", n.verdict(), "\n");
+    for (const auto& r : n.reasons()) absl::StrAppend(&out, "  ", r, "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("full.yaml on three CPU-only nodes is not rated and says what was not measured",
+          "[integration][evaluation]") {
+  if (cmax::FindExecutable("fio").empty()) FAIL("fio is not installed: run deploy/install-deps.sh");
+  Cluster c("ev1", {.agents = 3});
+  REQUIRE(c.Start().ok());
+  INFO((c.using_netns() ? "agents in network namespaces" : "agents on loopback"));
+  const std::string plan = Cluster::SourceDir() + "/benchmarks/plans/full.yaml";
+  auto r = c.Ctl({"run", "--plan", plan}, 900s);
+  INFO(r.out << r.err);
+  CHECK(r.exit.code == kExitNotRated);
+  CHECK(absl::StrContains(r.out, "completed: not rated;"));
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE(!run_id.empty());
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  INFO(Describe(card));
+
+  CHECK(card.tier() == "not rated");
+  REQUIRE(card.missing_size() > 0);
+  // Compute: nothing evaluated, and why (the GPU suites could not run here).
+  const auto& compute = CategoryOf(card, "Compute");
+  CHECK_FALSE(compute.measured());
+  CHECK(compute.grade() == "not measured");
+  CHECK(compute.nodes_evaluated() == 0);
+  for (const char* entry : {"gemm", "memory"}) {
+    INFO(entry);
+    const auto* e = EntryOf(compute, entry);
+    REQUIRE(e != nullptr);
+    CHECK(e->nodes_asked() == 3);
+    CHECK(e->nodes_evaluated() == 0);
+    REQUIRE(e->not_evaluated_size() >= 1);
+    CHECK(absl::StrContains(e->not_evaluated(0), "3 nodes"));
+    CHECK(absl::StrContains(e->not_evaluated(0), "could not run"));
+  }
+  CHECK(absl::StrContains(card.tier_reason(), "Compute evaluated on 0 of 3 nodes"));
+  // Networking: connectivity measured every pair; the NCCL entries could not run.
+  const auto& net = CategoryOf(card, "Networking");
+  CHECK(net.measured());
+  CHECK(net.grade() != "not measured");
+  for (const char* entry : {"nccl-intra-node", "nccl-all-nodes", "nccl-network-only",
+                            "nccl-alltoall", "nccl-pairs"}) {
+    INFO(entry);
+    const auto* e = EntryOf(net, entry);
+    REQUIRE(e != nullptr);
+    CHECK(e->nodes_evaluated() == 0);
+    REQUIRE(e->not_evaluated_size() >= 1);
+    CHECK(absl::StrContains(e->not_evaluated(0), "could not run"));
+  }
+  const auto* conn = EntryOf(net, "connectivity");
+  REQUIRE(conn != nullptr);
+  CHECK(conn->nodes_evaluated() == 3);
+  // Graded on what they measured: hostcheck and health (Reliability), audit
+  // (Security), storage (Storage, on each agent's own storage dir).
+  for (const char* name : {"Reliability", "Security", "Storage"}) {
+    INFO(name);
+    const auto& cat = CategoryOf(card, name);
+    CHECK(cat.measured());
+    CHECK(cat.grade() != "not measured");
+    CHECK(cat.nodes_evaluated() == 3);
+  }
+  const auto* storage = EntryOf(CategoryOf(card, "Storage"), "storage");
+  REQUIRE(storage != nullptr);
+  CHECK(storage->nodes_evaluated() == 3);
+  // Could not run is not a crash: no node fails for the GPU suites, each node
+  // says once per entry why it was not measured.
+  for (int i = 0; i < 3; ++i) {
+    const auto& n = NodeOf(card, c.node(i));
+    INFO(n.node());
+    CHECK(n.verdict() != "pass");
+    CHECK(AnyReason(n, "Compute not measured: gemm could not run"));
+    for (const auto& reason : n.reasons()) {
+      CHECK_FALSE(absl::StrContains(reason, "could not run: could not run"));
+      CHECK_FALSE(absl::StrContains(reason, "not measured: not measured"));
+      CHECK_FALSE(absl::StrContains(reason, "crashed"));
+    }
+  }
+}
+
+TEST_CASE("a gang whose rank 1 crashes fails that node only", "[integration][evaluation]") {
+  Cluster c("ev2", {.agents = 3});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("failrank", R"(name: failrank
+suites:
+  - suite: hostcheck
+  - suite: selftest
+    name: gang
+    scope: gang
+    timeout: 2m
+    params: {mode: sleep, seconds: 60, fail-rank: 1}
+)");
+  auto r = c.Ctl({"run", "--plan", plan}, 120s);
+  INFO(r.out << r.err);
+  CHECK(r.exit.code == kExitNotRated);  // hostcheck alone cannot rate a cluster
+  const cmax::v1::Scorecard card = ReportCard(c, Cluster::RunIdFrom(r.out));
+  INFO(Describe(card));
+  CHECK(NodeOf(card, "node-1").verdict() == "fail");
+  CHECK(AnyReason(NodeOf(card, "node-1"), "gang (selftest) crashed"));
+  for (const char* n : {"node-0", "node-2"}) {
+    INFO(n);
+    const auto& v = NodeOf(card, n);
+    CHECK(v.verdict() == "warn");
+    CHECK(AnyReason(v, "stopped: rank 1 on node-1"));
+    for (const auto& reason : v.reasons()) CHECK_FALSE(absl::StartsWith(reason, "Reliability fail"));
+  }
+}
+
+TEST_CASE("a task retried after an agent kill is judged on its last attempt",
+          "[integration][evaluation]") {
+  Cluster c("ev3", {.agents = 2, .heartbeat_timeout_s = 10});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("retry", R"(name: retry
+suites:
+  - suite: burnin
+    retries: 1
+    timeout: 2m
+    params: {backend: cpu, duration: 6, threads: 1}
+)");
+  auto submit = c.Ctl({"run", "--plan", plan, "--no-wait"});
+  REQUIRE(submit.exit.code == 0);
+  const std::string run_id = Cluster::RunIdFrom(submit.out);
+  REQUIRE(c.WaitForAgents(2, "busy", 20s).ok());
+  std::this_thread::sleep_for(3s);  // attempt 1 is writing samples
+  c.StopAgent(1, SIGKILL);
+  REQUIRE(c.StartAgent(1).ok());
+  auto w = c.Ctl({"watch", run_id}, 120s);
+  INFO(w.out << w.err);
+  CHECK((w.exit.code == kExitNotRated || w.exit.code == 0));
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  INFO(Describe(card));
+  const auto& n1 = NodeOf(card, "node-1");
+  // The task ended completed under attempt 2; attempt 1 is history only.
+  bool completed_second = false;
+  for (const auto& t : n1.tasks()) {
+    if (t.suite() == "burnin") completed_second = t.state() == "completed" && t.attempt() == 2;
+  }
+  CHECK(completed_second);
+  CHECK(n1.verdict() != "fail");
+  bool history = false;
+  for (const auto& h : n1.history()) {
+    history = history || (absl::StrContains(h, "burnin: attempt 1 failed") &&
+                          absl::StrContains(h, "attempt 2 completed"));
+  }
+  CHECK(history);
+  // Every judged burn-in figure of node-1 is attempt 2's.
+  int attempt1 = 0;
+  for (const auto& rec : Export(c, run_id)) {
+    if (rec.node() == "node-1" && rec.attempt() == 1) ++attempt1;
+  }
+  INFO("records of attempt 1 in the export: " << attempt1);
+  CHECK(attempt1 > 0);  // kept in the export
+  for (const auto& rule : CategoryOf(card, "Reliability").rules()) {
+    if (rule.node() == "node-1") CHECK(rule.outcome() != "fail");
+  }
+}
+
+TEST_CASE("a per-job storage floor is applied to each job on four nodes, never to the totals",
+          "[integration][evaluation][storage]") {
+  if (cmax::FindExecutable("fio").empty()) FAIL("fio is not installed: run deploy/install-deps.sh");
+  Cluster c("ev4", {.agents = 4});
+  REQUIRE(c.Start().ok());
+  // A floor no disk meets: every per-job figure fails it, and a total that
+  // was held to it would add a fifth failure per node.
+  std::string plan = c.WritePlan("storage4", R"(name: storage4
+expect:
+  metrics: {storage_bandwidth_mbps.seq-read: 1000000000}
+suites:
+  - suite: storage
+    scope: barrier
+    timeout: 5m
+    params: {pattern: seq-read, size: 8M, jobs: 4, duration: 2}
+)");
+  auto r = c.Ctl({"run", "--plan", plan}, 300s);
+  INFO(r.out << r.err);
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE(!run_id.empty());
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  INFO(Describe(card));
+  std::map<std::string, int> floor_fails;
+  for (const auto& rule : CategoryOf(card, "Storage").rules()) {
+    if (!absl::StartsWith(rule.rule_id(), "expect.metrics.storage_bandwidth_mbps")) continue;
+    if (rule.outcome() != "fail") continue;
+    ++floor_fails[rule.node()];
+    bool per_job = false;
+    for (const auto& e : rule.evidence()) {
+      per_job = per_job || (absl::StrContains(e, "job=") && !absl::StrContains(e, "job=all"));
+    }
+    CHECK(per_job);
+  }
+  REQUIRE(floor_fails.size() == 4);
+  for (const auto& [node, n] : floor_fails) {
+    INFO(node);
+    CHECK(n == 4);
+  }
+  // The node totals are compared with totals only: each group of the fleet
+  // judge holds one kind.
+  for (const auto& e : CategoryOf(card, "Storage").evidence()) {
+    if (!absl::StrContains(e, "storage_bandwidth_mbps (")) continue;
+    CHECK((absl::StrContains(e, "job=all") || absl::StrContains(e, "job=each")));
+  }
+}
+
+TEST_CASE("a barrier burn-in states its start skew and every node starts within it",
+          "[integration][evaluation][burnin]") {
+  Cluster c("ev5", {.agents = 3, .clock_offsets_ms = {0, 250, -300}});
+  REQUIRE(c.Start().ok());
+  std::this_thread::sleep_for(2s);  // heartbeats for the clock offsets
+  std::string plan = c.WritePlan("fleet", R"(name: fleet
+suites:
+  - suite: burnin
+    name: burnin-fleet
+    scope: barrier
+    timeout: 2m
+    params: {backend: cpu, duration: 2, threads: 1}
+)");
+  auto r = c.Ctl({"run", "--plan", plan}, 120s);
+  INFO(r.out << r.err);
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE(!run_id.empty());
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  REQUIRE(card.barrier_starts_size() == 1);
+  const auto& b = card.barrier_starts(0);
+  INFO("skew " << b.skew_ms() << " ms, lags " << b.min_lag_ms() << ".." << b.max_lag_ms());
+  CHECK(b.entry() == "burnin-fleet");
+  CHECK(b.nodes() == 3);
+  CHECK(b.missing().empty());
+  // The start records, shifted back by each node's scheduled instant (its
+  // own clock), all lie within the stated skew of each other.
+  std::vector<double> lags_ms;
+  for (const auto& rec : Export(c, run_id)) {
+    if (!rec.record().has_sample() || rec.record().sample().metric() != "cmax_task_start") continue;
+    const auto& labels = rec.record().sample().labels();
+    int64_t scheduled = 0, started = 0;
+    REQUIRE(absl::SimpleAtoi(labels.at("scheduled_unix_ns"), &scheduled));
+    REQUIRE(absl::SimpleAtoi(labels.at("started_unix_ns"), &started));
+    CHECK(started >= scheduled);  // nobody starts before the instant
+    lags_ms.push_back(static_cast<double>(started - scheduled) / 1e6);
+  }
+  REQUIRE(lags_ms.size() == 3);
+  const auto [lo, hi] = std::minmax_element(lags_ms.begin(), lags_ms.end());
+  CHECK(*hi - *lo <= b.skew_ms() + 1e-3);
+  CHECK(b.skew_ms() < 1000);  // one instant, not one after the other
+}
