@@ -357,16 +357,6 @@ TEST_CASE("GPU suites without a GPU write gpu.no_driver or gpu.no_device, not me
   }
 }
 
-TEST_CASE("the collective suite on a GPU build refuses without a GPU before any rendezvous",
-          "[not_measured]") {
-  if (!HaveCudaBench() || !CudaHasCollective()) {
-    WARN("SKIP: cmax-bench-cuda with NCCL is not built here");
-    return;
-  }
-  SuiteRun r = Bench("cmax-bench-cuda", {"collective", "--backend", "nccl", "--jsonl"}, kNoGpu);
-  RequireCouldNotRun(r, "networking", "collective.not_measured");
-}
-
 TEST_CASE("hostcheck on a root with only /proc/meminfo measures memory and marks the rest",
           "[not_measured]") {
   TempDir tmp;
