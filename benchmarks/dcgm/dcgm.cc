@@ -82,7 +82,9 @@ int RunDcgm(int argc, char** argv) {
     v1::Finding f = MakeFinding("dcgm.not_measured", v1::SEVERITY_INFO, "node",
                                 absl::StrCat("dcgm ", why, ": not measured"));
     f.set_not_measured(true);
-    f.set_detail(absl::StrCat("dcgmi diag could not give a result: ", why));
+    std::string detail = absl::StrCat("dcgmi diag could not give a result: ", why);
+    if (!evidence.empty()) absl::StrAppend(&detail, " (", evidence.substr(0, 500), ")");
+    f.set_detail(detail);
     if (!evidence.empty()) f.add_evidence(evidence);
     f.set_action(action);
     out.Find(f);
