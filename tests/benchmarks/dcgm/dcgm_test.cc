@@ -130,6 +130,7 @@ TEST_CASE("cmax-bench dcgm without dcgmi: not measured, exit 2, no measurement",
       said = true;
       CHECK(rec.finding().not_measured());
       CHECK(rec.finding().category() == "reliability");
+      CHECK_THAT(rec.finding().detail(), Catch::Contains("cmax-test-no-such-dcgmi"));
     }
   }
   CHECK(said);
