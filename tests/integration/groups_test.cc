@@ -171,8 +171,7 @@ suites:
   INFO(r.out << r.err);
   CHECK(r.exit.code == 1);
   CHECK(std::chrono::steady_clock::now() - start < 30s);
-  CHECK(r.out.find("rank 1 on node-1 failed") != std::string::npos);
-  CHECK(r.out.find("crashed: exit 3") != std::string::npos);
+  CHECK(r.out.find("rank 1 on node-1 crashed (exit code 3)") != std::string::npos);
   CHECK(GoneWithin("selftest --fail-rank=1 --mode=sleep --seconds=97", 15s));
   std::string md = Report(c, Cluster::RunIdFrom(r.out), "md");
   CHECK(md.find("rank 1 on node-1") != std::string::npos);
