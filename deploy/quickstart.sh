@@ -40,6 +40,10 @@ echo "==> installing missing packages"
 
 echo "==> building into $build"
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/cmax-ccache}
+# As in tests/run.sh: paths relative to the clone, so another clone (or
+# run.sh's build of this one) reuses the cache.
+export CCACHE_BASEDIR=$root
+export CCACHE_NOHASHDIR=1
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 # A new build folder is configured without tests (quicker); an existing one
