@@ -21,7 +21,9 @@
 //
 // Auth: with a token every call carries `authorization: Bearer <token>`
 // (the token is never logged). TLS: SslCredentials with the given root CA
-// and, for mutual TLS, a client certificate; otherwise insecure credentials.
+// and, for mutual TLS, a client certificate; otherwise insecure credentials,
+// which main.cc allows with a token only for a loopback coordinator or with
+// --allow-insecure (CheckTokenTransport, common/net_address.h).
 #ifndef CMAX_AGENT_CONNECTION_H_
 #define CMAX_AGENT_CONNECTION_H_
 

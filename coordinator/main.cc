@@ -62,9 +62,15 @@ int main(int argc, char** argv) {
       "cmax-coordinator --data-dir DIR [--listen HOST:PORT] (--token-file F | --no-token) "
       "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS]\n"
       "Flags may be written with dashes or underscores (--data-dir, --data_dir).");
-  absl::SetFlagsUsageConfig({.version_string = [] {
-    return absl::StrCat("cmax-coordinator ", cmax::kCmaxVersion, "\n");
-  }});
+  // --help lists this file's flags (absl matches files named after the
+  // program by default, and this one is main.cc).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "coordinator/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return absl::StrCat("cmax-coordinator ", cmax::kCmaxVersion, "\n"); };
+  absl::SetFlagsUsageConfig(usage);
   cmax::DashedFlags flags(argc, argv);
   absl::ParseCommandLine(flags.argc(), flags.argv());
   cmax::SetLogLevel(absl::GetFlag(FLAGS_log_level));
