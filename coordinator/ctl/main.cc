@@ -49,8 +49,9 @@ a token is never sent in clear text to a non-loopback coordinator: give
 exit codes (run, watch), the first that applies:
   2 usage or plan error
   3 the run could not finish (cancelled, coordinator gone)
-  4 the run completed but its scorecard is not rated (too little was measured)
-  1 rated, but a task crashed, hung or was lost, or a node failed
+  1 a task crashed, hung or was lost, or a node failed (rated or not)
+  4 the run completed without failures but its scorecard is not rated
+    (too little was measured for a tier)
   0 otherwise (tasks that could not run, exit 2, are counted apart, not as failures)
 )";
 

@@ -56,9 +56,9 @@ bool IsNotRated(const std::string& tier) {
 
 int RunExitCode(const v1::RunInfo& run, const TaskCounts& counts, bool ended) {
   if (!ended || run.state() != "completed") return kExitUnfinished;
-  if (IsNotRated(run.tier())) return kExitNotRated;
   // RunInfo.tasks_failed counts exit-2 tasks too; the counts here do not.
   if (counts.failed > 0 || run.nodes_failed() > 0) return kExitFailed;
+  if (IsNotRated(run.tier())) return kExitNotRated;
   return kExitOk;
 }
 

@@ -15,9 +15,9 @@ namespace cmax::ctl {
 
 // Exit codes of `cmaxctl run` and `cmaxctl watch` (README, "Exit codes").
 // Precedence: 2 usage or plan error (before the run exists); 3 the run could
-// not finish (cancelled, coordinator gone); 4 it completed but its scorecard
-// is not rated; 1 rated, but a task crashed, hung or was lost, or a node's
-// verdict is fail; 0 otherwise. A task that could not run (exit code 2: a
+// not finish (cancelled, coordinator gone); 1 a task crashed, hung or was
+// lost, or a node's verdict is fail (a fact to act on, rated or not); 4 it
+// completed without failures but its scorecard is not rated; 0 otherwise. A task that could not run (exit code 2: a
 // missing binary, GPU or tool) is not a failure here: the scorecard's tier
 // and coverage say what it left unmeasured.
 inline constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitUnfinished = 3,

@@ -7,10 +7,7 @@
 // Two layers:
 //  - record level (always run): flag set, reason (detail) non-empty, category
 //    the suite's (common/suite_catalog.cc), subject set, exit code;
-//  - scorecard level, tag [scorecard] (hidden, "[.scorecard]", until the
-//    reports/ change that stops not-measured findings and exit-2 tasks from
-//    making a category measured is on this branch; run with
-//    `not_measured_test '[scorecard]'`): the records and the task, fed
+//  - scorecard level, tag [scorecard]: the records and the task, fed
 //    through the real cmax::reports::BuildScorecard, give "not measured" for
 //    the suite's category and no node reason that grades it.
 //
@@ -486,10 +483,10 @@ TEST_CASE("selftest writes findings only under its own category", "[not_measured
   }
 }
 
-// ---- scorecard level: after reports/ honours not_measured ------------------
+// ---- scorecard level ----------------------------------------------------------
 
 TEST_CASE("scorecard: a suite that could not run leaves its category not measured",
-          "[.scorecard]") {
+          "[scorecard]") {
   TempDir tmp;
   std::vector<Whole> runs = CpuCouldNotRunRuns(tmp);
   if (HaveCudaBench()) {
@@ -504,7 +501,7 @@ TEST_CASE("scorecard: a suite that could not run leaves its category not measure
 }
 
 TEST_CASE("scorecard: suites that ran some checks are graded only by those",
-          "[.scorecard]") {
+          "[scorecard]") {
   TempDir tmp;
   tmp.Write("hostcheck/proc/meminfo", "MemTotal:       65848712 kB\n");
   fs::create_directories(tmp.Sub("empty"));

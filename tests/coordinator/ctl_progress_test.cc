@@ -52,7 +52,7 @@ TEST_CASE("the final line names the tier and counts could-not-run apart", "[ctl]
         "1 failed, 1 cancelled; 1 node failed");
 }
 
-TEST_CASE("exit codes: 3 unfinished, then 4 not rated, then 1 failed, else 0", "[ctl]") {
+TEST_CASE("exit codes: 3 unfinished, then 1 failed, then 4 not rated, else 0", "[ctl]") {
   const TaskCounts none = CountTasks({Task(v1::TASK_COMPLETED)});
   const TaskCounts cannot = CountTasks({Task(v1::TASK_COMPLETED), Task(v1::TASK_FAILED, 2)});
   const TaskCounts crashed = CountTasks({Task(v1::TASK_COMPLETED), Task(v1::TASK_FAILED, 139)});
@@ -66,9 +66,12 @@ TEST_CASE("exit codes: 3 unfinished, then 4 not rated, then 1 failed, else 0", "
   CHECK(RunExitCode(Run("completed", "Gold"), hung, true) == kExitFailed);
   CHECK(RunExitCode(Run("completed", "Gold"), lost, true) == kExitFailed);
   CHECK(RunExitCode(Run("completed", "Gold", 1), none, true) == kExitFailed);
-  // Not rated comes before a failed task or node.
+  // A failed task or node comes before not rated: it is a fact to act on
+  // whatever the coverage.
   CHECK(RunExitCode(Run("completed", "not rated"), none, true) == kExitNotRated);
-  CHECK(RunExitCode(Run("completed", "not rated", 2), crashed, true) == kExitNotRated);
+  CHECK(RunExitCode(Run("completed", "not rated"), cannot, true) == kExitNotRated);
+  CHECK(RunExitCode(Run("completed", "not rated", 2), none, true) == kExitFailed);
+  CHECK(RunExitCode(Run("completed", "not rated"), crashed, true) == kExitFailed);
   CHECK(RunExitCode(Run("completed", ""), none, true) == kExitNotRated);  // no scorecard
   // Could not finish comes before everything else.
   CHECK(RunExitCode(Run("cancelled", "not rated"), crashed, true) == kExitUnfinished);

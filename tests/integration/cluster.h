@@ -16,6 +16,12 @@
 
 namespace cmax::testing {
 
+// `cmaxctl run` / `watch` exit code of a run that completed without failures
+// but is not rated (README, "Using it"): every plan that does not evaluate
+// Compute, Networking, Storage, Reliability and Security on (nearly) every
+// node, which is every plan these tests run on CPU-only agents.
+inline constexpr int kExitNotRated = 4;
+
 struct ClusterOptions {
   int agents = 3;
   bool netns = true;             // try namespaces; fall back to loopback
