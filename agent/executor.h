@@ -17,6 +17,12 @@
 //     │ cancel                       │ timeout: SIGTERM, SIGKILL after grace
 //     └────────── cancelled ─────────┴ cancel:  SIGTERM, SIGKILL after grace
 //
+//   rejected: TASK_FAILED, exit code 2 "could not run: ..." when the suite's
+//   binary (or mpirun) is missing or its arguments are refused, exit code -1
+//   "rejected: ..." otherwise (ValidateAssignment). kWaiting → kRunning with a
+//   start instant (barrier scope) first writes TaskStartRecord as line 0 of
+//   the spool, then spawns the suite appending to it.
+//
 //   kDone: status.json written; records are sent up to record_count, THEN
 //   the end TaskStatus; on StatusAck with every record acked, the directory
 //   is removed and the child forgotten (its key remembered so a duplicate

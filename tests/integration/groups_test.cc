@@ -177,6 +177,17 @@ suites:
   CHECK(GoneWithin("selftest --fail-rank=1 --mode=sleep --seconds=97", 15s));
   std::string md = Report(c, Cluster::RunIdFrom(r.out), "md");
   CHECK(md.find("rank 1 on node-1") != std::string::npos);
+  // The task names only the failing rank's node to blame, not the ranks the
+  // coordinator stopped because of it.
+  auto watch = c.Ctl({"watch", Cluster::RunIdFrom(r.out), "--json"});
+  std::string blamed;
+  for (absl::string_view line : absl::StrSplit(watch.out, '\n')) {
+    cmax::v1::RunEvent ev;
+    const std::string json(line);
+    if (json.empty() || !google::protobuf::util::JsonStringToMessage(json, &ev).ok()) continue;
+    if (ev.has_task()) blamed = ev.task().blamed_nodes();
+  }
+  CHECK(blamed == "node-1");
 }
 
 TEST_CASE("SIGKILL of one agent during a gang task stops the ranks on the others",

@@ -77,6 +77,7 @@ RunEnd WaitForRun(Cluster& c, const std::string& run_id, std::chrono::seconds ti
       if (!google::protobuf::util::JsonStringToMessage(std::string(line), &ev).ok()) continue;
       if (ev.has_task()) end.tasks[ev.task().task_id()] = ev.task();
     }
+    // 0, 1 and 4 (completed, not rated) mean the run ended; 3: ask again.
     if (r.exit.code == 0 || r.exit.code == 1 || r.exit.code == kExitNotRated) return end;
     std::this_thread::sleep_for(500ms);  // the coordinator is away: ask again
   }
@@ -268,6 +269,14 @@ TEST_CASE("agent killed and restarted mid-task: failed or retried as the plan sa
     CHECK(end.exit_code == kExitNotRated);
     CHECK(end.tasks[task].state() == cmax::v1::TASK_COMPLETED);
     CHECK(end.tasks[task].attempt() == 2);
+    // The task describes attempt 2 and keeps attempt 1 as history.
+    REQUIRE(end.tasks[task].earlier_attempts_size() == 1);
+    const auto& earlier = end.tasks[task].earlier_attempts(0);
+    CHECK(earlier.attempt() == 1);
+    CHECK(earlier.state() == cmax::v1::TASK_FAILED);
+    CHECK(absl::StrContains(earlier.message(), "agent restarted"));
+    CHECK(earlier.finished_unix_ns() > 0);
+    CHECK_FALSE(absl::StrContains(end.tasks[task].message(), "retrying"));  // attempt 2's own
     auto second = seqs[{task, 2, 0}];
     CHECK(second.size() == 3008);
     CHECK(Contiguous(second));
