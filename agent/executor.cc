@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "agent/plan_paths.h"
 #include "common/logging.h"
 #include "common/record_io.h"
 #include "common/suite_catalog.h"
@@ -442,6 +443,7 @@ void Executor::HandleAssign(const v1::TaskAssignment& a) {
   if (a.launcher() == "mpirun") ranks.clear();
   if (ranks.empty()) ranks.emplace_back();  // rank 0 of 1
   absl::Status valid = ValidateAssignment(a, options_.bench_dir);
+  if (valid.ok()) valid = ValidatePlanPaths(a, options_.allow_read, options_.storage_roots);
   const SuiteInfo* suite = FindSuite(a.suite());
   const int64_t now_mono = MonotonicNs();
   int64_t start_mono = now_mono;

@@ -50,10 +50,11 @@ std::optional<std::vector<std::string>> DirsFromEnv(const char* name) {
   return out;
 }
 
-absl::StatusOr<std::string> ReadPlanFile(const std::string& flag, const std::string& path,
-                                         const std::optional<std::vector<std::string>>& allowed,
-                                         size_t max_bytes) {
-  const std::string what = absl::StrCat("--", flag, " ", path);
+namespace {
+
+// realpath, absolute, and under `allowed` when set. Returns the resolved path.
+absl::StatusOr<std::string> ResolvePlanFile(const std::string& what, const std::string& path,
+                                            const std::optional<std::vector<std::string>>& allowed) {
   if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(what, ": must be an absolute path"));
   }
@@ -78,18 +79,17 @@ absl::StatusOr<std::string> ReadPlanFile(const std::string& flag, const std::str
           "inline with --set)"));
     }
   }
-  int fd = open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    return absl::PermissionDeniedError(absl::StrCat(what, ": ", strerror(errno)));
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
+  return real;
+}
+
+// Regular, world-readable when `allowed` is set, at most `max_bytes`.
+absl::Status CheckPlanFileStat(const std::string& what, const struct stat& st,
+                               bool restricted, size_t max_bytes) {
+  if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": not a regular file (a device, FIFO, socket or directory)"));
   }
-  if (allowed.has_value() && (st.st_mode & S_IROTH) == 0) {
-    close(fd);
+  if (restricted && (st.st_mode & S_IROTH) == 0) {
     return absl::PermissionDeniedError(absl::StrCat(
         what, ": readable by its owner or group only (mode ",
         absl::StrFormat("%04o", st.st_mode & 07777),
@@ -97,10 +97,51 @@ absl::StatusOr<std::string> ReadPlanFile(const std::string& flag, const std::str
         "not a secret)"));
   }
   if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > max_bytes) {
-    close(fd);
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", st.st_size,
                                                    " bytes, more than the limit of ",
                                                    max_bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CheckPlanFile(const std::string& flag, const std::string& path,
+                                          const std::optional<std::vector<std::string>>& allowed,
+                                          size_t max_bytes) {
+  const std::string what = absl::StrCat("--", flag, " ", path);
+  absl::StatusOr<std::string> real = ResolvePlanFile(what, path, allowed);
+  if (!real.ok()) return real.status();
+  struct stat st;
+  if (stat(real->c_str(), &st) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(what, ": ", strerror(errno)));
+  }
+  if (absl::Status s = CheckPlanFileStat(what, st, allowed.has_value(), max_bytes); !s.ok()) {
+    return s;
+  }
+  return real;
+}
+
+absl::StatusOr<std::string> ReadPlanFile(const std::string& flag, const std::string& path,
+                                         const std::optional<std::vector<std::string>>& allowed,
+                                         size_t max_bytes) {
+  const std::string what = absl::StrCat("--", flag, " ", path);
+  absl::StatusOr<std::string> resolved = ResolvePlanFile(what, path, allowed);
+  if (!resolved.ok()) return resolved.status();
+  const std::string& real = *resolved;
+  int fd = open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(absl::StrCat(what, ": ", strerror(errno)));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return absl::PermissionDeniedError(absl::StrCat(what, ": ", strerror(err)));
+  }
+  if (absl::Status s = CheckPlanFileStat(what, st, allowed.has_value(), max_bytes); !s.ok()) {
+    close(fd);
+    return s;
   }
   // Bounded read: never more than max_bytes + 1, whatever the file claims.
   std::string out;
@@ -162,7 +203,8 @@ bool IsSystemDirectory(const std::string& resolved, const std::vector<std::strin
 }
 
 absl::StatusOr<std::string> CheckStorageDir(const std::string& path_in,
-                                            const std::optional<std::vector<std::string>>& roots) {
+                                            const std::optional<std::vector<std::string>>& roots,
+                                            bool create) {
   const std::string path = StripTrailingSlashes(path_in);
   if (path.empty() || path[0] != '/') {
     return absl::FailedPreconditionError(
@@ -200,6 +242,14 @@ absl::StatusOr<std::string> CheckStorageDir(const std::string& path_in,
       if (c == ".") continue;
       cur = absl::StrCat(cur == "/" ? "" : cur, "/", c);
       if (lstat(cur.c_str(), &st) != 0) {
+        if (errno == ENOENT && !create) {
+          // The suite creates the rest; the system check on the words alone.
+          if (IsSystemDirectory(path, allowed_roots)) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "--path ", path, " is a system directory; storage runs never write there"));
+          }
+          return path;
+        }
         if (errno != ENOENT || mkdir(cur.c_str(), 0700) != 0 || lstat(cur.c_str(), &st) != 0) {
           return absl::FailedPreconditionError(
               absl::StrCat("--path ", path, ": cannot create ", cur, ": ", strerror(errno)));

@@ -49,6 +49,12 @@ absl::StatusOr<std::string> ReadPlanFile(const std::string& flag, const std::str
                                          const std::optional<std::vector<std::string>>& allowed,
                                          size_t max_bytes = kMaxPlanFileBytes);
 
+// The checks of ReadPlanFile without reading (stat(2) only): the agent makes
+// them before it spawns a suite. Returns the resolved path.
+absl::StatusOr<std::string> CheckPlanFile(const std::string& flag, const std::string& path,
+                                          const std::optional<std::vector<std::string>>& allowed,
+                                          size_t max_bytes = kMaxPlanFileBytes);
+
 // A parse error of a plan-given file, without its content (suites use it
 // when CMAX_ALLOW_READ is set, i.e. when stderr reaches the coordinator): "<flag> <path>:
 // not a valid <what> (line L, column C)" where the parser's message gives a
@@ -69,8 +75,11 @@ bool IsSystemDirectory(const std::string& resolved,
 //     symbolic link);
 //   - never a system directory (IsSystemDirectory).
 // FAILED_PRECONDITION with the path and the reason.
+// `create` false: the checks only (the agent's, before it spawns the
+// suite); a missing directory under a root is then accepted as it is.
 absl::StatusOr<std::string> CheckStorageDir(const std::string& path,
-                                            const std::optional<std::vector<std::string>>& roots);
+                                            const std::optional<std::vector<std::string>>& roots,
+                                            bool create = true);
 
 }  // namespace cmax
 

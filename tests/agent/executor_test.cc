@@ -785,3 +785,47 @@ TEST_CASE("a group assignment resent after an agent restart does not rerun a fin
   CHECK_FALSE(h.outbox.EndStatus("grp", 0).has_value());
   CHECK(h.outbox.Records("grp", 0).empty());
 }
+
+TEST_CASE("plan paths outside the agent's limits are rejected before anything is spawned",
+          "[agent][executor][security]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  opts.allow_read = {"/dev", dir.path() + "/allowed"};
+  opts.storage_roots = {dir.path() + "/storage"};
+  std::filesystem::create_directories(dir.path() + "/storage");
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  auto task = [](const std::string& id, const std::string& suite, const std::string& arg) {
+    v1::TaskAssignment a;
+    a.set_task_id(id);
+    a.set_run_id("run-1");
+    a.set_suite(suite);
+    a.add_args(arg);
+    return a;
+  };
+  ex.Assign(task("zero", "health", "--thresholds=/dev/zero"));
+  ex.Assign(task("passwd", "audit", "--advisories=/etc/passwd"));
+  ex.Assign(task("etc", "storage", "--path=/etc"));
+  ex.Assign(task("below", "storage", "--path=" + dir.path() + "/storage/new/dir"));
+  for (const auto& [id, why] : std::vector<std::pair<std::string, std::string>>{
+           {"zero", "not a regular file"},
+           {"passwd", "outside the directories this agent lets plans name"},
+           {"etc", "outside the storage roots"}}) {
+    INFO(id);
+    REQUIRE(WaitFor([&, id = id] { return outbox.EndStatus(id).has_value(); }, 10s));
+    auto end = *outbox.EndStatus(id);
+    CHECK(end.state() == v1::TASK_FAILED);
+    CHECK_THAT(end.message(), Catch::StartsWith("rejected: "));
+    CHECK_THAT(end.message(), Catch::Contains(why));
+  }
+  // A path under a root that does not exist yet passes the agent's check
+  // (the suite creates it); the storage suite then runs (or says it cannot).
+  REQUIRE(WaitFor([&] { return outbox.Running("below").has_value() ||
+                               outbox.EndStatus("below").has_value(); },
+                  10s));
+  if (auto end = outbox.EndStatus("below")) CHECK_THAT(end->message(), !Catch::StartsWith("rejected"));
+  CHECK(ex.spawned_count() == 1);
+  ex.Stop();
+}

@@ -272,6 +272,19 @@ TEST_CASE("the default set-up refuses unauthenticated callers", "[integration][s
   CHECK(bare->err.find("a token is required") != std::string::npos);
 }
 
+TEST_CASE("running without a token needs --no-token and is logged loudly", "[integration][security]") {
+  Cluster c("sk10", {.agents = 1, .no_token = true});
+  auto s = c.Start();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  std::ifstream log(c.dir() + "/coordinator.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK(text.find("INSECURE: --no-token") != std::string::npos);
+  auto agents = c.Ctl({"agents"});  // no token needed: that is what the flag means
+  CHECK(agents.exit.code == 0);
+  CHECK(agents.out.find("node-0") != std::string::npos);
+}
+
 TEST_CASE("an agent does not send its token in clear text off the host",
           "[integration][security]") {
   Cluster c("sk9", {.agents = 1});
