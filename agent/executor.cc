@@ -443,7 +443,14 @@ void Executor::HandleAssign(const v1::TaskAssignment& a) {
   if (a.launcher() == "mpirun") ranks.clear();
   if (ranks.empty()) ranks.emplace_back();  // rank 0 of 1
   absl::Status valid = ValidateAssignment(a, options_.bench_dir);
-  if (valid.ok()) valid = ValidatePlanPaths(a, options_.allow_read, options_.storage_roots);
+  // A plan path this agent does not allow is the plan's problem on this
+  // node, not a fault: the suite could not run here (exit 2), as when its
+  // binary or a tool is missing.
+  bool path_refused = false;
+  if (valid.ok()) {
+    valid = ValidatePlanPaths(a, options_.allow_read, options_.storage_roots);
+    path_refused = !valid.ok();
+  }
   const SuiteInfo* suite = FindSuite(a.suite());
   const int64_t now_mono = MonotonicNs();
   int64_t start_mono = now_mono;
@@ -477,7 +484,7 @@ void Executor::HandleAssign(const v1::TaskAssignment& a) {
     status.set_exit_code(-1);
     if (!valid.ok()) {
       Log()->warn("rejected task {}: {}", key.DirName(), std::string(valid.message()));
-      if (IsCouldNotRun(valid)) {
+      if (path_refused || IsCouldNotRun(valid)) {
         // Same contract as a suite exiting 2 (DESIGN.md, "Suite exit codes").
         status.set_exit_code(kCouldNotRunExit);
         status.set_message(absl::StrCat("could not run: ", std::string(valid.message())));

@@ -18,7 +18,8 @@
 //     └────────── cancelled ─────────┴ cancel:  SIGTERM, SIGKILL after grace
 //
 //   rejected: TASK_FAILED, exit code 2 "could not run: ..." when the suite's
-//   binary (or mpirun) is missing or its arguments are refused, exit code -1
+//   binary (or mpirun) is missing, its arguments are refused or a plan path
+//   lies outside what the agent allows (ValidatePlanPaths), exit code -1
 //   "rejected: ..." otherwise (ValidateAssignment). kWaiting → kRunning with a
 //   start instant (barrier scope) first writes TaskStartRecord as line 0 of
 //   the spool, then spawns the suite appending to it.
