@@ -138,6 +138,11 @@ v1::CategoryGrade MakeCategory(const std::string& name, CategoryWork& w,
   c.set_grade(GradeFor(w.tally));
   c.set_simulated(w.simulated);
   c.set_coverage(CoverageText(name, cov, selected));
+  if (c.measured() && cov.evaluated.empty()) {
+    // Graded by fleet-wide results alone (inventory uniformity, a group's
+    // figure): no node of its own was evaluated here.
+    c.set_coverage(absl::StrCat("fleet-wide results only; ", c.coverage()));
+  }
   c.set_nodes_evaluated(static_cast<int>(cov.evaluated.size()));
   c.set_nodes_selected(selected);
   for (const auto& e : cov.entries) *c.add_entries() = e;

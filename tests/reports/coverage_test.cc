@@ -407,3 +407,25 @@ TEST_CASE("reasons are grouped by node and stripped of repeated verdict words", 
 
 }  // namespace
 }  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+TEST_CASE("a category graded by fleet-wide results alone says so", "[coverage]") {
+  RunData d;
+  d.run.set_run_id("run-1");
+  d.nodes = {"a", "b"};
+  for (const auto& n : d.nodes) {
+    v1::Inventory inv;
+    inv.set_kernel("6.1.0-28-amd64");
+    d.inventories[n] = inv;
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  const auto& life = testing::Category(card, "Lifecycle");
+  REQUIRE(life.measured());  // the inventories agree: a fleet-wide pass
+  CHECK(life.nodes_evaluated() == 0);
+  CHECK(absl::StartsWith(life.coverage(), "fleet-wide results only; evaluated on 0 of 2 nodes"));
+}
+
+}  // namespace
+}  // namespace cmax::reports
