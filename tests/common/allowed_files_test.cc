@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "tests/scratch_dir.h"
 
 using cmax::CheckStorageDir;
 using cmax::ParseErrorWithoutContent;
@@ -19,22 +20,9 @@ using cmax::ReadPlanFile;
 
 namespace {
 
-struct Tmp {
-  Tmp() {
-    char t[] = "/tmp/cmax-allowed-test-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~Tmp() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+using Tmp = cmax::testing::ScratchDir;
 
-void Write(const std::string& path, const std::string& data, mode_t mode) {
-  std::ofstream(path) << data;
-  chmod(path.c_str(), mode);
-}
+using cmax::testing::WriteFileWithMode;
 
 const char kSecret[] = "tok-3f9a1c-do-not-leak";
 
@@ -42,7 +30,7 @@ const char kSecret[] = "tok-3f9a1c-do-not-leak";
 
 TEST_CASE("a readable file under an allowed directory is read", "[allowed_files]") {
   Tmp d;
-  Write(d.path + "/t.yaml", "gpu:\n  pcie_replay_warn: 50\n", 0644);
+  WriteFileWithMode(d.path + "/t.yaml", "gpu:\n  pcie_replay_warn: 50\n", 0644);
   std::optional<std::vector<std::string>> allowed = std::vector<std::string>{d.path};
   auto r = ReadPlanFile("thresholds", d.path + "/t.yaml", allowed);
   REQUIRE(r.ok());
@@ -62,7 +50,7 @@ TEST_CASE("/dev/zero is refused before a byte is read", "[allowed_files]") {
 TEST_CASE("a 2 GB file is refused by its size, without reading it", "[allowed_files]") {
   Tmp d;
   const std::string big = d.path + "/big.yaml";
-  Write(big, "", 0644);
+  WriteFileWithMode(big, "", 0644);
   REQUIRE(truncate(big.c_str(), int64_t{2} << 30) == 0);  // sparse: no disk used
   std::optional<std::vector<std::string>> allowed = std::vector<std::string>{d.path};
   auto r = ReadPlanFile("advisories", big, allowed);
@@ -74,7 +62,7 @@ TEST_CASE("a 2 GB file is refused by its size, without reading it", "[allowed_fi
 TEST_CASE("a root-only file is refused and its content is not quoted", "[allowed_files]") {
   Tmp d;
   const std::string token = d.path + "/token";
-  Write(token, kSecret, 0600);
+  WriteFileWithMode(token, kSecret, 0600);
   std::optional<std::vector<std::string>> allowed = std::vector<std::string>{d.path};
   auto r = ReadPlanFile("thresholds", token, allowed);
   REQUIRE_FALSE(r.ok());
@@ -86,7 +74,7 @@ TEST_CASE("a root-only file is refused and its content is not quoted", "[allowed
 TEST_CASE("paths outside the allowed directories are refused, links and .. included",
           "[allowed_files]") {
   Tmp allowed_dir, outside;
-  Write(outside.path + "/x.yaml", kSecret, 0644);
+  WriteFileWithMode(outside.path + "/x.yaml", kSecret, 0644);
   std::optional<std::vector<std::string>> allowed = std::vector<std::string>{allowed_dir.path};
   auto direct = ReadPlanFile("thresholds", outside.path + "/x.yaml", allowed);
   REQUIRE_FALSE(direct.ok());

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "common/subprocess.h"
 #include "tests/benchmarks/suite_run.h"
+#include "tests/scratch_dir.h"
 
 using namespace std::chrono_literals;
 using cmax::testing::RunSuite;
@@ -23,22 +24,9 @@ using cmax::testing::SuiteRun;
 
 namespace {
 
-struct Tmp {
-  Tmp() {
-    char t[] = "/tmp/cmax-plan-files-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~Tmp() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+using Tmp = cmax::testing::ScratchDir;
 
-void Write(const std::string& path, const std::string& data, mode_t mode) {
-  std::ofstream(path) << data;
-  chmod(path.c_str(), mode);
-}
+using cmax::testing::WriteFileWithMode;
 
 constexpr char kSecret[] = "s3cr3t-token-0f9e8d7c";
 
@@ -61,7 +49,7 @@ TEST_CASE("health --thresholds /dev/zero is refused at once, not read", "[plan_f
 TEST_CASE("a 2 GB thresholds file is refused by its size", "[plan_files][health]") {
   Tmp d;
   const std::string big = d.path + "/big.yaml";
-  Write(big, "", 0644);
+  WriteFileWithMode(big, "", 0644);
   REQUIRE(truncate(big.c_str(), int64_t{2} << 30) == 0);  // sparse
   SuiteRun r = RunSuite("cmax-bench", {"health", "--jsonl", "--thresholds", big}, 30s,
                         {{"CMAX_ALLOW_READ", d.path}});
@@ -74,7 +62,7 @@ TEST_CASE("a root-only advisory file and one outside the allowed dirs are refuse
           "[plan_files][audit]") {
   Tmp allowed, outside;
   const std::string token = allowed.path + "/token";
-  Write(token, std::string("components: {") + kSecret + ": x}\n", 0600);
+  WriteFileWithMode(token, std::string("components: {") + kSecret + ": x}\n", 0600);
   SuiteRun secret = RunSuite("cmax-bench", {"audit", "--jsonl", "--advisories", token}, 60s,
                              {{"CMAX_ALLOW_READ", allowed.path}});
   INFO(secret.out << secret.err);
@@ -83,7 +71,7 @@ TEST_CASE("a root-only advisory file and one outside the allowed dirs are refuse
   CHECK_FALSE(Quotes(secret, kSecret));
 
   const std::string other = outside.path + "/advisories.yaml";
-  Write(other, std::string("components: {") + kSecret + ": x}\n", 0644);
+  WriteFileWithMode(other, std::string("components: {") + kSecret + ": x}\n", 0644);
   SuiteRun out = RunSuite("cmax-bench", {"audit", "--jsonl", "--advisories", other}, 60s,
                           {{"CMAX_ALLOW_READ", allowed.path}});
   INFO(out.out << out.err);
@@ -96,7 +84,7 @@ TEST_CASE("under the agent a parse error gives the place, never the content",
           "[plan_files][health][audit]") {
   Tmp d;
   const std::string th = d.path + "/thresholds.yaml";
-  Write(th, std::string(kSecret) + ":\n  key: 1\n", 0644);
+  WriteFileWithMode(th, std::string(kSecret) + ":\n  key: 1\n", 0644);
   SuiteRun h = RunSuite("cmax-bench", {"health", "--jsonl", "--thresholds", th}, 30s,
                         {{"CMAX_ALLOW_READ", d.path}});
   INFO(h.err);
@@ -105,7 +93,7 @@ TEST_CASE("under the agent a parse error gives the place, never the content",
   CHECK_FALSE(Quotes(h, kSecret));
 
   const std::string adv = d.path + "/advisories.yaml";
-  Write(adv,
+  WriteFileWithMode(adv,
         std::string("components: {runc: {name: runc, scheme: semver}}\nadvisories:\n"
                     "  - {id: ") + kSecret + ", component: runc, severity: high, url: u}\n",
         0644);
