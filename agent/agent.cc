@@ -42,6 +42,7 @@ Agent::Agent(AgentOptions options)
   exec.clock_offset_ns = options_.clock_offset_ns;
   exec.allow_read = options_.allow_read;
   exec.storage_roots = options_.storage_roots;
+  exec.advertise = options_.advertise;
   // Kills are noted on the real system only, never inside a fixture root.
   if (options_.root.empty() || options_.root == "/") exec.kills_file = "/run/cmax/kills";
   RelayOptions relay;

@@ -619,6 +619,9 @@ void Executor::StartChild(Task& t) {
   spawn.env["CMAX_STORAGE_ROOTS"] = absl::StrJoin(options_.storage_roots, ",");
   spawn.env["CMAX_STORAGE_DIR"] =
       options_.storage_roots.empty() ? "" : options_.storage_roots.front();
+  if (!options_.advertise.empty()) {
+    spawn.env["CMAX_ADVERTISE"] = absl::StrJoin(options_.advertise, ",");
+  }
   if (!mpirun) {
     // Under mpirun every rank learns its place from Open MPI; mpirun's own
     // environment reaches its local ranks and must not name a rank.

@@ -79,6 +79,12 @@ struct ExecutorOptions {
   // plan's environment, which may never set them (ValidateSuiteEnv).
   std::vector<std::string> allow_read;
   std::vector<std::string> storage_roots;
+  // The addresses given with --advertise, passed to every suite as
+  // CMAX_ADVERTISE (comma separated, after the plan's environment): group
+  // suites (connectivity, gloo collectives) listen and publish only these,
+  // so trial agents on one machine talk over loopback. Empty: not set, and
+  // the suites use the node's interface addresses.
+  std::vector<std::string> advertise;
 };
 
 // Checks an assignment the way the agent must before it spawns anything:

@@ -128,8 +128,12 @@ std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
     case v1::TASK_FAILED: {
       if (s.exit_code() == 2) {
         absl::string_view rest = msg;
-        absl::ConsumePrefix(&rest, "could not run");
-        absl::ConsumePrefix(&rest, ":");
+        // The agent says "could not run: <suite's last line>", and the suite's
+        // line often starts "not measured:": say it once.
+        for (const char* verdict : {"could not run", "not measured"}) {
+          rest = absl::StripLeadingAsciiWhitespace(rest);
+          if (absl::ConsumePrefix(&rest, verdict)) absl::ConsumePrefix(&rest, ":");
+        }
         rest = absl::StripLeadingAsciiWhitespace(rest);
         return absl::StrCat(head, "could not run", rest.empty() ? "" : ": ", rest);
       }

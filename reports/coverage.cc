@@ -108,6 +108,24 @@ int NodesNeeded(int n) {
 
 std::string StripVerdictPrefixes(std::string reason) {
   static const char* const kPrefixes[] = {"could not run:", "not measured:", "error:"};
+  // Inside the text too: "rank 1 on b could not run: not measured: no GPU"
+  // says "could not run" once.
+  static const char* const kStacked[][2] = {
+      {"could not run: not measured: ", "could not run: "},
+      {"could not run: could not run: ", "could not run: "},
+      {"not measured: not measured: ", "not measured: "},
+      {"not measured: could not run: ", "not measured: "},
+      {"could not run: error: ", "could not run: "},
+  };
+  for (bool again = true; again;) {
+    again = false;
+    for (const auto& [stacked, once] : kStacked) {
+      if (size_t at = reason.find(stacked); at != std::string::npos) {
+        reason.replace(at, strlen(stacked), once);
+        again = true;
+      }
+    }
+  }
   for (bool again = true; again;) {
     again = false;
     absl::string_view v = absl::StripLeadingAsciiWhitespace(reason);

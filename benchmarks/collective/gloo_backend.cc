@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "benchmarks/collective_common/host_memory_backend.h"
 #include "benchmarks/collective/rendezvous_store.h"
@@ -242,6 +244,11 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooConfig& con
     attr.iface = config.iface;
   } else if (!config.address.empty()) {
     attr.hostname = config.address;
+  } else if (const char* advertised = std::getenv("CMAX_ADVERTISE");
+             advertised != nullptr && *advertised != '\0') {
+    // The agent's --advertise (agent/executor.h): its first address.
+    attr.hostname = std::string(absl::StripAsciiWhitespace(
+        std::string(advertised).substr(0, std::string(advertised).find(','))));
   } else {
     char host[256] = {0};
     gethostname(host, sizeof(host) - 1);

@@ -129,7 +129,7 @@ int RunConnectivity(int argc, char** argv) {
   RendezvousClient& rv = **client;
   const int rank = rv.rank();
   const int n = rv.world_size();
-  const std::vector<std::string> mine = connectivity::LocalAddresses();
+  const std::vector<std::string> mine = connectivity::ListenAddresses();
   const absl::Duration wait = absl::Seconds(120 + timeout * 4 * static_cast<double>(n));
   // The task's secret: rank 0 makes it, every rank reads it from the group's
   // store; only peers that present it are served (peer_link.h).

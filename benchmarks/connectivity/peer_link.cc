@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -12,10 +13,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/secrets.h"
 #include "common/time_util.h"
 
@@ -381,6 +385,36 @@ ProbeResult Probe(const std::vector<std::string>& addresses, int port, int expec
   SendAll(fd, &quit, 1);
   close(fd);
   return result;
+}
+
+std::vector<std::string> ListenAddresses() {
+  const char* advertised = std::getenv("CMAX_ADVERTISE");
+  if (advertised == nullptr || *advertised == '\0') return LocalAddresses();
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& a) {
+    if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+  };
+  for (absl::string_view entry : absl::StrSplit(advertised, ',', absl::SkipWhitespace())) {
+    const std::string name(absl::StripAsciiWhitespace(entry));
+    in_addr literal{};
+    if (inet_pton(AF_INET, name.c_str(), &literal) == 1) {
+      add(name);
+      continue;
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(name.c_str(), nullptr, &hints, &res) != 0) continue;
+    for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+      char text[INET_ADDRSTRLEN] = {0};
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr, text,
+                sizeof(text));
+      add(text);
+    }
+    freeaddrinfo(res);
+  }
+  return out.empty() ? LocalAddresses() : out;
 }
 
 std::vector<std::string> LocalAddresses() {

@@ -111,6 +111,12 @@ ProbeResult Probe(const std::vector<std::string>& addresses, int port, int expec
 // only when there is nothing else.
 std::vector<std::string> LocalAddresses();
 
+// The addresses this rank listens on and publishes: the agent's advertised
+// ones when it was given --advertise (CMAX_ADVERTISE, "a,b": IPv4 literals
+// kept, host names resolved to their IPv4 addresses), else LocalAddresses().
+// So trial agents on one machine, advertising 127.0.0.1, talk over loopback.
+std::vector<std::string> ListenAddresses();
+
 }  // namespace cmax::bench::connectivity
 
 #endif  // CMAX_BENCHMARKS_CONNECTIVITY_PEER_LINK_H_

@@ -259,7 +259,7 @@ TEST_CASE("a failing rank ends the whole gang and stops the other ranks", "[sche
     st.set_rank(5);
     st.set_state(v1::TASK_FAILED);
     st.set_exit_code(2);
-    st.set_message("could not run: no NCCL");
+    st.set_message("could not run: not measured: no NCCL");  // agent's words, then the suite's
     Changes c2;
     f.scheduler.OnStatus("node-2", st, kNow + 1, &c2);
     const v1::TaskInfo& info = f.scheduler.FindTask(id)->info;

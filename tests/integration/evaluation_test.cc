@@ -313,3 +313,32 @@ suites:
   CHECK(*hi - *lo <= b.skew_ms() + 1e-3);
   CHECK(b.skew_ms() < 1000);  // one instant, not one after the other
 }
+
+TEST_CASE("trial agents on one machine talk over loopback", "[integration][evaluation]") {
+  // On loopback (no namespaces) the harness starts agents with
+  // --advertise 127.0.0.1, as deploy/quickstart.sh does.
+  Cluster c("ev6", {.agents = 3, .netns = false});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("mesh", R"(name: mesh
+suites:
+  - suite: connectivity
+    scope: gang
+    timeout: 2m
+    params: {pings: 3, bytes: 64K}
+)");
+  auto r = c.Ctl({"run", "--plan", plan}, 120s);
+  INFO(r.out << r.err);
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE(!run_id.empty());
+  int pairs = 0;
+  for (const auto& rec : Export(c, run_id)) {
+    if (!rec.record().has_measurement() || rec.record().measurement().metric() != "reachable") {
+      continue;
+    }
+    ++pairs;
+    INFO(rec.node() << " -> " << rec.record().measurement().labels().at("dst"));
+    CHECK(rec.record().measurement().value() == 1);
+    CHECK(absl::StartsWith(rec.record().measurement().labels().at("dst_addr"), "127."));
+  }
+  CHECK(pairs == 6);  // every directed pair of three nodes
+}

@@ -399,6 +399,8 @@ TEST_CASE("reasons are grouped by node and stripped of repeated verdict words", 
   CHECK(StripVerdictPrefixes("could not run: not measured: no GPU") == "no GPU");
   CHECK(StripVerdictPrefixes("Could not run: error: x") == "x");
   CHECK(StripVerdictPrefixes("no GPU") == "no GPU");
+  CHECK(StripVerdictPrefixes("rank 1 on b could not run: not measured: no GPU") ==
+        "rank 1 on b could not run: no GPU");
   const auto grouped = GroupReasons({{"a", "x"}, {"b", "y"}, {"c", "x"}, {"a", "x"}});
   REQUIRE(grouped.size() == 2);
   CHECK(grouped[0] == "2 nodes (a, c): x");

@@ -166,3 +166,16 @@ TEST_CASE("the listener binds only its addresses and bounds its connections",
   none.secret = "";
   CHECK_FALSE(PeerListener::Start(0, 0, 0, none).ok());
 }
+
+// Issue 13, trial agents stay on loopback: a rank listens on and publishes
+// the agent's --advertise addresses (CMAX_ADVERTISE) when it has them.
+TEST_CASE("ranks listen on the agent's advertised addresses when it has them", "[connectivity]") {
+  using cmax::bench::connectivity::ListenAddresses;
+  using cmax::bench::connectivity::LocalAddresses;
+  setenv("CMAX_ADVERTISE", "127.0.0.1, localhost,no-such-host.invalid", 1);
+  CHECK(ListenAddresses() == std::vector<std::string>{"127.0.0.1"});
+  setenv("CMAX_ADVERTISE", "127.0.0.2", 1);
+  CHECK(ListenAddresses() == std::vector<std::string>{"127.0.0.2"});
+  unsetenv("CMAX_ADVERTISE");
+  CHECK(ListenAddresses() == LocalAddresses());
+}
