@@ -291,8 +291,7 @@ TEST_CASE("a partitioned agent is lost, its child stopped, its late records kept
   Cluster c("rs3", {.agents = 2, .heartbeat_timeout_s = 3});
   REQUIRE(c.Start().ok());
   if (!c.using_netns()) {
-    WARN("SKIPPED: network namespaces are not available, so no link can be cut");
-    return;
+    FAIL("network namespaces are not available, so no link can be cut");
   }
   const std::string pattern = "--records=12011";
   std::string plan = c.WritePlan("part", R"(name: part
@@ -361,16 +360,14 @@ suites:
 TEST_CASE("a full coordinator disk refuses runs, damages nothing, and recovers",
           "[integration][resilience]") {
   if (geteuid() != 0) {
-    WARN("SKIPPED: mounting a tmpfs needs root");
-    return;
+    FAIL("mounting a tmpfs needs root");
   }
   Cluster c("rs4", {.agents = 1, .netns = false, .heartbeat_timeout_s = 10});
   // The coordinator refuses new runs below 64 MiB free: 96 MiB leaves room
   // for runs until the test fills it.
   Tmpfs disk(c.data_dir(), "96m");
   if (!disk.mounted()) {
-    WARN("SKIPPED: cannot mount a tmpfs here: " << disk.why());
-    return;
+    FAIL("cannot mount a tmpfs here: " << disk.why());
   }
   REQUIRE(c.Start().ok());
   const std::string db = c.data_dir() + "/cmax.db";
@@ -406,14 +403,12 @@ TEST_CASE("a full coordinator disk refuses runs, damages nothing, and recovers",
 TEST_CASE("a full agent work dir fails the task clearly and the agent keeps serving",
           "[integration][resilience]") {
   if (geteuid() != 0) {
-    WARN("SKIPPED: mounting a tmpfs needs root");
-    return;
+    FAIL("mounting a tmpfs needs root");
   }
   Cluster c("rs5", {.agents = 1, .netns = false});
   Tmpfs disk(c.agent_work_dir(0), "8m");
   if (!disk.mounted()) {
-    WARN("SKIPPED: cannot mount a tmpfs here: " << disk.why());
-    return;
+    FAIL("cannot mount a tmpfs here: " << disk.why());
   }
   REQUIRE(c.Start().ok());
   disk.Fill(c.agent_work_dir(0) + "/fill");

@@ -115,8 +115,7 @@ void CheckPercentiles(const SuiteRun& r, const std::string& pattern, const std::
 
 TEST_CASE("every pattern on a temporary directory gives sane records", "[storage][fio]") {
   if (!HaveFio()) {
-    WARN("fio is not installed: skipping (deploy/install-deps.sh installs it)");
-    return;
+    FAIL("fio is not installed (deploy/install-deps.sh installs it)");
   }
   std::string base = TempDir();
   auto r = Run({"--path", base, "--pattern", "all", "--size", "8M", "--jobs", "2",
@@ -195,8 +194,7 @@ TEST_CASE("every pattern on a temporary directory gives sane records", "[storage
 
 TEST_CASE("verify (crc32c) finds a block corrupted between write and read", "[storage][fio]") {
   if (!HaveFio()) {
-    WARN("fio is not installed: skipping");
-    return;
+    FAIL("fio is not installed");
   }
   std::string base = TempDir();
   auto w = Run({"--path", base, "--pattern", "seq-write", "--verify", "--keep", "--size", "8M",
@@ -237,8 +235,7 @@ TEST_CASE("verify (crc32c) finds a block corrupted between write and read", "[st
 
 TEST_CASE("a path it cannot write is refused and nothing is left", "[storage][fio]") {
   if (!HaveFio()) {
-    WARN("fio is not installed: skipping");
-    return;
+    FAIL("fio is not installed");
   }
   auto before = Entries("/proc");
   auto r = Run({"--path", "/proc", "--pattern", "seq-write", "--size", "8M", "--jobs", "1"});
@@ -253,8 +250,7 @@ TEST_CASE("a path it cannot write is refused and nothing is left", "[storage][fi
 
 TEST_CASE("symbolic links out of the work directory are refused", "[storage][fio]") {
   if (!HaveFio()) {
-    WARN("fio is not installed: skipping");
-    return;
+    FAIL("fio is not installed");
   }
   std::string base = TempDir();
   std::string outside = TempDir();
@@ -288,8 +284,7 @@ TEST_CASE("symbolic links out of the work directory are refused", "[storage][fio
 
 TEST_CASE("a size beyond the free space is refused with the figures", "[storage][fio]") {
   if (!HaveFio()) {
-    WARN("fio is not installed: skipping");
-    return;
+    FAIL("fio is not installed");
   }
   std::string base = TempDir();
   auto r = Run({"--path", base, "--pattern", "seq-write", "--size", "900T", "--jobs", "4",
@@ -306,8 +301,7 @@ TEST_CASE("a size beyond the free space is refused with the figures", "[storage]
 
 TEST_CASE("SIGTERM mid-run stops fio and removes the work directory", "[storage][fio]") {
   if (!HaveFio()) {
-    WARN("fio is not installed: skipping");
-    return;
+    FAIL("fio is not installed");
   }
   std::string base = TempDir();
   cmax::SpawnOptions opts;
@@ -352,8 +346,7 @@ TEST_CASE("without fio on PATH the suite exits 2 and says why", "[storage]") {
 TEST_CASE("a rank whose rendezvous cannot be reached does not measure unsynchronised",
           "[storage][fio]") {
   if (!HaveFio()) {
-    WARN("fio is not installed: skipping (deploy/install-deps.sh installs it)");
-    return;
+    FAIL("fio is not installed (deploy/install-deps.sh installs it)");
   }
   std::string base = TempDir();
   auto r = Run({"--path", base, "--pattern", "seq-write", "--size", "8M", "--jobs", "1",
