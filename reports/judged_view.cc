@@ -10,7 +10,10 @@ namespace {
 std::string AttemptText(int attempt, v1::TaskState state, int exit_code,
                         const std::string& message) {
   std::string s = absl::StrCat("attempt ", attempt, " ", TaskStateName(state));
-  if (state == v1::TASK_FAILED) absl::StrAppend(&s, " (exit code ", exit_code, ")");
+  // -1: the attempt ended without an exit code of its own (agent restarted).
+  if (state == v1::TASK_FAILED && exit_code >= 0) {
+    absl::StrAppend(&s, " (exit code ", exit_code, ")");
+  }
   if (!message.empty()) absl::StrAppend(&s, ": ", message);
   return s;
 }
