@@ -483,7 +483,10 @@ int RunCudaCollective(int argc, char** argv) {
                    "of a group task (CMAX_RENDEZVOUS) drives the GPU of its local rank; run by "
                    "hand, one thread per GPU of --gpus. NCCL's INFO log goes to "
                    "$CMAX_TASK_DIR/nccl-debug.<host>.<pid>.log and is checked for the transport, "
-                   "GPUDirect RDMA and NVLS.");
+                   "GPUDirect RDMA and NVLS. NCCL (libnccl.so.2) is loaded from the node at start-up "
+                   "(cmax-bench-cuda --help says where it looks); without it the suite is not "
+                   "measured (exit 2). Communicators are created non-blocking and a rank that "
+                   "does not join within --timeout is reported by rank.");
   collective::AddFlags(&parser, &flags);
   parser.AddString("gpus", &gpus_arg, "GPU indices or 'all' (run by hand)");
   parser.AddFlag("expect-gdr", &expect_gdr,

@@ -186,7 +186,7 @@ TEST_CASE("cuBLASLt and NCCL are looked for in CUDA dirs and pip wheels of pytho
                           "only in CMAX_CUDA_LIBRARY_PATH=/nowhere:/usr/local/cuda/lib64"));
 }
 
-TEST_CASE("a library that is nowhere is NOT_FOUND naming where it looked; one that is loads",
+TEST_CASE("a library that is nowhere is NOT_FOUND naming where it looked and one that is there loads",
           "[gpu_host]") {
   TempTree t;
   const char* old = getenv("CMAX_CUDA_LIBRARY_PATH");
