@@ -63,7 +63,7 @@ ldd_clean() {
   while read -r name arrow path rest; do
     [[ ${arrow} == "=>" ]] || continue
     if [[ ${path} == "not" ]]; then echo "  ${bin}: ${name} not found"; bad=1; continue; fi
-    [[ ${path} == "${b}/lib/"* ]] && continue
+    [[ $(readlink -f "${path}") == "$(readlink -f "${b}")/lib/"* ]] && continue
     [[ ${name} =~ ${allowed} ]] && continue
     echo "  ${bin}: ${name} => ${path} is outside the bundle"
     bad=1
