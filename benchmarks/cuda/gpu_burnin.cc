@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -165,7 +166,37 @@ class GpuBurnin {
     CMAX_CUBLAS(matmul());
     CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, ctx_.stream));
     CMAX_CUDA(cudaEventRecord(ev.e[1], ctx_.stream));
-    CMAX_CUDA(cudaEventSynchronize(ev.e[1]));
+    // Every wait on the GPU is polled with a deadline instead of
+    // cudaEventSynchronize / cudaStreamSynchronize, which block for ever on
+    // a hung GPU: the hang becomes a finding (burnin.gpu_hang) before the
+    // agent's task timeout kills the process. What the loop allocated is
+    // then leaked (cudaFree would block too) and the process exits.
+    const auto hang_deadline = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(o_.hang_timeout_s));
+    cudaError_t gpu_state = cudaSuccess;
+    auto wait_gpu = [&](const std::function<cudaError_t()>& query) {
+      return PollUntil(
+                 [&] {
+                   gpu_state = query();
+                   if (gpu_state == cudaErrorNotReady) return PollState::kPending;
+                   return gpu_state == cudaSuccess ? PollState::kDone : PollState::kFailed;
+                 },
+                 {}, hang_deadline, RealPollClock(), std::chrono::milliseconds(2))
+                 .outcome != PollOutcome::kTimedOut;
+    };
+    auto hung = [&](const std::string& what) {
+      hung_ = true;
+      r->hung = true;
+      a.p = b.p = d.p = ref.p = counter.p = nullptr;
+      ev.e.clear();
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "%s did not complete within %g s (still cudaErrorNotReady) on GPU %d (%s, PCI %s)",
+          what, o_.hang_timeout_s, gpu, info_.uuid, info_.pci_bus_id));
+    };
+    if (!wait_gpu([&] { return cudaEventQuery(ev.e[1]); })) {
+      return hung("the first timed GEMM");
+    }
+    CMAX_CUDA(gpu_state);
     float iter_ms = 0;
     CMAX_CUDA(cudaEventElapsedTime(&iter_ms, ev.e[0], ev.e[1]));
     int64_t iteration = 1;
@@ -194,32 +225,12 @@ class GpuBurnin {
       unsigned long long total = 0;
       CMAX_CUDA(cudaMemcpyAsync(&total, count_dev, sizeof(total), cudaMemcpyDeviceToHost,
                                 ctx_.stream));
-      // Polled with a deadline instead of cudaStreamSynchronize, which blocks
-      // for ever on a hung GPU: the hang becomes a finding before the
-      // agent's task timeout kills the process.
-      cudaError_t stream_state = cudaSuccess;
-      PollResult waited = PollUntil(
-          [&] {
-            stream_state = cudaStreamQuery(ctx_.stream);
-            if (stream_state == cudaErrorNotReady) return PollState::kPending;
-            return stream_state == cudaSuccess ? PollState::kDone : PollState::kFailed;
-          },
-          {}, std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(o_.hang_timeout_s)),
-          RealPollClock(), std::chrono::milliseconds(2));
-      if (waited.outcome == PollOutcome::kTimedOut) {
-        hung_ = true;
-        r->hung = true;
+      if (!wait_gpu([&] { return cudaStreamQuery(ctx_.stream); })) {
         r->iterations = iteration - batch;
-        // Leak what the loop allocated: cudaFree would block too.
-        a.p = b.p = d.p = ref.p = counter.p = nullptr;
-        ev.e.clear();
-        return absl::DeadlineExceededError(absl::StrFormat(
-            "a batch of %d GEMMs (about %.0f ms) did not complete within %g s "
-            "(cudaStreamQuery still cudaErrorNotReady) on GPU %d (%s, PCI %s)",
-            batch, batch * iter_ms, o_.hang_timeout_s, gpu, info_.uuid, info_.pci_bus_id));
+        return hung(absl::StrFormat("a batch of %d GEMMs (about %.0f ms of work)", batch,
+                                    batch * iter_ms));
       }
-      CMAX_CUDA(stream_state);
+      CMAX_CUDA(gpu_state);
       loop_iterations += batch;
       live_->iterations = iteration;
       if (total > seen) {
