@@ -9,12 +9,17 @@
 # the bundle but glibc, libstdc++, libgcc_s, libm (and the CUDA libraries a
 # node provides), the size limit, and validate.sh running from the bundle.
 #
-#   tests/bundle/bundle_test.sh BUILD_DIR OUT_DIR
-# Exit 0 passed, 1 a check failed, 77 skipped (no CUDA toolkit here).
+#   tests/bundle/bundle_test.sh BUILD_DIR OUT_DIR [cuda|no-cuda]
+# Exit 0 passed, 1 a check failed, 77 skipped (no CUDA toolkit here, or
+# no-cuda: the calling build has the GPU suites off).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build=${1:?build dir}
 out=${2:?output dir}
+if [[ ${3:-cuda} == no-cuda ]]; then
+  echo "bundle_test: skipped: this build has no GPU suites (CMAX_ENABLE_CUDA=OFF or no CUDA toolkit found)"
+  exit 77
+fi
 if ! command -v nvcc >/dev/null 2>&1 && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
   echo "bundle_test: skipped: no CUDA toolkit (nvcc) on this machine; a CPU-only build has no bundle"
   exit 77
