@@ -102,7 +102,11 @@ if [[ ${ngpu} -le 1 ]]; then
   echo "note: ${ngpu} GPU: the collective step only shows that NCCL runs and verifies (bus bandwidth with one rank is 0 by definition)"
 fi
 CMAX_TASK_DIR=${log_dir} run_step collective pass "" -- collective --backend nccl --op all -b 8 -e 1G -f 4 -n 20 -w 5
+# The burn-in's own duration plus 10 minutes, when that is longer than a step's timeout.
+saved_timeout=${step_timeout}
+step_timeout=$((burnin_s + 600 > step_timeout ? burnin_s + 600 : step_timeout))
 run_step burnin pass "" -- burnin --duration "${burnin_s}"
+step_timeout=${saved_timeout}
 run_step consistency pass "" -- consistency
 
 echo "== fault injection (each must exit 1)"
