@@ -29,7 +29,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --bin) bin_dir=$2; shift 2 ;;
     --logs) log_dir=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
