@@ -26,7 +26,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -38,6 +40,8 @@
 #include "benchmarks/collective_common/nccl_log.h"
 #include "benchmarks/collective_common/runner.h"
 #include "benchmarks/cuda/cuda_env.h"
+#include "benchmarks/cuda/nccl_loader.h"
+#include "benchmarks/gpu_common/gpu_poll.h"
 #include "benchmarks/suite.h"
 #include "common/args.h"
 #include "common/record_io.h"
@@ -56,10 +60,18 @@ absl::Status NcclStatus(ncclResult_t r, const char* call, int rank, int gpu) {
                                              ", GPU ", gpu, ")"));
 }
 
+// The communicators are non-blocking (ncclConfig_t.blocking = 0, so that
+// init can time out): a call may return ncclInProgress, and the next NCCL
+// call must wait until ncclCommGetAsyncError says ncclSuccess (NCCL docs,
+// "Non-blocking group operation"). AwaitComm does that with the timeout.
 #define CMAX_NCCL(call)                                                               \
   do {                                                                                \
-    if (ncclResult_t cmax_r_ = (call); cmax_r_ != ncclSuccess)                        \
+    ncclResult_t cmax_r_ = (call);                                                    \
+    if (cmax_r_ == ncclInProgress) {                                                  \
+      if (absl::Status cmax_s_ = AwaitComm(#call); !cmax_s_.ok()) return cmax_s_;     \
+    } else if (cmax_r_ != ncclSuccess) {                                              \
       return NcclStatus(cmax_r_, #call, rank_, gpu_);                                 \
+    }                                                                                 \
   } while (0)
 
 ncclDataType_t NcclType(DType t) {
@@ -88,12 +100,26 @@ class NcclBackend : public collective::Backend {
     if (stream_) cudaStreamDestroy(stream_);
   }
 
-  absl::Status Init(const ncclUniqueId& id) {
+  // Creates the stream, the scratch buffer and the communicator. Init is
+  // non-blocking and waited for with the task's timeout: a rank that never
+  // joins (it failed before its own init) no longer blocks the others for
+  // ever; on expiry, or when `stop` says another local rank failed, the
+  // communicator is aborted and DEADLINE_EXCEEDED / ABORTED names this rank.
+  absl::Status Init(const ncclUniqueId& id, const std::function<bool()>& stop) {
     const int gpu = gpu_;
     CMAX_CUDA(cudaSetDevice(gpu_));
     CMAX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CMAX_CUDA(cudaMalloc(&scratch_, kScratch));
-    CMAX_NCCL(ncclCommInitRank(&comm_, nranks_, id, rank_));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclUniqueId copy = id;
+    ncclResult_t r = ncclCommInitRankConfig(&comm_, nranks_, copy, rank_, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      return NcclStatus(r, "ncclCommInitRankConfig", rank_, gpu_);
+    }
+    if (r == ncclInProgress || comm_ != nullptr) {
+      return AwaitComm("ncclCommInitRankConfig (waiting for every rank to join)", stop);
+    }
     return absl::OkStatus();
   }
 
@@ -110,14 +136,22 @@ class NcclBackend : public collective::Backend {
     return p;
   }
   void Free(void* p) override { cudaFree(p); }
+  // Copies on the communicator's stream and waits for it: a cudaMemcpy from
+  // pageable memory on the legacy stream may return before its DMA ends, and
+  // NCCL's next call on the non-blocking stream would not wait for it (stale
+  // inputs, false wrong elements).
   absl::Status Upload(void* dst, const void* host, size_t bytes) override {
     const int gpu = gpu_;
-    CMAX_CUDA(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
+    CMAX_CUDA(cudaSetDevice(gpu_));
+    CMAX_CUDA(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+    CMAX_CUDA(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
   }
   absl::Status Download(void* host, const void* src, size_t bytes) override {
     const int gpu = gpu_;
-    CMAX_CUDA(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost));
+    CMAX_CUDA(cudaSetDevice(gpu_));
+    CMAX_CUDA(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    CMAX_CUDA(cudaStreamSynchronize(stream_));
     return absl::OkStatus();
   }
 
@@ -169,8 +203,10 @@ class NcclBackend : public collective::Backend {
       if (e == cudaSuccess) return absl::OkStatus();
       if (e != cudaErrorNotReady) CMAX_CUDA(e);
       ncclResult_t async = ncclSuccess;
-      CMAX_NCCL(ncclCommGetAsyncError(comm_, &async));
-      if (async != ncclSuccess) {
+      if (ncclResult_t q = ncclCommGetAsyncError(comm_, &async); q != ncclSuccess) {
+        return NcclStatus(q, "ncclCommGetAsyncError", rank_, gpu_);
+      }
+      if (async != ncclSuccess && async != ncclInProgress) {
         ncclCommAbort(comm_);
         comm_ = nullptr;
         return NcclStatus(async, "NCCL asynchronous error", rank_, gpu_);
@@ -221,12 +257,40 @@ class NcclBackend : public collective::Backend {
     }
     char* dev_in = static_cast<char*>(scratch_);
     char* dev_out = dev_in + bytes;
-    CMAX_CUDA(cudaMemcpy(dev_in, in, bytes, cudaMemcpyHostToDevice));
+    // On the communicator's stream, like Upload (the same race otherwise).
+    CMAX_CUDA(cudaSetDevice(gpu_));
+    CMAX_CUDA(cudaMemcpyAsync(dev_in, in, bytes, cudaMemcpyHostToDevice, stream_));
     CMAX_NCCL(ncclAllGather(dev_in, dev_out, bytes, ncclUint8, comm_, stream_));
-    if (auto s = Synchronize(); !s.ok()) return s;
-    CMAX_CUDA(cudaMemcpy(out, dev_out, bytes * static_cast<size_t>(nranks_),
-                         cudaMemcpyDeviceToHost));
-    return absl::OkStatus();
+    CMAX_CUDA(cudaMemcpyAsync(out, dev_out, bytes * static_cast<size_t>(nranks_),
+                              cudaMemcpyDeviceToHost, stream_));
+    return Synchronize();
+  }
+
+  // Waits until the communicator's state leaves ncclInProgress, within the
+  // timeout; aborts it on an error, on expiry or when `stop` says so.
+  absl::Status AwaitComm(const char* what, const std::function<bool()>& stop = {}) {
+    ncclResult_t state = ncclInProgress;
+    PollResult r = PollUntil(
+        [&] {
+          if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) return PollState::kFailed;
+          if (state == ncclInProgress) return PollState::kPending;
+          return state == ncclSuccess ? PollState::kDone : PollState::kFailed;
+        },
+        stop, timeout_, RealPollClock());
+    if (r.outcome == PollOutcome::kDone) return absl::OkStatus();
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+    switch (r.outcome) {
+      case PollOutcome::kTimedOut:
+        return absl::DeadlineExceededError(absl::StrCat(
+            what, " did not finish within ", timeout_.count() / 1000, " s (rank ", rank_, " of ",
+            nranks_, ", GPU ", gpu_, "): a rank that never joined, or a hung peer; aborted"));
+      case PollOutcome::kStopped:
+        return absl::AbortedError(absl::StrCat(what, ": given up on rank ", rank_, " (GPU ",
+                                               gpu_, ") because another local rank failed"));
+      default:
+        return NcclStatus(state == ncclInProgress ? ncclInternalError : state, what, rank_, gpu_);
+    }
   }
 
   int rank_, nranks_, gpu_;
@@ -235,6 +299,26 @@ class NcclBackend : public collective::Backend {
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;
 };
+
+// A finding naming the rank whose communicator could not be created.
+void ReportInitFailure(RecordWriter& out, int rank, int gpu, const absl::Status& s) {
+  v1::Finding f;
+  f.set_check_id(absl::IsDeadlineExceeded(s) ? "collective.nccl_init_timeout"
+                                             : "collective.nccl_init_failed");
+  f.set_severity(v1::SEVERITY_WARN);
+  f.set_not_measured(true);  // no collective ran: nothing was measured
+  f.set_category("networking");
+  f.set_subject(absl::StrCat("rank:", rank));
+  f.set_title(absl::StrCat("not measured: NCCL communicator of rank ", rank, " (GPU ", gpu,
+                           ") ", absl::IsDeadlineExceeded(s) ? "timed out" : "failed"));
+  f.set_detail(std::string(s.message()));
+  f.add_evidence(absl::StrCat("NCCL ", NcclPath()));
+  (*f.mutable_labels())["rank"] = absl::StrCat(rank);
+  (*f.mutable_labels())["gpu"] = absl::StrCat(gpu);
+  f.set_action("check the rank's own error (its GPU, cudaMalloc, the NCCL debug log) and that "
+               "every rank of the group started; a hung peer points at its node");
+  out.Find(f);
+}
 
 // NCCL_DEBUG to a file of this process in `dir` (before NCCL's first call).
 std::string SetUpNcclDebug(const std::string& dir) {
@@ -327,7 +411,8 @@ int RunGroupRank(const Setup& setup, RecordWriter& out, const std::string& log_p
     std::memcpy(id.internal, v->data(), sizeof(id.internal));
   }
   NcclBackend backend(place.rank, place.world_size, gpu, setup.timeout);
-  if (auto s = backend.Init(id); !s.ok()) {
+  if (auto s = backend.Init(id, {}); !s.ok()) {
+    ReportInitFailure(out, place.rank, gpu, s);
     collective::ReportNotMeasured(out, "nccl", std::string(s.message()));
     return kExitCouldNotRun;
   }
@@ -349,11 +434,25 @@ int RunLocalRanks(const Setup& setup, RecordWriter& out, const std::vector<int>&
   const int n = static_cast<int>(gpus.size());
   std::vector<int> codes(gpus.size(), kExitCouldNotRun);
   std::vector<std::thread> threads;
+  // A rank that fails before or during its init stops the others' wait at
+  // once instead of at the timeout.
+  std::atomic<bool> init_failed{false};
+  std::mutex report_mu;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      NcclBackend backend(r, n, gpus[static_cast<size_t>(r)], setup.timeout);
-      if (auto s = backend.Init(id); !s.ok()) {
-        collective::ReportNotMeasured(out, "nccl", std::string(s.message()));
+      const int gpu = gpus[static_cast<size_t>(r)];
+      NcclBackend backend(r, n, gpu, setup.timeout);
+      if (auto s = backend.Init(id, [&] { return init_failed.load(); }); !s.ok()) {
+        const bool first = !init_failed.exchange(true);
+        std::lock_guard<std::mutex> lock(report_mu);
+        // The rank that failed first is named; the ranks that gave up
+        // because of it only log.
+        if (first || !absl::IsAborted(s)) {
+          ReportInitFailure(out, r, gpu, s);
+          collective::ReportNotMeasured(out, "nccl", std::string(s.message()));
+        } else {
+          out.Log("warn", std::string(s.message()));
+        }
         return;
       }
       FILE* table = (!setup.jsonl && r == 0) ? stdout : nullptr;
@@ -384,7 +483,10 @@ int RunCudaCollective(int argc, char** argv) {
                    "of a group task (CMAX_RENDEZVOUS) drives the GPU of its local rank; run by "
                    "hand, one thread per GPU of --gpus. NCCL's INFO log goes to "
                    "$CMAX_TASK_DIR/nccl-debug.<host>.<pid>.log and is checked for the transport, "
-                   "GPUDirect RDMA and NVLS.");
+                   "GPUDirect RDMA and NVLS. NCCL (libnccl.so.2) is loaded from the node at start-up "
+                   "(cmax-bench-cuda --help says where it looks); without it the suite is not "
+                   "measured (exit 2). Communicators are created non-blocking and a rank that "
+                   "does not join within --timeout is reported by rank.");
   collective::AddFlags(&parser, &flags);
   parser.AddString("gpus", &gpus_arg, "GPU indices or 'all' (run by hand)");
   parser.AddFlag("expect-gdr", &expect_gdr,
@@ -408,17 +510,26 @@ int RunCudaCollective(int argc, char** argv) {
   setup.jsonl = flags.jsonl;
   setup.expect_gdr = expect_gdr;
 
+  const absl::Status nccl_loaded = LoadNccl();
   DriverProbe probe = ProbeDriver();
   CudaVersions versions = GetCudaVersions(probe);
   int nccl_version = 0;
-  ncclGetVersion(&nccl_version);
+  if (nccl_loaded.ok()) ncclGetVersion(&nccl_version);
   RecordWriter out("collective", flags.jsonl ? stdout : nullptr,
                    {{"driver", versions.driver},
                     {"cuda_runtime", versions.runtime},
-                    {"nccl", absl::StrCat(nccl_version)}});
+                    {"nccl", nccl_loaded.ok() ? absl::StrCat(nccl_version) : "not loaded"}});
   if (int rc = CheckCudaReady(out, probe, flags.jsonl); rc != 0) {
     collective::ReportNotMeasured(out, "nccl", "no usable GPU: NCCL collectives not measured");
     return rc;
+  }
+  if (!nccl_loaded.ok()) {
+    // Without NCCL the collective suite is not measured (exit 2), naming
+    // where it looked (library_search.h).
+    const std::string why = absl::StrCat("NCCL not found: ", nccl_loaded.message());
+    collective::ReportNotMeasured(out, "nccl", why);
+    std::fprintf(flags.jsonl ? stderr : stdout, "not measured: %s\n", why.c_str());
+    return kExitCouldNotRun;
   }
   std::string dir;
   if (const char* d = std::getenv("CMAX_TASK_DIR"); d != nullptr && *d != '\0') {

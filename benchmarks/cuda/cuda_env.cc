@@ -11,7 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/cuda/cublaslt_loader.h"
+#include "benchmarks/gpu_common/cublas_choice.h"
 #include "benchmarks/gpu_common/numa_memory.h"
+#include "benchmarks/suite.h"
 #include "common/suite_catalog.h"
 #include "common/sysroot.h"
 
@@ -20,6 +23,14 @@ namespace cmax::bench {
 static_assert(static_cast<int>(cudaErrorInsufficientDriver) == kCudaErrorInsufficientDriver);
 static_assert(static_cast<int>(cudaErrorNoDevice) == kCudaErrorNoDevice);
 static_assert(static_cast<int>(cudaErrorSystemDriverMismatch) == kCudaErrorSystemDriverMismatch);
+// gpu_common/cublas_choice.h restates cuBLASLt's values for host-only code.
+static_assert(CUBLASLT_REDUCTION_SCHEME_NONE == kReductionNone);
+static_assert(CUBLASLT_REDUCTION_SCHEME_INPLACE == kReductionInplace);
+static_assert(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE == kReductionComputeType);
+static_assert(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE == kReductionOutputType);
+static_assert(CUBLASLT_REDUCTION_SCHEME_MASK == kReductionAll);
+static_assert(CUBLAS_STATUS_NOT_SUPPORTED == 15 && CUBLAS_STATUS_EXECUTION_FAILED == 13 &&
+              CUBLAS_STATUS_INVALID_VALUE == 7 && CUBLAS_STATUS_NOT_INITIALIZED == 1);
 
 namespace {
 std::string HostName() {
@@ -41,9 +52,12 @@ absl::Status CublasStatus(cublasStatus_t st, const char* call, const char* file,
                           int gpu) {
   if (st == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   const char* base = std::strrchr(file, '/');
-  return absl::InternalError(absl::StrFormat("%s: cuBLAS status %d at %s:%d on host %s, GPU %d",
-                                             call, static_cast<int>(st), base ? base + 1 : file,
-                                             line, HostName(), gpu));
+  // cublasLtGetStatusName (cublaslt_loader.cc falls back to a table when
+  // cuBLASLt is not loaded).
+  return absl::InternalError(absl::StrFormat("%s: %s (cuBLAS status %d) at %s:%d on host %s, GPU %d",
+                                             call, cublasLtGetStatusName(st),
+                                             static_cast<int>(st), base ? base + 1 : file, line,
+                                             HostName(), gpu));
 }
 
 DriverProbe ProbeDriver() {
@@ -164,14 +178,32 @@ CudaVersions GetCudaVersions(const DriverProbe& probe) {
                    : "none";
   }
   v.runtime = CudaVersionString(probe.runtime_version);
-  size_t lt = cublasLtGetVersion();  // e.g. 130100 = 13.1.0
-  v.cublas = absl::StrCat(lt / 10000, ".", (lt % 10000) / 100, ".", lt % 100);
+  size_t lt = cublasLtGetVersion();  // e.g. 130100 = 13.1.0; 0: not loaded
+  v.cublas = lt == 0 ? std::string("not loaded")
+                     : absl::StrCat(lt / 10000, ".", (lt % 10000) / 100, ".", lt % 100);
   return v;
 }
 
 std::string SuiteCategory(const RecordWriter& out) {
   const SuiteInfo* info = FindSuite(out.suite());
   return info != nullptr ? info->category : std::string("compute");
+}
+
+int CheckCublasLtLoaded(const absl::Status& loaded, RecordWriter& out, bool quiet) {
+  if (loaded.ok()) return 0;
+  const std::string category = SuiteCategory(out);
+  out.NotMeasured("gpu.no_cublaslt", category, "node",
+                  absl::StrCat("not measured: cuBLASLt not found (", out.suite(),
+                               " needs libcublasLt.so.", CUBLAS_VER_MAJOR, ")"),
+                  std::string(loaded.message()),
+                  absl::StrCat("install cuBLAS ", CUBLAS_VER_MAJOR,
+                               " (the CUDA toolkit's libcublas, or pip install "
+                               "nvidia-cublas), or point CMAX_CUDA_LIBRARY_PATH or "
+                               "LD_LIBRARY_PATH at the directory holding libcublasLt.so.",
+                               CUBLAS_VER_MAJOR));
+  std::fprintf(quiet ? stderr : stdout, "not measured: cuBLASLt not found: %s\n",
+               std::string(loaded.message()).c_str());
+  return kExitCouldNotRun;
 }
 
 int CheckCudaReady(RecordWriter& out, const DriverProbe& probe, bool quiet) {

@@ -95,6 +95,13 @@ std::string SuiteCategory(const RecordWriter& out);
 // returns 0 when GPUs are ready.
 int CheckCudaReady(RecordWriter& out, const DriverProbe& probe, bool quiet);
 
+// `loaded` is LoadCublasLt()'s outcome (cublaslt_loader.h), taken before the
+// versions are read. Not OK: writes a not_measured finding gpu.no_cublaslt
+// (under the suite's category) naming where it looked, prints
+// "not measured: cuBLASLt not found: ..." (stderr when `quiet`) and returns
+// 2; OK: returns 0.
+int CheckCublasLtLoaded(const absl::Status& loaded, RecordWriter& out, bool quiet);
+
 }  // namespace cmax::bench
 
 #endif  // CMAX_BENCHMARKS_CUDA_CUDA_ENV_H_

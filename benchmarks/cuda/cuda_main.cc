@@ -39,7 +39,11 @@ int main(int argc, char** argv) {
       .about = "Runs one cmax GPU suite on this node. Human output by default;\n"
                "--jsonl writes one cmax.v1.Record per line instead.\n"
                "Exit codes: 0 passed, 1 ran and found failures, 2 could not run\n"
-               "(no GPU, no driver, a driver too old for this build, bad usage).\n",
+               "(no GPU, no driver, a driver too old for this build, no cuBLASLt or\n"
+               "NCCL on the node, bad usage). cuBLASLt and NCCL are loaded at start-up\n"
+               "from the node: LD_LIBRARY_PATH, /usr/local/cuda, /usr/lib, pip wheels'\n"
+               "nvidia/*/lib of python3 on PATH (CMAX_CUDA_LIBRARY_PATH=DIR[:DIR]\n"
+               "searches only there).\n",
       .version = version,
       .suites = kSuites,
       .count = sizeof(kSuites) / sizeof(kSuites[0]),

@@ -3,9 +3,9 @@
 // device, telemetry through NVML once a second.
 //
 // Per GPU (one host thread and one stream each): random n x n operands from a
-// device kernel, one cuBLASLt algorithm chosen once (the heuristic's first
-// for the TN layout, with split-K reductions excluded) and kept for the whole
-// run. Iteration 0's output is the reference; after every later GEMM a
+// device kernel, one cuBLASLt algorithm chosen once (the first of the
+// heuristic's 16 for the TN layout whose split-K count is 1) and kept for the
+// whole run. Iteration 0's output is the reference; after every later GEMM a
 // kernel counts the output elements whose bits differ from it.
 //
 // Why the tolerance is zero: the inputs, the algorithm, the workspace, the
@@ -13,8 +13,8 @@
 // documents its results as bit-wise reproducible run to run on the same GPU
 // architecture and SM count with the same toolkit (cuBLAS documentation,
 // "Results reproducibility"; the exceptions are atomics-based algorithms,
-// which cuBLASLt only uses for split-K reductions -- excluded here through
-// CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK). So any differing bit is the
+// which cuBLASLt only uses for split-K reductions -- excluded here by
+// reading each offered algorithm's CUBLASLT_ALGO_CONFIG_SPLITK_NUM). So any differing bit is the
 // hardware computing or storing something wrong, not rounding: a critical
 // "silent data corruption suspect" finding.
 //
@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,10 +46,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "benchmarks/cuda/cublaslt_loader.h"
 #include "benchmarks/cuda/cuda_env.h"
 #include "benchmarks/cuda/kernels.h"
 #include "benchmarks/cuda/lt_gemm.h"
 #include "benchmarks/gpu_common/bug_report.h"
+#include "benchmarks/gpu_common/gpu_poll.h"
 #include "benchmarks/gpu_common/gpu_burnin_report.h"
 #include "benchmarks/gpu_common/nvml_telemetry.h"
 #include "benchmarks/health/kernel_log.h"
@@ -66,6 +69,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint64_t kWorkspaceBytes = uint64_t{64} << 20;
 constexpr double kBatchSeconds = 0.05;
+// Algorithms asked of the heuristic; the first without split-K is kept.
+constexpr int kHeuristicAlgos = 16;
 constexpr double kProgressEverySeconds = 5;
 // Kernel log lines kept as evidence for a mismatch or CUDA error.
 constexpr size_t kRecentKernelLines = 100;
@@ -78,6 +83,7 @@ struct BurninOptions {
   int64_t fault_inject = 0;  // TEST ONLY: corrupt one element at this iteration (0: never)
   std::string bug_report = "off";  // on: nvidia-bug-report.sh after a failure
   std::string artifact_dir;        // where its report goes (BugReportDir)
+  double hang_timeout_s = 60;      // a batch not done by then is a hang (burnin.gpu_hang)
 };
 
 // What a GPU thread shares with the telemetry loop while it runs.
@@ -97,6 +103,11 @@ class GpuBurnin {
     absl::Status s = Loop(r);
     if (!s.ok()) r->error = std::string(s.message());
     live_->done = true;
+  }
+  // After a hang: device memory, events and the stream are left to the
+  // process's exit (freeing them would block on the hung GPU).
+  ~GpuBurnin() {
+    if (hung_) ctx_.Abandon();
   }
 
  private:
@@ -123,19 +134,21 @@ class GpuBurnin {
 
     LtObjects lt;
     CMAX_RETURN_IF_ERROR(
-        CreateTnMatmul(t, n, n, n, kWorkspaceBytes, kNoSplitKReduction, gpu, &lt));
-    cublasLtMatmulHeuristicResult_t heur = {};
-    int found = 0;
-    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx_.handle, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref, 1,
-                                               &heur, &found));
-    if (found <= 0) {
-      return absl::FailedPreconditionError(
-          "cuBLASLt offers no algorithm without split-K reduction for this dtype and size");
+        CreateTnMatmul(t, n, n, n, kWorkspaceBytes, kAnyReduction, gpu, &lt));
+    cublasLtMatmulAlgo_t algo = {};
+    bool found = false;
+    int offered = 0;
+    CMAX_RETURN_IF_ERROR(
+        FirstAlgoWithoutSplitK(ctx_, lt, kHeuristicAlgos, gpu, &algo, &found, &offered));
+    if (!found) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cuBLASLt offers no algorithm without split-K for this dtype and size (", offered,
+          " offered, all split k): the burn-in needs bit-for-bit repeatable output"));
     }
     UnitScales scales(t);
     auto matmul = [&]() {
       return cublasLtMatmul(ctx_.handle, lt.op, scales.alpha(), a.p, lt.a, b.p, lt.b, scales.beta(),
-                            d.p, lt.c, d.p, lt.c, &heur.algo, ctx_.workspace, kWorkspaceBytes,
+                            d.p, lt.c, d.p, lt.c, &algo, ctx_.workspace, kWorkspaceBytes,
                             ctx_.stream);
     };
     auto* count_dev = static_cast<unsigned long long*>(counter.p);
@@ -153,7 +166,37 @@ class GpuBurnin {
     CMAX_CUBLAS(matmul());
     CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, ctx_.stream));
     CMAX_CUDA(cudaEventRecord(ev.e[1], ctx_.stream));
-    CMAX_CUDA(cudaEventSynchronize(ev.e[1]));
+    // Every wait on the GPU is polled with a deadline instead of
+    // cudaEventSynchronize / cudaStreamSynchronize, which block for ever on
+    // a hung GPU: the hang becomes a finding (burnin.gpu_hang) before the
+    // agent's task timeout kills the process. What the loop allocated is
+    // then leaked (cudaFree would block too) and the process exits.
+    const auto hang_deadline = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(o_.hang_timeout_s));
+    cudaError_t gpu_state = cudaSuccess;
+    auto wait_gpu = [&](const std::function<cudaError_t()>& query) {
+      return PollUntil(
+                 [&] {
+                   gpu_state = query();
+                   if (gpu_state == cudaErrorNotReady) return PollState::kPending;
+                   return gpu_state == cudaSuccess ? PollState::kDone : PollState::kFailed;
+                 },
+                 {}, hang_deadline, RealPollClock(), std::chrono::milliseconds(2))
+                 .outcome != PollOutcome::kTimedOut;
+    };
+    auto hung = [&](const std::string& what) {
+      hung_ = true;
+      r->hung = true;
+      a.p = b.p = d.p = ref.p = counter.p = nullptr;
+      ev.e.clear();
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "%s did not complete within %g s (still cudaErrorNotReady) on GPU %d (%s, PCI %s)",
+          what, o_.hang_timeout_s, gpu, info_.uuid, info_.pci_bus_id));
+    };
+    if (!wait_gpu([&] { return cudaEventQuery(ev.e[1]); })) {
+      return hung("the first timed GEMM");
+    }
+    CMAX_CUDA(gpu_state);
     float iter_ms = 0;
     CMAX_CUDA(cudaEventElapsedTime(&iter_ms, ev.e[0], ev.e[1]));
     int64_t iteration = 1;
@@ -182,7 +225,12 @@ class GpuBurnin {
       unsigned long long total = 0;
       CMAX_CUDA(cudaMemcpyAsync(&total, count_dev, sizeof(total), cudaMemcpyDeviceToHost,
                                 ctx_.stream));
-      CMAX_CUDA(cudaStreamSynchronize(ctx_.stream));
+      if (!wait_gpu([&] { return cudaStreamQuery(ctx_.stream); })) {
+        r->iterations = iteration - batch;
+        return hung(absl::StrFormat("a batch of %d GEMMs (about %.0f ms of work)", batch,
+                                    batch * iter_ms));
+      }
+      CMAX_CUDA(gpu_state);
       loop_iterations += batch;
       live_->iterations = iteration;
       if (total > seen) {
@@ -211,6 +259,7 @@ class GpuBurnin {
   const BurninOptions& o_;
   LiveState* live_;
   GpuLtContext ctx_;
+  bool hung_ = false;
 };
 
 std::string NodeName() {
@@ -315,6 +364,9 @@ int RunCudaBurnin(int argc, char** argv) {
   args.AddInt("fault-inject", &o.fault_inject, "TEST ONLY: corrupt one element at iteration N");
   args.AddString("bug-report", &o.bug_report,
                  "on: run nvidia-bug-report.sh when a GPU fails (default off)");
+  args.AddDouble("hang-timeout", &o.hang_timeout_s,
+                 "seconds a batch of GEMMs (about 50 ms of work) may take before the GPU is "
+                 "reported hung (burnin.gpu_hang, exit 1; default 60)");
   args.AddString("artifact-dir", &o.artifact_dir,
                  "directory for the bug report (default: beside the agent's task "
                  "directories, else /var/lib/cmax/artifacts/<node>-<unix time>)");
@@ -323,20 +375,25 @@ int RunCudaBurnin(int argc, char** argv) {
   auto dtype = ParseGemmDtype(o.dtype_name);
   if (backend != "cuda" || !dtype || (*dtype != GemmDtype::kBf16 && *dtype != GemmDtype::kFp32) ||
       o.duration_s <= 0 || o.size < 256 || o.size > 32768 || o.size % 16 != 0 ||
-      o.fault_inject < 0 || (o.bug_report != "on" && o.bug_report != "off")) {
+      o.fault_inject < 0 || (o.bug_report != "on" && o.bug_report != "off") ||
+      !(o.hang_timeout_s >= 1)) {
     std::fprintf(stderr,
                  "burnin: bad arguments (backend cuda; dtype bf16 or fp32; duration > 0; size a "
-                 "multiple of 16 in [256, 32768]; bug-report on or off)\n");
+                 "multiple of 16 in [256, 32768]; bug-report on or off; hang-timeout >= 1)\n");
     return kExitCouldNotRun;
   }
   o.dtype = *dtype;
 
+  const absl::Status lt_loaded = LoadCublasLt();  // before the versions: they name it
   DriverProbe probe = ProbeDriver();
   CudaVersions versions = GetCudaVersions(probe);
   RecordWriter out("burnin", jsonl ? stdout : nullptr,
                    {{"backend", "cuda"}, {"driver", versions.driver},
                     {"cuda_runtime", versions.runtime}, {"cublas", versions.cublas}});
+  // Both findings when both are missing; the driver's exit code first.
+  const int lt_rc = CheckCublasLtLoaded(lt_loaded, out, jsonl);
   if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
+  if (lt_rc != 0) return lt_rc;
   auto selected = SelectGpus(gpus_arg, "burnin", out);
   if (!selected.ok()) return kExitCouldNotRun;
   if (o.fault_inject > 0) {
@@ -463,6 +520,7 @@ int RunCudaBurnin(int argc, char** argv) {
     GpuBurninResult& r = results[x];
     const GpuBurninResult& l = loop_results[x];
     r.error = l.error;
+    r.hung = l.hung;
     r.iterations = l.iterations;
     r.seconds = l.seconds;
     r.total_tflop = l.total_tflop;
@@ -524,7 +582,16 @@ int RunCudaBurnin(int argc, char** argv) {
       {.dir = BugReportDir(o.artifact_dir, task_dir ? task_dir : "", ctx.node, unix_s),
        .node = ctx.node},
       &out);
-  return failed ? kExitFoundFailures : kExitPassed;
+  const int rc = failed ? kExitFoundFailures : kExitPassed;
+  for (const auto& r : results) {
+    if (r.hung) {
+      // Exit without the CUDA runtime's teardown, which would block on the
+      // hung GPU; the records are written (stdout and the spool are flushed).
+      std::fflush(nullptr);
+      std::_Exit(rc);
+    }
+  }
+  return rc;
 }
 
 }  // namespace cmax::bench

@@ -8,10 +8,10 @@
 // seeds, so every GPU computes the same thing):
 //   gemm_<dtype>      2048^3 TN GEMM through cuBLASLt for bf16, fp16, tf32, fp32, fp64 and
 //                     (compute capability >= 8.9) fp8. The algorithm is fixed: the
-//                     heuristic's first answer for this shape with a fixed 32 MiB workspace
-//                     and CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = 0, which admits only
-//                     algorithms without a split-K reduction (no atomics, one summation
-//                     order per element). The heuristic depends on the GPU model, SM count
+//                     first of the heuristic's 16 answers for this shape (fixed 32 MiB
+//                     workspace) whose CUBLASLT_ALGO_CONFIG_SPLITK_NUM is 1: no split-K
+//                     reduction (no atomics, one summation order per element). None
+//                     offered is a not_measured finding. The heuristic depends on the GPU model, SM count
 //                     and cuBLAS version, which is why digests are compared only within a
 //                     (model, versions) group; cuBLAS documents bit-wise reproducible results
 //                     for the same architecture, SM count and toolkit ("Results
@@ -35,6 +35,7 @@
 #include "absl/strings/str_format.h"
 #include "benchmarks/consistency/digest.h"
 #include "benchmarks/consistency/workloads.h"
+#include "benchmarks/cuda/cublaslt_loader.h"
 #include "benchmarks/cuda/cuda_env.h"
 #include "benchmarks/cuda/kernels.h"
 #include "benchmarks/cuda/lt_gemm.h"
@@ -160,7 +161,7 @@ class GpuConsistency {
     CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, n * n, seed + 1, ctx_.stream));
     CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, n * n, seed + 2, ctx_.stream));
     LtObjects lt;
-    CMAX_RETURN_IF_ERROR(CreateTnMatmul(t, n, n, n, kGemmWorkspace, kNoSplitKReduction, gpu, &lt));
+    CMAX_RETURN_IF_ERROR(CreateTnMatmul(t, n, n, n, kGemmWorkspace, kAnyReduction, gpu, &lt));
     if (dtype == GemmDtype::kFp8) {  // scales 1: cuBLASLt's FP8 path wants the pointers set
       CMAX_CUDA(cudaMalloc(&scales.p, 2 * sizeof(float)));
       const float one[2] = {1.0f, 1.0f};
@@ -172,18 +173,21 @@ class GpuConsistency {
       CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
                                                  sizeof(sb)));
     }
-    cublasLtMatmulHeuristicResult_t heur = {};
-    int found = 0;
-    CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx_.handle, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref, 1,
-                                               &heur, &found));
-    if (found <= 0) {
-      (*skipped)["gemm_" + name] = "cuBLASLt offers no algorithm without split-K reduction";
+    cublasLtMatmulAlgo_t algo = {};
+    bool found = false;
+    int offered = 0;
+    CMAX_RETURN_IF_ERROR(FirstAlgoWithoutSplitK(ctx_, lt, 16, gpu, &algo, &found, &offered));
+    if (!found) {
+      // Reported as a not_measured finding (consistency.workload_not_measured).
+      (*skipped)["gemm_" + name] = absl::StrCat(
+          "cuBLASLt offers no algorithm without split-K for this dtype (", offered,
+          " offered): a split-K reduction is not repeatable bit for bit");
       return absl::OkStatus();
     }
     CMAX_CUDA(cudaMemsetAsync(d.p, 0xFF, d_bytes, ctx_.stream));
     UnitScales s(t);
     CMAX_CUBLAS(cublasLtMatmul(ctx_.handle, lt.op, s.alpha(), a.p, lt.a, b.p, lt.b, s.beta(), d.p,
-                               lt.c, d.p, lt.c, &heur.algo, ctx_.workspace, kGemmWorkspace, ctx_.stream));
+                               lt.c, d.p, lt.c, &algo, ctx_.workspace, kGemmWorkspace, ctx_.stream));
     std::vector<unsigned char> host;
     CMAX_RETURN_IF_ERROR(CopyBack(d.p, d_bytes, &host));
     double sum = 0;
@@ -292,10 +296,14 @@ int RunCudaConsistency(int argc, char** argv) {
     std::fprintf(stderr, "consistency: need --backend cuda and --repeats in [1, 100]\n");
     return kExitCouldNotRun;
   }
+  const absl::Status lt_loaded = LoadCublasLt();  // before the versions: they name it
   DriverProbe probe = ProbeDriver();
   CudaVersions v = GetCudaVersions(probe);
   RecordWriter out("consistency", jsonl ? stdout : nullptr, {{"backend", "cuda"}});
+  // Both findings when both are missing; the driver's exit code first.
+  const int lt_rc = CheckCublasLtLoaded(lt_loaded, out, jsonl);
   if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
+  if (lt_rc != 0) return lt_rc;
   auto selected = SelectGpus(gpus_arg, "consistency", out);
   if (!selected.ok()) return kExitCouldNotRun;
   const std::string versions =

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "benchmarks/cuda/cublaslt_loader.h"
 #include "benchmarks/cuda/cuda_env.h"
 #include "benchmarks/cuda/kernels.h"
 #include "benchmarks/cuda/lt_gemm.h"
@@ -79,11 +80,15 @@ struct GemmOptions {
 struct GemmRow {
   GpuInfo gpu;
   Shape shape;
+  int fast_accum = -1;  // FP8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM 0 or 1; -1 other dtypes
   std::string skipped;  // reason, when not measured
   absl::Status error;   // a CUDA or cuBLAS failure
   double tflops = 0;
   double median_ms = 0;
   int algos_timed = 0;
+  int algos_failed = 0;        // offered algorithms that failed to launch or run: skipped
+  std::string first_algo_error;
+  AlgoSplit split;             // of the algorithm timed
   GemmVerdict verdict;
 };
 
@@ -96,10 +101,11 @@ class GpuGemm {
     return absl::OkStatus();
   }
 
-  GemmRow Run(const Shape& shape, uint64_t seed) {
+  GemmRow Run(const Shape& shape, uint64_t seed, int fast_accum) {
     GemmRow row;
     row.gpu = info_;
     row.shape = shape;
+    row.fast_accum = fast_accum;
     row.error = RunShape(shape, seed, &row);
     return row;
   }
@@ -138,7 +144,10 @@ class GpuGemm {
     double ab_scale = 1.0;
 
     LtObjects lt;
-    CMAX_RETURN_IF_ERROR(CreateTnMatmul(t, s.m, s.n, s.k, kWorkspaceBytes, kAnyReduction, gpu, &lt));
+    // No split-K reduction in a 16-bit output type (cublas_choice.h,
+    // GemmReductionMask): its rounding exceeds the check's tolerance.
+    CMAX_RETURN_IF_ERROR(CreateTnMatmul(t, s.m, s.n, s.k, kWorkspaceBytes,
+                                        GemmReductionMask(static_cast<int>(t.cd_size)), gpu, &lt));
     if (o_.dtype == GemmDtype::kFp8) {
       CMAX_CUDA(cudaMalloc(&scales.p, 2 * sizeof(float)));
       const float host_scales[2] = {kFp8ScaleA, kFp8ScaleB};
@@ -151,6 +160,12 @@ class GpuGemm {
       CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
                                                  sizeof(sb)));
       ab_scale = static_cast<double>(kFp8ScaleA) * kFp8ScaleB;
+      // Both accumulation modes are timed (row->fast_accum): Hopper's FP8
+      // tensor cores reach their datasheet rate only with fast accumulation,
+      // which skips cuBLAS's periodic promotion of partial sums to FP32.
+      const int8_t fast = row->fast_accum > 0 ? 1 : 0;
+      CMAX_CUBLAS(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                                 sizeof(fast)));
     }
     cublasLtMatmulHeuristicResult_t heur[kHeuristicAlgos] = {};
     int found = 0;
@@ -171,21 +186,46 @@ class GpuGemm {
                             lt.c, algo, ctx_.workspace, kWorkspaceBytes, ctx_.stream);
     };
 
-    // Time each offered algorithm; keep the fastest.
+    // Time each offered algorithm; keep the fastest. One that fails to
+    // launch or run is skipped, its error cleared so that it does not end the
+    // shape (cudaGetLastError returns and resets a non-sticky error); a
+    // sticky error (the context is lost) still ends it.
     Events ev;
     ev.e.resize(static_cast<size_t>(std::max(o_.iters, kAlgoTrialRuns)) + 1, nullptr);
     for (auto& e : ev.e) CMAX_CUDA(cudaEventCreate(&e));
     int best = -1;
     float best_ms = 0;
+    auto algo_failed = [&](int i, const std::string& what) -> absl::Status {
+      ++row->algos_failed;
+      if (row->first_algo_error.empty()) {
+        row->first_algo_error = absl::StrCat("algorithm ", i, ": ", what);
+      }
+      (void)cudaGetLastError();
+      // Still usable? A sticky error fails every later call too.
+      CMAX_CUDA(cudaStreamSynchronize(ctx_.stream));
+      CMAX_CUDA(cudaGetLastError());
+      return absl::OkStatus();
+    };
     for (int i = 0; i < found; ++i) {
       if (heur[i].state != CUBLAS_STATUS_SUCCESS) continue;
-      if (matmul(&heur[i].algo) != CUBLAS_STATUS_SUCCESS) continue;  // not runnable: skip it
+      if (cublasStatus_t st = matmul(&heur[i].algo); st != CUBLAS_STATUS_SUCCESS) {
+        CMAX_RETURN_IF_ERROR(algo_failed(i, cublasLtGetStatusName(st)));
+        continue;
+      }
       CMAX_CUDA(cudaEventRecord(ev.e[0], ctx_.stream));
-      bool ok = true;
-      for (int r = 0; r < kAlgoTrialRuns && ok; ++r) ok = matmul(&heur[i].algo) == CUBLAS_STATUS_SUCCESS;
+      cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+      for (int r = 0; r < kAlgoTrialRuns && st == CUBLAS_STATUS_SUCCESS; ++r) {
+        st = matmul(&heur[i].algo);
+      }
       CMAX_CUDA(cudaEventRecord(ev.e[1], ctx_.stream));
-      CMAX_CUDA(cudaEventSynchronize(ev.e[1]));
-      if (!ok) continue;
+      if (cudaError_t e = cudaEventSynchronize(ev.e[1]); e != cudaSuccess) {
+        CMAX_RETURN_IF_ERROR(algo_failed(i, cudaGetErrorName(e)));
+        continue;
+      }
+      if (st != CUBLAS_STATUS_SUCCESS) {
+        CMAX_RETURN_IF_ERROR(algo_failed(i, cublasLtGetStatusName(st)));
+        continue;
+      }
       float ms = 0;
       CMAX_CUDA(cudaEventElapsedTime(&ms, ev.e[0], ev.e[1]));
       ++row->algos_timed;
@@ -194,12 +234,17 @@ class GpuGemm {
         best_ms = ms;
       }
     }
-    CMAX_CUDA(cudaGetLastError());
     if (best < 0) {
-      row->skipped = absl::StrFormat("none of the %d algorithms cuBLASLt offered ran", found);
+      row->skipped = absl::StrFormat("none of the %d algorithms cuBLASLt offered ran%s", found,
+                                     row->first_algo_error.empty()
+                                         ? ""
+                                         : absl::StrCat(" (", row->first_algo_error, ")"));
       return absl::OkStatus();
     }
     const cublasLtMatmulAlgo_t* algo = &heur[best].algo;
+    // The tolerance follows the reduction the kept algorithm does
+    // (gemm_check.h, GemmReduction).
+    CMAX_RETURN_IF_ERROR(ReadAlgoSplit(*algo, gpu, &row->split));
 
     for (int i = 0; i < o_.warmup; ++i) CMAX_CUBLAS(matmul(algo));
     // Poison D (all bits set: NaN in every float type) so that an element the
@@ -256,7 +301,10 @@ class GpuGemm {
       smp.scale = result[3 * static_cast<size_t>(x) + 2];
       samples.push_back(smp);
     }
-    row->verdict = CheckGemmSamples(o_.dtype, s.k, samples);
+    GemmReduction reduction;
+    reduction.split_k = row->split.split_k;
+    reduction.in_output_type = row->split.reduction_scheme == kReductionOutputType;
+    row->verdict = CheckGemmSamples(o_.dtype, s.k, samples, reduction);
     return absl::OkStatus();
   }
 
@@ -275,9 +323,15 @@ void RunOneGpu(const GpuInfo& gpu, const GemmOptions& o, std::vector<GemmRow>* r
     rows->push_back(row);
     return;
   }
+  // FP8: both accumulation modes, labelled fp8_fast_accum false / true.
+  const std::vector<int> modes =
+      o.dtype == GemmDtype::kFp8 ? std::vector<int>{0, 1} : std::vector<int>{-1};
   for (size_t i = 0; i < o.shapes.size(); ++i) {
-    rows->push_back(g.Run(o.shapes[i], 0x5eed0000ULL + 7919ULL * gpu.index + 104729ULL * i));
-    if (!rows->back().error.ok()) return;  // the GPU is in an unknown state: stop here
+    for (int mode : modes) {
+      rows->push_back(
+          g.Run(o.shapes[i], 0x5eed0000ULL + 7919ULL * gpu.index + 104729ULL * i, mode));
+      if (!rows->back().error.ok()) return;  // the GPU is in an unknown state: stop here
+    }
   }
 }
 
@@ -303,7 +357,10 @@ int RunCudaGemm(int argc, char** argv) {
       "sampled output elements recomputed in fp64 (a wrong element is a FAIL, exit 1).\n"
       "Default shapes: 8192^3 and three Llama-3 layer GEMMs; --m/--n/--k give one shape\n"
       "(missing sizes default to 8192). FP8 (E4M3 in, bf16 out) needs compute\n"
-      "capability 8.9 or newer; tf32 uses the tensor cores, fp32 does not.");
+      "capability 8.9 or newer; every FP8 shape is timed twice, without and with fast\n"
+      "accumulation (label fp8_fast_accum false / true; the table shows fp8-fa).\n"
+      "tf32 uses the tensor cores, fp32 does not. Split-K reductions in a 16-bit\n"
+      "output type are not used (labels split_k, reduction_scheme say what ran).");
   args.AddString("backend", &backend, "cuda (the only backend of this binary)");
   args.AddString("dtype", &dtype_name, "bf16, fp16, fp8, tf32, fp32 or fp64 (default bf16)");
   args.AddInt("m", &m, "rows of C");
@@ -326,12 +383,16 @@ int RunCudaGemm(int argc, char** argv) {
     return kExitCouldNotRun;
   }
 
+  const absl::Status lt_loaded = LoadCublasLt();  // before the versions: they name it
   DriverProbe probe = ProbeDriver();
   CudaVersions versions = GetCudaVersions(probe);
   RecordWriter out("gemm", jsonl ? stdout : nullptr,
                    {{"backend", "cuda"}, {"driver", versions.driver},
                     {"cuda_runtime", versions.runtime}, {"cublas", versions.cublas}});
+  // Both findings when both are missing; the driver's exit code first.
+  const int lt_rc = CheckCublasLtLoaded(lt_loaded, out, jsonl);
   if (int rc = CheckCudaReady(out, probe, jsonl); rc != 0) return rc;
+  if (lt_rc != 0) return lt_rc;
   auto gpus = SelectGpus(gpus_arg, "gemm", out);
   if (!gpus.ok()) return kExitCouldNotRun;
 
@@ -373,6 +434,8 @@ int RunCudaGemm(int argc, char** argv) {
       labels["m"] = absl::StrCat(r.shape.m);
       labels["n"] = absl::StrCat(r.shape.n);
       labels["k"] = absl::StrCat(r.shape.k);
+      if (r.fast_accum >= 0) labels["fp8_fast_accum"] = r.fast_accum ? "true" : "false";
+      const std::string shown_dtype = r.fast_accum > 0 ? dtype_name + "-fa" : dtype_name;
       const std::string subject = absl::StrCat("gpu:", r.gpu.index);
       const std::string mnk = absl::StrCat(r.shape.m, "x", r.shape.n, "x", r.shape.k);
       if (!r.error.ok()) {
@@ -393,7 +456,7 @@ int RunCudaGemm(int argc, char** argv) {
         out.Find(f);
         if (!jsonl) {
           std::printf("%-4d %-22s %-6s %-20s %-17s ERROR %s\n", r.gpu.index, r.gpu.name.c_str(),
-                      dtype_name.c_str(), r.shape.name.c_str(), mnk.c_str(),
+                      shown_dtype.c_str(), r.shape.name.c_str(), mnk.c_str(),
                       std::string(r.error.message()).c_str());
         }
         continue;
@@ -402,7 +465,7 @@ int RunCudaGemm(int argc, char** argv) {
         skipped[r.skipped].push_back(absl::StrCat(subject, " ", r.shape.name));
         if (!jsonl) {
           std::printf("%-4d %-22s %-6s %-20s %-17s skipped: %s\n", r.gpu.index,
-                      r.gpu.name.c_str(), dtype_name.c_str(), r.shape.name.c_str(), mnk.c_str(),
+                      r.gpu.name.c_str(), shown_dtype.c_str(), r.shape.name.c_str(), mnk.c_str(),
                       r.skipped.c_str());
         }
         continue;
@@ -410,6 +473,15 @@ int RunCudaGemm(int argc, char** argv) {
       ++measured;
       labels["verified"] = r.verdict.ok() ? "true" : "false";
       labels["algos_timed"] = absl::StrCat(r.algos_timed);
+      labels["split_k"] = absl::StrCat(r.split.split_k);
+      labels["reduction_scheme"] =
+          r.split.split_k > 1 ? ReductionSchemeName(r.split.reduction_scheme) : "none";
+      if (r.algos_failed > 0) {
+        labels["algos_failed"] = absl::StrCat(r.algos_failed);
+        out.Log("warn", absl::StrCat("GPU ", r.gpu.index, " ", r.shape.name, ": ", r.algos_failed,
+                                     " of the offered algorithms failed and were skipped (",
+                                     r.first_algo_error, ")"));
+      }
       out.Measure("gemm_tflops", r.tflops, "TFLOP/s", labels);
       if (!r.verdict.ok()) {
         ++failures;
@@ -433,7 +505,7 @@ int RunCudaGemm(int argc, char** argv) {
       }
       if (!jsonl) {
         std::printf("%-4d %-22s %-6s %-20s %-17s %10.1f %6s %10.3f  %s\n", r.gpu.index,
-                    r.gpu.name.c_str(), dtype_name.c_str(), r.shape.name.c_str(), mnk.c_str(),
+                    r.gpu.name.c_str(), shown_dtype.c_str(), r.shape.name.c_str(), mnk.c_str(),
                     r.tflops, Percent(r.tflops, r.gpu.name, dtype_name).c_str(), r.median_ms,
                     r.verdict.ok() ? "ok" : ("FAIL: " + r.verdict.Describe()).c_str());
       }

@@ -1,6 +1,7 @@
 #include "benchmarks/cuda/lt_gemm.h"
 
 #include "benchmarks/cuda/cuda_env.h"
+#include "common/status_macros.h"
 
 namespace cmax::bench {
 
@@ -68,6 +69,44 @@ absl::Status CreateTnMatmul(const TypeSetup& t, int64_t m, int64_t n, int64_t k,
   CMAX_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
       lt->pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction_mask,
       sizeof(reduction_mask)));
+  return absl::OkStatus();
+}
+
+absl::Status ReadAlgoSplit(const cublasLtMatmulAlgo_t& algo, int gpu, AlgoSplit* split) {
+  int32_t splits = 1;
+  uint32_t scheme = 0;
+  size_t written = 0;
+  CMAX_CUBLAS(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                                   sizeof(splits), &written));
+  CMAX_CUBLAS(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                   &scheme, sizeof(scheme), &written));
+  split->split_k = splits;
+  split->reduction_scheme = scheme;
+  return absl::OkStatus();
+}
+
+absl::Status FirstAlgoWithoutSplitK(const GpuLtContext& ctx, const LtObjects& lt, int requested,
+                                    int gpu, cublasLtMatmulAlgo_t* algo, bool* found,
+                                    int* offered) {
+  std::vector<cublasLtMatmulHeuristicResult_t> heur(static_cast<size_t>(requested));
+  int count = 0;
+  CMAX_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx.handle, lt.op, lt.a, lt.b, lt.c, lt.c, lt.pref,
+                                             requested, heur.data(), &count));
+  *found = false;
+  *offered = count;
+  std::vector<AlgoSplit> splits;
+  std::vector<int> index;  // into heur, for the usable ones
+  for (int i = 0; i < count; ++i) {
+    if (heur[static_cast<size_t>(i)].state != CUBLAS_STATUS_SUCCESS) continue;
+    AlgoSplit sp;
+    CMAX_RETURN_IF_ERROR(ReadAlgoSplit(heur[static_cast<size_t>(i)].algo, gpu, &sp));
+    splits.push_back(sp);
+    index.push_back(i);
+  }
+  const int pick = FirstWithoutSplitK(splits);
+  if (pick < 0) return absl::OkStatus();
+  *algo = heur[static_cast<size_t>(index[static_cast<size_t>(pick)])].algo;
+  *found = true;
   return absl::OkStatus();
 }
 

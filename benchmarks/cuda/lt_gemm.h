@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "benchmarks/cuda/kernels.h"
+#include "benchmarks/gpu_common/cublas_choice.h"
 #include "benchmarks/gpu_common/gemm_check.h"
 
 namespace cmax::bench {
@@ -65,16 +66,23 @@ struct GpuLtContext {
   ~GpuLtContext();
   // Makes `gpu` current and creates the three; errors name the failing call.
   absl::Status Init(int gpu, size_t workspace_bytes);
+  // Forgets the three without releasing them (the destructor then does
+  // nothing): after a GPU hang, freeing would block; the process exits.
+  void Abandon() {
+    stream = nullptr;
+    handle = nullptr;
+    workspace = nullptr;
+  }
 };
 
 
-// Reduction-scheme masks for CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK
-// (cublasLtReductionScheme_t: NONE 0, INPLACE 1, COMPUTE_TYPE 2,
-// OUTPUT_TYPE 4, MASK 7). kNoSplitKReduction admits only algorithms without
-// a split-K reduction (NONE cannot be masked out), so each output element is
-// summed by one thread block in one order.
+// Reduction-scheme mask admitting every scheme
+// (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK; cublasLtReductionScheme_t:
+// NONE 0, INPLACE 1, COMPUTE_TYPE 2, OUTPUT_TYPE 4, MASK 7). A mask never
+// excludes algorithms without split-K, and cuBLASLt does not document 0 as
+// "no split-K"; burn-in and consistency therefore ask for several
+// algorithms and take the first without split-K (FirstAlgoWithoutSplitK).
 inline constexpr uint32_t kAnyReduction = CUBLASLT_REDUCTION_SCHEME_MASK;
-inline constexpr uint32_t kNoSplitKReduction = 0;
 
 // Creates the TN matmul descriptor (compute and scale types of `t`), the
 // A/B/D layouts for m x n x k, and a preference with `workspace_bytes` and
@@ -82,6 +90,18 @@ inline constexpr uint32_t kNoSplitKReduction = 0;
 absl::Status CreateTnMatmul(const TypeSetup& t, int64_t m, int64_t n, int64_t k,
                             uint64_t workspace_bytes, uint32_t reduction_mask, int gpu,
                             LtObjects* lt);
+
+// Split-K count and reduction scheme of `algo`'s configuration
+// (CUBLASLT_ALGO_CONFIG_SPLITK_NUM, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME).
+absl::Status ReadAlgoSplit(const cublasLtMatmulAlgo_t& algo, int gpu, AlgoSplit* split);
+
+// Asks the heuristic for up to `requested` algorithms for `lt` and copies
+// the first one without split-K (gpu_common/cublas_choice.h,
+// FirstWithoutSplitK) into *algo. *found is false when the heuristic offered
+// none without split-K; errors name the cuBLASLt call and `gpu`.
+absl::Status FirstAlgoWithoutSplitK(const GpuLtContext& ctx, const LtObjects& lt, int requested,
+                                    int gpu, cublasLtMatmulAlgo_t* algo, bool* found,
+                                    int* offered);
 
 // alpha = 1 and beta = 0 in the scale type of `t` (float or double), for
 // cublasLtMatmul's host pointers; valid while this object lives.

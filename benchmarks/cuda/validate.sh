@@ -1,124 +1,160 @@
 #!/usr/bin/env bash
-# Builds cmax-bench-cuda with CUDA and runs every GEMM dtype, the memory
-# suite, the NCCL collective suite, a 60-second burn-in and the consistency
-# check over all local GPUs: prints the driver, CUDA and cuBLAS versions
-# first, then the tables. Exit 0 when everything ran and verified, 1 when a
-# result was wrong, slow against the acceptance figures below, or a suite
-# failed, 2 when it could not run (no GPU, no driver, driver too old, build).
+# Validates the GPU suites on this node, from the GPU bundle (no build):
+# every GEMM dtype, the fault-injection modes, memory bandwidth, the NCCL
+# collectives, a burn-in and the consistency check over all local GPUs, then
+# the acceptance figures, and (where PyTorch works) cmax's figures as a ratio
+# of torch.matmul's and a torch device copy's measured in the same run.
 #
-#   benchmarks/cuda/validate.sh            # build into build-cuda/ and run
-#   CMAX_CUDA_ARCHS=90 benchmarks/cuda/validate.sh   # build for one arch only
-#   VALIDATE_SKIP_BUILD=1 ...              # reuse build-cuda/
+#   ./validate.sh [--bin DIR] [--logs DIR]      (in the bundle: bin/ beside it)
+#   VALIDATE_BURNIN_SECONDS=60 VALIDATE_STEP_TIMEOUT=900 ./validate.sh
 #
-# Acceptance on one H200 (issue 4): BF16 dense GEMM >= 750 TFLOP/s at 8192^3
-# (about 790 measured with cuBLASLt on random data) and device-to-device
-# copies of about 4 TB/s counting bytes read and written (checked >= 3600).
+# Every step runs under `timeout` with --jsonl into the log folder and prints
+# one line: "<step>: PASS|FAIL|NOT MEASURED (exit N) <why>; <figures>"
+# (validate_lib.sh decides: exit 2 of a suite is NOT MEASURED, never FAIL;
+# numbers are parsed as numbers, a NaN or an ERROR row is a failure).
+# Acceptance on an H200 (issue 4): BF16 dense GEMM at 8192^3 >= 750 TFLOP/s
+# (about 790 measured with cuBLASLt on random data), device-to-device copy
+# >= 3600 GB/s counting bytes read and written, pinned H2D and D2H >= 45 GB/s
+# per GPU; every fault-injection mode must exit 1.
+# Exit: 0 every step passed; 1 a step failed; 2 nothing failed but a step was
+# not measured (no GPU, no driver, no cuBLASLt or NCCL on the node, ...).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "${here}/../.." && pwd)"
-build="${root}/build-cuda"
-log_dir="${VALIDATE_LOG_DIR:-${build}/validate}"
-bin="${build}/bin/cmax-bench-cuda"
-
-die() { echo "validate.sh: $*" >&2; exit 2; }
+# shellcheck source=validate_lib.sh
+source "${here}/validate_lib.sh"
+bin_dir=
+log_dir=${VALIDATE_LOG_DIR:-}
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --bin) bin_dir=$2; shift 2 ;;
+    --logs) log_dir=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "validate.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+if [[ -z $bin_dir ]]; then
+  if [[ -x ${here}/bin/cmax-bench-cuda ]]; then
+    bin_dir=${here}/bin                       # the bundle
+  else
+    bin_dir=$(cd "${here}/../.." && pwd)/build/bin  # a source tree's build/
+  fi
+fi
+bin=${bin_dir}/cmax-bench-cuda
+if [[ ! -x $bin ]]; then
+  echo "validate.sh: no ${bin}: build the bundle (deploy/gpu-bundle.sh) and run its validate.sh" >&2
+  exit 2
+fi
+log_dir=${log_dir:-${PWD}/cmax-validate-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "${log_dir}" || { echo "validate.sh: cannot create ${log_dir}" >&2; exit 2; }
+step_timeout=${VALIDATE_STEP_TIMEOUT:-900}
+burnin_s=${VALIDATE_BURNIN_SECONDS:-60}
 
 echo "== versions"
+echo "cmax:    $("${bin}" --version 2>&1)"
 if [[ -r /proc/driver/nvidia/version ]]; then
   echo "driver:  $(head -n1 /proc/driver/nvidia/version)"
-elif command -v nvidia-smi >/dev/null 2>&1; then
-  echo "driver:  $(timeout 60 nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)"
 else
-  echo "driver:  none found (no /proc/driver/nvidia/version, no nvidia-smi)"
-fi
-nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-[[ -x "${nvcc}" ]] || die "no CUDA toolkit: nvcc not on PATH nor in /usr/local/cuda/bin"
-echo "CUDA:    $("${nvcc}" --version | tail -n2 | head -n1)"
-cuda_inc="$(dirname "$(dirname "$(readlink -f "${nvcc}")")")/include"
-if [[ -r "${cuda_inc}/cublas_api.h" ]]; then
-  echo "cuBLAS:  $(awk '/#define CUBLAS_VER_(MAJOR|MINOR|PATCH) /{v=v (v?".":"") $3} END{print v}' "${cuda_inc}/cublas_api.h") (headers)"
+  echo "driver:  no /proc/driver/nvidia/version"
 fi
 if command -v nvidia-smi >/dev/null 2>&1; then
   timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,uuid,memory.total --format=csv || true
 fi
+echo "logs:    ${log_dir}"
 
-if [[ "${VALIDATE_SKIP_BUILD:-0}" != 1 ]]; then
-  echo "== build (${build})"
-  archs=()
-  [[ -n "${CMAX_CUDA_ARCHS:-}" ]] && archs=(-DCMAKE_CUDA_ARCHITECTURES="${CMAX_CUDA_ARCHS}")
-  cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAX_ENABLE_CUDA=ON \
-    -DCMAX_BUILD_TESTS=OFF "${archs[@]}" >"${build}.cmake.log" 2>&1 \
-    || { tail -n 30 "${build}.cmake.log"; die "cmake failed (log: ${build}.cmake.log)"; }
-  ninja -C "${build}" cmax-bench-cuda || die "build failed"
+fails=0 not_measured=0 passed=0
+# run_step NAME EXPECT CHECK -- suite args...: the suite under timeout,
+# records to NAME.jsonl, stderr to NAME.err; then its verdict line.
+run_step() {
+  local name=$1 expect=$2 check=$3
+  shift 4
+  local out=${log_dir}/${name}.jsonl err=${log_dir}/${name}.err rc
+  timeout --kill-after=30 "${step_timeout}" "${bin}" "$@" --jsonl >"${out}" 2>"${err}"
+  rc=$?
+  # A message the suite printed on stderr counts for the ERROR-row rule too.
+  cat "${err}" >>"${out}"
+  vl_verdict "${name}" "${rc}" "${out}" "${expect}" "${check}"
+  case $? in
+    0) passed=$((passed + 1)) ;;
+    2) not_measured=$((not_measured + 1)) ;;
+    *) fails=$((fails + 1)) ;;
+  esac
+}
+
+echo "== steps"
+# One probe first: no GPU, no driver or a driver too old stop here.
+run_step probe pass "" -- memory --tests d2d --size 1M --iters 1 --warmup 0
+if [[ ${not_measured} -gt 0 ]]; then
+  echo "validate.sh: NOT MEASURED: no usable GPU (see the probe line; ${log_dir}/probe.err)"
+  exit 2
 fi
-[[ -x "${bin}" ]] || die "${bin} was not built"
-"${bin}" --version
-mkdir -p "${log_dir}"
-
-# One probe first: no GPU, no driver or a driver too old stop here, loudly.
-probe_out="$("${bin}" memory --tests=d2d --size=1M --iters=1 --warmup=0 2>&1)"
-probe_rc=$?
-if [[ ${probe_rc} -eq 2 ]]; then
-  echo "${probe_out}"
-  die "no usable GPU (see above): nothing measured"
-fi
-
-status=0
+h200_gemm='gemm_tflops|shape=square_8192|750|H200'
 for dtype in bf16 fp16 fp8 tf32 fp32 fp64; do
-  echo "== gemm ${dtype}"
-  "${bin}" gemm --dtype "${dtype}" 2>&1 | tee "${log_dir}/gemm_${dtype}.txt"
-  rc=${PIPESTATUS[0]}
-  if [[ ${rc} -eq 1 ]]; then status=1; echo "FAIL: gemm ${dtype} found failures"; fi
-  if [[ ${rc} -eq 2 ]]; then echo "gemm ${dtype}: not measured here (see above)"; fi
+  check=
+  [[ ${dtype} == bf16 ]] && check=${h200_gemm}
+  run_step "gemm_${dtype}" pass "${check}" -- gemm --dtype "${dtype}"
 done
-
-echo "== memory"
-"${bin}" memory 2>&1 | tee "${log_dir}/memory.txt"
-rc=${PIPESTATUS[0]}
-[[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: memory exited ${rc}"; }
-
-echo "== collective (NCCL, every local GPU one rank)"
-ngpu=0
-command -v nvidia-smi >/dev/null 2>&1 && \
-  ngpu="$(timeout 60 nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)"
-if [[ "${ngpu}" -le 1 ]]; then
-  echo "note: ${ngpu} GPU: this only shows that the NCCL suite runs and verifies. NCCL refuses"
-  echo "      two ranks on one device, and bus bandwidth with one rank is 0 by definition"
-  echo "      (factor (n-1)/n); run it on a node with several GPUs for figures."
+run_step memory pass \
+  'memory_bandwidth_gbps|test=d2d|3600|H200;memory_bandwidth_gbps|test=h2d|45|H200;memory_bandwidth_gbps|test=d2h|45|H200' \
+  -- memory
+ngpu=$(timeout 60 nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+if [[ ${ngpu} -le 1 ]]; then
+  echo "note: ${ngpu} GPU: the collective step only shows that NCCL runs and verifies (bus bandwidth with one rank is 0 by definition)"
 fi
-CMAX_TASK_DIR="${log_dir}" "${bin}" collective --backend nccl --op all -b 8 -e 1G -f 4 -n 20 -w 5 \
-  2>&1 | tee "${log_dir}/collective.txt"
-rc=${PIPESTATUS[0]}
-[[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: collective exited ${rc}"; }
-grep -h "Using network\|NVLS multicast\|nvls channels" "${log_dir}"/nccl-debug.*.log 2>/dev/null | \
-  sort -u | head -n 5
+CMAX_TASK_DIR=${log_dir} run_step collective pass "" -- collective --backend nccl --op all -b 8 -e 1G -f 4 -n 20 -w 5
+# The burn-in's own duration plus 10 minutes, when that is longer than a step's timeout.
+saved_timeout=${step_timeout}
+step_timeout=$((burnin_s + 600 > step_timeout ? burnin_s + 600 : step_timeout))
+run_step burnin pass "" -- burnin --duration "${burnin_s}"
+step_timeout=${saved_timeout}
+run_step consistency pass "" -- consistency
 
-echo "== burnin (60 s, bf16, every GPU)"
-"${bin}" burnin --duration "${VALIDATE_BURNIN_SECONDS:-60}" 2>&1 | tee "${log_dir}/burnin.txt"
-rc=${PIPESTATUS[0]}
-[[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: burnin exited ${rc}"; }
+echo "== fault injection (each must exit 1)"
+run_step gemm_fault_inject fault "" -- gemm --dtype bf16 --m 2048 --n 2048 --k 2048 --fault-inject
+run_step burnin_fault_inject fault "" -- burnin --duration 10 --size 4096 --fault-inject 5
+CMAX_TASK_DIR=${log_dir} run_step collective_fault_inject fault "" -- collective --backend nccl --op all_reduce -b 1M -e 1M -n 5 -w 1 --fault-inject
 
-echo "== consistency"
-"${bin}" consistency 2>&1 | tee "${log_dir}/consistency.txt"
-rc=${PIPESTATUS[0]}
-[[ ${rc} -ne 0 ]] && { status=1; echo "FAIL: consistency exited ${rc}"; }
+echo "== PyTorch, same run (where it is installed)"
+if command -v python3 >/dev/null 2>&1 && timeout 120 python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+  torch_out=$(timeout 600 python3 - <<'EOF' 2>"${log_dir}/torch.err"
+import torch
+dev = torch.device("cuda:0")
+def timed(fn, iters=20, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); fn(); b.record(); b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]  # median, ms
+n = 8192
+x = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+y = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+ms = timed(lambda: torch.matmul(x, y))
+print("torch_gemm_bf16_tflops %.1f" % (2 * n ** 3 / (ms * 1e-3) / 1e12))
+size = 1 << 30
+src = torch.empty(size, dtype=torch.uint8, device=dev).random_(0, 255)
+dst = torch.empty_like(src)
+ms = timed(lambda: dst.copy_(src))
+# bytes read + written, as cmax's d2d counts them
+print("torch_d2d_gbps %.1f" % (2 * size / (ms * 1e-3) / 1e9))
+EOF
+)
+  torch_gemm=$(awk '/^torch_gemm_bf16_tflops/{print $2}' <<<"${torch_out}")
+  torch_d2d=$(awk '/^torch_d2d_gbps/{print $2}' <<<"${torch_out}")
+  cmax_gemm=$(vl_figure "${log_dir}/gemm_bf16.jsonl" gemm_tflops shape=square_8192)
+  cmax_d2d=$(vl_figure "${log_dir}/memory.jsonl" memory_bandwidth_gbps test=d2d)
+  echo "torch (GPU 0): bf16 8192^3 ${torch_gemm:-?} TFLOP/s, d2d copy ${torch_d2d:-?} GB/s"
+  echo "cmax  (GPU 0): bf16 8192^3 ${cmax_gemm:-?} TFLOP/s, d2d copy ${cmax_d2d:-?} GB/s"
+  echo "ratio cmax/torch: gemm $(vl_ratio "${cmax_gemm}" "${torch_gemm}"), d2d $(vl_ratio "${cmax_d2d}" "${torch_d2d}")"
+else
+  echo "torch: not measured (python3 -c 'import torch' with CUDA does not work here)"
+fi
 
-# Acceptance figures for H200s: the number after the m x n x k column.
-echo "== acceptance"
-while read -r tflops; do
-  if awk -v t="${tflops}" 'BEGIN{exit !(t < 750)}'; then
-    echo "FAIL: H200 bf16 8192^3 GEMM at ${tflops} TFLOP/s, expected >= 750"; status=1
-  else
-    echo "ok:   H200 bf16 8192^3 GEMM at ${tflops} TFLOP/s (>= 750)"
-  fi
-done < <(awk '/H200/ && / square_8192 /{for(i=1;i<NF;i++) if($i ~ /^[0-9]+x[0-9]+x[0-9]+$/){print $(i+1); break}}' \
-           "${log_dir}/gemm_bf16.txt")
-while read -r gbps; do
-  if awk -v g="${gbps}" 'BEGIN{exit !(g < 3600)}'; then
-    echo "FAIL: H200 device-to-device copy at ${gbps} GB/s, expected about 4000+"; status=1
-  else
-    echo "ok:   H200 device-to-device copy at ${gbps} GB/s"
-  fi
-done < <(awk '/H200/ && $1 ~ /^[0-9]+$/ {print $(NF-1)}' "${log_dir}/memory.txt")
-echo "logs: ${log_dir}"
-exit ${status}
+echo "== summary: ${passed} passed, ${fails} failed, ${not_measured} not measured (logs: ${log_dir})"
+if [[ ${fails} -gt 0 ]]; then exit 1; fi
+if [[ ${not_measured} -gt 0 ]]; then exit 2; fi
+exit 0

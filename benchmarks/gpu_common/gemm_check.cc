@@ -55,18 +55,24 @@ GemmRounding RoundingFor(GemmDtype dtype) {
   return {};
 }
 
-double AllowedError(GemmDtype dtype, int64_t k, const GemmSample& s) {
+double AllowedError(GemmDtype dtype, int64_t k, const GemmSample& s,
+                    const GemmReduction& reduction) {
   GemmRounding r = RoundingFor(dtype);
   double kk = static_cast<double>(std::max<int64_t>(k, 1));
+  double split = 0;
+  if (reduction.in_output_type && reduction.split_k > 1) {
+    split = 2.0 * reduction.split_k * r.u_out * s.scale;
+  }
   return 2 * r.u_out * std::fabs(s.ref) + 4 * r.u_in * s.scale +
-         16 * r.u_acc * std::sqrt(kk) * s.scale + 1e-300;
+         16 * r.u_acc * std::sqrt(kk) * s.scale + split + 1e-300;
 }
 
-GemmVerdict CheckGemmSamples(GemmDtype dtype, int64_t k, const std::vector<GemmSample>& samples) {
+GemmVerdict CheckGemmSamples(GemmDtype dtype, int64_t k, const std::vector<GemmSample>& samples,
+                             const GemmReduction& reduction) {
   GemmVerdict v;
   for (const auto& s : samples) {
     ++v.checked;
-    double allowed = AllowedError(dtype, k, s);
+    double allowed = AllowedError(dtype, k, s, reduction);
     double err = std::fabs(s.got - s.ref);
     double ratio = std::isfinite(s.got) && std::isfinite(err) ? err / allowed : INFINITY;
     v.worst_ratio = std::max(v.worst_ratio, ratio);

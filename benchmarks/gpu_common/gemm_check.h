@@ -48,8 +48,20 @@ struct GemmSample {
   double scale = 0;  // sqrt(sum (a*b)^2)
 };
 
-// The tolerance described at the top of this file.
-double AllowedError(GemmDtype dtype, int64_t k, const GemmSample& s);
+// How the GEMM that produced the samples reduced split-K partial sums.
+// With split_k > 1 and the reduction done in the output type, each of the
+// split_k partial sums is rounded to the output type before the next is
+// added: the tolerance grows by split_k * 2 * u_out * scale (one output
+// rounding of a partial of size up to `scale` per split). Reductions in
+// place or in the compute type add nothing beyond the accumulation term.
+struct GemmReduction {
+  int split_k = 1;
+  bool in_output_type = false;
+};
+
+// The tolerance described at the top of this file, widened for `reduction`.
+double AllowedError(GemmDtype dtype, int64_t k, const GemmSample& s,
+                    const GemmReduction& reduction = {});
 
 struct GemmVerdict {
   int64_t checked = 0;
@@ -62,7 +74,8 @@ struct GemmVerdict {
   std::string Describe() const;
 };
 
-GemmVerdict CheckGemmSamples(GemmDtype dtype, int64_t k, const std::vector<GemmSample>& samples);
+GemmVerdict CheckGemmSamples(GemmDtype dtype, int64_t k, const std::vector<GemmSample>& samples,
+                             const GemmReduction& reduction = {});
 
 // `count` distinct output positions (fewer when m*n is smaller), always
 // including the corners (0,0) and (m-1,n-1), the rest uniformly random from

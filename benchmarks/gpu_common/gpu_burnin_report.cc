@@ -261,7 +261,12 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
     out->Measure("burnin_seconds", r.seconds, "s", labels);
   }
 
-  if (!r.error.empty()) {
+  if (r.hung) {
+    sink.Add("burnin.gpu_hang", v1::SEVERITY_FAIL, absl::StrCat("GPU hang: burn-in stalled on ", who),
+             absl::StrCat(r.error, " (after ", r.iterations, " iterations)"),
+             "check the kernel log for Xids (e.g. 79, 109, 119) and nvidia-smi on this GPU; drain "
+             "the node and reset or replace the GPU");
+  } else if (!r.error.empty()) {
     sink.Add("burnin.cuda_error", v1::SEVERITY_FAIL,
              absl::StrCat("burn-in failed on ", who),
              absl::StrCat(r.error, " (after ", r.iterations, " iterations)"),

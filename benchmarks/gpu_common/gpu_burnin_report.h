@@ -96,6 +96,7 @@ struct GpuBurninResult {
   int index = 0;
   std::string uuid, pci_bus_id, model;
   std::string error;  // a CUDA / cuBLAS failure that ended the loop early
+  bool hung = false;  // a batch did not complete within the hang timeout (error says)
   int64_t iterations = 0;
   double seconds = 0;
   double total_tflop = 0;
@@ -145,6 +146,7 @@ struct BurninContext {
 //   mismatches        -> CRITICAL burnin.gpu_mismatch ("silent data corruption suspect")
 //   new uncorrected ECC -> FAIL burnin.ecc_errors; new corrected ECC -> WARN
 //   thermal / HW power throttling -> WARN burnin.throttled; SW power cap -> INFO
+//   GPU hang          -> FAIL burnin.gpu_hang (a batch did not finish in time)
 //   CUDA error        -> FAIL burnin.cuda_error
 //   Xids              -> burnin.xid, one per code, the catalogue's severity and action
 //   telemetry_error   -> burnin.telemetry_not_measured (INFO, not_measured set)

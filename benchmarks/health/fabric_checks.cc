@@ -16,7 +16,25 @@ constexpr char kStartFm[] =
     "match the driver's exactly), check its log (/var/log/fabricmanager.log), then rerun "
     "health; until then CUDA cannot initialise on these GPUs (cudaErrorSystemNotReady)";
 
-void CheckGpuRegistration(const GpuState& g, bool fm_running, HealthResult* r) {
+constexpr char kRemoteFabric[] =
+    "the NVLink switches are outside this node (a multi-node NVLink domain such as a GB200 / "
+    "GB300 NVL72 rack, whose NVSwitches sit in the switch trays): check the rack's NVLink "
+    "management (NMX-M / NMX-C and the fabric manager on the switch trays) and the IMEX "
+    "service; if this GPU alone stays unregistered, reset it or reboot the tray, then drain "
+    "and inspect it with the provider";
+
+// Whether any GPU reports an NVLink fabric registration (Hopper and later
+// with a fabric; NOT_SUPPORTED and no answer do not count).
+bool AnyGpuInAFabric(const absl::StatusOr<GpuInventory>& gpus) {
+  if (!gpus.ok()) return false;
+  for (const GpuState& g : gpus->gpus) {
+    if (!g.lost && g.fabric_state && *g.fabric_state != FabricState::kNotSupported) return true;
+  }
+  return false;
+}
+
+// `remote`: no NVSwitch on this node's PCI bus (the fabric is managed elsewhere).
+void CheckGpuRegistration(const GpuState& g, bool fm_running, bool remote, HealthResult* r) {
   if (g.lost || !g.fabric_state || *g.fabric_state == FabricState::kNotSupported) return;
   FabricState state = *g.fabric_state;
   int status = g.fabric_status.value_or(0);
@@ -26,17 +44,22 @@ void CheckGpuRegistration(const GpuState& g, bool fm_running, HealthResult* r) {
           ? absl::StrCat(GpuWho(g), ": NVLink fabric registration completed with error ", status)
           : absl::StrCat(GpuWho(g), ": NVLink fabric registration ", FabricStateName(state));
   std::string action =
-      !fm_running ? kStartFm
+      remote        ? kRemoteFabric
+      : !fm_running ? kStartFm
                   : "restart the Fabric Manager (systemctl restart nvidia-fabricmanager) and "
                     "check its log; if the GPU still does not register, reset GPU or reboot, "
                     "then drain and inspect hardware (NVSwitch, baseboard) with the provider";
   v1::Finding& f = GpuFinding(
       r, g, "health.fabric_registration", v1::SEVERITY_FAIL, "reliability", title,
-      "nvmlDeviceGetGpuFabricInfo: a GPU on an NVSwitch system is usable only once the fabric "
-      "manager has registered it (state COMPLETED, status success)",
+      remote ? "nvmlDeviceGetGpuFabricInfo: a GPU of a multi-node NVLink domain is usable only "
+               "once the domain's fabric management has registered it (state COMPLETED, status "
+               "success); no NVSwitch is on this node's own PCI bus"
+             : "nvmlDeviceGetGpuFabricInfo: a GPU on an NVSwitch system is usable only once the "
+               "fabric manager has registered it (state COMPLETED, status success)",
       action, kFabricDoc);
   (*f.mutable_labels())["fabric_state"] = FabricStateName(state);
   if (g.fabric_status) (*f.mutable_labels())["fabric_status"] = absl::StrCat(status);
+  (*f.mutable_labels())["nvswitch_local"] = remote ? "false" : "true";
 }
 
 }  // namespace
@@ -67,8 +90,17 @@ void CheckFabric(const std::vector<std::string>& switches, std::optional<int> fa
                  const absl::StatusOr<GpuInventory>& gpus, HealthResult* r) {
   r->Measure("nvswitch_count", static_cast<double>(switches.size()), "count", {});
   if (switches.empty()) {
-    r->Log("info", "no NVSwitch on the PCI bus: Fabric Manager and fabric registration not "
-                   "applicable");
+    if (!AnyGpuInAFabric(gpus)) {
+      r->Log("info", "no NVSwitch on the PCI bus: Fabric Manager and fabric registration not "
+                     "applicable");
+      return;
+    }
+    // GB200 / GB300 NVL72 compute trays: the switches are in other trays, but
+    // the GPUs still register with the fabric; their registration is checked
+    // (no local Fabric Manager is expected).
+    r->Log("info", "no NVSwitch on this node's PCI bus, but GPUs report an NVLink fabric "
+                   "registration (multi-node NVLink): checking each GPU's registration");
+    for (const GpuState& g : gpus->gpus) CheckGpuRegistration(g, false, /*remote=*/true, r);
     return;
   }
   r->Measure("fabric_manager_running", fabric_manager_pid ? 1 : 0, "bool", {});
@@ -85,7 +117,7 @@ void CheckFabric(const std::vector<std::string>& switches, std::optional<int> fa
   }
   if (!gpus.ok()) return;
   for (const GpuState& g : gpus->gpus) {
-    CheckGpuRegistration(g, fabric_manager_pid.has_value(), r);
+    CheckGpuRegistration(g, fabric_manager_pid.has_value(), /*remote=*/false, r);
   }
 }
 

@@ -3,7 +3,13 @@
 // named nv-fabricmanager, FindProcessByName) and every GPU that reports a
 // fabric registration (nvmlDeviceGetGpuFabricInfo: Hopper and later) must be
 // COMPLETED with status success; anything else fails with its action.
-// Without NVSwitches: no findings, one info log line. Measures nvswitch_count
+// Without NVSwitches on the node's own PCI bus but with GPUs that report a
+// fabric registration (state other than NOT_SUPPORTED: a GB200 / GB300 NVL72
+// compute tray, whose switches are in the switch trays), each GPU's
+// registration is still checked (FAIL health.fabric_registration, label
+// nvswitch_local=false, pointing at the rack's NVLink management); no local
+// Fabric Manager is required there. Without NVSwitches and without fabric
+// GPUs: no findings, one info log line. Measures nvswitch_count
 // (and fabric_manager_running where switches are present).
 #ifndef CMAX_BENCHMARKS_HEALTH_FABRIC_CHECKS_H_
 #define CMAX_BENCHMARKS_HEALTH_FABRIC_CHECKS_H_

@@ -482,7 +482,10 @@ TEST_CASE("without NVSwitches there are no fabric findings, only an info line", 
   GpuInventory inv;
   GpuState g;
   g.index = 0;
-  g.fabric_state = FabricState::kNotStarted;  // ignored: no switch to register with
+  // No fabric (NOT_SUPPORTED): nothing to register with. A GPU that does
+  // report a registration without a local switch (GB200 NVL72) is checked:
+  // tests/benchmarks/cuda/gpu_host_test.cc.
+  g.fabric_state = FabricState::kNotSupported;
   inv.gpus.push_back(g);
   HealthResult r;
   CheckFabric({}, std::nullopt, inv, &r);
