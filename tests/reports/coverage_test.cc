@@ -431,3 +431,34 @@ TEST_CASE("a category graded by fleet-wide results alone says so", "[coverage]")
 
 }  // namespace
 }  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+TEST_CASE("FP8 with and without fast accumulation are compared only with their own mode",
+          "[coverage]") {
+  RunData d;
+  d.run.set_run_id("run-1");
+  d.nodes = {"n1", "n2", "n3", "n4"};
+  for (const auto& n : d.nodes) {
+    for (const char* fast : {"true", "false"}) {
+      const double tflops = std::string(fast) == "true" ? 1500 : 900;
+      d.records.push_back(testing::Meas(n, "gemm", "gemm_tflops", tflops, "TFLOP/s",
+                                        {{"gpu", "0"}, {"dtype", "fp8"}, {"m", "8192"},
+                                         {"n", "8192"}, {"k", "8192"}, {"verified", "true"},
+                                         {"fp8_fast_accum", fast}}));
+    }
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  int spreads = 0;
+  for (const auto& r : testing::Category(card, "Compute").rules()) {
+    CHECK_FALSE(absl::StartsWith(r.rule_id(), "fleet.outlier"));  // nobody is slow in its mode
+  }
+  for (const auto& e : testing::Category(card, "Compute").evidence()) {
+    spreads += absl::StrContains(e, "gemm_tflops (dtype=fp8") ? 1 : 0;
+  }
+  CHECK(spreads == 2);  // one group per mode
+}
+
+}  // namespace
+}  // namespace cmax::reports
