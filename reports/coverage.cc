@@ -237,8 +237,7 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
   return cov;
 }
 
-std::string CoverageText(const std::string& category, const CategoryCoverage& c, int selected) {
-  (void)category;
+std::string CoverageText(const CategoryCoverage& c, int selected) {
   std::string text =
       absl::StrCat("evaluated on ", c.evaluated.size(), " of ", selected, " nodes");
   if (c.entries.empty()) {

@@ -45,7 +45,7 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
 
 // "evaluated on 2 of 3 nodes; gemm on 3 of 3; memory on 0 of 3: 3 nodes
 // (a, b, c): could not run: no GPU driver".
-std::string CoverageText(const std::string& category, const CategoryCoverage& c, int selected);
+std::string CoverageText(const CategoryCoverage& c, int selected);
 
 // What keeps the run from a tier, one line per gap (empty: it may be rated):
 // "Compute evaluated on 0 of 3 nodes (needs 3)", "Networking: nccl-all-nodes

@@ -137,7 +137,7 @@ v1::CategoryGrade MakeCategory(const std::string& name, CategoryWork& w,
   c.set_measured(IsMeasured(w.tally));
   c.set_grade(GradeFor(w.tally));
   c.set_simulated(w.simulated);
-  c.set_coverage(CoverageText(name, cov, selected));
+  c.set_coverage(CoverageText(cov, selected));
   if (c.measured() && cov.evaluated.empty()) {
     // Graded by fleet-wide results alone (inventory uniformity, a group's
     // figure): no node of its own was evaluated here.
