@@ -16,7 +16,9 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -490,22 +492,41 @@ T Majority(const std::vector<T>& values) {
   return best;
 }
 
+// Peers: NICs of one PCI vendor:device and one role, GPU-side (sharing a
+// PCIe switch with a GPU: the compute rails) or not (storage, in-band), so a
+// 200 Gb/s storage NIC is never compared with the 400 Gb/s rails.
+struct NicGroup {
+  uint32_t vendor = 0, device = 0;
+  bool gpu_side = false;
+  std::string link_layer;  // ports only
+  auto Key() const { return std::make_tuple(vendor, device, gpu_side, link_layer); }
+  bool operator<(const NicGroup& o) const { return Key() < o.Key(); }
+  std::string Words() const {
+    return absl::StrFormat("%s%04x:%04x NICs", gpu_side ? "GPU-side " : "", vendor,
+                           device);
+  }
+};
+
 // A NIC whose active ports run slower, or whose PCIe link is narrower or
-// slower, than most of its peers (ports of the same link layer; NICs of the
-// same PCI vendor:device).
-void CheckNicLinks(const hostcheck::Topology& t, Report& r) {
+// slower, than most of its peers (the value most of them have).
+void CheckNicLinks(const hostcheck::Topology& t, const std::set<std::string>& gpu_side,
+                   Report& r) {
   if (t.nics.empty()) return;
   // Port rates.
-  std::map<std::string,
+  std::map<NicGroup,
            std::vector<std::pair<const hostcheck::RdmaNic*, const hostcheck::RdmaPort*>>>
       by_layer;
   for (const auto& nic : t.nics) {
     for (const auto& p : nic.ports) {
-      if (p.active() && p.rate_gbps > 0) by_layer[p.link_layer].push_back({&nic, &p});
+      if (!p.active() || p.rate_gbps <= 0) continue;
+      by_layer[{nic.pci.vendor, nic.pci.device, gpu_side.count(nic.name) > 0,
+                p.link_layer}]
+          .push_back({&nic, &p});
     }
   }
   int compared = 0, slow = 0;
-  for (const auto& [layer, ports] : by_layer) {
+  for (const auto& [group, ports] : by_layer) {
+    const std::string& layer = group.link_layer;
     if (ports.size() < 2) continue;
     std::vector<double> rates;
     for (const auto& np : ports) rates.push_back(np.second->rate_gbps);
@@ -520,9 +541,9 @@ void CheckNicLinks(const hostcheck::Topology& t, Report& r) {
           absl::StrFormat("%s port %d at %g Gb/s, its peers at %g Gb/s", nic->name,
                           p->port, p->rate_gbps, ref),
           absl::StrFormat("%s port %d (%s, PCI %s) reports rate '%s'; %d of %d active %s "
-                          "ports report %g Gb/s",
+                          "ports of the %s report %g Gb/s",
                           nic->name, p->port, layer, nic->pci.bdf, p->rate, at_ref,
-                          ports.size(), layer, ref),
+                          ports.size(), layer, group.Words(), ref),
           "check the cable/transceiver and the switch port's speed setting (`ibstat`, "
           "`mlxlink -d <dev>`): a port that trained at a lower rate slows every "
           "collective that uses its rail",
@@ -540,16 +561,16 @@ void CheckNicLinks(const hostcheck::Topology& t, Report& r) {
   }
 
   // PCIe links.
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<const hostcheck::RdmaNic*>>
-      by_model;
+  std::map<NicGroup, std::vector<const hostcheck::RdmaNic*>> by_model;
   for (const auto& nic : t.nics) {
     if (!nic.pci.bdf.empty() && nic.pci.link.width > 0 && nic.pci.link.speed_gts > 0) {
-      by_model[{nic.pci.vendor, nic.pci.device}].push_back(&nic);
+      by_model[{nic.pci.vendor, nic.pci.device, gpu_side.count(nic.name) > 0, ""}]
+          .push_back(&nic);
     }
   }
   compared = 0;
   slow = 0;
-  for (const auto& [model, nics] : by_model) {
+  for (const auto& [group, nics] : by_model) {
     if (nics.size() < 2) continue;
     std::vector<int> widths;
     std::vector<double> speeds;
@@ -571,10 +592,10 @@ void CheckNicLinks(const hostcheck::Topology& t, Report& r) {
                        ", its peers x", ref_w, " at ", Gts(ref_s)),
           absl::StrFormat("%s (PCI %s, %04x:%04x): current_link_width %d, "
                           "current_link_speed %s, max_link_width %d, max_link_speed %s; "
-                          "%d NICs of this model, most at x%d %s",
+                          "%d %s, most at x%d %s",
                           n->name, n->pci.bdf, n->pci.vendor, n->pci.device, l.width,
                           Gts(l.speed_gts), l.max_width, Gts(l.max_speed_gts),
-                          nics.size(), ref_w, Gts(ref_s)),
+                          nics.size(), group.Words(), ref_w, Gts(ref_s)),
           absl::StrCat("reseat the NIC or its riser, check the slot's bifurcation in "
                        "the BIOS, compare LnkCap and LnkSta in `lspci -vv -s ",
                        n->pci.bdf,
@@ -684,7 +705,15 @@ void CheckTopology(const Sysroot& root, const Facts& f, RecordWriter& out, Repor
     return;
   }
   const hostcheck::Topology& t = *f.topo;
-  CheckNicLinks(t, r);
+  // Pairs where the GPUs' paths are known (a GPU without one pairs with no
+  // switch); the NICs that share a switch with a GPU are the GPU-side peers.
+  std::set<std::string> gpu_side;
+  if (!t.gpus.empty() && !t.nics.empty()) {
+    for (const auto& p : hostcheck::PairGpusWithNics(t)) {
+      if (p.shared_switch) gpu_side.insert(p.nic->name);
+    }
+  }
+  CheckNicLinks(t, gpu_side, r);
   for (size_t i = 0; i < t.gpus.size(); ++i) {
     const auto& p = t.gpu_pci[i];
     if (!p.path_known) continue;

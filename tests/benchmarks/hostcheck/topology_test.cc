@@ -150,7 +150,7 @@ TEST_CASE("topology: the DGX-H100-like tree reads as 8 GPUs and 8 NICs paired pe
   auto t = hc::ReadTopology(tree.root());
   REQUIRE(t.ok());
   REQUIRE(t->gpus.size() == 8);
-  REQUIRE(t->nics.size() == 8);
+  REQUIRE(t->nics.size() == 10);  // 8 GPU-side, 2 storage NICs
   const hc::PciPlace& g0 = t->gpu_pci[0];
   CHECK(g0.path_known);
   CHECK(g0.host_bridge == "pci0000:15");
