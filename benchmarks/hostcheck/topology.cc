@@ -136,6 +136,10 @@ bool ParsePciPath(absl::string_view path, std::string* host_bridge,
 }
 
 absl::StatusOr<std::optional<uint16_t>> ParseAcsControl(absl::string_view config) {
+  // Exactly 256 bytes: a conventional PCI (or PCI-X mode 1) function, which
+  // has no extended configuration space (pci_regs.h PCI_CFG_SPACE_SIZE) and so
+  // no ACS capability.
+  if (config.size() == kExtCapStart) return std::nullopt;
   if (config.size() < kExtCapStart + 4) {
     return absl::FailedPreconditionError(absl::StrCat(
         "only ", config.size(),

@@ -111,7 +111,8 @@ bool IsBdf(absl::string_view name);
 // capability list from offset 0x100 is walked for capability id 0x000d (ACS);
 // the control register is at +6 (PCI Express Base Specification, "ACS
 // Extended Capability"; Linux include/uapi/linux/pci_regs.h PCI_EXT_CAP_ID_ACS
-// = 0x0d, PCI_ACS_CTRL = 0x06). nullopt: the device has no ACS capability.
+// = 0x0d, PCI_ACS_CTRL = 0x06). nullopt: the device has no ACS capability
+// (also a 256-byte image: conventional PCI, no extended space).
 // FAILED_PRECONDITION when the image is shorter than 256 bytes (read without
 // root, only the header is visible); INVALID_ARGUMENT for a looping or
 // out-of-range list.

@@ -5,6 +5,8 @@
 // real scorecard.
 #include "benchmarks/hostcheck/topology.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
@@ -135,6 +137,10 @@ TEST_CASE("topology: the ACS control register is found in the extended capabilit
   acs = hc::ParseAcsControl(BridgeConfig(0x1000, 0xc030, true, 0x0015).substr(0, 64));
   CHECK(acs.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK_THAT(std::string(acs.status().message()), Catch::Contains("root"));
+  // 256 bytes: a conventional PCI function, no extended space, so no ACS.
+  acs = hc::ParseAcsControl(std::string(256, '\0'));
+  REQUIRE(acs.ok());
+  CHECK_FALSE(acs->has_value());
   // A list that points back at itself is malformed, not an endless loop.
   std::string loop = BridgeConfig(0x1000, 0xc030, false, 0);
   loop[0x102] = 0x02;  // next = 0x100 (bits 31:20), version 2
@@ -214,6 +220,27 @@ TEST_CASE("topology: IOMMU mode from group types, the class folder and the comma
   io = hc::ReadIommu(root, {});  // the group's type wins over the command line
   CHECK(io.mode == hc::IommuMode::kTranslated);
   CHECK_THAT(io.how, Catch::Contains("DMA x1"));
+}
+
+TEST_CASE("topology: this machine's PCI functions resolve and their config space parses",
+          "[hostcheck][topology]") {
+  cmax::Sysroot real("/");
+  const std::vector<std::string> bdfs = real.List("/sys/bus/pci/devices");
+  // A test that cannot do what it is for fails: it needs a mounted /sys.
+  REQUIRE_FALSE(bdfs.empty());
+  for (const std::string& bdf : bdfs) {
+    INFO(bdf);
+    hc::PciPlace p = hc::ReadPciPlace(real, bdf);
+    CHECK(p.path_known);
+    CHECK(absl::StartsWith(p.host_bridge, "pci"));
+    CHECK(absl::EndsWith(p.path, bdf));
+    // As root the whole space is read (OK: an ACS value or none); otherwise
+    // only the header, which must say so, never a malformed list.
+    auto acs = hc::ReadAcsControl(real, bdf);
+    INFO(acs.status().ToString());
+    CHECK((acs.ok() || acs.status().code() == absl::StatusCode::kFailedPrecondition));
+    if (geteuid() == 0) CHECK(acs.ok());
+  }
 }
 
 // ---- the suite, as a user runs it ------------------------------------------------
