@@ -145,7 +145,9 @@ v1::Inventory BuildInventory(const Facts& f) {
   if (!f.id.boot_id.empty()) facts["boot_id"] = f.id.boot_id;
   // The GPU→NIC map for the suites that pick a NIC per GPU (rdma, NCCL): only
   // when every GPU's PCIe path is known and there are RDMA NICs to map to.
-  if (f.topo.ok() && !f.topo->gpus.empty() && !f.topo->nics.empty() &&
+  if (f.topo.ok() && !f.topo->gpus.empty() &&
+      std::any_of(f.topo->nics.begin(), f.topo->nics.end(),
+                  [](const hostcheck::RdmaNic& n) { return n.pci.path_known; }) &&
       std::all_of(f.topo->gpu_pci.begin(), f.topo->gpu_pci.end(),
                   [](const hostcheck::PciPlace& p) { return p.path_known; })) {
     facts["gpu_nic_map"] = hostcheck::GpuNicMapFact(hostcheck::PairGpusWithNics(*f.topo));
@@ -743,6 +745,23 @@ void CheckTopology(const Sysroot& root, const Facts& f, RecordWriter& out, Repor
            {}, "node", kNetworking);
     return;
   }
+  std::vector<std::string> soft;  // RDMA devices on no PCI function (rxe, siw)
+  for (const auto& nic : t.nics) {
+    if (!nic.pci.path_known) soft.push_back(nic.name);
+  }
+  if (soft.size() == t.nics.size()) {
+    r.Find("gpu_nic_affinity", v1::SEVERITY_INFO, "-", "GPU-NIC affinity not measured",
+           absl::StrCat(t.gpus.size(),
+                        " GPUs on the PCI bus, but no RDMA device sits on a "
+                        "PCI function (",
+                        absl::StrJoin(soft, ", "),
+                        ": software RDMA such as soft-RoCE, or `device` does not resolve "
+                        "into /sys/devices): no NIC to pair them with"),
+           "check `rdma link` and the NICs' RDMA driver (mlx5_ib); software RDMA has no "
+           "PCIe place and no GPU affinity",
+           {}, "node", kNetworking);
+    return;
+  }
   std::vector<std::string> unknown;
   for (const auto& p : t.gpu_pci) {
     if (!p.path_known) unknown.push_back(p.bdf);
@@ -790,7 +809,7 @@ void CheckTopology(const Sysroot& root, const Facts& f, RecordWriter& out, Repor
                         hostcheck::GpuNicMapFact(pairs)));
   } else {
     for (const auto& p : pairs) {
-      if (p.shared_switch) continue;
+      if (p.shared_switch || p.nic == nullptr) continue;  // every GPU has one here
       const auto& g = *std::find_if(t.gpu_pci.begin(), t.gpu_pci.end(),
                                     [&](const auto& x) { return x.bdf == p.gpu_bdf; });
       r.Find(

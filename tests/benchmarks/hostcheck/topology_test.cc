@@ -399,6 +399,23 @@ TEST_CASE("topology: without RDMA devices the GPUs are measured and affinity is 
   }
 }
 
+TEST_CASE("topology: software RDMA devices alone leave GPU-NIC affinity not measured",
+          "[hostcheck][topology][cli]") {
+  Tree tree("dgx-h100-no-rdma");
+  // soft-RoCE (rdma_rxe): an RDMA device with ports but no PCI function.
+  const std::string rxe = tree.dir.path + "/sys/class/infiniband/rxe0";
+  cmax::testing::topology_tree_internal::WriteText(rxe + "/ports/1/state", "4: ACTIVE\n");
+  cmax::testing::topology_tree_internal::WriteText(rxe + "/ports/1/link_layer",
+                                                   "Ethernet\n");
+  SuiteRun r = Hostcheck(tree.dir.path);
+  INFO(Dump(r));
+  auto f = Findings(r, "hostcheck.gpu_nic_affinity");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].not_measured());
+  CHECK_THAT(f[0].detail(), Catch::Contains("rxe0") && Catch::Contains("PCI function"));
+  CHECK(Metrics(r, "gpu_nic_map").empty());
+}
+
 TEST_CASE("topology: a root without /sys/bus/pci writes topology not measured",
           "[hostcheck][topology][cli]") {
   ScratchDir d;
