@@ -1,9 +1,10 @@
 // hostcheck: inventory and basic sanity of one node — NVIDIA GPUs on the PCI
 // bus, the NVIDIA driver, CPUs, memory, swap, the root file system, the clock
 // — against the plan's expectations, and the node's GPU–NIC topology (PCIe
-// paths, RDMA NICs, ACS, IOMMU; benchmarks/hostcheck/topology.h). Everything is read
-// through a Sysroot
-// (--root), so it runs the same on a node and on a fixture tree.
+// paths, RDMA NICs, ACS, IOMMU; benchmarks/hostcheck/topology.h). Everything
+// is read through a Sysroot (--root), so it runs the same on a node and on a
+// fixture tree. The topology findings are category networking, the rest
+// reliability.
 //
 // Exit codes: 0 no FAIL finding; 1 a FAIL or CRITICAL finding; 2 could not
 // run (bad flags, --root missing or not a directory).
