@@ -26,7 +26,7 @@ std::vector<SuiteInfo> MakeCatalog() {
       .name = "hostcheck",
       .binary = "cmax-bench",
       .category = "reliability",
-      .help = "inventory and basic node sanity (GPUs on the bus, driver, memory, swap, disk, clock)",
+      .help = "inventory and basic node sanity (GPUs on the bus, driver, memory, swap, disk, clock, GPU-NIC topology)",
       .scopes = {SCOPE_NODE},
       .default_timeout_s = 120,
       .exclusive = false,

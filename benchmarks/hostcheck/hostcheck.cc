@@ -1,7 +1,10 @@
 // hostcheck: inventory and basic sanity of one node — NVIDIA GPUs on the PCI
 // bus, the NVIDIA driver, CPUs, memory, swap, the root file system, the clock
-// — against the plan's expectations. Everything is read through a Sysroot
-// (--root), so it runs the same on a node and on a fixture tree.
+// — against the plan's expectations, and the node's GPU–NIC topology (PCIe
+// paths, RDMA NICs, ACS, IOMMU; benchmarks/hostcheck/topology.h). Everything
+// is read through a Sysroot (--root), so it runs the same on a node and on a
+// fixture tree. The topology findings are category networking, the rest
+// reliability.
 //
 // Exit codes: 0 no FAIL finding; 1 a FAIL or CRITICAL finding; 2 could not
 // run (bad flags, --root missing or not a directory).
@@ -13,7 +16,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -22,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "benchmarks/hostcheck/host_facts.h"
+#include "benchmarks/hostcheck/topology.h"
 #include "benchmarks/suite.h"
 #include "cmax/v1/inventory.pb.h"
 #include "common/args.h"
@@ -39,6 +46,13 @@ constexpr double kKibPerGib = 1024.0 * 1024.0;
 // and container layers can no longer be written).
 constexpr double kRootFreeFailPct = 2.0;
 constexpr char kCategory[] = "reliability";
+// The topology checks judge the paths RDMA traffic takes.
+constexpr char kNetworking[] = "networking";
+// NCCL user guide, "Troubleshooting": "PCI Access Control Services (ACS)" and
+// the IOMMU advice next to it.
+constexpr char kNcclAcsDoc[] =
+    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+    "#pci-access-control-services-acs";
 
 struct Options {
   bool jsonl = false;
@@ -62,6 +76,7 @@ struct Facts {
   hostcheck::HostIdentity id;
   absl::StatusOr<hostcheck::DiskSpace> disk;
   hostcheck::ClockSync clock;
+  absl::StatusOr<hostcheck::Topology> topo;
 };
 
 Facts Gather(const Sysroot& root) {
@@ -75,6 +90,7 @@ Facts Gather(const Sysroot& root) {
       .id = hostcheck::ReadHostIdentity(root),
       .disk = hostcheck::ReadRootDiskSpace(root),
       .clock = hostcheck::ReadClockSync(root),
+      .topo = hostcheck::ReadTopology(root),
   };
 }
 
@@ -128,6 +144,15 @@ v1::Inventory BuildInventory(const Facts& f) {
   if (!f.id.os.empty()) facts["os"] = f.id.os;
   if (f.numa_nodes.ok()) facts["numa_nodes"] = absl::StrCat(*f.numa_nodes);
   if (!f.id.boot_id.empty()) facts["boot_id"] = f.id.boot_id;
+  // The GPU→NIC map for the suites that pick a NIC per GPU (rdma, NCCL): only
+  // when every GPU's PCIe path is known and there are RDMA NICs to map to.
+  if (f.topo.ok() && !f.topo->gpus.empty() &&
+      std::any_of(f.topo->nics.begin(), f.topo->nics.end(),
+                  [](const hostcheck::RdmaNic& n) { return n.pci.path_known; }) &&
+      std::all_of(f.topo->gpu_pci.begin(), f.topo->gpu_pci.end(),
+                  [](const hostcheck::PciPlace& p) { return p.path_known; })) {
+    facts["gpu_nic_map"] = hostcheck::GpuNicMapFact(hostcheck::PairGpusWithNics(*f.topo));
+  }
   return inv;
 }
 
@@ -154,13 +179,17 @@ class Report {
   void Find(const std::string& check, v1::Severity severity, const std::string& value,
             const std::string& title, const std::string& detail,
             const std::string& action, const std::vector<std::string>& evidence = {},
-            const std::string& subject = "node") {
+            const std::string& subject = "node", const std::string& category = kCategory,
+            const std::map<std::string, std::string>& labels = {},
+            const std::vector<std::string>& links = {}) {
     v1::Finding f;
     f.set_check_id(absl::StrCat("hostcheck.", check));
     f.set_severity(severity);
     f.set_not_measured(severity == v1::SEVERITY_INFO);
-    f.set_category(kCategory);
+    f.set_category(category);
     f.set_subject(subject);
+    for (const auto& [k, v] : labels) (*f.mutable_labels())[k] = v;
+    for (const auto& l : links) f.add_links(l);
     f.set_title(title);
     f.set_detail(detail);
     f.set_action(action);
@@ -440,6 +469,376 @@ void CheckClock(const Facts& f, Report& r) {
   }
 }
 
+// ---- GPU–NIC topology (issue 20, item 1) ----------------------------------
+
+std::string Gts(double v) { return absl::StrFormat("%.1f GT/s", v); }
+
+std::string LinkText(const hostcheck::PcieLink& l) {
+  if (l.width == 0 && l.speed_gts == 0) return "link unknown";
+  return absl::StrCat("x", l.width, " at ", Gts(l.speed_gts), " (max x", l.max_width,
+                      " at ", Gts(l.max_speed_gts), ")");
+}
+
+// The value most items have; ties go to the larger.
+template <typename T>
+T Majority(const std::vector<T>& values) {
+  std::map<T, int> n;
+  for (const T& v : values) ++n[v];
+  T best = values.front();
+  int best_n = 0;
+  for (const auto& [v, c] : n) {
+    if (c >= best_n) {
+      best = v;
+      best_n = c;
+    }
+  }
+  return best;
+}
+
+// Peers: NICs of one PCI vendor:device and one role, GPU-side (sharing a
+// PCIe switch with a GPU: the compute rails) or not (storage, in-band), so a
+// 200 Gb/s storage NIC is never compared with the 400 Gb/s rails.
+struct NicGroup {
+  uint32_t vendor = 0, device = 0;
+  bool gpu_side = false;
+  std::string link_layer;  // ports only
+  auto Key() const { return std::make_tuple(vendor, device, gpu_side, link_layer); }
+  bool operator<(const NicGroup& o) const { return Key() < o.Key(); }
+  std::string Words() const {
+    return absl::StrFormat("%s%04x:%04x NICs", gpu_side ? "GPU-side " : "", vendor,
+                           device);
+  }
+};
+
+// A NIC whose active ports run slower, or whose PCIe link is narrower or
+// slower, than most of its peers (the value most of them have).
+void CheckNicLinks(const hostcheck::Topology& t, const std::set<std::string>& gpu_side,
+                   Report& r) {
+  if (t.nics.empty()) return;
+  // Port rates.
+  std::map<NicGroup,
+           std::vector<std::pair<const hostcheck::RdmaNic*, const hostcheck::RdmaPort*>>>
+      by_layer;
+  for (const auto& nic : t.nics) {
+    for (const auto& p : nic.ports) {
+      if (!p.active() || p.rate_gbps <= 0) continue;
+      by_layer[{nic.pci.vendor, nic.pci.device, gpu_side.count(nic.name) > 0,
+                p.link_layer}]
+          .push_back({&nic, &p});
+    }
+  }
+  int compared = 0, slow = 0;
+  for (const auto& [group, ports] : by_layer) {
+    const std::string& layer = group.link_layer;
+    if (ports.size() < 2) continue;
+    std::vector<double> rates;
+    for (const auto& np : ports) rates.push_back(np.second->rate_gbps);
+    const double ref = Majority(rates);
+    int at_ref = static_cast<int>(std::count(rates.begin(), rates.end(), ref));
+    compared += static_cast<int>(ports.size());
+    for (const auto& [nic, p] : ports) {
+      if (p->rate_gbps >= ref) continue;
+      ++slow;
+      r.Find(
+          "nic_rate", v1::SEVERITY_WARN, absl::StrFormat("%g/%g Gb/s", p->rate_gbps, ref),
+          absl::StrFormat("%s port %d at %g Gb/s, its peers at %g Gb/s", nic->name,
+                          p->port, p->rate_gbps, ref),
+          absl::StrFormat("%s port %d (%s, PCI %s) reports rate '%s'; %d of %d active %s "
+                          "ports of the %s report %g Gb/s",
+                          nic->name, p->port, layer, nic->pci.bdf, p->rate, at_ref,
+                          ports.size(), layer, group.Words(), ref),
+          "check the cable/transceiver and the switch port's speed setting (`ibstat`, "
+          "`mlxlink -d <dev>`): a port that trained at a lower rate slows every "
+          "collective that uses its rail",
+          {absl::StrCat("/sys/class/infiniband/", nic->name, "/ports/", p->port,
+                        "/rate: ", p->rate)},
+          absl::StrCat("nic:", nic->name), kNetworking,
+          {{"nic", nic->name},
+           {"port", absl::StrCat(p->port)},
+           {"nic_bdf", nic->pci.bdf}});
+    }
+  }
+  if (slow == 0 && compared > 0) {
+    r.Pass("nic_rate", absl::StrCat(compared, " ports"),
+           "every active RDMA port runs at its peers' rate");
+  }
+
+  // PCIe links.
+  std::map<NicGroup, std::vector<const hostcheck::RdmaNic*>> by_model;
+  for (const auto& nic : t.nics) {
+    if (!nic.pci.bdf.empty() && nic.pci.link.width > 0 && nic.pci.link.speed_gts > 0) {
+      by_model[{nic.pci.vendor, nic.pci.device, gpu_side.count(nic.name) > 0, ""}]
+          .push_back(&nic);
+    }
+  }
+  compared = 0;
+  slow = 0;
+  for (const auto& [group, nics] : by_model) {
+    if (nics.size() < 2) continue;
+    std::vector<int> widths;
+    std::vector<double> speeds;
+    for (const auto* n : nics) {
+      widths.push_back(n->pci.link.width);
+      speeds.push_back(n->pci.link.speed_gts);
+    }
+    const int ref_w = Majority(widths);
+    const double ref_s = Majority(speeds);
+    compared += static_cast<int>(nics.size());
+    for (const auto* n : nics) {
+      const auto& l = n->pci.link;
+      if (l.width >= ref_w && l.speed_gts >= ref_s) continue;
+      ++slow;
+      r.Find(
+          "nic_pcie", v1::SEVERITY_WARN,
+          absl::StrCat("x", l.width, " ", Gts(l.speed_gts)),
+          absl::StrCat(n->name, " PCIe link x", l.width, " at ", Gts(l.speed_gts),
+                       ", its peers x", ref_w, " at ", Gts(ref_s)),
+          absl::StrFormat("%s (PCI %s, %04x:%04x): current_link_width %d, "
+                          "current_link_speed %s, max_link_width %d, max_link_speed %s; "
+                          "%d %s, most at x%d %s",
+                          n->name, n->pci.bdf, n->pci.vendor, n->pci.device, l.width,
+                          Gts(l.speed_gts), l.max_width, Gts(l.max_speed_gts),
+                          nics.size(), group.Words(), ref_w, Gts(ref_s)),
+          absl::StrCat("reseat the NIC or its riser, check the slot's bifurcation in "
+                       "the BIOS, compare LnkCap and LnkSta in `lspci -vv -s ",
+                       n->pci.bdf,
+                       "`: a narrower or slower link caps the NIC below its port rate"),
+          {absl::StrCat("/sys/bus/pci/devices/", n->pci.bdf, ": ", LinkText(l))},
+          absl::StrCat("nic:", n->name), kNetworking,
+          {{"nic", n->name}, {"nic_bdf", n->pci.bdf}});
+    }
+  }
+  if (slow == 0 && compared > 0) {
+    r.Pass("nic_pcie", absl::StrCat(compared, " NICs"),
+           "every RDMA NIC's PCIe link matches its peers'");
+  }
+}
+
+void CheckAcs(const Sysroot& root, const std::vector<hostcheck::GpuNicPair>& pairs,
+              Report& r) {
+  // Bridge -> the GPU–NIC pairs whose peer-to-peer traffic crosses it.
+  std::map<std::string, std::vector<std::string>> bridges;
+  for (const auto& p : pairs) {
+    if (!p.shared_switch) continue;
+    for (const auto& b : p.bridges_between) {
+      bridges[b].push_back(absl::StrCat(p.gpu_bdf, " <-> ", p.nic->name));
+    }
+  }
+  if (bridges.empty()) return;
+  std::vector<std::string> unreadable;
+  std::string first_error;
+  int redirecting = 0, checked = 0;
+  for (const auto& [bdf, between] : bridges) {
+    absl::StatusOr<std::optional<uint16_t>> acs = hostcheck::ReadAcsControl(root, bdf);
+    if (!acs.ok()) {
+      unreadable.push_back(bdf);
+      if (first_error.empty()) first_error = std::string(acs.status().message());
+      continue;
+    }
+    ++checked;
+    if (!acs->has_value()) continue;  // no ACS capability: nothing redirects
+    const uint16_t ctrl = **acs;
+    if ((ctrl & (hostcheck::kAcsReqRedir | hostcheck::kAcsCmpltRedir)) == 0) continue;
+    ++redirecting;
+    const std::string acs_text = hostcheck::DescribeAcsControl(ctrl);
+    r.Find("pcie_acs", v1::SEVERITY_FAIL, absl::StrFormat("ACSCtl 0x%04x", ctrl),
+           absl::StrCat("ACS redirect enabled on bridge ", bdf, " between GPU and NIC"),
+           absl::StrCat(
+               "ACSCtl: ", acs_text, " on ", bdf, ", which the peer-to-peer path of ",
+               absl::StrJoin(between, ", "),
+               " crosses: ReqRedir/CmpltRedir send GPUDirect RDMA traffic up to the "
+               "root complex instead of across the switch (slow, or hangs)"),
+           absl::StrCat(
+               "disable ACS redirection on ", bdf,
+               ": in the BIOS (PCIe ACS off), or as root `setpci -s ", bdf,
+               " ECAP_ACS+0x6.w=0000` (lost at reboot); see the NCCL troubleshooting "
+               "guide, 'PCI Access Control Services (ACS)'"),
+           {absl::StrFormat("/sys/bus/pci/devices/%s/config: ACS Control 0x%04x (%s)",
+                            bdf, ctrl, acs_text)},
+           absl::StrCat("bridge:", bdf), kNetworking, {{"bridge_bdf", bdf}},
+           {kNcclAcsDoc});
+  }
+  if (!unreadable.empty()) {
+    r.Find("pcie_acs", v1::SEVERITY_INFO, "-",
+           absl::StrCat("ACS not measured on ", unreadable.size(), " of ", bridges.size(),
+                        " bridges between GPUs and NICs"),
+           absl::StrCat(first_error, " (bridges: ", absl::StrJoin(unreadable, ", "), ")"),
+           "run hostcheck as root so it can read the ACS capability from the PCI "
+           "configuration space (or check `sudo lspci -vvv | grep ACSCtl`)",
+           {}, "node", kNetworking);
+  }
+  if (redirecting == 0 && checked > 0) {
+    r.Pass("pcie_acs", absl::StrCat(checked, " bridges"),
+           "no ACS request/completion redirect between any GPU and its NIC");
+  }
+}
+
+void CheckIommu(const hostcheck::Topology& t, Report& r) {
+  if (t.nics.empty()) return;
+  const auto& io = t.iommu;
+  switch (io.mode) {
+    case hostcheck::IommuMode::kTranslated:
+      r.Find(
+          "iommu", v1::SEVERITY_WARN, "translated",
+          "IOMMU translating DMA while GPUDirect RDMA NICs are present",
+          absl::StrCat(io.how,
+                       ". With the IOMMU in DMA (translated) mode, peer-to-peer DMA "
+                       "between NIC and GPU is remapped or blocked and GPUDirect RDMA "
+                       "loses bandwidth (NCCL troubleshooting guide)"),
+          "on bare metal boot with iommu=pt (passthrough), e.g. `intel_iommu=on "
+          "iommu=pt` or `amd_iommu=on iommu=pt`; in a VM keep the IOMMU and enable ATS",
+          {}, "node", kNetworking, {}, {kNcclAcsDoc});
+      break;
+    case hostcheck::IommuMode::kUnknown:
+      r.Find("iommu", v1::SEVERITY_INFO, "-", "IOMMU mode not measured", io.how,
+             "check `cat /sys/kernel/iommu_groups/*/type` and /proc/cmdline", {}, "node",
+             kNetworking);
+      break;
+    default:
+      r.Pass("iommu", hostcheck::IommuModeName(io.mode), io.how);
+  }
+}
+
+void CheckTopology(const Sysroot& root, const Facts& f, RecordWriter& out, Report& r) {
+  if (!f.topo.ok()) {
+    r.Find("topology", v1::SEVERITY_INFO, "-", "GPU-NIC topology not measured",
+           std::string(f.topo.status().message()),
+           "run hostcheck where /sys is mounted (in a container: mount the host's /sys)",
+           {}, "node", kNetworking);
+    return;
+  }
+  const hostcheck::Topology& t = *f.topo;
+  // Pairs where the GPUs' paths are known (a GPU without one pairs with no
+  // switch); the NICs that share a switch with a GPU are the GPU-side peers.
+  std::set<std::string> gpu_side;
+  if (!t.gpus.empty() && !t.nics.empty()) {
+    for (const auto& p : hostcheck::PairGpusWithNics(t)) {
+      if (p.shared_switch) gpu_side.insert(p.nic->name);
+    }
+  }
+  CheckNicLinks(t, gpu_side, r);
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    const auto& p = t.gpu_pci[i];
+    if (!p.path_known) continue;
+    out.Measure("gpu_pcie_path", static_cast<double>(p.upstream.size()), "bridges",
+                {{"gpu", absl::StrCat(i)},
+                 {"gpu_bdf", p.bdf},
+                 {"path", p.path},
+                 {"link", LinkText(p.link)},
+                 {"numa", absl::StrCat(p.numa_node)}});
+  }
+  if (t.gpus.empty()) {
+    r.Pass("gpu_nic_affinity", "no GPU",
+           "no NVIDIA GPU on the PCI bus: no GPU-NIC affinity to check");
+    CheckIommu(t, r);
+    return;
+  }
+  if (t.nics.empty()) {
+    r.Find("gpu_nic_affinity", v1::SEVERITY_INFO, "-", "GPU-NIC affinity not measured",
+           absl::StrCat(
+               t.gpus.size(), " GPUs on the PCI bus but no RDMA device (",
+               root.Path("/sys/class/infiniband"),
+               t.rdma_class_present ? " is empty" : " does not exist",
+               "): no NIC to pair them with. If the node has InfiniBand or RoCE NICs, "
+               "their RDMA driver (mlx5_ib) is not loaded"),
+           "load the RDMA drivers (`modprobe mlx5_ib`, `rdma link`); on a node without "
+           "RDMA NICs GPU-NIC affinity does not apply",
+           {}, "node", kNetworking);
+    return;
+  }
+  std::vector<std::string> soft;  // RDMA devices on no PCI function (rxe, siw)
+  for (const auto& nic : t.nics) {
+    if (!nic.pci.path_known) soft.push_back(nic.name);
+  }
+  if (soft.size() == t.nics.size()) {
+    r.Find("gpu_nic_affinity", v1::SEVERITY_INFO, "-", "GPU-NIC affinity not measured",
+           absl::StrCat(t.gpus.size(),
+                        " GPUs on the PCI bus, but no RDMA device sits on a "
+                        "PCI function (",
+                        absl::StrJoin(soft, ", "),
+                        ": software RDMA such as soft-RoCE, or `device` does not resolve "
+                        "into /sys/devices): no NIC to pair them with"),
+           "check `rdma link` and the NICs' RDMA driver (mlx5_ib); software RDMA has no "
+           "PCIe place and no GPU affinity",
+           {}, "node", kNetworking);
+    return;
+  }
+  std::vector<std::string> unknown;
+  for (const auto& p : t.gpu_pci) {
+    if (!p.path_known) unknown.push_back(p.bdf);
+  }
+  if (!unknown.empty()) {
+    r.Find("gpu_nic_affinity", v1::SEVERITY_INFO, "-", "GPU-NIC affinity not measured",
+           absl::StrCat("the PCIe path of ", unknown.size(), " GPUs is unknown (",
+                        absl::StrJoin(unknown, ", "),
+                        "): /sys/bus/pci/devices/<bdf> does not resolve into "
+                        "/sys/devices/pci<domain>:<bus>/..."),
+           "run hostcheck on the node's own /sys (a copied tree loses the symlinks)", {},
+           "node", kNetworking);
+    return;
+  }
+  std::vector<hostcheck::GpuNicPair> pairs = hostcheck::PairGpusWithNics(t);
+  int shared = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& p = pairs[i];
+    shared += p.shared_switch;
+    std::map<std::string, std::string> labels = {
+        {"gpu", absl::StrCat(i)},
+        {"gpu_bdf", p.gpu_bdf},
+        {"nic", p.nic ? p.nic->name : "none"},
+        {"shared_switch", p.shared_switch ? "yes" : "no"},
+        {"numa", absl::StrCat(p.gpu_numa)}};
+    if (p.nic) {
+      labels["nic_bdf"] = p.nic->pci.bdf;
+      labels["nic_numa"] = absl::StrCat(p.nic->pci.numa_node);
+      if (!p.common_bridge.empty()) labels["common_bridge"] = p.common_bridge;
+    }
+    out.Measure("gpu_nic_map", p.shared_switch ? 1 : 0, "shared switch", labels);
+  }
+  // The rule: on HGX/DGX-style nodes every PCIe switch that carries GPUs also
+  // carries their RDMA NICs (one NIC per GPU, or one per GPU pair). It is
+  // applied where at least one GPU has a NIC under its switch, so the node is
+  // built that way; a GPU whose switch has no NIC then sends its RDMA traffic
+  // across the root complex (or the CPU interconnect).
+  if (shared == 0) {
+    r.Pass("gpu_nic_affinity", absl::StrCat("0/", pairs.size()),
+           "no GPU shares a PCIe switch with a NIC (NICs on their own root ports): the "
+           "NIC-under-every-GPU-switch rule does not apply to this layout");
+  } else if (shared == static_cast<int>(pairs.size())) {
+    r.Pass("gpu_nic_affinity", absl::StrCat(shared, "/", pairs.size()),
+           absl::StrCat("every GPU shares a PCIe switch with an RDMA NIC: ",
+                        hostcheck::GpuNicMapFact(pairs)));
+  } else {
+    for (const auto& p : pairs) {
+      if (p.shared_switch || p.nic == nullptr) continue;  // every GPU has one here
+      const auto& g = *std::find_if(t.gpu_pci.begin(), t.gpu_pci.end(),
+                                    [&](const auto& x) { return x.bdf == p.gpu_bdf; });
+      r.Find(
+          "gpu_nic_affinity", v1::SEVERITY_WARN, "no NIC on switch",
+          absl::StrCat("GPU ", p.gpu_bdf, " has no RDMA NIC under its PCIe switch"),
+          absl::StrCat(
+              "GPU ", p.gpu_bdf, " (", g.path, ", NUMA ", g.numa_node,
+              "): its nearest NIC is ", p.nic->name, " (", p.nic->pci.path, ", NUMA ",
+              p.nic->pci.numa_node, ")",
+              p.common_bridge.empty()
+                  ? ", on another host bridge"
+                  : absl::StrCat(", joined only at root port ", p.common_bridge),
+              "; ", shared, " of ", pairs.size(),
+              " GPUs on this node share a switch with a NIC (rule: every GPU switch "
+              "carries a NIC, one per GPU or per GPU pair)"),
+          "check that the NIC of this GPU's switch is present and its RDMA driver bound "
+          "(`lspci -tv`, `rdma link`, `ibstat`); a NIC in the wrong slot makes "
+          "GPUDirect RDMA cross the CPU",
+          {absl::StrCat("gpu ", p.gpu_bdf, ": ", g.path),
+           absl::StrCat("nearest nic ", p.nic->name, ": ", p.nic->pci.path)},
+          absl::StrCat("gpu:", p.gpu_bdf), kNetworking,
+          {{"gpu_bdf", p.gpu_bdf}, {"nic", p.nic->name}});
+    }
+  }
+  CheckAcs(root, pairs, r);
+  CheckIommu(t, r);
+}
+
 void PrintTable(const Facts& f, const Options& o, const std::vector<Row>& rows) {
   std::printf("hostcheck: %s (root %s)\n",
               f.id.hostname.empty() ? "?" : f.id.hostname.c_str(), o.root.c_str());
@@ -473,9 +872,13 @@ int RunHostcheck(int argc, char** argv) {
       "[--min-cpu-cores N] [--min-memory-gib X] [--min-free-root-pct X] [--inventory]",
       "Inventory and sanity of this node: NVIDIA GPUs on the PCI bus, the NVIDIA "
       "driver,\n"
-      "CPUs, memory, swap, free space on /, clock synchronisation. Reads everything\n"
+      "CPUs, memory, swap, free space on /, clock synchronisation, and the GPU-NIC\n"
+      "topology: each GPU's PCIe path, the RDMA NICs (port rate, PCIe link), which NIC\n"
+      "shares a PCIe switch with which GPU, ACS redirect on the bridges between them\n"
+      "(needs root to read config space) and the IOMMU mode. Reads everything\n"
       "under --root (default /), so it also runs on a copied or fixture tree.\n"
-      "--inventory prints one cmax.v1.Inventory JSON line instead of checking.");
+      "--inventory prints one cmax.v1.Inventory JSON line instead of checking (with\n"
+      "the fact gpu_nic_map, e.g. 0000:18:00.0=mlx5_0,..., where RDMA NICs exist).");
   args.AddFlag("jsonl", &o.jsonl, "write cmax.v1.Record JSON lines instead of a table");
   args.AddFlag("inventory", &o.inventory, "print the node's Inventory as one JSON line");
   args.AddString("root", &o.root,
@@ -535,6 +938,7 @@ int RunHostcheck(int argc, char** argv) {
   CheckSwap(f, out, report);
   CheckRootDisk(o, f, out, report);
   CheckClock(f, report);
+  CheckTopology(root, f, out, report);
 
   if (!o.jsonl) PrintTable(f, o, report.rows());
   return out.findings_at_or_above(v1::SEVERITY_FAIL) > 0 ? kExitFoundFailures

@@ -385,10 +385,12 @@ TEST_CASE(
   REQUIRE_FALSE(nm.empty());
   std::set<std::string> ids;
   for (const v1::Finding* f : nm) {
-    CheckMarker(*f, "reliability");
+    // The GPU-NIC topology check judges networking paths (hostcheck.cc).
+    CheckMarker(*f, f->check_id() == "hostcheck.topology" ? "networking" : "reliability");
     ids.insert(f->check_id());
   }
   CHECK(ids.count("hostcheck.gpu_count"));
+  CHECK(ids.count("hostcheck.topology"));
   CHECK(ids.count("hostcheck.clock_sync"));
   // Memory was read: a measurement, and no not-measured finding for it.
   bool memory = false;
