@@ -3,11 +3,10 @@
 #include <cublasLt.h>
 #include <dlfcn.h>
 
-#include <mutex>
-
 #include "absl/strings/str_cat.h"
 #include "benchmarks/gpu_common/cublas_choice.h"
 #include "benchmarks/gpu_common/library_search.h"
+#include "common/status_macros.h"
 
 namespace cmax::bench {
 namespace {
@@ -31,32 +30,18 @@ struct LtApi {
   decltype(&::cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
 };
 
-LtApi g_api;  // written once under g_once, read-only afterwards
-std::once_flag g_once;
-absl::Status* g_status = nullptr;
-std::string* g_path = nullptr;
+LtApi g_api;  // written once by g_library's load, read-only afterwards
+LoadOnce g_library;
 
-template <typename F>
-absl::Status Resolve(void* h, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(h, name));
-  if (*out == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(name, " is missing from ", *g_path, " (a cuBLASLt older than ",
-                     CUBLAS_VER_MAJOR, ".0?)"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status DoLoad() {
+absl::StatusOr<std::string> DoLoad() {
   const std::string major = absl::StrCat(CUBLAS_VER_MAJOR);
-  auto lib = LoadCudaLibrary(absl::StrCat("cuBLASLt ", major),
-                             {absl::StrCat("libcublasLt.so.", major)});
-  if (!lib.ok()) return lib.status();
-  *g_path = lib->path;
-  void* h = lib->handle;
+  CMAX_ASSIGN_OR_RETURN(LoadedLibrary lib,
+                        LoadCudaLibrary(absl::StrCat("cuBLASLt ", major),
+                                        {absl::StrCat("libcublasLt.so.", major)}));
+  const std::string hint = absl::StrCat("a cuBLASLt older than ", CUBLAS_VER_MAJOR, ".0?");
   LtApi api;
 #define CMAX_LT_RESOLVE(field, name) \
-  if (auto s = Resolve(h, #name, &api.field); !s.ok()) return s;
+  CMAX_RETURN_IF_ERROR(ResolveSymbol(lib, #name, hint, &api.field));
   CMAX_LT_RESOLVE(create, cublasLtCreate)
   CMAX_LT_RESOLVE(destroy, cublasLtDestroy)
   CMAX_LT_RESOLVE(get_version, cublasLtGetVersion)
@@ -74,23 +59,16 @@ absl::Status DoLoad() {
   CMAX_LT_RESOLVE(layout_destroy, cublasLtMatrixLayoutDestroy)
 #undef CMAX_LT_RESOLVE
   g_api = api;
-  return absl::OkStatus();
+  return lib.path;
 }
 
 const LtApi& Api() { return g_api; }
 
 }  // namespace
 
-absl::Status LoadCublasLt() {
-  std::call_once(g_once, [] {
-    g_path = new std::string();
-    g_status = new absl::Status(DoLoad());
-    if (!g_status->ok()) g_path->clear();
-  });
-  return *g_status;
-}
+absl::Status LoadCublasLt() { return g_library.Load(DoLoad); }
 
-std::string CublasLtPath() { return g_path ? *g_path : std::string(); }
+std::string CublasLtPath() { return g_library.path(); }
 
 }  // namespace cmax::bench
 

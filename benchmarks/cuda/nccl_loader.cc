@@ -3,10 +3,9 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include <mutex>
-
 #include "absl/strings/str_cat.h"
 #include "benchmarks/gpu_common/library_search.h"
+#include "common/status_macros.h"
 
 namespace cmax::bench {
 namespace {
@@ -29,29 +28,15 @@ struct NcclApi {
   decltype(&::ncclGroupEnd) group_end = nullptr;
 };
 
-NcclApi g_api;  // written once under g_once
-std::once_flag g_once;
-absl::Status* g_status = nullptr;
-std::string* g_path = nullptr;
+NcclApi g_api;  // written once by g_library's load, read-only afterwards
+LoadOnce g_library;
 
-template <typename F>
-absl::Status Resolve(void* h, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(h, name));
-  if (*out == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        name, " is missing from ", *g_path, " (NCCL older than 2.14: update NCCL)"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status DoLoad() {
-  auto lib = LoadCudaLibrary("NCCL 2", {"libnccl.so.2"});
-  if (!lib.ok()) return lib.status();
-  *g_path = lib->path;
-  void* h = lib->handle;
+absl::StatusOr<std::string> DoLoad() {
+  CMAX_ASSIGN_OR_RETURN(LoadedLibrary lib, LoadCudaLibrary("NCCL 2", {"libnccl.so.2"}));
+  const std::string hint = "NCCL older than 2.14: update NCCL";
   NcclApi api;
 #define CMAX_NCCL_RESOLVE(field, name) \
-  if (auto s = Resolve(h, #name, &api.field); !s.ok()) return s;
+  CMAX_RETURN_IF_ERROR(ResolveSymbol(lib, #name, hint, &api.field));
   CMAX_NCCL_RESOLVE(get_version, ncclGetVersion)
   CMAX_NCCL_RESOLVE(get_unique_id, ncclGetUniqueId)
   CMAX_NCCL_RESOLVE(comm_init_rank_config, ncclCommInitRankConfig)
@@ -69,23 +54,16 @@ absl::Status DoLoad() {
   CMAX_NCCL_RESOLVE(group_end, ncclGroupEnd)
 #undef CMAX_NCCL_RESOLVE
   g_api = api;
-  return absl::OkStatus();
+  return lib.path;
 }
 
 const NcclApi& NcclFns() { return g_api; }
 
 }  // namespace
 
-absl::Status LoadNccl() {
-  std::call_once(g_once, [] {
-    g_path = new std::string();
-    g_status = new absl::Status(DoLoad());
-    if (!g_status->ok()) g_path->clear();
-  });
-  return *g_status;
-}
+absl::Status LoadNccl() { return g_library.Load(DoLoad); }
 
-std::string NcclPath() { return g_path ? *g_path : std::string(); }
+std::string NcclPath() { return g_library.path(); }
 
 }  // namespace cmax::bench
 

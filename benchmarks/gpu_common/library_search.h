@@ -22,10 +22,15 @@
 #ifndef CMAX_BENCHMARKS_GPU_COMMON_LIBRARY_SEARCH_H_
 #define CMAX_BENCHMARKS_GPU_COMMON_LIBRARY_SEARCH_H_
 
+#include <dlfcn.h>
+
+#include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 
 namespace cmax::bench {
 
@@ -66,6 +71,39 @@ struct LoadedLibrary {
 // none loads; `what` ("cuBLASLt") starts the message.
 absl::StatusOr<LoadedLibrary> LoadCudaLibrary(const std::string& what,
                                               const std::vector<std::string>& names);
+
+// dlsym of `name` in `lib` into `*out`; FAILED_PRECONDITION "<name> is missing
+// from <path> (<hint>)" when the library lacks it (an older release).
+template <typename F>
+absl::Status ResolveSymbol(const LoadedLibrary& lib, const char* name, const std::string& hint,
+                           F* out) {
+  *out = reinterpret_cast<F>(dlsym(lib.handle, name));
+  if (*out != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(name, " is missing from ", lib.path, " (", hint, ")"));
+}
+
+// A library loaded at most once per process (cuBLASLt, NCCL): the first
+// Load runs `load`, which returns the opened path or why not; every call
+// returns that first result. Thread-safe.
+class LoadOnce {
+ public:
+  absl::Status Load(const std::function<absl::StatusOr<std::string>()>& load) {
+    std::call_once(once_, [&] {
+      absl::StatusOr<std::string> path = load();
+      status_ = path.status();
+      if (path.ok()) path_ = *std::move(path);
+    });
+    return status_;
+  }
+  // The opened path; empty before a successful Load.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::once_flag once_;
+  absl::Status status_;
+  std::string path_;
+};
 
 }  // namespace cmax::bench
 
