@@ -15,8 +15,6 @@
 namespace cmax::reports {
 namespace {
 
-constexpr int kCouldNotRunExit = 2;  // benchmarks/suite.h
-
 bool IsGroupTask(const v1::TaskInfo& t) { return SplitNodes(t.node()).size() > 1; }
 
 std::string RecordCategory(const v1::ExportedRecord& rec) {
@@ -45,12 +43,6 @@ std::string LastLine(const std::string& text) {
   return lines.empty() ? std::string() : std::string(absl::StripAsciiWhitespace(lines.back()));
 }
 
-bool Blamed(const v1::TaskInfo& t, const std::string& node) {
-  if (t.blamed_nodes().empty()) return true;  // nobody singled out: every node
-  const auto blamed = SplitNodes(t.blamed_nodes());
-  return std::find(blamed.begin(), blamed.end(), node) != blamed.end();
-}
-
 // Why `node` got nothing evaluated from task `t`; `not_measured` is the first
 // not-measured finding the task wrote on that node, if any.
 std::string WhyNotEvaluated(const v1::TaskInfo& t, const std::string& node,
@@ -59,16 +51,13 @@ std::string WhyNotEvaluated(const v1::TaskInfo& t, const std::string& node,
   auto with = [](const std::string& head, const std::string& tail) {
     return tail.empty() ? head : absl::StrCat(head, ": ", tail);
   };
-  if (IsGroupTask(t) && t.state() != v1::TASK_COMPLETED && t.state() != v1::TASK_CANCELLED &&
-      !Blamed(t, node)) {
-    return with("stopped", message);
-  }
+  if (TaskStoppedOn(t, node)) return with("stopped", message);
   switch (t.state()) {
     case v1::TASK_COMPLETED:
       return not_measured.empty() ? std::string("completed without results")
                                   : with("not measured", not_measured);
     case v1::TASK_FAILED:
-      if (t.exit_code() == kCouldNotRunExit) {
+      if (TaskCouldNotRun(t)) {
         std::string why = !not_measured.empty() ? not_measured
                           : !message.empty()    ? message
                                                 : StripVerdictPrefixes(LastLine(t.stderr_tail()));

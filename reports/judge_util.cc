@@ -1,5 +1,6 @@
 #include "reports/judge_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -40,6 +41,30 @@ std::string MeasurementCategory(const v1::Measurement& m, const std::string& rec
 std::string FindingCategory(const v1::Finding& f) {
   std::string c = CanonicalCategory(f.category());
   return c.empty() ? "Reliability" : c;
+}
+
+namespace {
+constexpr int kCouldNotRunExit = 2;  // benchmarks/suite.h
+}  // namespace
+
+bool TaskCouldNotRun(const v1::TaskInfo& t) {
+  return t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit;
+}
+
+bool TaskBroke(const v1::TaskInfo& t) {
+  return t.state() == v1::TASK_LOST || t.state() == v1::TASK_TIMED_OUT ||
+         (t.state() == v1::TASK_FAILED && t.exit_code() != kCouldNotRunExit);
+}
+
+bool TaskBlames(const v1::TaskInfo& t, const std::string& node) {
+  if (t.blamed_nodes().empty()) return true;
+  const auto blamed = SplitNodes(t.blamed_nodes());
+  return std::find(blamed.begin(), blamed.end(), node) != blamed.end();
+}
+
+bool TaskStoppedOn(const v1::TaskInfo& t, const std::string& node) {
+  return SplitNodes(t.node()).size() > 1 && (TaskBroke(t) || TaskCouldNotRun(t)) &&
+         !TaskBlames(t, node);
 }
 
 std::string EntryLabel(const std::string& name, const std::string& suite) {

@@ -42,6 +42,18 @@ v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,
 // "burnin-fleet (burnin)" when the entry has a name of its own.
 std::string EntryLabel(const std::string& name, const std::string& suite);
 
+// Task outcomes as the judges read them (RULES.md, rule 2):
+// could not run: TASK_FAILED with exit code 2 (benchmarks/suite.h);
+bool TaskCouldNotRun(const v1::TaskInfo& t);
+// broke: lost, hung (timed out) or crashed (TASK_FAILED with any other code);
+bool TaskBroke(const v1::TaskInfo& t);
+// a failure of `t` is `node`'s: the nodes in blamed_nodes, every node of the
+// task when the coordinator blamed none;
+bool TaskBlames(const v1::TaskInfo& t, const std::string& node);
+// stopped on `node`: a group task that broke or could not run because of
+// another node's rank, not this one's.
+bool TaskStoppedOn(const v1::TaskInfo& t, const std::string& node);
+
 // The plan entry a task runs (TaskInfo.suite_index), nullptr when unknown.
 const v1::SuiteSpec* PlanEntryOf(const RunData& data, const v1::TaskInfo& task);
 

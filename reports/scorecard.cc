@@ -8,7 +8,6 @@
 #include <set>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/record_io.h"
@@ -204,17 +203,6 @@ v1::TaskSummary Summarize(const v1::TaskInfo& t) {
   s.set_records(t.records());
   s.set_attempt(t.attempt());
   return s;
-}
-
-// A task that speaks against `node`: lost, hung or crashed (not "could not
-// run", exit 2), and for a group task only on the nodes to blame.
-bool TaskBrokeOn(const v1::TaskInfo& t, const std::string& node) {
-  const bool broken = t.state() == v1::TASK_LOST || t.state() == v1::TASK_TIMED_OUT ||
-                      (t.state() == v1::TASK_FAILED && t.exit_code() != 2);
-  if (!broken) return false;
-  if (t.blamed_nodes().empty()) return true;
-  const auto blamed = SplitNodes(t.blamed_nodes());
-  return std::find(blamed.begin(), blamed.end(), node) != blamed.end();
 }
 
 // Barrier-scope plan entries: the agents' cmax_task_start samples (lag of
@@ -440,7 +428,7 @@ v1::Scorecard BuildScorecard(const RunData& input) {
       const auto ns = SplitNodes(t.node());
       if (std::find(ns.begin(), ns.end(), node) == ns.end()) continue;
       *v->add_tasks() = Summarize(t);
-      if (TaskBrokeOn(t, node)) any_task_broken = true;
+      if (TaskBroke(t) && TaskBlames(t, node)) any_task_broken = true;
     }
     std::vector<const v1::RuleResult*> rs = by_node[node];
     std::stable_sort(rs.begin(), rs.end(), [](const auto* a, const auto* b) {

@@ -32,7 +32,7 @@ void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   // finding); repeating each such finding would list one reason many times.
   std::set<std::string> could_not_run;
   for (const auto& t : data.tasks) {
-    if (t.state() == v1::TASK_FAILED && t.exit_code() == 2) could_not_run.insert(t.task_id());
+    if (TaskCouldNotRun(t)) could_not_run.insert(t.task_id());
   }
   for (const auto& rec : data.records) {
     if (!rec.record().has_finding()) continue;

@@ -17,8 +17,6 @@
 namespace cmax::reports {
 namespace {
 
-constexpr int kCouldNotRunExit = 2;  // benchmarks/suite.h
-
 void AddTaskEvidence(const v1::TaskInfo& t, v1::RuleResult* r) {
   r->add_evidence(absl::StrCat("task ", t.task_id(), " attempt ", t.attempt(), ": ",
                                TaskStateName(t.state()), ", exit code ", t.exit_code()));
@@ -39,12 +37,6 @@ std::map<std::pair<std::string, std::string>, const v1::Finding*> NotMeasuredFin
   return out;
 }
 
-bool IsBlamed(const v1::TaskInfo& t, const std::string& node, size_t group_size) {
-  if (group_size < 2 || t.blamed_nodes().empty()) return true;
-  const auto blamed = SplitNodes(t.blamed_nodes());
-  return std::find(blamed.begin(), blamed.end(), node) != blamed.end();
-}
-
 }  // namespace
 
 void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
@@ -60,10 +52,7 @@ void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       v1::RuleResult r;
       r.set_subject("node");
       r.set_node(node);
-      const bool blamed = IsBlamed(t, node, nodes.size());
-      const bool broken = t.state() == v1::TASK_LOST || t.state() == v1::TASK_TIMED_OUT ||
-                          (t.state() == v1::TASK_FAILED && t.exit_code() != kCouldNotRunExit);
-      if (broken && !blamed) {
+      if (TaskStoppedOn(t, node)) {
         r.set_rule_id("task.stopped");
         r.set_category(SuiteCategory(t.suite()));
         r.set_outcome("not_measured");
@@ -81,7 +70,7 @@ void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         r.set_outcome("fail");
         r.set_message(absl::StrCat(label, " hung: killed at timeout"));
         r.set_action("look for a hung GPU or device (kernel log, Xid) on this node");
-      } else if (t.state() == v1::TASK_FAILED && t.exit_code() != kCouldNotRunExit) {
+      } else if (t.state() == v1::TASK_FAILED && !TaskCouldNotRun(t)) {
         r.set_rule_id("task.crashed");
         r.set_category("Reliability");
         r.set_outcome("fail");

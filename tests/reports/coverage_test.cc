@@ -462,3 +462,39 @@ TEST_CASE("FP8 with and without fast accumulation are compared only with their o
 
 }  // namespace
 }  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+TEST_CASE("a gang one rank of which could not run: the others were stopped, said once",
+          "[coverage]") {
+  RunData d = CleanHostcheckRun();
+  v1::SuiteSpec* s = d.plan.add_suites();
+  s->set_suite("collective");
+  s->set_name("nccl-all-nodes");
+  s->set_scope(v1::SCOPE_GANG);
+  v1::TaskInfo t = Task("node-1,node-2,node-3", "collective", v1::TASK_FAILED, 2,
+                        "rank 1 on node-2 could not run: no NCCL");
+  t.set_name("nccl-all-nodes");
+  t.set_suite_index(d.plan.suites_size() - 1);
+  t.set_blamed_nodes("node-2");
+  d.tasks.push_back(t);
+  const v1::Scorecard card = BuildScorecard(d);
+  for (const char* n : {"node-1", "node-3"}) {
+    INFO(n);
+    const auto& v = NodeOf(card, n);
+    int said = 0;
+    for (const auto& r : v.reasons()) {
+      said += absl::StrContains(r, "nccl-all-nodes (collective) stopped: rank 1 on node-2 could "
+                                   "not run: no NCCL") ? 1 : 0;
+      CHECK_FALSE(absl::StrContains(r, "could not run: rank 1"));
+    }
+    CHECK(said == 1);
+    CHECK(v.verdict() == "warn");
+  }
+  CHECK(AnyReasonContains(NodeOf(card, "node-2"), "nccl-all-nodes (collective) could not run"));
+  CHECK(NodeOf(card, "node-2").verdict() == "warn");  // could not run is never a fail
+}
+
+}  // namespace
+}  // namespace cmax::reports
