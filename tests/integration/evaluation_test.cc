@@ -3,7 +3,8 @@
 // exit code and output, `cmaxctl report --format json`, `cmaxctl export`).
 //  - benchmarks/plans/full.yaml on three CPU-only nodes: not rated; Compute
 //    and the NCCL entries not measured with their reasons; what could run is
-//    graded on what it measured; cmaxctl exits 4 (no node failed).
+//    graded on what it measured; no GPU suite fails a task or a node, so
+//    cmaxctl exits 4, or 1 where the host itself has a failure it names.
 //  - a gang whose rank 1 crashes fails node-1 only.
 //  - a task retried after an agent kill is judged on its last attempt.
 //  - storage on four nodes, one on a slow disk: that node's total is named;
@@ -73,6 +74,42 @@ std::string Describe(const cmax::v1::Scorecard& card) {
   return out;
 }
 
+// full.yaml's entries that need a GPU (the CUDA backends and NCCL).
+constexpr const char* kGpuEntries[] = {"gemm",        "memory",          "burnin",
+                                       "burnin-fleet", "consistency",     "nccl-intra-node",
+                                       "nccl-all-nodes", "nccl-network-only", "nccl-alltoall",
+                                       "nccl-pairs"};
+
+bool IsGpuEntry(const std::string& name) {
+  return std::find_if(std::begin(kGpuEntries), std::end(kGpuEntries),
+                      [&](const char* e) { return name == e; }) != std::end(kGpuEntries);
+}
+
+// A node reason that fails the node: "<Category> fail: ..." or "... critical: ...".
+bool IsFailing(const std::string& reason) {
+  return absl::StrContains(reason, " fail: ") || absl::StrContains(reason, " critical: ");
+}
+
+// What failed, compactly: failing node reasons and tasks that neither
+// completed nor said they could not run, with their stderr tails.
+std::string Failures(const cmax::v1::Scorecard& card) {
+  std::string out;
+  for (const auto& n : card.nodes()) {
+    for (const auto& r : n.reasons()) {
+      if (IsFailing(r)) absl::StrAppend(&out, n.node(), ": ", r, "\n");
+    }
+    for (const auto& t : n.tasks()) {
+      if (t.state() == "completed" || t.exit_code() == 2) continue;
+      if (absl::StrContains(t.message(), "could not run")) continue;
+      std::string tail = t.stderr_tail();
+      if (tail.size() > 400) tail = tail.substr(tail.size() - 400);
+      absl::StrAppend(&out, n.node(), ": task ", t.name(), " (", t.suite(), ") ", t.state(),
+                      " exit ", t.exit_code(), ": ", t.message(), "\n  stderr: ", tail, "\n");
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("full.yaml on three CPU-only nodes is not rated and says what was not measured",
@@ -84,12 +121,42 @@ TEST_CASE("full.yaml on three CPU-only nodes is not rated and says what was not 
   const std::string plan = Cluster::SourceDir() + "/benchmarks/plans/full.yaml";
   auto r = c.Ctl({"run", "--plan", plan}, 900s);
   INFO(r.out << r.err);
-  CHECK(r.exit.code == kExitNotRated);
-  CHECK(absl::StrContains(r.out, "completed: not rated;"));
   const std::string run_id = Cluster::RunIdFrom(r.out);
   REQUIRE(!run_id.empty());
   const cmax::v1::Scorecard card = ReportCard(c, run_id);
   INFO(Describe(card));
+  // Last, so a failure's message ends with what failed and why.
+  const std::string failures = Failures(card);
+  INFO("failed tasks and failing reasons:\n" << failures);
+  CHECK(absl::StrContains(r.out, "completed: not rated;"));
+  // The point of this case: a GPU suite that could not run fails no task
+  // and no node. Each of them exits 2 (could not run) or is stopped because
+  // another rank of its group could not run; none crashed, hung or failed.
+  for (const auto& n : card.nodes()) {
+    for (const auto& t : n.tasks()) {
+      if (!IsGpuEntry(t.name())) continue;
+      INFO(n.node() << " " << t.name() << " " << t.state() << " exit " << t.exit_code() << ": "
+                    << t.message());
+      CHECK(t.state() != "completed");
+      CHECK((t.exit_code() == 2 || absl::StrContains(t.message(), "could not run")));
+    }
+    for (const auto& reason : n.reasons()) {
+      if (!IsFailing(reason)) continue;
+      INFO(n.node() << ": " << reason);
+      CHECK_FALSE(absl::StartsWith(reason, "Compute "));
+      for (const char* e : kGpuEntries) CHECK_FALSE(absl::StrContains(reason, absl::StrCat(e, " (")));
+    }
+  }
+  // Exit 4 (not rated) unless something that could run found a failure on
+  // this host itself (a CI machine's own disk, kernel log or packages): then
+  // exit 1 says so first, and the failures must be named in the scorecard.
+  if (r.exit.code == 1) {
+    WARN("exit 1: this host itself has failures (not the GPU suites):\n" << failures);
+    CHECK_FALSE(failures.empty());
+  } else {
+    CHECK(r.exit.code == kExitNotRated);
+    CHECK(failures.empty());
+  }
 
   CHECK(card.tier() == "not rated");
   REQUIRE(card.missing_size() > 0);
