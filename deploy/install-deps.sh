@@ -28,7 +28,8 @@ pkgs=(
 if [[ $want_tests -eq 1 ]]; then
   # clang and its libFuzzer/sanitizer runtime (a Recommends of clang-14,
   # which --no-install-recommends would skip) for tests/fuzz/smoke.sh.
-  pkgs+=(catch2 python3 clang libclang-rt-14-dev)
+  # python3-yaml: tests/deploy/k8s_test.py.
+  pkgs+=(catch2 python3 python3-yaml clang libclang-rt-14-dev)
 fi
 
 missing=()
