@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/host_info.h"
 #include "common/logging.h"
+#include "common/metrics_text.h"
 #include "common/version.h"
 
 namespace cmax::agent {
@@ -138,6 +139,31 @@ void Agent::OnMessage(const v1::CoordinatorMessage& message) {
       Log()->warn("unknown message from the coordinator (field {})",
                   static_cast<int>(message.msg_case()));
   }
+}
+
+std::string Agent::MetricsText() const {
+  cmax::MetricsText m;
+  const ExecutorStats st = executor_->Stats();
+  m.Family("cmax_agent_build_info", "gauge", "cmax version of this agent, and its node name");
+  m.Sample(1, {{"version", kCmaxVersion}, {"node", options_.node_name}});
+  m.Family("cmax_agent_connected", "gauge", "1 while the stream to the coordinator is up");
+  m.Sample(connection_->connected() ? 1 : 0);
+  m.Family("cmax_agent_children_running", "gauge", "suite processes running");
+  m.Sample(st.running);
+  m.Family("cmax_agent_children_held", "gauge",
+           "suite processes held: running, or ended with records or status not yet acknowledged");
+  m.Sample(st.held);
+  m.Family("cmax_agent_records_unacked", "gauge",
+           "records sent to the coordinator and not yet acknowledged");
+  m.Sample(static_cast<double>(st.unacked_records));
+  m.Family("cmax_agent_spool_bytes", "gauge", "bytes of the held children's record spools");
+  m.Sample(static_cast<double>(st.spool_bytes));
+  m.Family("cmax_agent_last_task_end_timestamp_seconds", "gauge",
+           "when a task of this suite last ended on this agent (Unix time)");
+  for (const auto& [suite, ns] : st.last_end_unix_ns) {
+    m.Sample(static_cast<double>(ns) / 1e9, {{"suite", suite}});
+  }
+  return m.text();
 }
 
 }  // namespace cmax::agent

@@ -60,6 +60,10 @@ class Agent : public ConnectionHandler {
   void OnMessage(const v1::CoordinatorMessage& message) override;
 
   const std::string& boot_id() const { return boot_id_; }
+  // The Prometheus exposition of --metrics-listen: connected to the
+  // coordinator, children running and held, records waiting for
+  // acknowledgement, spool bytes, last task end per suite. Thread-safe.
+  std::string MetricsText() const;
 
  private:
   const AgentOptions options_;

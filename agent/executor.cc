@@ -419,6 +419,7 @@ void Executor::Loop() {
     for (Event& e : events) Handle(e);
     busy = Tick();
     RefreshHeld();
+    RefreshStats();
   }
   KillAll();
 }
@@ -740,6 +741,7 @@ void Executor::Finish(Task& t, v1::TaskStatus s) {
   s.set_rank(t.key.rank);
   s.set_started_unix_ns(t.started_unix_ns);
   s.set_ended_unix_ns(AgentNowNs());
+  last_end_unix_ns_[t.assignment.suite()] = s.ended_unix_ns();
   t.record_count = 0;
   if (t.has_dir) {
     absl::StatusOr<int64_t> lines = CountSpoolLines(store_.SpoolPath(t.key));
@@ -1046,6 +1048,30 @@ void Executor::RefreshHeld() {
   }
   absl::MutexLock lock(&mu_);
   held_ = std::move(held);
+}
+
+void Executor::RefreshStats() {
+  const int64_t now = MonotonicNs();
+  if (now - stats_mono_ns_ < 500'000'000) return;
+  stats_mono_ns_ = now;
+  ExecutorStats st;
+  st.held = static_cast<int>(tasks_.size());
+  for (const auto& [key, task] : tasks_) {
+    if (task->phase == Phase::kRunning) ++st.running;
+    if (task->tailer) {
+      st.unacked_records += std::max<int64_t>(0, task->tailer->next_seq() - task->acked);
+      struct stat sb;
+      if (stat(task->tailer->path().c_str(), &sb) == 0) st.spool_bytes += sb.st_size;
+    }
+  }
+  st.last_end_unix_ns = last_end_unix_ns_;
+  absl::MutexLock lock(&mu_);
+  stats_ = std::move(st);
+}
+
+ExecutorStats Executor::Stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
 }
 
 }  // namespace cmax::agent

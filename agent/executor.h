@@ -120,6 +120,15 @@ absl::StatusOr<std::vector<std::string>> MpirunArgv(const v1::TaskAssignment& a,
                                                     const std::string& mpirun,
                                                     const std::string& bench_dir);
 
+// What the agent's /metrics shows of its children (Executor::Stats).
+struct ExecutorStats {
+  int running = 0;              // children started and not yet ended
+  int held = 0;                 // children held: running, or ended and not yet acknowledged
+  int64_t unacked_records = 0;  // records read from the spools, not yet acknowledged
+  int64_t spool_bytes = 0;      // bytes of every held child's spool file
+  std::map<std::string, int64_t> last_end_unix_ns;  // by suite, since the agent started
+};
+
 class Executor {
  public:
   // `outbox` must outlive the executor; so must `rendezvous` when given
@@ -157,6 +166,9 @@ class Executor {
   std::vector<v1::HeldTask> HeldTasks() const;
   // Children spawned so far (tests). Thread-safe.
   int spawned_count() const;
+  // For /metrics; refreshed by the executor thread about twice a second.
+  // Thread-safe.
+  ExecutorStats Stats() const;
 
  private:
   enum class Phase { kWaiting, kRunning, kDone };
@@ -197,6 +209,7 @@ class Executor {
   void RememberDone(const TaskKey& key);
   void LoadDoneKeys();
   void RefreshHeld();
+  void RefreshStats();
   int64_t AgentNowNs() const;
 
   // Opens the rendezvous of the child's group task once per (task, attempt)
@@ -217,6 +230,7 @@ class Executor {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<v1::HeldTask> held_ ABSL_GUARDED_BY(mu_);
   int spawned_ ABSL_GUARDED_BY(mu_) = 0;
+  ExecutorStats stats_ ABSL_GUARDED_BY(mu_);
   bool dropped_warned_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread thread_;
@@ -229,6 +243,8 @@ class Executor {
   size_t done_file_lines_ = 0;
   uint64_t generation_ = 0;
   bool held_dirty_ = true;
+  int64_t stats_mono_ns_ = 0;
+  std::map<std::string, int64_t> last_end_unix_ns_;
 };
 
 }  // namespace cmax::agent

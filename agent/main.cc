@@ -22,6 +22,7 @@
 #include "agent/agent.h"
 #include "agent/host_info.h"
 #include "common/logging.h"
+#include "common/metrics_http.h"
 #include "common/net_address.h"
 
 ABSL_FLAG(std::string, coordinator, "", "coordinator address HOST:PORT (required)");
@@ -54,6 +55,12 @@ ABSL_FLAG(std::string, advertise, "",
           "names), reported to the coordinator for group suites; default $CMAX_ADVERTISE, "
           "else every address of an interface that is up (loopback only when there is no "
           "other). Agents on one machine for a trial: --advertise 127.0.0.1");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "serve Prometheus metrics on HTTP(S) HOST:PORT (a bare PORT: 127.0.0.1); off unless "
+          "given. Asks for the agent's own token (--token-file) when it has one; beyond "
+          "loopback it needs --metrics-tls-cert and --metrics-tls-key, or --allow-insecure");
+ABSL_FLAG(std::string, metrics_tls_cert, "", "server certificate (PEM) for --metrics-listen");
+ABSL_FLAG(std::string, metrics_tls_key, "", "its private key (PEM)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(
     int64_t, test_clock_offset_ms, 0,
@@ -107,6 +114,7 @@ int main(int argc, char** argv) {
       "       [--token-file F] [--tls-ca F [--tls-cert F --tls-key F]] [--allow-insecure]\n"
       "       [--allow-read DIR,...] [--storage-roots DIR,...] [--root DIR]\n"
       "       [--bench-dir DIR] [--advertise ADDR[,ADDR...]]\n"
+      "       [--metrics-listen HOST:PORT [--metrics-tls-cert F --metrics-tls-key F]]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
       "Flags may be written with dashes or underscores.");
   // --help lists this file's flags (absl matches files named after the
@@ -251,11 +259,33 @@ int main(int argc, char** argv) {
     log->error("cannot start: {}", std::string(s.message()));
     return 2;
   }
+  std::unique_ptr<cmax::MetricsHttpServer> metrics;
+  if (const std::string m = absl::GetFlag(FLAGS_metrics_listen); !m.empty()) {
+    cmax::MetricsHttpOptions mo;
+    mo.listen = m;
+    mo.token = options.token;
+    mo.tls_cert_file = absl::GetFlag(FLAGS_metrics_tls_cert);
+    mo.tls_key_file = absl::GetFlag(FLAGS_metrics_tls_key);
+    mo.allow_insecure = absl::GetFlag(FLAGS_allow_insecure);
+    auto started = cmax::MetricsHttpServer::Start(
+        mo, [&agent]() -> absl::StatusOr<std::string> { return agent.MetricsText(); });
+    if (!started.ok()) {
+      std::fprintf(stderr, "cmax-agent: %s\n", std::string(started.status().message()).c_str());
+      agent.Stop();
+      return 2;
+    }
+    metrics = std::move(*started);
+    log->info("metrics on {}://{}:{}/metrics{}", metrics->tls() ? "https" : "http",
+              metrics->host(), metrics->port(), options.token.empty() ? " (no token)" : "");
+    std::printf("metrics on %s:%d\n", metrics->host().c_str(), metrics->port());
+    std::fflush(stdout);
+  }
   log->info("agent {} running; coordinator {}, work dir {}, bench dir {}",
             options.node_name, options.coordinator, options.work_dir, options.bench_dir);
   int sig = 0;
   sigwait(&stop_signals, &sig);
   log->info("signal {}: stopping", sig);
+  if (metrics) metrics->Stop();
   agent.Stop();
   log->info("stopped");
   return 0;

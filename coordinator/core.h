@@ -10,7 +10,9 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -18,6 +20,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics_text.h"
 #include "coordinator/registry.h"
 #include "coordinator/rendezvous.h"
 #include "coordinator/scheduler.h"
@@ -82,6 +86,14 @@ class CoordinatorCore {
 
   const std::string& db_path() const { return db_path_; }
 
+  // The Prometheus exposition (--metrics-listen): agents by state, runs and
+  // tasks by state, records ingested and how long a batch took from its
+  // arrival on the core thread to its acknowledgement, the store's size,
+  // and the last scorecard's tier, grades and node verdicts. Thread-safe:
+  // rendered on the core thread; UNAVAILABLE when the core does not answer
+  // within `timeout` (it is busy: the scrape fails, the core is not held).
+  absl::StatusOr<std::string> RenderMetrics(absl::Duration timeout);
+
  private:
   CoordinatorCore(CoreOptions options, std::unique_ptr<Store> store);
   void Loop();
@@ -96,6 +108,7 @@ class CoordinatorCore {
   void Broadcast(const std::string& run_id, const v1::RunEvent& event);
   v1::RunEvent RunEventFor(const RunRow& run);
   std::string NewRunId();
+  std::string MetricsText();  // core thread
 
   CoreOptions options_;
   std::string db_path_;
@@ -119,6 +132,19 @@ class CoordinatorCore {
   };
   std::map<std::string, RecordBudget> record_budgets_;
   int64_t last_ping_ns_ = 0;
+  // Metrics (core thread).
+  uint64_t records_stored_ = 0;      // new records stored and acknowledged
+  uint64_t records_duplicate_ = 0;   // resent records the store already held
+  uint64_t records_refused_ = 0;     // of unknown tasks or tasks not on that node
+  Histogram batch_seconds_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                            1, 2.5}};
+  std::map<std::string, uint64_t> runs_ended_;  // by final state, since start
+  struct LastScorecard {
+    std::string run_id, tier;
+    std::vector<std::pair<std::string, std::string>> grades;    // category, grade
+    std::vector<std::pair<std::string, std::string>> verdicts;  // node, verdict
+  };
+  std::optional<LastScorecard> last_scorecard_;
   uint64_t run_counter_ = 0;
 
   absl::Mutex mu_;

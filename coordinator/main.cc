@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flag_names.h"
 #include "common/logging.h"
+#include "common/metrics_http.h"
 #include "common/net_address.h"
 #include "common/secrets.h"
 #include "common/version.h"
@@ -43,6 +44,10 @@ ABSL_FLAG(int, min_free_mb, 64,
           "refuse new runs while the data directory has less free space than this (MiB)");
 ABSL_FLAG(bool, allow_insecure, false,
           "listen on a non-loopback address without TLS or token (not recommended)");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "serve Prometheus metrics on HTTP(S) HOST:PORT (a bare PORT: 127.0.0.1); off unless "
+          "given. The token is asked as with gRPC; beyond loopback it needs --tls-cert and "
+          "--tls-key (then HTTPS), or --allow-insecure");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(std::string, test_store_fault_file, "",
           "TEST ONLY (the chaos run): while this file exists every task lookup and record "
@@ -181,6 +186,27 @@ int main(int argc, char** argv) {
   log->info("cmax-coordinator {} listening on {} (data {}, tls {}, token {}, heartbeat {} s)",
             cmax::kCmaxVersion, shown, data_dir, tls ? "on" : "off",
             token.empty() ? "off" : "on", absl::GetFlag(FLAGS_heartbeat_timeout));
+  std::unique_ptr<cmax::MetricsHttpServer> metrics;
+  if (const std::string m = absl::GetFlag(FLAGS_metrics_listen); !m.empty()) {
+    cmax::MetricsHttpOptions mo;
+    mo.listen = m;
+    mo.token = token;
+    mo.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+    mo.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+    mo.allow_insecure = absl::GetFlag(FLAGS_allow_insecure);
+    cmax::coordinator::CoordinatorCore* c = core->get();
+    auto started = cmax::MetricsHttpServer::Start(
+        mo, [c] { return c->RenderMetrics(absl::Seconds(5)); });
+    if (!started.ok()) {
+      server->Shutdown();
+      (*core)->Stop();
+      return Fail(std::string(started.status().message()));
+    }
+    metrics = std::move(*started);
+    log->info("metrics on {}://{}:{}/metrics", metrics->tls() ? "https" : "http",
+              metrics->host(), metrics->port());
+    std::printf("metrics on %s:%d\n", metrics->host().c_str(), metrics->port());
+  }
   // Scripts and tests read the port from this line on stdout.
   std::printf("listening on %s\n", shown.c_str());
   std::fflush(stdout);
@@ -188,6 +214,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   log->info("signal {}: shutting down", sig);
+  if (metrics) metrics->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   (*core)->Stop();
   return 0;

@@ -21,6 +21,8 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev libyaml-cpp-dev
   libre2-dev libssl-dev libopenblas-dev fio openssl iproute2 procps
+  # cpp-httplib: the --metrics-listen endpoints.
+  libcpp-httplib-dev
   # gloo and Open MPI: host collectives; Open MPI also for the mpirun launcher
   # (docs/mpirun.md).
   libgloo-dev libopenmpi-dev openmpi-bin
@@ -28,8 +30,9 @@ pkgs=(
 if [[ $want_tests -eq 1 ]]; then
   # clang and its libFuzzer/sanitizer runtime (a Recommends of clang-14,
   # which --no-install-recommends would skip) for tests/fuzz/smoke.sh.
-  # python3-yaml: tests/deploy/k8s_test.py.
-  pkgs+=(catch2 python3 python3-yaml clang libclang-rt-14-dev)
+  # python3-yaml: tests/deploy/k8s_test.py; prometheus (with promtool):
+  # tests/deploy/metrics_test.py.
+  pkgs+=(catch2 python3 python3-yaml prometheus clang libclang-rt-14-dev)
 fi
 
 missing=()
