@@ -31,8 +31,9 @@ if [[ $want_tests -eq 1 ]]; then
   # clang and its libFuzzer/sanitizer runtime (a Recommends of clang-14,
   # which --no-install-recommends would skip) for tests/fuzz/smoke.sh.
   # python3-yaml: tests/deploy/k8s_test.py; prometheus (with promtool):
-  # tests/deploy/metrics_test.py.
-  pkgs+=(catch2 python3 python3-yaml prometheus clang libclang-rt-14-dev)
+  # tests/deploy/metrics_test.py; lintian, systemd (systemd-analyze):
+  # tests/deploy/deb_test.sh.
+  pkgs+=(catch2 python3 python3-yaml prometheus lintian systemd clang libclang-rt-14-dev)
 fi
 
 missing=()

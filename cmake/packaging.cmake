@@ -1,0 +1,98 @@
+# Debian packages (CPack's DEB generator): cmax-coordinator (the daemon and
+# cmaxctl), cmax-agent, cmax-bench and, where CUDA is found, cmax-bench-cuda.
+#   cmake --build build && (cd build && cpack -G DEB)   -> build/cmax-*_<version>_<arch>.deb
+# Dependencies come from dpkg-shlibdeps (the shared libraries the binaries
+# link) plus the programs the suites run. The maintainer scripts in
+# deploy/debian/ make the `cmax` user, the state directories and /etc/cmax;
+# the systemd units are installed, never enabled. Tested by
+# tests/deploy/deb_test.sh (lintian, install, systemd-analyze verify, purge).
+include(GNUInstallDirs)
+
+# The units as packaged: binaries in /usr/bin, the README in the package's doc.
+foreach(unit cmax-coordinator cmax-agent)
+  file(READ ${PROJECT_SOURCE_DIR}/deploy/systemd/${unit}.service _unit)
+  string(REPLACE "/usr/local/bin/" "/usr/bin/" _unit "${_unit}")
+  string(REPLACE "file:///usr/local/share/doc/cmax/README.md"
+                 "file:///usr/share/doc/${unit}/README.md" _unit "${_unit}")
+  string(REPLACE "installed by deploy/install.sh" "made by the ${unit} package" _unit "${_unit}")
+  file(WRITE ${CMAKE_BINARY_DIR}/packaging/${unit}.service "${_unit}")
+endforeach()
+
+# Debian wants a changelog and a copyright file in every package's doc dir.
+set(_changelog "cmax (${PROJECT_VERSION}) unstable; urgency=medium\n\n  * Packaged by CPack from the cmax tree.\n\n -- cmax developers <cmax@users.noreply.github.com>  Tue, 01 Dec 2026 00:00:00 +0000\n")
+file(WRITE ${CMAKE_BINARY_DIR}/packaging/changelog "${_changelog}")
+find_program(CMAX_GZIP gzip REQUIRED)
+execute_process(COMMAND ${CMAX_GZIP} -9nf ${CMAKE_BINARY_DIR}/packaging/changelog)
+
+set(_components coordinator agent bench)
+if(TARGET cmax-bench-cuda)
+  list(APPEND _components bench-cuda)
+endif()
+foreach(c ${_components})
+  install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/copyright
+                ${CMAKE_BINARY_DIR}/packaging/changelog.gz
+          DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-${c} COMPONENT ${c})
+endforeach()
+
+install(TARGETS cmax-coordinator cmaxctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT coordinator)
+install(FILES ${CMAKE_BINARY_DIR}/packaging/cmax-coordinator.service
+        DESTINATION lib/systemd/system COMPONENT coordinator)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-coordinator
+        COMPONENT coordinator)
+install(TARGETS cmax-agent RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT agent)
+install(FILES ${CMAKE_BINARY_DIR}/packaging/cmax-agent.service
+        DESTINATION lib/systemd/system COMPONENT agent)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-agent
+        COMPONENT agent)
+install(TARGETS cmax-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench)
+file(GLOB _plans ${PROJECT_SOURCE_DIR}/benchmarks/plans/*.yaml)
+install(FILES ${_plans} DESTINATION ${CMAKE_INSTALL_DATADIR}/cmax/plans COMPONENT bench)
+file(GLOB _data_dirs LIST_DIRECTORIES true ${PROJECT_SOURCE_DIR}/benchmarks/*/data)
+foreach(d ${_data_dirs})
+  install(DIRECTORY ${d}/ DESTINATION ${CMAKE_INSTALL_DATADIR}/cmax COMPONENT bench)
+endforeach()
+if(TARGET cmax-bench-cuda)
+  install(TARGETS cmax-bench-cuda RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench-cuda)
+endif()
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME cmax)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "cmax developers <cmax@users.noreply.github.com>")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL ${_components})
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
+
+set(CPACK_DEBIAN_COORDINATOR_PACKAGE_NAME cmax-coordinator)
+set(CPACK_DEBIAN_COORDINATOR_PACKAGE_DEPENDS "adduser")
+set(CPACK_COMPONENT_COORDINATOR_DESCRIPTION
+    "GPU cluster evaluation: the coordinator daemon and cmaxctl\nSchedules cmax evaluation suites onto the agents, stores their results in\nSQLite and writes the ClusterMAX-style scorecard (HTML, Markdown, JSON).")
+set(CPACK_DEBIAN_COORDINATOR_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_SOURCE_DIR}/deploy/debian/coordinator/postinst
+    ${PROJECT_SOURCE_DIR}/deploy/debian/coordinator/postrm)
+
+set(CPACK_DEBIAN_AGENT_PACKAGE_NAME cmax-agent)
+set(CPACK_DEBIAN_AGENT_PACKAGE_DEPENDS "cmax-bench (= ${PROJECT_VERSION})")
+set(CPACK_COMPONENT_AGENT_DESCRIPTION
+    "GPU cluster evaluation: the node agent\nRuns cmax's evaluation suites on this node for the coordinator, as child\nprocesses with validated arguments, and streams their records back.")
+set(CPACK_DEBIAN_AGENT_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_SOURCE_DIR}/deploy/debian/agent/postinst
+    ${PROJECT_SOURCE_DIR}/deploy/debian/agent/postrm)
+
+set(CPACK_DEBIAN_BENCH_PACKAGE_NAME cmax-bench)
+set(CPACK_DEBIAN_BENCH_PACKAGE_RECOMMENDS "fio, openmpi-bin, perftest, iproute2, pciutils")
+set(CPACK_COMPONENT_BENCH_DESCRIPTION
+    "GPU cluster evaluation: the host suites (cmax-bench)\nHostcheck, health, audit, storage (fio), connectivity, host collectives,\nCPU GEMM and burn-in, consistency and DCGM, with the plans and data files.")
+
+set(CPACK_DEBIAN_BENCH-CUDA_PACKAGE_NAME cmax-bench-cuda)
+set(CPACK_DEBIAN_BENCH-CUDA_PACKAGE_DEPENDS "cmax-bench (= ${PROJECT_VERSION})")
+set(CPACK_COMPONENT_BENCH-CUDA_DESCRIPTION
+    "GPU cluster evaluation: the GPU suites (cmax-bench-cuda)\nGEMM through cuBLASLt, memory and PCIe copies, burn-in, consistency and NCCL\ncollectives. cuBLASLt and NCCL are loaded at run time from the node's CUDA.")
+
+include(CPack)
