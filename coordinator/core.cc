@@ -99,7 +99,11 @@ CoordinatorCore::CoordinatorCore(CoreOptions options, std::unique_ptr<Store> sto
       registry_(options_.heartbeat_timeout_ms * 1000000),
       rendezvous_([this](const std::string& node,
                          int64_t unix_ns) { return registry_.ToAgentClock(node, unix_ns); },
-                  options_.barrier_lead_ms * 1000000) {}
+                  options_.barrier_lead_ms * 1000000) {
+  if (!options_.slurm_scontrol.empty()) {
+    slurm_ = std::make_unique<SlurmDrainer>(options_.slurm_scontrol);
+  }
+}
 
 CoordinatorCore::~CoordinatorCore() { Stop(); }
 
@@ -111,6 +115,7 @@ void CoordinatorCore::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  if (slurm_) slurm_->Stop();
 }
 
 void CoordinatorCore::Post(std::function<void()> fn) {
@@ -507,6 +512,14 @@ void CoordinatorCore::FinishRun(const std::string& run_id) {
   for (const auto& c : card.categories()) last.grades.emplace_back(c.name(), c.grade());
   for (const auto& n : card.nodes()) last.verdicts.emplace_back(n.node(), n.verdict());
   last_scorecard_ = std::move(last);
+  if (slurm_) {
+    std::vector<std::pair<std::string, std::string>> failed;
+    for (const auto& n : card.nodes()) {
+      if (n.verdict() != "fail") continue;
+      failed.emplace_back(n.node(), n.reasons_size() > 0 ? n.reasons(0) : "verdict fail");
+    }
+    slurm_->Drain(run_id, std::move(failed));
+  }
   ++runs_ended_[run->info.state()];
   run->info.set_tier(card.tier());
   run->info.set_nodes_failed(nodes_failed);

@@ -25,6 +25,7 @@
 #include "coordinator/registry.h"
 #include "coordinator/rendezvous.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/slurm_drain.h"
 #include "coordinator/store.h"
 
 namespace cmax::coordinator {
@@ -44,6 +45,9 @@ struct CoreOptions {
   // bounds an abusive agent's cost is the 16 MiB message limit and the
   // agent's own cap on unacknowledged records.
   int64_t max_records_per_second = 20000;
+  // --slurm-drain: the scontrol that drains the nodes whose verdict is fail
+  // when a run ends (coordinator/slurm_drain.h). Empty: off.
+  std::string slurm_scontrol;
   // Tests and the chaos run only: installed as the store's fault hook
   // (Store::SetFaultHookForTesting). Empty: none.
   Store::FaultHook store_fault_for_testing;
@@ -145,6 +149,7 @@ class CoordinatorCore {
     std::vector<std::pair<std::string, std::string>> verdicts;  // node, verdict
   };
   std::optional<LastScorecard> last_scorecard_;
+  std::unique_ptr<SlurmDrainer> slurm_;  // --slurm-drain; null when off
   uint64_t run_counter_ = 0;
 
   absl::Mutex mu_;

@@ -18,6 +18,7 @@
 #include "common/metrics_http.h"
 #include "common/net_address.h"
 #include "common/secrets.h"
+#include "common/subprocess.h"
 #include "common/version.h"
 #include "coordinator/core.h"
 #include "coordinator/service.h"
@@ -48,6 +49,11 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus metrics on HTTP(S) HOST:PORT (a bare PORT: 127.0.0.1); off unless "
           "given. The token is asked as with gRPC; beyond loopback it needs --tls-cert and "
           "--tls-key (then HTTPS), or --allow-insecure");
+ABSL_FLAG(bool, slurm_drain, false,
+          "when a run ends, drain in Slurm the nodes whose verdict is fail (scontrol update "
+          "NodeName=N State=DRAIN Reason='cmax RUN: first reason'); nodes already drained are "
+          "left alone. Off by default");
+ABSL_FLAG(std::string, scontrol, "scontrol", "the scontrol --slurm-drain runs (path or name on PATH)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(std::string, test_store_fault_file, "",
           "TEST ONLY (the chaos run): while this file exists every task lookup and record "
@@ -155,6 +161,14 @@ int main(int argc, char** argv) {
   options.data_dir = data_dir;
   options.heartbeat_timeout_ms = int64_t{absl::GetFlag(FLAGS_heartbeat_timeout)} * 1000;
   options.min_free_bytes = int64_t{absl::GetFlag(FLAGS_min_free_mb)} << 20;
+  if (absl::GetFlag(FLAGS_slurm_drain)) {
+    options.slurm_scontrol = cmax::FindExecutable(absl::GetFlag(FLAGS_scontrol));
+    if (options.slurm_scontrol.empty()) {
+      return Fail(absl::StrCat("--slurm-drain: no ", absl::GetFlag(FLAGS_scontrol),
+                               " on PATH (install slurm-client, or give --scontrol PATH)"));
+    }
+    log->info("--slurm-drain: failed nodes are drained through {}", options.slurm_scontrol);
+  }
   if (std::string f = absl::GetFlag(FLAGS_test_store_fault_file); !f.empty()) {
     log->warn("TEST ONLY: store faults injected while {} exists", f);
     options.store_fault_for_testing = [f](const std::string& op) {
