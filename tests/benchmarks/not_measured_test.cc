@@ -435,6 +435,33 @@ TEST_CASE("health on a bare root: GPU health and Xids not measured, with reasons
   }
 }
 
+TEST_CASE("health without NVML: the scorecard's NVLink domains are not measured, never passed",
+          "[scorecard]") {
+  TempDir tmp;
+  MakeBareHealthRoot(tmp, "root");
+  SuiteRun r = Bench("cmax-bench", {"health", "--root", tmp.Sub("root"), "--jsonl"});
+  INFO(Describe(r));
+  bool said = false;
+  for (const v1::Finding* f : NotMeasuredFindings(r)) {
+    said = said || f->check_id() == "health.nvlink_fabric_not_measured";
+  }
+  REQUIRE(said);
+  v1::Scorecard card = reports::BuildScorecard(DataFor("health", r));
+  const v1::CategoryGrade& c = reports::testing::Category(card, "Reliability");
+  const v1::RuleResult* domain = nullptr;
+  for (const auto& rule : c.rules()) {
+    if (rule.rule_id() == "nvlink.domain") domain = &rule;
+  }
+  INFO(c.summary());
+  REQUIRE(domain != nullptr);
+  CHECK(domain->outcome() == "not_measured");
+  CHECK(domain->subject() == "NVLink domains");
+  CHECK_THAT(domain->message(), Catch::StartsWith("not measured: no GPU reported an NVLink domain"));
+  REQUIRE(domain->evidence_size() == 1);
+  CHECK_THAT(domain->evidence(0), Catch::StartsWith(std::string(kNode) + ": "));
+  CHECK(reports::testing::NodeOf(card, kNode).verdict() != "pass");
+}
+
 TEST_CASE(
     "audit without drivers, RDMA ports or tools marks its SKIPPED checks not measured",
     "[not_measured]") {
