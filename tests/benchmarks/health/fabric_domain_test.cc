@@ -17,6 +17,7 @@
 #include "benchmarks/health/health_run.h"
 #include "benchmarks/health/nvlink_checks.h"
 #include "benchmarks/health/nvlink_platforms.h"
+#include "benchmarks/health/nvml_loader.h"
 #include "benchmarks/health/thresholds.h"
 #include "benchmarks/health/xid_catalog.h"
 #include "cmax/v1/inventory.pb.h"
@@ -358,4 +359,55 @@ TEST_CASE("hostcheck --inventory names the node's NVLink domain and clique",
   v1::Inventory inv2;
   REQUIRE(google::protobuf::util::JsonStringToMessage(run->out, &inv2).ok());
   CHECK_FALSE(inv2.facts().count("nvlink_domain"));
+}
+
+TEST_CASE("the NVML loader reads the fabric through the versioned query, v3 then v2, else v1",
+          "[health][fabric][nvml]") {
+  auto check_common = [](const GpuInventory& inv) {
+    REQUIRE(inv.gpus.size() == 2);
+    const GpuState& g = inv.gpus[0];
+    CHECK(g.name == "NVIDIA GB200");
+    CHECK(g.fabric_state == FabricState::kCompleted);
+    CHECK(g.fabric_status == 0);
+    CHECK(g.fabric_cluster_uuid == kRack);
+    CHECK(g.fabric_clique_id == 1u);
+    CHECK(inv.gpus[1].fabric_state == FabricState::kNotStarted);
+    CHECK(IsZeroClusterUuid(inv.gpus[1].fabric_cluster_uuid));
+  };
+  unsetenv("CMAX_FAKE_NVML_FABRIC");
+  auto v3 = NvmlGpuProbe(CMAX_FAKE_NVML).Probe();
+  REQUIRE(v3.ok());
+  check_common(*v3);
+  CHECK(v3->gpus[0].errors.empty());
+  CHECK(v3->gpus[0].fabric_health_mask == 0x1aau);
+  REQUIRE(v3->gpus[0].nvlinks.size() == 18);
+  CHECK(v3->gpus[0].nvlinks[0].speed_mbps == 53125u);
+  CHECK(v3->gpus[0].nvlinks[11].speed_mbps == 26562u);
+  // What health makes of it: the slow link, the domain facts.
+  HealthResult r;
+  CheckNvLinkPlatform(v3->gpus[0], NvLinkPlatforms::Default().Find(v3->gpus[0].name), &r);
+  CHECK(Only(r, "health.nvlink_speed").labels().at("nvlinks_slow") == "11");
+  CHECK(FabricInventoryFacts(*v3).at("nvlink_domain") == kRack);
+
+  // A driver that knows only v2 answers v3 with ARGUMENT_VERSION_MISMATCH: asked again with v2.
+  setenv("CMAX_FAKE_NVML_FABRIC", "v2", 1);
+  auto v2 = NvmlGpuProbe(CMAX_FAKE_NVML).Probe();
+  unsetenv("CMAX_FAKE_NVML_FABRIC");
+  REQUIRE(v2.ok());
+  check_common(*v2);
+  CHECK(v2->gpus[0].errors.empty());
+  CHECK(v2->gpus[0].fabric_health_mask == 0x1aau);
+
+  // Before r550 (no nvmlDeviceGetGpuFabricInfoV): the v1 struct, no health mask.
+  auto v1 = NvmlGpuProbe(CMAX_FAKE_NVML_V1).Probe();
+  REQUIRE(v1.ok());
+  check_common(*v1);
+  CHECK_FALSE(v1->gpus[0].fabric_health_mask.has_value());
+
+  // hostcheck --inventory's probe: identity and fabric only.
+  auto lean = NvmlGpuProbe(CMAX_FAKE_NVML, /*fabric_only=*/true).Probe();
+  REQUIRE(lean.ok());
+  check_common(*lean);
+  CHECK(lean->gpus[0].nvlinks.empty());
+  CHECK(lean->gpus[0].uuid == "GPU-fake-0");
 }
