@@ -161,15 +161,16 @@ ImexState ReadImex(const Sysroot& root) {
   return s;
 }
 
-void CheckFabricDomain(const std::vector<std::string>& switches,
+void CheckFabricDomain(const std::vector<std::string>& switches, size_t pci_gpus,
                        const absl::StatusOr<GpuInventory>& gpus, const ImexState& imex,
                        const NvLinkPlatforms& platforms, HealthResult* r) {
   if (!gpus.ok()) {
+    if (pci_gpus == 0) return;  // no NVIDIA GPU here: no fabric to join
     v1::Finding& f = r->Find(
         "health.nvlink_fabric_not_measured", v1::SEVERITY_INFO, "reliability", "node",
-        "not measured: NVLink fabric (domain, clique, health)",
-        absl::StrCat("no GPU answer to read the fabric registration from: ",
-                     gpus.status().message()),
+        "NVLink fabric (domain, clique, health mask) not measured: no NVML answer",
+        absl::StrCat(pci_gpus, " NVIDIA GPUs on the PCI bus but no GPU answer to read their "
+                     "fabric registration from: ", gpus.status().message()),
         "install the NVIDIA driver (libnvidia-ml.so.1) or run health where it is, then rerun");
     f.set_not_measured(true);
     return;
@@ -199,7 +200,7 @@ void CheckFabricDomain(const std::vector<std::string>& switches,
     if (!nvlinks) return;  // no NVLink here: nothing a fabric could join
     v1::Finding& f = r->Find(
         "health.nvlink_fabric_not_measured", v1::SEVERITY_INFO, "reliability", "node",
-        "not measured: NVLink fabric (domain, clique, health)",
+        "NVLink fabric (domain, clique, health mask) not measured: no fabric query",
         "the GPUs have NVLinks but none answered the fabric query "
         "(nvmlDeviceGetGpuFabricInfo[V] NOT_SUPPORTED or missing: a GPU before Hopper, or a "
         "driver without the query)",

@@ -18,9 +18,10 @@
 // health.imex_down) and its node list (<root>/etc/nvidia-imex/nodes_config.cfg:
 // one address a line; the IMEX domain) must be readable (else WARN
 // health.imex_config); measures imex_running and imex_domain_nodes.
-// Could not run: the probe failed (no NVML) or no GPU answered the fabric
-// query on a node with NVLinks or NVSwitches -> health.nvlink_fabric_not_measured
-// (not_measured, with the reason), never a pass.
+// Could not run: the probe failed (no NVML) with NVIDIA GPUs on the PCI bus,
+// or no GPU answered the fabric query on a node with NVLinks or NVSwitches ->
+// health.nvlink_fabric_not_measured (not_measured, with the reason), never a
+// pass. A node without NVIDIA GPUs gets nothing: there is no fabric to join.
 #ifndef CMAX_BENCHMARKS_HEALTH_FABRIC_DOMAIN_H_
 #define CMAX_BENCHMARKS_HEALTH_FABRIC_DOMAIN_H_
 
@@ -53,8 +54,9 @@ ImexState ReadImex(const Sysroot& root);
 // True for "", and for a UUID of zeros only (no multi-node domain).
 bool IsZeroClusterUuid(const std::string& uuid);
 
-// `switches`: NVSwitch PCI addresses on this node (ListNvSwitches).
-void CheckFabricDomain(const std::vector<std::string>& switches,
+// `switches`: NVSwitch PCI addresses on this node (ListNvSwitches);
+// `pci_gpus`: NVIDIA GPUs on its PCI bus (ListNvidiaGpus).
+void CheckFabricDomain(const std::vector<std::string>& switches, size_t pci_gpus,
                        const absl::StatusOr<GpuInventory>& gpus, const ImexState& imex,
                        const NvLinkPlatforms& platforms, HealthResult* r);
 

@@ -64,7 +64,7 @@ HealthRun RunHealthChecks(const Sysroot& root, const XidCatalog& catalog,
   }
   CheckFabric(switches, FindProcessByName(root, "nv-fabricmanager"), inventory, &result);
   // The NVLink domain (cluster UUID, clique, health mask) and IMEX.
-  CheckFabricDomain(switches, inventory, ReadImex(root), platforms, &result);
+  CheckFabricDomain(switches, pci.size(), inventory, ReadImex(root), platforms, &result);
 
   // Kernel log.
   auto log = ReadKernelLog(root, options.kernel_log);

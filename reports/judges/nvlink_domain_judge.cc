@@ -189,7 +189,7 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (not_measured.empty()) return;  // health did not look here, or no NVLink at all
     v1::RuleResult r = MakeRule(
         "nvlink.domain", kCategory, "not_measured", "", "NVLink domains",
-        absl::StrCat("not measured: no GPU reported an NVLink domain (",
+        absl::StrCat("no GPU reported an NVLink domain (",
                      not_measured.size() == 1 ? "1 node" : absl::StrCat(not_measured.size(), " nodes"),
                      " could not read the fabric)"));
     for (size_t i = 0; i < not_measured.size() && i < 8; ++i) r.add_evidence(not_measured[i]);

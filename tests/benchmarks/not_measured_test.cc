@@ -439,6 +439,9 @@ TEST_CASE("health without NVML: the scorecard's NVLink domains are not measured,
           "[scorecard]") {
   TempDir tmp;
   MakeBareHealthRoot(tmp, "root");
+  // One H100 on the bus (vendor NVIDIA, class 3D controller), and no NVML to ask about it.
+  tmp.Write("root/sys/bus/pci/devices/0000:18:00.0/vendor", "0x10de\n");
+  tmp.Write("root/sys/bus/pci/devices/0000:18:00.0/class", "0x030200\n");
   SuiteRun r = Bench("cmax-bench", {"health", "--root", tmp.Sub("root"), "--jsonl"});
   INFO(Describe(r));
   bool said = false;
@@ -456,7 +459,7 @@ TEST_CASE("health without NVML: the scorecard's NVLink domains are not measured,
   REQUIRE(domain != nullptr);
   CHECK(domain->outcome() == "not_measured");
   CHECK(domain->subject() == "NVLink domains");
-  CHECK_THAT(domain->message(), Catch::StartsWith("not measured: no GPU reported an NVLink domain"));
+  CHECK_THAT(domain->message(), Catch::StartsWith("no GPU reported an NVLink domain (1 node could not read"));
   REQUIRE(domain->evidence_size() == 1);
   CHECK_THAT(domain->evidence(0), Catch::StartsWith(std::string(kNode) + ": "));
   CHECK(reports::testing::NodeOf(card, kNode).verdict() != "pass");

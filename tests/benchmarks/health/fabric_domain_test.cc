@@ -246,7 +246,7 @@ TEST_CASE("health mask fields decode one by one, and the v1 query has no mask", 
   auto judge = [&](std::optional<uint32_t> mask) {
     g.fabric_health_mask = mask;
     HealthResult r;
-    CheckFabricDomain({}, GpuInventory{"", {g}}, imex, NvLinkPlatforms::Default(), &r);
+    CheckFabricDomain({}, 1, GpuInventory{"", {g}}, imex, NvLinkPlatforms::Default(), &r);
     return r;
   };
   CHECK(judge(std::nullopt).findings.empty());
@@ -272,20 +272,24 @@ TEST_CASE("the NVLink fabric is not measured without NVML or a fabric query, nev
           "[health][fabric]") {
   const ImexState imex;
   HealthResult none;
-  CheckFabricDomain({}, absl::UnavailableError("libnvidia-ml.so.1: cannot open shared object"),
+  CheckFabricDomain({}, 4, absl::UnavailableError("libnvidia-ml.so.1: cannot open shared object"),
                     imex, NvLinkPlatforms::Default(), &none);
   const v1::Finding& f = Only(none, "health.nvlink_fabric_not_measured");
   CHECK(f.not_measured());
   CHECK(f.category() == "reliability");
   CHECK(absl::StrContains(f.detail(), "libnvidia-ml.so.1"));
   CHECK(none.measurements.empty());
+  HealthResult cpu_only;  // no NVIDIA GPU on the bus: no fabric to join, nothing said
+  CheckFabricDomain({}, 0, absl::UnavailableError("no NVML"), imex, NvLinkPlatforms::Default(),
+                    &cpu_only);
+  CHECK(cpu_only.findings.empty());
 
   // An A100-era GPU with NVLinks: the driver answers NOT_SUPPORTED (no state).
   GpuState old;
   old.index = 0;
   old.nvlinks.push_back({0, true, 0, 0, 0, 0});
   HealthResult unsupported;
-  CheckFabricDomain({"0000:05:00.0"}, GpuInventory{"", {old}}, imex, NvLinkPlatforms::Default(),
+  CheckFabricDomain({"0000:05:00.0"}, 1, GpuInventory{"", {old}}, imex, NvLinkPlatforms::Default(),
                     &unsupported);
   CHECK(Only(unsupported, "health.nvlink_fabric_not_measured").not_measured());
   CHECK(unsupported.WorstSeverity() == v1::SEVERITY_UNSPECIFIED);
@@ -294,7 +298,7 @@ TEST_CASE("the NVLink fabric is not measured without NVML or a fabric query, nev
   GpuState pcie;
   pcie.index = 0;
   HealthResult quiet;
-  CheckFabricDomain({}, GpuInventory{"", {pcie}}, imex, NvLinkPlatforms::Default(), &quiet);
+  CheckFabricDomain({}, 1, GpuInventory{"", {pcie}}, imex, NvLinkPlatforms::Default(), &quiet);
   CHECK(quiet.findings.empty());
   CHECK(FabricInventoryFacts(GpuInventory{"", {pcie}}).empty());
 }

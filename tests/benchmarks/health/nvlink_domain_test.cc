@@ -49,7 +49,7 @@ reports::RunData Rack(int trays,
     health::GpuInventory inv = Tray();
     if (edit) edit(t, &inv);
     health::HealthResult r;
-    health::CheckFabricDomain({}, inv, imex, health::NvLinkPlatforms::Default(), &r);
+    health::CheckFabricDomain({}, inv.gpus.size(), inv, imex, health::NvLinkPlatforms::Default(), &r);
     int64_t seq = 0;
     for (const auto& m : r.measurements) {
       v1::ExportedRecord rec;
