@@ -12,6 +12,7 @@
 #include "benchmarks/health/file_gpu_probe.h"
 #include "benchmarks/health/gpu_checks.h"
 #include "benchmarks/health/nvml_loader.h"
+#include "benchmarks/health/pci_gpus.h"
 
 namespace cmax::health {
 namespace {
@@ -227,12 +228,12 @@ std::map<std::string, std::string> FabricInventoryFacts(const GpuInventory& inv)
   return facts;
 }
 
-std::map<std::string, std::string> ProbeFabricInventoryFacts(const Sysroot& root,
-                                                             bool gpus_on_bus) {
+std::map<std::string, std::string> ProbeFabricInventoryFacts(const Sysroot& root) {
+  if (ListNvidiaGpus(root).empty() || !ListNvSwitches(root).empty()) return {};
   absl::StatusOr<GpuInventory> inv = absl::UnavailableError("no GPU probe");
   if (root.Exists("/cmax-fixture/gpus.yaml")) {
     inv = FileGpuProbe(root.Path("/cmax-fixture/gpus.yaml")).Probe();
-  } else if (root.is_real() && gpus_on_bus) {
+  } else if (root.is_real()) {
     inv = NvmlGpuProbe("libnvidia-ml.so.1", /*fabric_only=*/true).Probe();
   }
   if (!inv.ok()) return {};

@@ -66,12 +66,14 @@ void CheckFabricDomain(const std::vector<std::string>& switches, size_t pci_gpus
 // Empty when no GPU reports a non-zero cluster UUID.
 std::map<std::string, std::string> FabricInventoryFacts(const GpuInventory& inv);
 
-// FabricInventoryFacts of the GPUs under `root`: the fixture's
-// cmax-fixture/gpus.yaml where it has one, NVML (fabric query only) on the
-// real root when `gpus_on_bus` (NVIDIA GPUs on the PCI bus), else none. A
-// probe that fails gives no facts (no guess).
-std::map<std::string, std::string> ProbeFabricInventoryFacts(const Sysroot& root,
-                                                             bool gpus_on_bus);
+// FabricInventoryFacts of the GPUs under `root`, asked only where a
+// multi-node NVLink domain can be: NVIDIA GPUs on the PCI bus and no NVSwitch
+// on it (HGX boards with their own NVSwitches are a domain of one node, and
+// their NVML initialisation is not worth the inventory's time). The GPUs come
+// from the fixture's cmax-fixture/gpus.yaml where it has one, else NVML
+// (fabric query only) on the real root. A probe that fails gives no facts
+// (no guess).
+std::map<std::string, std::string> ProbeFabricInventoryFacts(const Sysroot& root);
 
 }  // namespace cmax::health
 

@@ -881,7 +881,8 @@ int RunHostcheck(int argc, char** argv) {
       "--inventory prints one cmax.v1.Inventory JSON line instead of checking (with\n"
       "the fact gpu_nic_map, e.g. 0000:18:00.0=mlx5_0,..., where RDMA NICs exist, and\n"
       "nvlink_domain / nvlink_clique, the GPUs' NVLink cluster UUID and clique ids from\n"
-      "NVML's fabric query, where GPUs are in a multi-node NVLink domain).");
+      "NVML's fabric query, on nodes with NVIDIA GPUs and no NVSwitch on the bus, such as\n"
+      "GB200 / GB300 NVL72 trays, whose GPUs report a multi-node NVLink domain).");
   args.AddFlag("jsonl", &o.jsonl, "write cmax.v1.Record JSON lines instead of a table");
   args.AddFlag("inventory", &o.inventory, "print the node's Inventory as one JSON line");
   args.AddString("root", &o.root,
@@ -919,8 +920,7 @@ int RunHostcheck(int argc, char** argv) {
     v1::Inventory inv = BuildInventory(f);
     // The node's NVLink domain (rack) for the scheduler and the scorecard:
     // nvlink_domain (cluster UUID), nvlink_clique (clique ids).
-    for (const auto& [k, v] :
-         health::ProbeFabricInventoryFacts(root, f.gpus.ok() && !f.gpus->empty())) {
+    for (const auto& [k, v] : health::ProbeFabricInventoryFacts(root)) {
       (*inv.mutable_facts())[k] = v;
     }
     std::printf("%s\n", MessageToJsonLine(inv).c_str());

@@ -354,7 +354,7 @@ TEST_CASE("hostcheck --inventory names the node's NVLink domain and clique",
   CHECK(inv.facts().at("nvlink_domain") == kRack);
   CHECK(inv.facts().at("nvlink_clique") == "1,2");
 
-  // The H100 node's own NVSwitch fabric reports no cluster UUID: no fact, not a guess.
+  // An HGX H100 node (NVSwitches on its bus) is its own NVLink domain: not asked, no fact.
   Root h100("healthy");
   run = RunCommand({std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench", "hostcheck", "--inventory",
                     "--root=" + h100.path.string()},
