@@ -4,7 +4,8 @@
 // labelled cluster_uuid, clique_id, fabric_state and, where the platform
 // says, nvlink_domain_gpus (72 for GB200 / GB300 NVL72). GPUs are grouped by
 // cluster UUID (the NVLink domain, a rack); an all-zero UUID is a node's own
-// fabric and is not grouped.
+// fabric and is not grouped. Each (node, GPU) counts once, as its last
+// record says (health and health-after in one plan).
 //
 // Per domain (subject "domain:<uuid>"):
 //  - nvlink.domain (fleet-wide): pass with the grouping (GPUs, nodes,
@@ -156,8 +157,10 @@ void JudgeDomain(const std::string& uuid, const std::vector<FabricGpu>& gpus,
 }  // namespace
 
 void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
-  std::map<std::string, std::vector<FabricGpu>> domains;  // cluster UUID -> GPUs
-  size_t gpus_reporting = 0;
+  // (node, gpu) -> its cluster UUID and state: the last record wins, so a
+  // plan that runs health twice (health, health-after) counts each GPU once,
+  // as the later run saw it.
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, FabricGpu>> latest;
   std::vector<std::string> not_measured;  // "node: why"
   for (const auto& rec : data.records) {
     const v1::Record& record = rec.record();
@@ -173,9 +176,6 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (m.metric() != "nvlink_fabric") continue;
     const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
     if (!suite.empty() && suite != "health") continue;
-    ++gpus_reporting;
-    const std::string uuid = LabelValue(m, "cluster_uuid");
-    if (uuid.empty() || IsZeroUuid(uuid)) continue;
     FabricGpu g;
     g.node = RecordNode(rec);
     g.gpu = LabelValue(m, "gpu");
@@ -183,7 +183,14 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     g.registered = m.value() >= 1;
     int expected = 0;
     if (absl::SimpleAtoi(LabelValue(m, "nvlink_domain_gpus"), &expected)) g.expected = expected;
-    domains[uuid].push_back(std::move(g));
+    latest[{g.node, g.gpu}] = {LabelValue(m, "cluster_uuid"), g};
+  }
+  const size_t gpus_reporting = latest.size();
+  std::map<std::string, std::vector<FabricGpu>> domains;  // cluster UUID -> GPUs
+  for (const auto& [key, entry] : latest) {
+    const auto& [uuid, g] = entry;
+    if (uuid.empty() || IsZeroUuid(uuid)) continue;
+    domains[uuid].push_back(g);
   }
   if (gpus_reporting == 0) {
     if (not_measured.empty()) return;  // health did not look here, or no NVLink at all

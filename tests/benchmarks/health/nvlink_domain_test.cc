@@ -150,6 +150,24 @@ TEST_CASE("a rack with fewer registered GPUs than NVL72 warns naming the domain 
   CHECK(WithId(rs, "nvlink.domain_clique").empty());  // unregistered is not a clique question
 }
 
+TEST_CASE("a plan that runs health twice counts each GPU once, as the later run saw it",
+          "[reports][nvlink_domain]") {
+  reports::RunData first = Rack(18, [](int tray, health::GpuInventory* inv) {
+    if (tray == 7) inv->gpus[3].fabric_clique_id = 2;  // odd in the first run only
+  });
+  reports::RunData second = Rack(18);
+  for (auto rec : second.records) {
+    rec.set_task_id(rec.task_id() + "-after");
+    first.records.push_back(std::move(rec));
+  }
+  auto rs = Judge(first);
+  CHECK(WithId(rs, "nvlink.domain_clique").empty());
+  auto domain = WithId(rs, "nvlink.domain");
+  REQUIRE(domain.size() == 1);
+  CHECK(domain[0]->value() == 72);
+  CHECK(domain[0]->outcome() == "pass");
+}
+
 TEST_CASE("single-node NVSwitch fabrics (zero cluster UUID) form no domain",
           "[reports][nvlink_domain]") {
   auto rs = Judge(Rack(2, [](int, health::GpuInventory* inv) {
