@@ -19,16 +19,22 @@ namespace {
 
 constexpr char kFabricInfoDoc[] =
     "https://docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__v2__t.html";
-constexpr char kImexDoc[] = "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/";
+constexpr char kImexDoc[] =
+    "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/";
 constexpr char kStartImex[] =
-    "start the IMEX service on every compute tray of the NVLink domain: systemctl enable --now "
+    "start the IMEX service on every compute tray of the NVLink domain: systemctl enable "
+    "--now "
     "nvidia-imex (same version as the driver), check /var/log/nvidia-imex.log and that "
-    "/etc/nvidia-imex/nodes_config.cfg lists every tray of the domain, then rerun health; until "
+    "/etc/nvidia-imex/nodes_config.cfg lists every tray of the domain, then rerun "
+    "health; until "
     "then CUDA cannot share memory across the trays over NVLink";
 constexpr char kFabricHealthAction[] =
-    "drain the node from multi-node NVLink jobs, check the rack's NVLink management (NMX-M / "
-    "NMX-C, the switch trays' fabric manager) for the link or route, reset the GPU or reboot the "
-    "tray once idle, then rerun health; if it stays, inspect the tray's NVLink cabling and "
+    "drain the node from multi-node NVLink jobs, check the rack's NVLink management "
+    "(NMX-M / "
+    "NMX-C, the switch trays' fabric manager) for the link or route, reset the GPU or "
+    "reboot the "
+    "tray once idle, then rerun health; if it stays, inspect the tray's NVLink cabling "
+    "and "
     "switch trays with the provider";
 
 struct MaskBit {
@@ -53,10 +59,14 @@ constexpr MaskBit kMaskBits[] = {
 
 const char* IncorrectConfigName(unsigned v) {
   switch (v) {
-    case 2: return "incorrect system GUID";
-    case 3: return "incorrect chassis serial number";
-    case 4: return "no partition";
-    case 5: return "insufficient NVLinks";
+    case 2:
+      return "incorrect system GUID";
+    case 3:
+      return "incorrect chassis serial number";
+    case 4:
+      return "no partition";
+    case 5:
+      return "insufficient NVLinks";
   }
   return "unknown";
 }
@@ -75,8 +85,10 @@ void CheckHealthMask(const GpuState& g, HealthResult* r) {
   auto add = [&](const char* condition, v1::Severity sev, const std::string& title,
                  const std::string& value) {
     v1::Finding& f = GpuFinding(
-        r, g, "health.fabric_health", sev, "reliability", absl::StrCat(GpuWho(g), ": ", title),
-        absl::StrCat("nvmlDeviceGetGpuFabricInfoV healthMask 0x", absl::Hex(mask), ": ", value,
+        r, g, "health.fabric_health", sev, "reliability",
+        absl::StrCat(GpuWho(g), ": ", title),
+        absl::StrCat("nvmlDeviceGetGpuFabricInfoV healthMask 0x", absl::Hex(mask), ": ",
+                     value,
                      "; the GPU stays registered but its NVLink traffic is impaired"),
         kFabricHealthAction, kFabricInfoDoc);
     (*f.mutable_labels())["condition"] = condition;
@@ -90,11 +102,12 @@ void CheckHealthMask(const GpuState& g, HealthResult* r) {
       add(b.condition, b.severity, b.what, absl::StrCat(b.condition, " = TRUE"));
     }
   }
-  const unsigned config =
-      (mask >> nvml::kFabricHealthShiftIncorrectConfig) & nvml::kFabricHealthWidthIncorrectConfig;
+  const unsigned config = (mask >> nvml::kFabricHealthShiftIncorrectConfig) &
+                          nvml::kFabricHealthWidthIncorrectConfig;
   if (config > nvml::kFabricConfigNone) {
     add("incorrect_configuration", v1::SEVERITY_FAIL,
-        absl::StrCat("NVLink fabric configuration incorrect (", IncorrectConfigName(config), ")"),
+        absl::StrCat("NVLink fabric configuration incorrect (",
+                     IncorrectConfigName(config), ")"),
         absl::StrCat("incorrect_configuration = ", config));
   }
 }
@@ -109,10 +122,11 @@ void CheckImex(const ImexState& imex, const std::string& domain, HealthResult* r
     v1::Finding& f = r->Find(
         "health.imex_down", v1::SEVERITY_FAIL, "reliability", "node",
         "multi-node NVLink domain but no IMEX service running",
-        absl::StrCat("GPUs report NVLink domain ", domain,
-                     " and no NVSwitch is on this node's PCI bus (a multi-node NVLink domain), "
-                     "but no process named nvidia-imex runs (an agent in its own pid namespace "
-                     "cannot see host processes: then run it in the host's)"),
+        absl::StrCat(
+            "GPUs report NVLink domain ", domain,
+            " and no NVSwitch is on this node's PCI bus (a multi-node NVLink domain), "
+            "but no process named nvidia-imex runs (an agent in its own pid namespace "
+            "cannot see host processes: then run it in the host's)"),
         kStartImex);
     f.add_links(kImexDoc);
     (*f.mutable_labels())["cluster_uuid"] = domain;
@@ -124,9 +138,11 @@ void CheckImex(const ImexState& imex, const std::string& domain, HealthResult* r
     v1::Finding& f = r->Find(
         "health.imex_config", v1::SEVERITY_WARN, "reliability", "node",
         absl::StrCat("IMEX node list ", kImexNodesConfig, " not readable"),
-        absl::StrCat(imex.config_error, ": the IMEX domain (the compute trays that share GPU "
-                     "memory over NVLink) is defined by this file; without it nvidia-imex "
-                     "does not start"),
+        absl::StrCat(
+            imex.config_error,
+            ": the IMEX domain (the compute trays that share GPU "
+            "memory over NVLink) is defined by this file; without it nvidia-imex "
+            "does not start"),
         "write the IP address of every compute tray of the NVLink domain, one a line, to "
         "/etc/nvidia-imex/nodes_config.cfg (the same file on every tray), then systemctl "
         "restart nvidia-imex");
@@ -170,9 +186,12 @@ void CheckFabricDomain(const std::vector<std::string>& switches, size_t pci_gpus
     v1::Finding& f = r->Find(
         "health.nvlink_fabric_not_measured", v1::SEVERITY_INFO, "reliability", "node",
         "NVLink fabric (domain, clique, health mask) not measured: no NVML answer",
-        absl::StrCat(pci_gpus, " NVIDIA GPUs on the PCI bus but no GPU answer to read their "
-                     "fabric registration from: ", gpus.status().message()),
-        "install the NVIDIA driver (libnvidia-ml.so.1) or run health where it is, then rerun");
+        absl::StrCat(pci_gpus,
+                     " NVIDIA GPUs on the PCI bus but no GPU answer to read their "
+                     "fabric registration from: ",
+                     gpus.status().message()),
+        "install the NVIDIA driver (libnvidia-ml.so.1) or run health where it is, then "
+        "rerun");
     f.set_not_measured(true);
     return;
   }
@@ -203,9 +222,11 @@ void CheckFabricDomain(const std::vector<std::string>& switches, size_t pci_gpus
         "health.nvlink_fabric_not_measured", v1::SEVERITY_INFO, "reliability", "node",
         "NVLink fabric (domain, clique, health mask) not measured: no fabric query",
         "the GPUs have NVLinks but none answered the fabric query "
-        "(nvmlDeviceGetGpuFabricInfo[V] NOT_SUPPORTED or missing: a GPU before Hopper, or a "
+        "(nvmlDeviceGetGpuFabricInfo[V] NOT_SUPPORTED or missing: a GPU before Hopper, "
+        "or a "
         "driver without the query)",
-        "nothing to do on GPUs before Hopper; on Hopper or later, update the driver and rerun");
+        "nothing to do on GPUs before Hopper; on Hopper or later, update the driver and "
+        "rerun");
     f.set_not_measured(true);
     return;
   }
@@ -223,7 +244,8 @@ std::map<std::string, std::string> FabricInventoryFacts(const GpuInventory& inv)
     if (g.fabric_clique_id) add(&cliques, absl::StrCat(*g.fabric_clique_id));
   }
   if (domains.empty()) return {};
-  std::map<std::string, std::string> facts = {{"nvlink_domain", absl::StrJoin(domains, ",")}};
+  std::map<std::string, std::string> facts = {
+      {"nvlink_domain", absl::StrJoin(domains, ",")}};
   if (!cliques.empty()) facts["nvlink_clique"] = absl::StrJoin(cliques, ",");
   return facts;
 }

@@ -46,9 +46,10 @@ absl::StatusOr<NvLinkPlatforms> NvLinkPlatforms::Parse(const std::string& yaml_t
       p.domain_gpus = e["domain_gpus"] ? e["domain_gpus"].as<int>() : 0;
       if (p.name.empty() || p.match.empty() || p.links <= 0 || p.link_gbps < 0 ||
           p.domain_gpus < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "nvlink platforms[", i, "]: needs name, match and links > 0 (link_gbps, "
-            "domain_gpus >= 0)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("nvlink platforms[", i,
+                         "]: needs name, match and links > 0 (link_gbps, "
+                         "domain_gpus >= 0)"));
       }
       t.entries_.push_back(std::move(p));
     }

@@ -44,7 +44,8 @@ struct FabricGpu {
 };
 
 bool IsZeroUuid(const std::string& uuid) {
-  return std::all_of(uuid.begin(), uuid.end(), [](char c) { return c == '0' || c == '-'; });
+  return std::all_of(uuid.begin(), uuid.end(),
+                     [](char c) { return c == '0' || c == '-'; });
 }
 
 std::string GpuList(const std::vector<const FabricGpu*>& gpus) {
@@ -102,36 +103,42 @@ void JudgeDomain(const std::string& uuid, const std::vector<FabricGpu>& gpus,
         others == main_size
             ? absl::StrCat("the other ", Gpus(others), " of domain ", uuid, " in clique ",
                            main_clique)
-            : absl::StrCat(main_size, " of the ", Gpus(registered.size()), " of domain ", uuid,
-                           " in clique ", main_clique);
-    v1::RuleResult r = MakeRule("nvlink.domain_clique", kCategory, "fail", node, subject,
-                                absl::StrCat(node, " ", absl::StrJoin(parts, ", "), ", ", rest));
+            : absl::StrCat(main_size, " of the ", Gpus(registered.size()), " of domain ",
+                           uuid, " in clique ", main_clique);
+    v1::RuleResult r =
+        MakeRule("nvlink.domain_clique", kCategory, "fail", node, subject,
+                 absl::StrCat(node, " ", absl::StrJoin(parts, ", "), ", ", rest));
     r.set_value(static_cast<double>(odd.size()));
     r.set_expected(0);
     r.set_unit("GPUs outside the main clique");
     r.add_evidence(absl::StrCat("domain ", uuid, ": ", absl::StrJoin(clique_text, "; ")));
     r.set_action(
-        "GPUs of one NVLink domain must share one clique to reach each other over NVLink: check "
-        "the partition of the rack in its NVLink management (NMX-M / NMX-C, or the switch "
-        "trays' fabric manager), then reset the odd GPU or reboot its tray and rerun health");
+        "GPUs of one NVLink domain must share one clique to reach each other over "
+        "NVLink: check "
+        "the partition of the rack in its NVLink management (NMX-M / NMX-C, or the "
+        "switch "
+        "trays' fabric manager), then reset the odd GPU or reboot its tray and rerun "
+        "health");
     out->push_back(std::move(r));
   }
 
   // The domain as a whole.
-  std::string msg = absl::StrCat("domain ", uuid, ": ", Gpus(registered.size()), " registered on ",
-                                 nodes.size(), nodes.size() == 1 ? " node" : " nodes");
+  std::string msg =
+      absl::StrCat("domain ", uuid, ": ", Gpus(registered.size()), " registered on ",
+                   nodes.size(), nodes.size() == 1 ? " node" : " nodes");
   if (registered.size() < gpus.size()) {
     absl::StrAppend(&msg, " (", gpus.size() - registered.size(), " more not registered)");
   }
   absl::StrAppend(&msg, ", ",
                   cliques.size() == 1 ? absl::StrCat("one clique (", main_clique, ")")
                                       : absl::StrCat(cliques.size(), " cliques"));
-  const bool short_of_size = expected > 0 && static_cast<int>(registered.size()) < expected;
+  const bool short_of_size =
+      expected > 0 && static_cast<int>(registered.size()) < expected;
   if (short_of_size) {
     absl::StrAppend(&msg, "; the platform's domain has ", expected, " GPUs");
   }
-  v1::RuleResult r =
-      MakeRule("nvlink.domain", kCategory, short_of_size ? "warn" : "pass", "", subject, msg);
+  v1::RuleResult r = MakeRule("nvlink.domain", kCategory, short_of_size ? "warn" : "pass",
+                              "", subject, msg);
   r.set_value(static_cast<double>(registered.size()));
   if (expected > 0) r.set_expected(expected);
   r.set_unit("GPUs");
@@ -149,7 +156,8 @@ void JudgeDomain(const std::string& uuid, const std::vector<FabricGpu>& gpus,
         "find the missing ", expected - static_cast<int>(registered.size()),
         " GPUs of domain ", uuid,
         ": trays not in this run (add them to the plan), GPUs that did not register (see "
-        "health.fabric_registration), or trays powered off; a full NVL72 rack has 18 trays of 4"));
+        "health.fabric_registration), or trays powered off; a full NVL72 rack has 18 "
+        "trays of 4"));
   }
   out->push_back(std::move(r));
 }
@@ -182,7 +190,8 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     g.clique = LabelValue(m, "clique_id");
     g.registered = m.value() >= 1;
     int expected = 0;
-    if (absl::SimpleAtoi(LabelValue(m, "nvlink_domain_gpus"), &expected)) g.expected = expected;
+    if (absl::SimpleAtoi(LabelValue(m, "nvlink_domain_gpus"), &expected))
+      g.expected = expected;
     latest[{g.node, g.gpu}] = {LabelValue(m, "cluster_uuid"), g};
   }
   const size_t gpus_reporting = latest.size();
@@ -194,14 +203,18 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   }
   if (gpus_reporting == 0) {
     if (not_measured.empty()) return;  // health did not look here, or no NVLink at all
-    v1::RuleResult r = MakeRule(
-        "nvlink.domain", kCategory, "not_measured", "", "NVLink domains",
-        absl::StrCat("no GPU reported an NVLink domain (",
-                     not_measured.size() == 1 ? "1 node" : absl::StrCat(not_measured.size(), " nodes"),
-                     " could not read the fabric)"));
-    for (size_t i = 0; i < not_measured.size() && i < 8; ++i) r.add_evidence(not_measured[i]);
-    r.set_action("run health where NVML answers the fabric query (NVIDIA driver installed, "
-                 "Hopper or later)");
+    v1::RuleResult r =
+        MakeRule("nvlink.domain", kCategory, "not_measured", "", "NVLink domains",
+                 absl::StrCat("no GPU reported an NVLink domain (",
+                              not_measured.size() == 1
+                                  ? "1 node"
+                                  : absl::StrCat(not_measured.size(), " nodes"),
+                              " could not read the fabric)"));
+    for (size_t i = 0; i < not_measured.size() && i < 8; ++i)
+      r.add_evidence(not_measured[i]);
+    r.set_action(
+        "run health where NVML answers the fabric query (NVIDIA driver installed, "
+        "Hopper or later)");
     out->push_back(std::move(r));
     return;
   }

@@ -34,8 +34,9 @@ struct TrayRoot {
     char tmpl[] = "/tmp/cmax-fa1-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     path = tmpl;
-    fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(path, fs::perms::owner_all | fs::perms::group_read |
+                              fs::perms::group_exec | fs::perms::others_read |
+                              fs::perms::others_exec);
     for (const auto& layer : layers) {
       fs::copy(fs::path(Cluster::SourceDir()) / "tests/fixtures/health" / layer, path,
                fs::copy_options::recursive | fs::copy_options::overwrite_existing);
@@ -49,8 +50,9 @@ struct TrayRoot {
 
 }  // namespace
 
-TEST_CASE("health on two NVL72 trays: one NVLink domain, the odd clique named on its node",
-          "[integration][fabric]") {
+TEST_CASE(
+    "health on two NVL72 trays: one NVLink domain, the odd clique named on its node",
+    "[integration][fabric]") {
   TrayRoot clean({"gb200_tray"});
   TrayRoot faulty({"gb200_tray", "gb200_tray_faults"});
   ClusterOptions o;
@@ -69,7 +71,8 @@ TEST_CASE("health on two NVL72 trays: one NVLink domain, the odd clique named on
 
   int fabric = 0;
   for (const auto& rec : Export(c, run_id)) {
-    if (rec.record().has_measurement() && rec.record().measurement().metric() == "nvlink_fabric") {
+    if (rec.record().has_measurement() &&
+        rec.record().measurement().metric() == "nvlink_fabric") {
       ++fabric;
     }
   }
@@ -91,7 +94,8 @@ TEST_CASE("health on two NVL72 trays: one NVLink domain, the odd clique named on
   REQUIRE(domain != nullptr);
   CHECK(domain->outcome() == "warn");
   CHECK(domain->message() ==
-        absl::StrCat("domain ", kRack, ": 7 GPUs registered on 2 nodes (1 more not registered), "
+        absl::StrCat("domain ", kRack,
+                     ": 7 GPUs registered on 2 nodes (1 more not registered), "
                      "2 cliques; the platform's domain has 72 GPUs"));
   for (const auto& v : card.nodes()) {
     INFO(v.node());

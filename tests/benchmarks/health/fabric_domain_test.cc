@@ -2,6 +2,8 @@
 // fabric_domain.h, nvlink_platforms.h, CheckNvLinkPlatform) against the
 // GB200 tray fixtures (tests/fixtures/health/gb200_*, NOTE.md) and the H100
 // ones; the scorecard side is in nvlink_domain_test.cc.
+#include "benchmarks/health/fabric_domain.h"
+
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -12,7 +14,6 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "benchmarks/health/fabric_domain.h"
 #include "benchmarks/health/file_gpu_probe.h"
 #include "benchmarks/health/health_run.h"
 #include "benchmarks/health/nvlink_checks.h"
@@ -76,8 +77,8 @@ HealthRun RunOn(const Root& root) {
 std::string Dump(const HealthResult& r) {
   std::string s;
   for (const auto& f : r.findings) {
-    s += SeverityName(f.severity()) + " " + f.check_id() + " " + f.subject() + " " + f.title() +
-         "\n";
+    s += SeverityName(f.severity()) + " " + f.check_id() + " " + f.subject() + " " +
+         f.title() + "\n";
   }
   return s;
 }
@@ -102,8 +103,9 @@ const v1::Measurement* Metric(const HealthResult& r, const std::string& metric,
 
 }  // namespace
 
-TEST_CASE("a clean GB200 tray: each GPU in the rack's domain and clique, IMEX up, no findings",
-          "[health][fabric]") {
+TEST_CASE(
+    "a clean GB200 tray: each GPU in the rack's domain and clique, IMEX up, no findings",
+    "[health][fabric]") {
   Root root("gb200_tray");
   HealthRun run = RunOn(root);
   INFO(Dump(run.result));
@@ -137,8 +139,9 @@ TEST_CASE("a clean GB200 tray: each GPU in the rack's domain and clique, IMEX up
                                                     {"nvlink_clique", "1"}});
 }
 
-TEST_CASE("a faulty GB200 tray: unregistered GPU, odd clique, health mask bits, slow link",
-          "[health][fabric]") {
+TEST_CASE(
+    "a faulty GB200 tray: unregistered GPU, odd clique, health mask bits, slow link",
+    "[health][fabric]") {
   Root root("gb200_tray", {"gb200_tray_faults"});
   HealthRun run = RunOn(root);
   INFO(Dump(run.result));
@@ -148,7 +151,8 @@ TEST_CASE("a faulty GB200 tray: unregistered GPU, odd clique, health mask bits, 
   CHECK(reg.subject() == "gpu:1");
   CHECK(reg.labels().at("nvswitch_local") == "false");
   CHECK(Metric(run.result, "nvlink_fabric", "1")->value() == 0);
-  CHECK(Metric(run.result, "nvlink_fabric", "1")->labels().at("fabric_state") == "NOT_STARTED");
+  CHECK(Metric(run.result, "nvlink_fabric", "1")->labels().at("fabric_state") ==
+        "NOT_STARTED");
   // GPU 3 is registered in another clique: the measurement carries it for
   // the domain judge (one tray alone cannot tell which clique is odd).
   CHECK(Metric(run.result, "nvlink_fabric", "3")->labels().at("clique_id") == "2");
@@ -187,9 +191,10 @@ TEST_CASE("a faulty GB200 tray: unregistered GPU, odd clique, health mask bits, 
   CHECK(FabricInventoryFacts(*inv).at("nvlink_clique") == "1,2");
 }
 
-TEST_CASE("a multi-node NVLink tray without nvidia-imex fails with how to start it, and an "
-          "unreadable node list warns",
-          "[health][fabric]") {
+TEST_CASE(
+    "a multi-node NVLink tray without nvidia-imex fails with how to start it, and an "
+    "unreadable node list warns",
+    "[health][fabric]") {
   Root root("gb200_tray", {"gb200_imex_down"});
   HealthRun run = RunOn(root);
   const v1::Finding& f = Only(run.result, "health.imex_down");
@@ -197,7 +202,8 @@ TEST_CASE("a multi-node NVLink tray without nvidia-imex fails with how to start 
   CHECK(f.subject() == "node");
   CHECK(f.labels().at("cluster_uuid") == kRack);
   CHECK(absl::StrContains(f.action(), "systemctl enable --now nvidia-imex"));
-  CHECK(absl::StrContains(f.links(0), "docs.nvidia.com/multi-node-nvlink-systems/imex-guide"));
+  CHECK(absl::StrContains(f.links(0),
+                          "docs.nvidia.com/multi-node-nvlink-systems/imex-guide"));
   CHECK(f.evidence(0) == "/etc/nvidia-imex/nodes_config.cfg: 18 nodes");
   CHECK(Metric(run.result, "imex_running")->value() == 0);
   CHECK(run.result.FindingsWithId("health.imex_config").empty());
@@ -212,8 +218,9 @@ TEST_CASE("a multi-node NVLink tray without nvidia-imex fails with how to start 
   CHECK(Metric(run2.result, "imex_domain_nodes") == nullptr);  // not read: not measured
 }
 
-TEST_CASE("an H100 GPU with fewer NVLinks than its platform fails naming the missing link",
-          "[health][fabric]") {
+TEST_CASE(
+    "an H100 GPU with fewer NVLinks than its platform fails naming the missing link",
+    "[health][fabric]") {
   Root root("healthy", {"h100_nvlink_missing"});
   HealthRun run = RunOn(root);
   const v1::Finding& f = Only(run.result, "health.nvlink_count");
@@ -233,7 +240,8 @@ TEST_CASE("an H100 GPU with fewer NVLinks than its platform fails naming the mis
   CHECK(run2.result.FindingsWithId("health.nvlink_down").size() == 1);
 }
 
-TEST_CASE("health mask fields decode one by one, and the v1 query has no mask", "[health][fabric]") {
+TEST_CASE("health mask fields decode one by one, and the v1 query has no mask",
+          "[health][fabric]") {
   GpuState g;
   g.index = 5;
   g.uuid = "GPU-x";
@@ -268,20 +276,22 @@ TEST_CASE("health mask fields decode one by one, and the v1 query has no mask", 
   CHECK(absl::StrContains(cfg.findings[0].title(), "insufficient NVLinks"));
 }
 
-TEST_CASE("the NVLink fabric is not measured without NVML or a fabric query, never passed",
-          "[health][fabric]") {
+TEST_CASE(
+    "the NVLink fabric is not measured without NVML or a fabric query, never passed",
+    "[health][fabric]") {
   const ImexState imex;
   HealthResult none;
-  CheckFabricDomain({}, 4, absl::UnavailableError("libnvidia-ml.so.1: cannot open shared object"),
-                    imex, NvLinkPlatforms::Default(), &none);
+  CheckFabricDomain(
+      {}, 4, absl::UnavailableError("libnvidia-ml.so.1: cannot open shared object"), imex,
+      NvLinkPlatforms::Default(), &none);
   const v1::Finding& f = Only(none, "health.nvlink_fabric_not_measured");
   CHECK(f.not_measured());
   CHECK(f.category() == "reliability");
   CHECK(absl::StrContains(f.detail(), "libnvidia-ml.so.1"));
   CHECK(none.measurements.empty());
   HealthResult cpu_only;  // no NVIDIA GPU on the bus: no fabric to join, nothing said
-  CheckFabricDomain({}, 0, absl::UnavailableError("no NVML"), imex, NvLinkPlatforms::Default(),
-                    &cpu_only);
+  CheckFabricDomain({}, 0, absl::UnavailableError("no NVML"), imex,
+                    NvLinkPlatforms::Default(), &cpu_only);
   CHECK(cpu_only.findings.empty());
 
   // An A100-era GPU with NVLinks: the driver answers NOT_SUPPORTED (no state).
@@ -289,8 +299,8 @@ TEST_CASE("the NVLink fabric is not measured without NVML or a fabric query, nev
   old.index = 0;
   old.nvlinks.push_back({0, true, 0, 0, 0, 0});
   HealthResult unsupported;
-  CheckFabricDomain({"0000:05:00.0"}, 1, GpuInventory{"", {old}}, imex, NvLinkPlatforms::Default(),
-                    &unsupported);
+  CheckFabricDomain({"0000:05:00.0"}, 1, GpuInventory{"", {old}}, imex,
+                    NvLinkPlatforms::Default(), &unsupported);
   CHECK(Only(unsupported, "health.nvlink_fabric_not_measured").not_measured());
   CHECK(unsupported.WorstSeverity() == v1::SEVERITY_UNSPECIFIED);
 
@@ -298,7 +308,8 @@ TEST_CASE("the NVLink fabric is not measured without NVML or a fabric query, nev
   GpuState pcie;
   pcie.index = 0;
   HealthResult quiet;
-  CheckFabricDomain({}, 1, GpuInventory{"", {pcie}}, imex, NvLinkPlatforms::Default(), &quiet);
+  CheckFabricDomain({}, 1, GpuInventory{"", {pcie}}, imex, NvLinkPlatforms::Default(),
+                    &quiet);
   CHECK(quiet.findings.empty());
   CHECK(FabricInventoryFacts(GpuInventory{"", {pcie}}).empty());
 }
@@ -323,12 +334,14 @@ TEST_CASE("the platform table: GB200 before B200, PCIe / NVL / GH200 without exp
   CHECK(name("NVIDIA H100 NVL") == "none");
   CHECK(name("NVIDIA GH200 480GB") == "none");
   CHECK(name("NVIDIA A100-SXM4-80GB") == "none");
-  CHECK_FALSE(NvLinkPlatforms::Parse("platforms: [{name: x, links: 18}]").ok());  // no match
+  CHECK_FALSE(
+      NvLinkPlatforms::Parse("platforms: [{name: x, links: 18}]").ok());  // no match
   CHECK_FALSE(NvLinkPlatforms::Parse("nothing: 1").ok());
 
   // The fixture file carries the new fabric fields.
   auto inv = FileGpuProbe::ParseYaml(
-      "gpus: [{index: 0, fabric_state: COMPLETED, fabric_cluster_uuid: abc, fabric_clique_id: 3, "
+      "gpus: [{index: 0, fabric_state: COMPLETED, fabric_cluster_uuid: abc, "
+      "fabric_clique_id: 3, "
       "fabric_health_mask: 426, nvlinks: [{link: 0, active: true, speed_mbps: 53125}]}]");
   REQUIRE(inv.ok());
   CHECK(inv->gpus[0].fabric_cluster_uuid == "abc");
@@ -354,10 +367,11 @@ TEST_CASE("hostcheck --inventory names the node's NVLink domain and clique",
   CHECK(inv.facts().at("nvlink_domain") == kRack);
   CHECK(inv.facts().at("nvlink_clique") == "1,2");
 
-  // An HGX H100 node (NVSwitches on its bus) is its own NVLink domain: not asked, no fact.
+  // An HGX H100 node (NVSwitches on its bus) is its own NVLink domain: not asked, no
+  // fact.
   Root h100("healthy");
-  run = RunCommand({std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench", "hostcheck", "--inventory",
-                    "--root=" + h100.path.string()},
+  run = RunCommand({std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench", "hostcheck",
+                    "--inventory", "--root=" + h100.path.string()},
                    std::chrono::seconds(30));
   REQUIRE(run.ok());
   v1::Inventory inv2;
@@ -365,8 +379,9 @@ TEST_CASE("hostcheck --inventory names the node's NVLink domain and clique",
   CHECK_FALSE(inv2.facts().count("nvlink_domain"));
 }
 
-TEST_CASE("the NVML loader reads the fabric through the versioned query, v3 then v2, else v1",
-          "[health][fabric][nvml]") {
+TEST_CASE(
+    "the NVML loader reads the fabric through the versioned query, v3 then v2, else v1",
+    "[health][fabric][nvml]") {
   auto check_common = [](const GpuInventory& inv) {
     REQUIRE(inv.gpus.size() == 2);
     const GpuState& g = inv.gpus[0];
@@ -393,7 +408,8 @@ TEST_CASE("the NVML loader reads the fabric through the versioned query, v3 then
   CHECK(Only(r, "health.nvlink_speed").labels().at("nvlinks_slow") == "11");
   CHECK(FabricInventoryFacts(*v3).at("nvlink_domain") == kRack);
 
-  // A driver that knows only v2 answers v3 with ARGUMENT_VERSION_MISMATCH: asked again with v2.
+  // A driver that knows only v2 answers v3 with ARGUMENT_VERSION_MISMATCH: asked again
+  // with v2.
   setenv("CMAX_FAKE_NVML_FABRIC", "v2", 1);
   auto v2 = NvmlGpuProbe(CMAX_FAKE_NVML).Probe();
   unsetenv("CMAX_FAKE_NVML_FABRIC");

@@ -19,7 +19,8 @@
 
 namespace {
 
-constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3, kVersionMismatch = 25;
+constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3,
+              kVersionMismatch = 25;
 constexpr unsigned kGpus = 2;
 constexpr unsigned char kUuid[16] = {0x6c, 0x1f, 0x3e, 0x2a, 0x9b, 0x4d, 0x4e, 0x8f,
                                      0xa1, 0xc2, 0x3d, 0x4e, 0x5f, 0x60, 0x71, 0x82};
@@ -62,7 +63,9 @@ struct PciInfo {  // nvmlPciInfo_t
   char bus_id[32];
 };
 
-unsigned Index(void* dev) { return static_cast<unsigned>(reinterpret_cast<uintptr_t>(dev)) - 1; }
+unsigned Index(void* dev) {
+  return static_cast<unsigned>(reinterpret_cast<uintptr_t>(dev)) - 1;
+}
 
 }  // namespace
 
@@ -70,7 +73,9 @@ extern "C" {
 
 int nvmlInit_v2() { return kSuccess; }
 int nvmlShutdown() { return kSuccess; }
-const char* nvmlErrorString(int r) { return r == kVersionMismatch ? "Argument Version Mismatch" : "Fake"; }
+const char* nvmlErrorString(int r) {
+  return r == kVersionMismatch ? "Argument Version Mismatch" : "Fake";
+}
 int nvmlDeviceGetCount_v2(unsigned int* n) {
   *n = kGpus;
   return kSuccess;

@@ -28,17 +28,18 @@ namespace {
 constexpr char kRack[] = "6c1f3e2a-9b4d-4e8f-a1c2-3d4e5f607182";
 
 health::GpuInventory Tray() {
-  auto inv = health::FileGpuProbe(
-                 (fs::path(CMAX_SOURCE_DIR) / "tests/fixtures/health/gb200_tray/cmax-fixture/gpus.yaml")
-                     .string())
-                 .Probe();
+  auto inv =
+      health::FileGpuProbe((fs::path(CMAX_SOURCE_DIR) /
+                            "tests/fixtures/health/gb200_tray/cmax-fixture/gpus.yaml")
+                               .string())
+          .Probe();
   REQUIRE(inv.ok());
   return *inv;
 }
 
 // `trays` nodes node-1 .. node-N, each the clean tray changed by `edit`.
-reports::RunData Rack(int trays,
-                      const std::function<void(int tray, health::GpuInventory*)>& edit = {}) {
+reports::RunData Rack(
+    int trays, const std::function<void(int tray, health::GpuInventory*)>& edit = {}) {
   reports::RunData d;
   d.run.set_run_id("run-rack");
   d.plan.add_suites()->set_suite("health");
@@ -49,7 +50,8 @@ reports::RunData Rack(int trays,
     health::GpuInventory inv = Tray();
     if (edit) edit(t, &inv);
     health::HealthResult r;
-    health::CheckFabricDomain({}, inv.gpus.size(), inv, imex, health::NvLinkPlatforms::Default(), &r);
+    health::CheckFabricDomain({}, inv.gpus.size(), inv, imex,
+                              health::NvLinkPlatforms::Default(), &r);
     int64_t seq = 0;
     for (const auto& m : r.measurements) {
       v1::ExportedRecord rec;
@@ -91,14 +93,16 @@ TEST_CASE("an NVL72 rack of 18 clean trays is one domain of 72 GPUs in one cliqu
   CHECK(domain[0]->outcome() == "pass");
   CHECK(domain[0]->node().empty());
   CHECK(domain[0]->subject() == absl::StrCat("domain:", kRack));
-  CHECK(domain[0]->message() ==
-        absl::StrCat("domain ", kRack, ": 72 GPUs registered on 18 nodes, one clique (1)"));
+  CHECK(
+      domain[0]->message() ==
+      absl::StrCat("domain ", kRack, ": 72 GPUs registered on 18 nodes, one clique (1)"));
   CHECK(domain[0]->value() == 72);
   CHECK(domain[0]->expected() == 72);
 }
 
-TEST_CASE("the odd GPU of a rack is named with its node, clique and the rest of the domain",
-          "[reports][nvlink_domain]") {
+TEST_CASE(
+    "the odd GPU of a rack is named with its node, clique and the rest of the domain",
+    "[reports][nvlink_domain]") {
   auto rs = Judge(Rack(18, [](int tray, health::GpuInventory* inv) {
     if (tray == 7) inv->gpus[3].fabric_clique_id = 2;
   }));
@@ -115,9 +119,10 @@ TEST_CASE("the odd GPU of a rack is named with its node, clique and the rest of 
   REQUIRE(domain.size() == 1);
   CHECK(absl::StrContains(domain[0]->message(), "2 cliques"));
   // The scorecard fails that node, and only that node, for it.
-  v1::Scorecard card = reports::BuildScorecard(Rack(18, [](int tray, health::GpuInventory* inv) {
-    if (tray == 7) inv->gpus[3].fabric_clique_id = 2;
-  }));
+  v1::Scorecard card =
+      reports::BuildScorecard(Rack(18, [](int tray, health::GpuInventory* inv) {
+        if (tray == 7) inv->gpus[3].fabric_clique_id = 2;
+      }));
   for (const auto& v : card.nodes()) {
     bool names_clique = false;
     for (const auto& reason : v.reasons()) {
@@ -129,8 +134,9 @@ TEST_CASE("the odd GPU of a rack is named with its node, clique and the rest of 
   }
 }
 
-TEST_CASE("a rack with fewer registered GPUs than NVL72 warns naming the domain and count",
-          "[reports][nvlink_domain]") {
+TEST_CASE(
+    "a rack with fewer registered GPUs than NVL72 warns naming the domain and count",
+    "[reports][nvlink_domain]") {
   // 17 trays in the run, and one GPU of tray 2 not registered.
   auto rs = Judge(Rack(17, [](int tray, health::GpuInventory* inv) {
     if (tray == 2) inv->gpus[1].fabric_state = health::FabricState::kInProgress;
@@ -139,15 +145,18 @@ TEST_CASE("a rack with fewer registered GPUs than NVL72 warns naming the domain 
   REQUIRE(domain.size() == 1);
   CHECK(domain[0]->outcome() == "warn");
   CHECK(domain[0]->message() ==
-        absl::StrCat("domain ", kRack, ": 67 GPUs registered on 17 nodes (1 more not registered), "
+        absl::StrCat("domain ", kRack,
+                     ": 67 GPUs registered on 17 nodes (1 more not registered), "
                      "one clique (1); the platform's domain has 72 GPUs"));
   CHECK(domain[0]->value() == 67);
   CHECK(domain[0]->expected() == 72);
   bool names = false;
-  for (const auto& e : domain[0]->evidence()) names = names || e == "not registered: node-2 GPU 1";
+  for (const auto& e : domain[0]->evidence())
+    names = names || e == "not registered: node-2 GPU 1";
   CHECK(names);
   CHECK(absl::StrContains(domain[0]->action(), "find the missing 5 GPUs"));
-  CHECK(WithId(rs, "nvlink.domain_clique").empty());  // unregistered is not a clique question
+  CHECK(WithId(rs, "nvlink.domain_clique")
+            .empty());  // unregistered is not a clique question
 }
 
 TEST_CASE("a plan that runs health twice counts each GPU once, as the later run saw it",
@@ -171,7 +180,8 @@ TEST_CASE("a plan that runs health twice counts each GPU once, as the later run 
 TEST_CASE("single-node NVSwitch fabrics (zero cluster UUID) form no domain",
           "[reports][nvlink_domain]") {
   auto rs = Judge(Rack(2, [](int, health::GpuInventory* inv) {
-    for (auto& g : inv->gpus) g.fabric_cluster_uuid = "00000000-0000-0000-0000-000000000000";
+    for (auto& g : inv->gpus)
+      g.fabric_cluster_uuid = "00000000-0000-0000-0000-000000000000";
   }));
   CHECK(rs.empty());
 }
