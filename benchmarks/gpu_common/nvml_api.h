@@ -132,7 +132,8 @@ struct GpuFabricInfo {
 };
 static_assert(sizeof(GpuFabricInfo) == 28, "nvmlGpuFabricInfo_t layout");
 // nvmlGpuFabricInfo_v3_t, filled by nvmlDeviceGetGpuFabricInfoV (drivers
-// r550 and later; docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__v3__t.html):
+// r550 and later; docs.nvidia.com/deploy/nvml-api/api/structnvmlGpuFabricInfo__v2__t.html
+// and nvml.h for v3):
 // `version` must be set to kGpuFabricInfoV3 (or V2, the same struct without
 // health_summary) before the call. A driver that knows only v2 answers v3
 // with ARGUMENT_VERSION_MISMATCH.

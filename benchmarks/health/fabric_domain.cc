@@ -18,24 +18,26 @@ namespace cmax::health {
 namespace {
 
 constexpr char kFabricInfoDoc[] =
-    "https://docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__v2__t.html";
+    "https://docs.nvidia.com/deploy/nvml-api/api/structnvmlGpuFabricInfo__v2__t.html";
+// NVIDIA's IMEX guide: "Getting Started" (systemd service nvidia-imex; it
+// aborts on a driver stack it is not compatible with) and "Config Options"
+// (IMEX_NODE_CONFIG_FILE, default /etc/nvidia-imex/nodes_config.cfg: the IP
+// addresses of the nodes in this IMEX domain).
 constexpr char kImexDoc[] =
-    "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/";
+    "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/gettingstarted.html";
+constexpr char kImexConfigDoc[] =
+    "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/config.html";
 constexpr char kStartImex[] =
-    "start the IMEX service on every compute tray of the NVLink domain: systemctl enable "
-    "--now "
-    "nvidia-imex (same version as the driver), check /var/log/nvidia-imex.log and that "
-    "/etc/nvidia-imex/nodes_config.cfg lists every tray of the domain, then rerun "
-    "health; until "
-    "then CUDA cannot share memory across the trays over NVLink";
+    "start the IMEX service on every compute tray of the NVLink domain: systemctl "
+    "enable --now nvidia-imex (its version must match the driver's, else it aborts), "
+    "check journalctl -u nvidia-imex and that /etc/nvidia-imex/nodes_config.cfg lists "
+    "every tray of the domain, then rerun health; until then CUDA cannot share memory "
+    "across the trays over NVLink";
 constexpr char kFabricHealthAction[] =
     "drain the node from multi-node NVLink jobs, check the rack's NVLink management "
-    "(NMX-M / "
-    "NMX-C, the switch trays' fabric manager) for the link or route, reset the GPU or "
-    "reboot the "
-    "tray once idle, then rerun health; if it stays, inspect the tray's NVLink cabling "
-    "and "
-    "switch trays with the provider";
+    "(NMX-M / NMX-C, the switch trays' fabric manager) for the link or route, reset the "
+    "GPU or reboot the tray once idle, then rerun health; if it stays, inspect the "
+    "tray's NVLink cabling and switch trays with the provider";
 
 struct MaskBit {
   unsigned shift;
@@ -146,7 +148,7 @@ void CheckImex(const ImexState& imex, const std::string& domain, HealthResult* r
         "write the IP address of every compute tray of the NVLink domain, one a line, to "
         "/etc/nvidia-imex/nodes_config.cfg (the same file on every tray), then systemctl "
         "restart nvidia-imex");
-    f.add_links(kImexDoc);
+    f.add_links(kImexConfigDoc);
     (*f.mutable_labels())["cluster_uuid"] = domain;
   }
 }
