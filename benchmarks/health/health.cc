@@ -1,6 +1,8 @@
-// health: passive, one-shot node health — GPUs through NVML (with NVLinks and
-// fabric registration), NVSwitches and the Fabric Manager, NVIDIA Xid and SXid
-// events in the kernel log, InfiniBand and RoCE ports from sysfs.
+// health: passive, one-shot node health — GPUs through NVML (with NVLinks
+// against the platform, fabric registration, the NVLink domain and fabric
+// health mask), NVSwitches and the Fabric Manager, IMEX on multi-node NVLink
+// trays, NVIDIA Xid and SXid events in the kernel log, InfiniBand and RoCE
+// ports from sysfs.
 #include <cstdio>
 #include <fstream>
 #include <memory>
