@@ -79,6 +79,7 @@ absl::StatusOr<std::unique_ptr<Library>> Library::Open(const std::string& name) 
   sym(&lib->nvlink_state, "nvmlDeviceGetNvLinkState");
   sym(&lib->nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
   sym(&lib->fabric_info, "nvmlDeviceGetGpuFabricInfo");
+  sym(&lib->fabric_info_v, "nvmlDeviceGetGpuFabricInfoV");
   nvmlReturn_t r = lib->init_();
   if (r != kSuccess) return absl::InternalError(absl::StrCat("nvmlInit_v2: ", lib->Error(r)));
   lib->initialized_ = true;

@@ -29,6 +29,7 @@ constexpr nvmlReturn_t kNotSupported = 3;          // NVML_ERROR_NOT_SUPPORTED
 constexpr nvmlReturn_t kNotFound = 6;              // NVML_ERROR_NOT_FOUND
 constexpr nvmlReturn_t kInsufficientSize = 7;      // NVML_ERROR_INSUFFICIENT_SIZE
 constexpr nvmlReturn_t kGpuIsLost = 15;            // NVML_ERROR_GPU_IS_LOST
+constexpr nvmlReturn_t kArgumentVersionMismatch = 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
 constexpr int kMemoryErrorCorrected = 0;           // NVML_MEMORY_ERROR_TYPE_CORRECTED
 constexpr int kMemoryErrorUncorrected = 1;         // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 constexpr int kVolatileEcc = 0;                    // NVML_VOLATILE_ECC
@@ -72,6 +73,9 @@ constexpr int kNvLinkErrorCrcData = 3;             // NVML_NVLINK_ERROR_DL_CRC_D
 // link) where nvmlDeviceGetNvLinkErrorCounter answers NOT_SUPPORTED.
 constexpr unsigned kFieldNvLinkRecoveryEvents = 215;  // NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS
 constexpr unsigned kFieldNvLinkEffectiveErrors = 219; // NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS
+// One link's speed in MB/s (scope_id = link): NVML_FI_DEV_NVLINK_GET_SPEED,
+// "NVLink Speed in MBps" in nvml.h (field values 164-166: speed, state, version).
+constexpr unsigned kFieldNvLinkSpeed = 164;
 // nvmlGpuFabricState_t (an unsigned char).
 constexpr unsigned char kFabricNotSupported = 0;   // NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
 constexpr unsigned char kFabricNotStarted = 1;     // NVML_GPU_FABRIC_STATE_NOT_STARTED
@@ -127,6 +131,40 @@ struct GpuFabricInfo {
   unsigned char state;             // nvmlGpuFabricState_t
 };
 static_assert(sizeof(GpuFabricInfo) == 28, "nvmlGpuFabricInfo_t layout");
+// nvmlGpuFabricInfo_v3_t, filled by nvmlDeviceGetGpuFabricInfoV (drivers
+// r550 and later; docs.nvidia.com/deploy/nvml-api/api/structnvmlGpuFabricInfo__v2__t.html
+// and nvml.h for v3):
+// `version` must be set to kGpuFabricInfoV3 (or V2, the same struct without
+// health_summary) before the call. A driver that knows only v2 answers v3
+// with ARGUMENT_VERSION_MISMATCH.
+struct GpuFabricInfoV3 {
+  unsigned int version;
+  unsigned char cluster_uuid[16];  // NVML_GPU_FABRIC_UUID_LEN
+  nvmlReturn_t status;
+  unsigned int clique_id;
+  unsigned char state;             // nvmlGpuFabricState_t
+  unsigned int health_mask;        // NVML_GPU_FABRIC_HEALTH_MASK_* fields (below)
+  unsigned char health_summary;    // v3 only: NVML_GPU_FABRIC_HEALTH_SUMMARY_*
+};
+static_assert(sizeof(GpuFabricInfoV3) == 40, "nvmlGpuFabricInfo_v3_t layout");
+// NVML_STRUCT_VERSION(GpuFabricInfo, N): sizeof(struct) | N << 24.
+constexpr unsigned kGpuFabricInfoV2 = 36u | (2u << 24);  // sizeof(nvmlGpuFabricInfo_v2_t) 36
+constexpr unsigned kGpuFabricInfoV3 = 40u | (3u << 24);
+// healthMask: 2-bit fields, each 0 NOT_SUPPORTED, 1 TRUE (the condition
+// holds), 2 FALSE; NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_* in nvml.h (first
+// DEGRADED_BW; ROUTE_RECOVERY, ROUTE_UNHEALTHY and ACCESS_TIMEOUT_RECOVERY
+// came with the release that added DRAIN_AND_RESET, NVML API change log).
+// INCORRECT_CONFIGURATION (newer still) is a 4-bit field at shift 8: 0 NOT_SUPPORTED, 1 NONE, 2 INCORRECT_SYSGUID,
+// 3 INCORRECT_CHASSIS_SN, 4 NO_PARTITION, 5 INSUFFICIENT_NVLINKS.
+constexpr unsigned kFabricHealthShiftDegradedBw = 0;
+constexpr unsigned kFabricHealthShiftRouteRecovery = 2;
+constexpr unsigned kFabricHealthShiftRouteUnhealthy = 4;
+constexpr unsigned kFabricHealthShiftAccessTimeoutRecovery = 6;
+constexpr unsigned kFabricHealthWidth2 = 0x3;
+constexpr unsigned kFabricHealthTrue = 1;
+constexpr unsigned kFabricHealthShiftIncorrectConfig = 8;
+constexpr unsigned kFabricHealthWidthIncorrectConfig = 0xf;
+constexpr unsigned kFabricConfigNone = 1;
 // The field value as a double; false when it failed or has an unknown type.
 bool FieldAsDouble(const FieldValue& v, double* out);
 
@@ -156,6 +194,7 @@ using NvLinkStateFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, int*);
 // (device, link, nvmlNvLinkErrorCounter_t, unsigned long long* value)
 using NvLinkErrorFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, int, unsigned long long*);
 using FabricInfoFn = nvmlReturn_t (*)(nvmlDevice_t, GpuFabricInfo*);
+using FabricInfoVFn = nvmlReturn_t (*)(nvmlDevice_t, GpuFabricInfoV3*);
 
 // The dlopen'ed library, initialised (nvmlInit_v2) by Open and shut down
 // (nvmlShutdown) by the destructor. Entry points other than init, count and
@@ -203,6 +242,7 @@ class Library {
   NvLinkStateFn nvlink_state = nullptr;
   NvLinkErrorFn nvlink_error_counter = nullptr;
   FabricInfoFn fabric_info = nullptr;  // nullptr on drivers that predate it
+  FabricInfoVFn fabric_info_v = nullptr;  // nvmlDeviceGetGpuFabricInfoV (r550 and later)
 
  private:
   explicit Library(void* handle) : handle_(handle) {}

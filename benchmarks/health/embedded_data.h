@@ -7,6 +7,7 @@
 namespace cmax::health {
 extern const char kXidCatalogYaml[];   // data/xid_catalog.yaml
 extern const char kThresholdsYaml[];   // data/thresholds.yaml
+extern const char kNvLinkPlatformsYaml[];  // data/nvlink_platforms.yaml
 }  // namespace cmax::health
 
 #endif  // CMAX_BENCHMARKS_HEALTH_EMBEDDED_DATA_H_

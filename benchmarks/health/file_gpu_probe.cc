@@ -40,6 +40,7 @@ absl::Status ParseNvLinks(const YAML::Node& list, GpuState* s) {
     Opt(n, "crc_flit", &l.crc_flit);
     Opt(n, "crc_data", &l.crc_data);
     Opt(n, "effective_errors", &l.effective_errors);
+    Opt(n, "speed_mbps", &l.speed_mbps);
     s->nvlinks.push_back(l);
   }
   return absl::OkStatus();
@@ -99,6 +100,11 @@ absl::StatusOr<GpuInventory> FileGpuProbe::ParseYaml(const std::string& text) {
         }
       }
       Opt(g, "fabric_status", &s.fabric_status);
+      if (g["fabric_cluster_uuid"]) {
+        s.fabric_cluster_uuid = g["fabric_cluster_uuid"].as<std::string>();
+      }
+      Opt(g, "fabric_clique_id", &s.fabric_clique_id);
+      Opt(g, "fabric_health_mask", &s.fabric_health_mask);
       inv.gpus.push_back(std::move(s));
     }
   } catch (const YAML::Exception& e) {

@@ -12,7 +12,10 @@
 //        fabric_state: COMPLETED, fabric_status: 0}
 // nvlinks lists only the links that exist (`active` required, counters
 // optional); fabric_state is NOT_SUPPORTED|NOT_STARTED|IN_PROGRESS|COMPLETED
-// and fabric_status the NVML return code of the registration (0 = success).
+// and fabric_status the NVML return code of the registration (0 = success);
+// fabric_cluster_uuid ("8-4-4-4-12" hex), fabric_clique_id and
+// fabric_health_mask (the v2/v3 healthMask as a number) as NVML gives them;
+// a link may carry speed_mbps (NVML_FI_DEV_NVLINK_GET_SPEED).
 #ifndef CMAX_BENCHMARKS_HEALTH_FILE_GPU_PROBE_H_
 #define CMAX_BENCHMARKS_HEALTH_FILE_GPU_PROBE_H_
 

@@ -24,6 +24,9 @@ struct NvLinkState {
   // errors that cost a replay); `recovery` then holds the link recovery
   // events of the same field family.
   std::optional<uint64_t> effective_errors;
+  // The link's speed in MB/s (NVML_FI_DEV_NVLINK_GET_SPEED); nullopt where
+  // the driver does not answer it.
+  std::optional<uint64_t> speed_mbps;
 };
 
 // The GPU's registration with the NVLink fabric (nvmlGpuFabricInfo_t).
@@ -68,6 +71,15 @@ struct GpuState {
   std::optional<FabricState> fabric_state;
   // NVML return code of the registration; meaningful only when COMPLETED.
   std::optional<int> fabric_status;
+  // The NVLink domain the GPU registered in: the cluster UUID as text
+  // ("8-4-4-4-12" hex; all zeros where the fabric gave none) and the clique
+  // id (GPUs of one clique reach each other over NVLink). Set with
+  // fabric_state (nvmlGpuFabricInfo_t and later).
+  std::string fabric_cluster_uuid;
+  std::optional<uint32_t> fabric_clique_id;
+  // nvmlGpuFabricInfo_v2/v3 healthMask (nvml_api.h kFabricHealth*); nullopt
+  // where only the v1 query exists (drivers before r550).
+  std::optional<uint32_t> fabric_health_mask;
 
   std::vector<std::string> errors;  // "nvmlDeviceGetX: <NVML error string>"
   bool lost = false;                // the driver answered GPU_IS_LOST

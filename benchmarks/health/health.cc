@@ -1,6 +1,8 @@
-// health: passive, one-shot node health — GPUs through NVML (with NVLinks and
-// fabric registration), NVSwitches and the Fabric Manager, NVIDIA Xid and SXid
-// events in the kernel log, InfiniBand and RoCE ports from sysfs.
+// health: passive, one-shot node health — GPUs through NVML (with NVLinks
+// against the platform, fabric registration, the NVLink domain and fabric
+// health mask), NVSwitches and the Fabric Manager, IMEX on multi-node NVLink
+// trays, NVIDIA Xid and SXid events in the kernel log, InfiniBand and RoCE
+// ports from sysfs.
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -8,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmarks/health/fabric_checks.h"
+#include "benchmarks/health/fabric_domain.h"
 #include "benchmarks/health/file_gpu_probe.h"
 #include "benchmarks/health/gpu_checks.h"
 #include "benchmarks/health/health_result.h"
@@ -15,6 +18,7 @@
 #include "benchmarks/health/ib_ports.h"
 #include "benchmarks/health/kernel_log.h"
 #include "benchmarks/health/nvlink_checks.h"
+#include "benchmarks/health/nvlink_platforms.h"
 #include "benchmarks/health/nvml_loader.h"
 #include "benchmarks/health/pci_gpus.h"
 #include "benchmarks/health/thresholds.h"
@@ -53,12 +57,16 @@ HealthRun RunHealthChecks(const Sysroot& root, const XidCatalog& catalog,
 
   // NVLinks, NVSwitches and the Fabric Manager.
   std::vector<std::string> switches = ListNvSwitches(root);
+  const NvLinkPlatforms& platforms = NvLinkPlatforms::Default();
   if (inventory.ok()) {
     for (const auto& g : inventory->gpus) {
       CheckNvLinks(g, options.thresholds, !switches.empty(), &result);
+      CheckNvLinkPlatform(g, platforms.Find(g.name), &result);
     }
   }
   CheckFabric(switches, FindProcessByName(root, "nv-fabricmanager"), inventory, &result);
+  // The NVLink domain (cluster UUID, clique, health mask) and IMEX.
+  CheckFabricDomain(switches, pci.size(), inventory, ReadImex(root), platforms, &result);
 
   // Kernel log.
   auto log = ReadKernelLog(root, options.kernel_log);
@@ -128,8 +136,10 @@ int RunHealth(int argc, char** argv) {
       "[--thresholds FILE] [--set SECTION.KEY:VALUE,...]",
       "Passive node health, one shot: GPUs through NVML (ECC, row remapping, PCIe, throttling,\n"
       "temperature, persistence, MIG, other processes, the driver's recovery action, NVLink\n"
-      "state and error counters), the Fabric Manager and fabric registration where NVSwitches\n"
-      "are present, NVIDIA Xid/SXid events in the kernel log since boot (/dev/kmsg, else the\n"
+      "state and error counters, link count and speed against the platform), the Fabric Manager\n"
+      "and fabric registration where NVSwitches are present, each GPU's NVLink domain (cluster\n"
+      "UUID, clique id) and fabric health mask, the IMEX service (nvidia-imex and\n"
+      "/etc/nvidia-imex/nodes_config.cfg) on multi-node NVLink trays, NVIDIA Xid/SXid events in the kernel log since boot (/dev/kmsg, else the\n"
       "journal), InfiniBand/RoCE port state, rate and error counters. Thresholds: the compiled-in\n"
       "defaults, then --thresholds, then --set. Findings carry a suggested action. An unreadable\n"
       "kernel "

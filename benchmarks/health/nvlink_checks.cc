@@ -115,4 +115,58 @@ void CheckNvLinks(const GpuState& g, const HealthThresholds& t, bool nvswitches_
   for (const NvLinkState& l : g.nvlinks) CheckCounters(g, l, t, r);
 }
 
+void CheckNvLinkPlatform(const GpuState& g, const NvLinkPlatform* p, HealthResult* r) {
+  if (!p || g.lost || g.nvlinks.empty()) return;
+  auto labels = GpuLabels(g);
+  labels["platform"] = p->name;
+  r->Measure("nvlink_links_expected", p->links, "count", labels);
+  if (static_cast<int>(g.nvlinks.size()) < p->links) {
+    std::vector<int> missing;
+    for (int link = 0; link < p->links; ++link) {
+      bool seen = false;
+      for (const NvLinkState& l : g.nvlinks) seen = seen || l.link == link;
+      if (!seen) missing.push_back(link);
+    }
+    v1::Finding& f = GpuFinding(
+        r, g, "health.nvlink_count", v1::SEVERITY_FAIL, "reliability",
+        absl::StrCat(GpuWho(g), ": ", g.nvlinks.size(), " NVLinks, ", p->name, " GPUs have ",
+                     p->links),
+        absl::StrCat("NVML reports no state at all for link(s) ", absl::StrJoin(missing, ", "),
+                     " (nvmlDeviceGetNvLinkState: NOT_SUPPORTED / INVALID_ARGUMENT): the link is "
+                     "disabled or missing, so traffic has fewer links than the platform's ",
+                     p->links, " (data/nvlink_platforms.yaml)"),
+        kResetAction, kNvLinkDoc);
+    (*f.mutable_labels())["platform"] = p->name;
+    (*f.mutable_labels())["nvlinks_missing"] = absl::StrJoin(missing, ",");
+    f.add_evidence(absl::StrCat("links reported: ", g.nvlinks.size(), ", expected ", p->links));
+  }
+  if (p->link_gbps <= 0) return;
+  std::optional<double> slowest;
+  std::vector<std::string> slow;
+  std::vector<int> slow_links;
+  const double floor_gbps = p->link_gbps * 0.99;
+  for (const NvLinkState& l : g.nvlinks) {
+    if (!l.active || !l.speed_mbps) continue;
+    const double gbps = static_cast<double>(*l.speed_mbps) / 1000.0;
+    if (!slowest || gbps < *slowest) slowest = gbps;
+    if (gbps < floor_gbps) {
+      slow.push_back(absl::StrCat("link ", l.link, ": ", gbps, " GB/s"));
+      slow_links.push_back(l.link);
+    }
+  }
+  if (slowest) r->Measure("nvlink_link_speed_min", *slowest, "GB/s", labels);
+  if (slow.empty()) return;
+  v1::Finding& f = GpuFinding(
+      r, g, "health.nvlink_speed", v1::SEVERITY_WARN, "reliability",
+      absl::StrCat(GpuWho(g), ": NVLink ", absl::StrJoin(slow_links, ", "), " below ",
+                   p->link_gbps, " GB/s"),
+      absl::StrCat(slow.size(), " active link(s) run below the ", p->name, " link speed of ",
+                   p->link_gbps, " GB/s per direction (NVML_FI_DEV_NVLINK_GET_SPEED; "
+                   "data/nvlink_platforms.yaml): the GPU's NVLink bandwidth is reduced"),
+      kResetAction, kNvLinkDoc);
+  (*f.mutable_labels())["platform"] = p->name;
+  (*f.mutable_labels())["nvlinks_slow"] = absl::StrJoin(slow_links, ",");
+  for (const auto& e : slow) f.add_evidence(e);
+}
+
 }  // namespace cmax::health

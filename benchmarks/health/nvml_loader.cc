@@ -82,30 +82,92 @@ void QueryNvLinks(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
       }
     }
     if (!l.replay && !l.recovery && !l.crc_flit && !l.crc_data) QueryNvLink5(lib, dev, &l, s);
+    if (lib.field_values) {
+      nvml::FieldValue fv{};
+      fv.field_id = nvml::kFieldNvLinkSpeed;
+      fv.scope_id = link;
+      double mbps = 0;
+      // The field's own return is NOT_SUPPORTED where the driver lacks it.
+      if (lib.field_values(dev, 1, &fv) == nvml::kSuccess && nvml::FieldAsDouble(fv, &mbps) &&
+          mbps > 0) {
+        l.speed_mbps = static_cast<uint64_t>(mbps);
+      }
+    }
     s->nvlinks.push_back(l);
   }
 }
 
-void QueryFabric(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
-  if (!lib.fabric_info) return;
-  // Room beyond the documented layout, in case a newer library writes more.
-  struct {
-    nvml::GpuFabricInfo info;
-    char slack[256];
-  } fabric;
-  std::memset(&fabric, 0, sizeof(fabric));
-  if (!Ok(lib, lib.fabric_info(dev, &fabric.info), "nvmlDeviceGetGpuFabricInfo", s)) return;
-  if (fabric.info.state == nvml::kFabricNotSupported) return;
-  if (fabric.info.state > nvml::kFabricCompleted) {
-    s->errors.push_back(absl::StrCat("nvmlDeviceGetGpuFabricInfo: unknown state ",
-                                     static_cast<int>(fabric.info.state)));
-    return;
+// "8-4-4-4-12" lower-case hex of the 16 bytes.
+std::string FormatClusterUuid(const unsigned char (&b)[16]) {
+  std::string out;
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(kHex[b[i] >> 4]);
+    out.push_back(kHex[b[i] & 0xf]);
   }
-  s->fabric_state = static_cast<FabricState>(fabric.info.state);
-  s->fabric_status = fabric.info.status;
+  return out;
 }
 
-void QueryDevice(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
+// nvmlDeviceGetGpuFabricInfoV with v3, then v2 (older r550+ drivers answer
+// v3 with ARGUMENT_VERSION_MISMATCH), else the unversioned v1 call (no
+// health mask).
+void QueryFabric(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
+  unsigned char state = 0;
+  int status = 0;
+  unsigned int clique = 0;
+  unsigned char uuid[16] = {};
+  std::optional<uint32_t> mask;
+  bool have = false;
+  if (lib.fabric_info_v) {
+    for (unsigned version : {nvml::kGpuFabricInfoV3, nvml::kGpuFabricInfoV2}) {
+      // Room beyond the documented layout, in case a newer library writes more.
+      struct {
+        nvml::GpuFabricInfoV3 info;
+        char slack[256];
+      } v;
+      std::memset(&v, 0, sizeof(v));
+      v.info.version = version;
+      nvml::nvmlReturn_t r = lib.fabric_info_v(dev, &v.info);
+      if (r == nvml::kArgumentVersionMismatch) continue;
+      if (r == nvml::kNotSupported) return;
+      if (!Ok(lib, r, "nvmlDeviceGetGpuFabricInfoV", s)) return;
+      state = v.info.state;
+      status = v.info.status;
+      clique = v.info.clique_id;
+      std::memcpy(uuid, v.info.cluster_uuid, sizeof(uuid));
+      mask = v.info.health_mask;
+      have = true;
+      break;
+    }
+  }
+  if (!have) {
+    if (!lib.fabric_info) return;
+    struct {
+      nvml::GpuFabricInfo info;
+      char slack[256];
+    } fabric;
+    std::memset(&fabric, 0, sizeof(fabric));
+    if (!Ok(lib, lib.fabric_info(dev, &fabric.info), "nvmlDeviceGetGpuFabricInfo", s)) return;
+    state = fabric.info.state;
+    status = fabric.info.status;
+    clique = fabric.info.clique_id;
+    std::memcpy(uuid, fabric.info.cluster_uuid, sizeof(uuid));
+  }
+  if (state == nvml::kFabricNotSupported) return;
+  if (state > nvml::kFabricCompleted) {
+    s->errors.push_back(
+        absl::StrCat("nvmlDeviceGetGpuFabricInfo: unknown state ", static_cast<int>(state)));
+    return;
+  }
+  s->fabric_state = static_cast<FabricState>(state);
+  s->fabric_status = status;
+  s->fabric_cluster_uuid = FormatClusterUuid(uuid);
+  s->fabric_clique_id = clique;
+  s->fabric_health_mask = mask;
+}
+
+void QueryIdentity(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
   char buf[128];
   if (lib.name) {
     std::memset(buf, 0, sizeof(buf));
@@ -127,6 +189,10 @@ void QueryDevice(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
       s->pci_bus_id = pci.info.bus_id;
     }
   }
+}
+
+void QueryDevice(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
+  QueryIdentity(lib, dev, s);
   if (lib.ecc_mode) {
     int current = 0, pending = 0;
     if (Ok(lib, lib.ecc_mode(dev, &current, &pending), "nvmlDeviceGetEccMode", s)) {
@@ -232,7 +298,8 @@ void QueryDevice(NvmlLibrary& lib, nvml::nvmlDevice_t dev, GpuState* s) {
 
 }  // namespace
 
-NvmlGpuProbe::NvmlGpuProbe(std::string library) : library_name_(std::move(library)) {}
+NvmlGpuProbe::NvmlGpuProbe(std::string library, bool fabric_only)
+    : library_name_(std::move(library)), fabric_only_(fabric_only) {}
 NvmlGpuProbe::~NvmlGpuProbe() = default;
 
 std::string NvmlGpuProbe::Describe() const { return absl::StrCat("NVML (", library_name_, ")"); }
@@ -258,7 +325,12 @@ absl::StatusOr<GpuInventory> NvmlGpuProbe::Probe() {
     s.index = static_cast<int>(i);
     nvml::nvmlDevice_t dev = nullptr;
     if (Ok(lib, lib.handle_by_index(i, &dev), "nvmlDeviceGetHandleByIndex_v2", &s)) {
-      QueryDevice(lib, dev, &s);
+      if (fabric_only_) {
+        QueryIdentity(lib, dev, &s);
+        QueryFabric(lib, dev, &s);
+      } else {
+        QueryDevice(lib, dev, &s);
+      }
     }
     inv.gpus.push_back(std::move(s));
   }

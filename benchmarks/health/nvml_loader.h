@@ -16,8 +16,10 @@ namespace cmax::health {
 
 class NvmlGpuProbe : public GpuProbe {
  public:
-  // `library` is the name handed to dlopen.
-  explicit NvmlGpuProbe(std::string library = "libnvidia-ml.so.1");
+  // `library` is the name handed to dlopen. `fabric_only`: per GPU only its
+  // name, UUID, PCI address and fabric registration (what `hostcheck
+  // --inventory` needs for the nvlink_domain fact, kept short).
+  explicit NvmlGpuProbe(std::string library = "libnvidia-ml.so.1", bool fabric_only = false);
   ~NvmlGpuProbe() override;
 
   // UNAVAILABLE when dlopen fails (no driver installed); INTERNAL with the
@@ -27,6 +29,7 @@ class NvmlGpuProbe : public GpuProbe {
 
  private:
   std::string library_name_;
+  bool fabric_only_ = false;
   std::unique_ptr<nvml::Library> lib_;  // benchmarks/gpu_common/nvml_api.h
 };
 

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "benchmarks/health/fabric_domain.h"
 #include "benchmarks/hostcheck/host_facts.h"
 #include "benchmarks/hostcheck/topology.h"
 #include "benchmarks/suite.h"
@@ -878,7 +879,10 @@ int RunHostcheck(int argc, char** argv) {
       "(needs root to read config space) and the IOMMU mode. Reads everything\n"
       "under --root (default /), so it also runs on a copied or fixture tree.\n"
       "--inventory prints one cmax.v1.Inventory JSON line instead of checking (with\n"
-      "the fact gpu_nic_map, e.g. 0000:18:00.0=mlx5_0,..., where RDMA NICs exist).");
+      "the fact gpu_nic_map, e.g. 0000:18:00.0=mlx5_0,..., where RDMA NICs exist, and\n"
+      "nvlink_domain / nvlink_clique, the GPUs' NVLink cluster UUID and clique ids from\n"
+      "NVML's fabric query, on nodes with NVIDIA GPUs and no NVSwitch on the bus, such as\n"
+      "GB200 / GB300 NVL72 trays, whose GPUs report a multi-node NVLink domain).");
   args.AddFlag("jsonl", &o.jsonl, "write cmax.v1.Record JSON lines instead of a table");
   args.AddFlag("inventory", &o.inventory, "print the node's Inventory as one JSON line");
   args.AddString("root", &o.root,
@@ -913,7 +917,13 @@ int RunHostcheck(int argc, char** argv) {
   Facts f = Gather(root);
 
   if (o.inventory) {
-    std::printf("%s\n", MessageToJsonLine(BuildInventory(f)).c_str());
+    v1::Inventory inv = BuildInventory(f);
+    // The node's NVLink domain (rack) for the scheduler and the scorecard:
+    // nvlink_domain (cluster UUID), nvlink_clique (clique ids).
+    for (const auto& [k, v] : health::ProbeFabricInventoryFacts(root)) {
+      (*inv.mutable_facts())[k] = v;
+    }
+    std::printf("%s\n", MessageToJsonLine(inv).c_str());
     return kExitPassed;
   }
 

@@ -435,6 +435,36 @@ TEST_CASE("health on a bare root: GPU health and Xids not measured, with reasons
   }
 }
 
+TEST_CASE("health without NVML: the scorecard's NVLink domains are not measured, never passed",
+          "[scorecard]") {
+  TempDir tmp;
+  MakeBareHealthRoot(tmp, "root");
+  // One H100 on the bus (vendor NVIDIA, class 3D controller), and no NVML to ask about it.
+  tmp.Write("root/sys/bus/pci/devices/0000:18:00.0/vendor", "0x10de\n");
+  tmp.Write("root/sys/bus/pci/devices/0000:18:00.0/class", "0x030200\n");
+  SuiteRun r = Bench("cmax-bench", {"health", "--root", tmp.Sub("root"), "--jsonl"});
+  INFO(Describe(r));
+  bool said = false;
+  for (const v1::Finding* f : NotMeasuredFindings(r)) {
+    said = said || f->check_id() == "health.nvlink_fabric_not_measured";
+  }
+  REQUIRE(said);
+  v1::Scorecard card = reports::BuildScorecard(DataFor("health", r));
+  const v1::CategoryGrade& c = reports::testing::Category(card, "Reliability");
+  const v1::RuleResult* domain = nullptr;
+  for (const auto& rule : c.rules()) {
+    if (rule.rule_id() == "nvlink.domain") domain = &rule;
+  }
+  INFO(c.summary());
+  REQUIRE(domain != nullptr);
+  CHECK(domain->outcome() == "not_measured");
+  CHECK(domain->subject() == "NVLink domains");
+  CHECK_THAT(domain->message(), Catch::StartsWith("no GPU reported an NVLink domain (1 node could not read"));
+  REQUIRE(domain->evidence_size() == 1);
+  CHECK_THAT(domain->evidence(0), Catch::StartsWith(std::string(kNode) + ": "));
+  CHECK(reports::testing::NodeOf(card, kNode).verdict() != "pass");
+}
+
 TEST_CASE(
     "audit without drivers, RDMA ports or tools marks its SKIPPED checks not measured",
     "[not_measured]") {

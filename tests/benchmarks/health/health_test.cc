@@ -428,7 +428,7 @@ TEST_CASE("cmax-bench health --root writes records and exits by severity", "[hea
   fs::remove_all(bad);
 }
 
-TEST_CASE("an NVLink down fails on its GPU; a CRC count over threshold warns", "[health]") {
+TEST_CASE("an NVLink down fails on its GPU, and a CRC count over threshold warns", "[health]") {
   HealthRun run = Run("nvlink_down");
   const v1::Finding& down = Only(run.result, "health.nvlink_down");
   CHECK(down.severity() == v1::SEVERITY_FAIL);
@@ -540,7 +540,7 @@ TEST_CASE("NVLink5 links: errors left after FEC warn, recoveries are counted", "
   CHECK_FALSE(HasMetric(r, "nvlink_crc_flit_errors"));  // not exposed: not measured
 }
 
-TEST_CASE("NVLink checks: all links down without NVSwitches warns once; counters not exposed "
+TEST_CASE("NVLink checks: all links down without NVSwitches warns once, counters not exposed "
           "are not measured",
           "[health]") {
   auto t = DefaultThresholds();
