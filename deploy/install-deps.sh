@@ -29,6 +29,10 @@ if [[ $want_tests -eq 1 ]]; then
   # clang and its libFuzzer/sanitizer runtime (a Recommends of clang-14,
   # which --no-install-recommends would skip) for tests/fuzz/smoke.sh.
   pkgs+=(catch2 python3 clang libclang-rt-14-dev)
+  # perftest (ib_write_bw, ib_read_bw, ib_write_lat): what the rdma suite
+  # runs on every node with RDMA devices (benchmarks/rdma); its tests use a
+  # fake on PATH, but the real one is there to run by hand.
+  pkgs+=(perftest)
 fi
 
 missing=()

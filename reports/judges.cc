@@ -16,6 +16,7 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out);
 void CollectiveJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void HealthChangeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void BurninJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -32,6 +33,7 @@ const std::vector<Judge>& AllJudges() {
       &CollectiveJudge,
       &HealthChangeJudge,
       &BurninJudge,
+      &RdmaJudge,
   };
   return judges;
 }

@@ -9,6 +9,8 @@
 
 #include "benchmarks/rdma/perftest_report.h"
 #include "benchmarks/rdma/rails.h"
+#include "common/plan_parser.h"
+#include "common/suite_catalog.h"
 #include "common/sysroot.h"
 #include "tests/benchmarks/hostcheck/topology_tree.h"
 #include "tests/scratch_dir.h"
@@ -73,7 +75,7 @@ TEST_CASE("latency reports with CPU-frequency warnings inside the table", "[rdma
   CHECK(*(*roce)[0].p99_us == Approx(7.15));
 }
 
-TEST_CASE("several sizes (-a) give one row each; garbage is an error", "[rdma][parser]") {
+TEST_CASE("several sizes (-a) give one row each, garbage is an error", "[rdma][parser]") {
   // The two-row table shape of perftest's -a sweep, numbers made up here.
   const std::string text =
       " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
@@ -209,6 +211,32 @@ TEST_CASE("perftest argv: server, client, RoCE, CUDA, duration", "[rdma][argv]")
   CHECK_FALSE(ValidHcaName("-x"));
   CHECK_FALSE(ValidHcaName("mlx5;rm"));
   CHECK_FALSE(ValidHcaName(""));
+}
+
+TEST_CASE("the rdma plans parse and their params pass the catalog", "[rdma][plan]") {
+  const SuiteInfo* info = FindSuite("rdma");
+  REQUIRE(info != nullptr);
+  CHECK(info->scopes.front() == v1::SCOPE_PAIRS);
+  CHECK(info->category == "networking");
+  for (const char* name : {"rdma", "full"}) {
+    auto plan = LoadPlanFile(std::string(CMAX_SOURCE_DIR) + "/benchmarks/plans/" + name + ".yaml");
+    INFO(name << ": " << plan.status().ToString());
+    REQUIRE(plan.ok());
+    int found = 0;
+    for (const auto& s : plan->suites()) {
+      if (s.suite() != "rdma") continue;
+      ++found;
+      CHECK(s.scope() == v1::SCOPE_PAIRS);
+      std::map<std::string, std::string> params(s.params().begin(), s.params().end());
+      auto args = BuildSuiteArgs(*info, params);
+      INFO(args.status().ToString());
+      CHECK(args.ok());
+    }
+    CHECK(found == 1);
+  }
+  // A value that could smuggle an option is refused by the catalog.
+  CHECK_FALSE(BuildSuiteArgs(*info, {{"tests", "write_bw,--use_cuda=0"}}).ok());
+  CHECK_FALSE(BuildSuiteArgs(*info, {{"port", "80"}}).ok());
 }
 
 }  // namespace
