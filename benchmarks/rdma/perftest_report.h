@@ -54,8 +54,10 @@ struct LatRow {
 
 // The rows of a bandwidth report, in order. INVALID_ARGUMENT when there is
 // no "#bytes ... BW average" header or no row under it; FAILED_PRECONDITION
-// when the report is in MB/sec (perftest ran without --report_gbits: its
-// "MB" is not documented as 10^6 or 2^20 bytes, so it is not converted).
+// when the report is in MB/sec: perftest ran without --report_gbits (its
+// --help: "Report Max/Average BW of test in Gbit/sec (instead of MiB/sec)"),
+// which the suite always passes, so the output is not from the command it
+// built and is not converted.
 absl::StatusOr<std::vector<BwRow>> ParseBwReport(absl::string_view text);
 
 // The rows of a latency report. INVALID_ARGUMENT when there is no
