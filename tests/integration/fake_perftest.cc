@@ -11,6 +11,11 @@
 // Environment:
 //   FAKE_PERFTEST_LOG   append "<program> server|client <argv...>" here
 //   FAKE_PERFTEST_SLOW  an HCA name whose client reports 150 Gb/s (else 391.5)
+//   FAKE_PERFTEST_FAIL_SERVER  a program name (ib_read_bw) whose server fails
+//                       before listening, with the lines the real Debian
+//                       perftest 4.5 prints on a host without devices
+//   FAKE_PERFTEST_FAIL_CLIENT  a program name whose client fails after the
+//                       exchange (the server side ran)
 // Exit: 0 done; 1 a bad argument, no peer, or a mismatched peer.
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -133,7 +138,16 @@ int main(int argc, char** argv) {
     }
   }
   const std::string hello = program + " " + hca + " " + std::to_string(ib_port);
+  auto named = [&](const char* var) {
+    const char* v = std::getenv(var);
+    return v != nullptr && program == v;
+  };
   if (server.empty()) {
+    if (named("FAKE_PERFTEST_FAIL_SERVER")) {
+      std::fprintf(stderr, " Did not detect devices \n If device exists, check if driver is up\n"
+                           " Unable to find the Infiniband/RoCE device\n");
+      return 1;
+    }
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -187,6 +201,9 @@ int main(int argc, char** argv) {
     return Fail("server answered '" + reply + "'");
   }
   close(fd);
+  if (named("FAKE_PERFTEST_FAIL_CLIENT")) {
+    return Fail("failed on purpose after the exchange (FAKE_PERFTEST_FAIL_CLIENT)");
+  }
   const char* slow = std::getenv("FAKE_PERFTEST_SLOW");
   PrintReport(program, slow && hca == slow ? 150.0 : 391.5);
   return 0;

@@ -230,3 +230,65 @@ TEST_CASE("rdma where one node has no RDMA devices: not measured on both, with t
     CHECK_FALSE(cat.measured());
   }
 }
+
+TEST_CASE("rdma: a server that cannot start is not measured, a client that fails fails the link",
+          "[integration][rdma]") {
+  cmax::testing::ScratchDir tmp;
+  const std::string topo = std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
+  const std::string r0 = tmp.path + "/root-0", r1 = tmp.path + "/root-1";
+  cmax::testing::BuildTopologyTree(topo, r0);
+  cmax::testing::BuildTopologyTree(topo, r1);
+  ClusterOptions o;
+  o.agents = 2;
+  o.agent_roots = {r0, r1};
+  o.agent_env = {{"PATH", FakePerftestDir(tmp.path) + ":" + getenv("PATH")},
+                 {"FAKE_PERFTEST_FAIL_SERVER", "ib_read_bw"},
+                 {"FAKE_PERFTEST_FAIL_CLIENT", "ib_write_lat"}};
+  Cluster c("rd3", o);
+  REQUIRE(c.Start().ok());
+  auto r = c.Ctl({"run", "--plan", c.WritePlan("rdma", kPlan)}, 300s);
+  INFO(r.out << r.err);
+  CHECK(r.exit.code == 1);  // the failed link fails the nodes
+  int write_bw = 0, read_bw = 0, server_failed = 0, run_failed = 0;
+  for (const auto& rec : Export(c, Cluster::RunIdFrom(r.out))) {
+    if (rec.suite() != "rdma") continue;
+    if (rec.record().has_measurement()) {
+      const std::string& metric = rec.record().measurement().metric();
+      write_bw += metric == "rdma_write_bw_gbps";
+      read_bw += metric == "rdma_read_bw_gbps";
+      CHECK(metric != "rdma_write_lat_us");
+      continue;
+    }
+    if (!rec.record().has_finding()) continue;
+    const auto& f = rec.record().finding();
+    INFO(rec.node() << " " << f.check_id() << ": " << f.title() << " -- " << f.detail());
+    if (f.check_id() == "rdma.server_failed") {
+      // ib_read_bw: its server never listened; both nodes say not measured,
+      // the server's record with the command and perftest's own words.
+      ++server_failed;
+      CHECK(f.not_measured());
+      CHECK(absl::StrContains(f.title(), "ib_read_bw"));
+      if (absl::StrContains(f.detail(), "command:")) {
+        CHECK_THAT(f.detail(), Catch::Contains("Unable to find the Infiniband/RoCE device") &&
+                                   Catch::Contains("ib_read_bw -d mlx5_"));
+      }
+    } else if (f.check_id() == "rdma.run_failed") {
+      // ib_write_lat: the server listened and the client failed: the link's.
+      ++run_failed;
+      CHECK_FALSE(f.not_measured());
+      CHECK(f.severity() == cmax::v1::SEVERITY_FAIL);
+      CHECK_THAT(f.title(), Catch::Contains("ib_write_lat") && Catch::Contains(" <-> "));
+      const std::string ev = absl::StrJoin(f.evidence(), "\n");
+      CHECK_THAT(ev, Catch::Contains("client command on ") &&
+                         Catch::Contains("ib_write_lat -d mlx5_") &&
+                         Catch::Contains("failed on purpose after the exchange") &&
+                         Catch::Contains("server on "));
+    } else {
+      CHECK(f.not_measured());
+    }
+  }
+  CHECK(write_bw == 2);
+  CHECK(read_bw == 0);
+  CHECK(server_failed == 4);  // two rails, a record on each node
+  CHECK(run_failed == 2);     // one per rail
+}
