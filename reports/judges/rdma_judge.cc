@@ -32,7 +32,9 @@
 //       "only measured with each other: NIC and cable cannot be told
 //       apart").
 //  4. rdma.bandwidth / rdma.latency: a fleet-wide pass per metric when no
-//     link is slow, with the median, the minimum and the floor.
+//     link is slow or failed, with the median, the minimum and the floor.
+// A run that failed on a link while its server listened (finding
+// rdma.run_failed) counts as a failed observation of that link in rule 3.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -167,6 +169,27 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
                         FormatNumber(it.fraction), " x the ", FormatNumber(it.rate),
                         " Gb/s port rate; a healthy 400 Gb/s NDR port gives about 392)"));
     }
+  }
+
+  // A run that failed while its server listened (finding rdma.run_failed,
+  // written by the client) fails its link like a slow one, so the blame
+  // below weighs it with the same evidence.
+  for (const auto& rec : data.records) {
+    if (rec.suite() != "rdma" || !rec.record().has_finding()) continue;
+    if (rec.attempt() != latest[rec.task_id()]) continue;
+    const v1::Finding& f = rec.record().finding();
+    if (f.check_id() != "rdma.run_failed" || f.not_measured()) continue;
+    Item it;
+    it.a_node = LabelValue(f.labels(), "src");
+    it.b_node = LabelValue(f.labels(), "dst");
+    if (it.a_node.empty() || it.b_node.empty()) continue;
+    it.a = absl::StrCat(it.a_node, ":", LabelValue(f.labels(), "hca"), "/",
+                        LabelValue(f.labels(), "port"));
+    it.b = absl::StrCat(it.b_node, ":", LabelValue(f.labels(), "peer_hca"), "/",
+                        LabelValue(f.labels(), "peer_port"));
+    ++slow_per_metric["rdma_" + LabelValue(f.labels(), "test") +
+                      (LabelValue(f.labels(), "test") == "write_lat" ? "_us" : "_gbps")];
+    mark(link(it), "fail", absl::StrCat("failed: ", f.title(), " (", f.detail(), ")"));
   }
 
   // Rule 2: the fleet, per metric and rail.

@@ -189,3 +189,35 @@ TEST_CASE("rdma judge: only the task's latest attempt counts", "[rdma]") {
   CHECK(WithId(rules, "rdma.slow_link").empty());
   CHECK(WithId(rules, "rdma.bandwidth").size() == 2);
 }
+
+TEST_CASE("rdma judge: a failed run is weighed like a slow one, both ends named", "[rdma]") {
+  RunData d = Pairs(kNodes, [](auto&, auto&, int) { return 391.0; });
+  // node-4's client run of ib_write_lat on rail 2 against node-1 failed.
+  auto f = cmax::reports::testing::Find("node-4", "rdma", "rdma.run_failed",
+                                        cmax::v1::SEVERITY_FAIL, "networking",
+                                        "link:node-4:mlx5_2/1 <-> node-1:mlx5_2/1",
+                                        "ib_write_lat failed on rail 2", "exit 1");
+  f.set_task_id("rdma.node-1.node-4");
+  auto& labels = *f.mutable_record()->mutable_finding()->mutable_labels();
+  labels["src"] = "node-4";
+  labels["dst"] = "node-1";
+  labels["hca"] = "mlx5_2";
+  labels["port"] = "1";
+  labels["peer_hca"] = "mlx5_2";
+  labels["peer_port"] = "1";
+  labels["test"] = "write_lat";
+  d.records.push_back(f);
+  auto rules = RdmaRules(d);
+  INFO(Dump(rules));
+  CHECK(WithId(rules, "rdma.slow_nic").empty());
+  auto links = WithId(rules, "rdma.slow_link");
+  REQUIRE(links.size() == 2);
+  for (const RuleResult* r : links) {
+    CHECK(r->subject() == "link:node-1:mlx5_2/1 <-> node-4:mlx5_2/1");
+    CHECK(r->outcome() == "fail");
+    CHECK_THAT(absl::StrJoin(r->evidence(), "\n"),
+               Catch::Contains("failed: ib_write_lat failed on rail 2"));
+  }
+  // The bandwidth metrics were fine everywhere: their passes stay.
+  CHECK(WithId(rules, "rdma.bandwidth").size() == 2);
+}
