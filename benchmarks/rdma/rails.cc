@@ -185,9 +185,15 @@ std::vector<std::string> PerftestArgv(const std::string& program, PerftestTest t
     argv.insert(argv.end(), {"-x", absl::StrCat(rail.gid_index)});
   }
   if (bw && o.duration_s > 0) {
+    // Duration mode measures inside margins (perftest -f, default 2 s at
+    // each end): the start is its warm-up.
     argv.insert(argv.end(), {"-D", absl::StrCat(static_cast<int64_t>(o.duration_s))});
-  } else if (o.iterations > 0) {
-    argv.insert(argv.end(), {"-n", absl::StrCat(o.iterations)});
+  } else {
+    if (o.iterations > 0) argv.insert(argv.end(), {"-n", absl::StrCat(o.iterations)});
+    // perftest --help: "Perform some iterations before start measuring in
+    // order to warming-up memory cache, valid in Atomic, Read and Write BW
+    // tests".
+    if (bw) argv.push_back("--perform_warm_up");
   }
   if (o.size_bytes > 0) argv.insert(argv.end(), {"-s", absl::StrCat(o.size_bytes)});
   if (o.use_cuda && rail.gpu >= 0) {

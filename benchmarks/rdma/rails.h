@@ -73,10 +73,12 @@ struct PerftestOptions {
 // The argv of one side: the server when `server_address` is empty, else the
 // client of that server. `program` is the resolved path of the binary.
 //   <program> -d <hca> -i <port> -F -p <tcp> [--report_gbits] [-x <gid>]
-//     [-D <s> | -n <iters>] [-s <bytes>] [--use_cuda=<gpu>] [<server>]
+//     [-D <s> | [-n <iters>] [--perform_warm_up]] [-s <bytes>]
+//     [--use_cuda=<gpu>] [<server>]
 // --report_gbits is given to the bandwidth tests (perftest reports latency
 // in usec whatever it is given); -D only to bandwidth tests (perftest's
-// latency tests in duration mode print only an average, no percentiles).
+// latency tests in duration mode print only an average, no percentiles);
+// --perform_warm_up to bandwidth tests that run by iterations.
 std::vector<std::string> PerftestArgv(const std::string& program, PerftestTest test,
                                       const Rail& rail, const PerftestOptions& options,
                                       const std::string& server_address);

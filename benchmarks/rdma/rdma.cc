@@ -17,7 +17,8 @@
 //
 // Records (written by the client, labels src = client node, dst = server
 // node, hca, port, peer_hca, peer_port, gpu, peer_gpu, memory, link_layer,
-// port_rate_gbps, peer_port_rate_gbps, rail, test, size_bytes):
+// port_rate_gbps, peer_port_rate_gbps, rail, test, size_bytes,
+// perftest_version):
 //   rdma_write_bw_gbps, rdma_read_bw_gbps   BW average, Gb/s (label
 //                                           min_rate_fraction: the judge's floor)
 //   rdma_write_lat_us                       stat=p50 (perftest's t_typical),
@@ -53,6 +54,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "benchmarks/connectivity/peer_link.h"
 #include "benchmarks/rdma/perftest_report.h"
 #include "benchmarks/rdma/rails.h"
@@ -176,6 +178,7 @@ class RdmaRun {
   std::map<PerftestTest, std::string> programs_;
   bool use_cuda_ = false;
   bool cuda_by_bus_id_ = false;
+  std::string perftest_version_ = "unknown";
   std::string work_dir_;
 };
 
@@ -226,6 +229,17 @@ std::string RdmaRun::Prepare() {
                                       "its --help)");
     }
   }
+  // "Version: 6.06" (perftest -V; 6.06 exits 1 after printing it), kept
+  // with the numbers.
+  if (auto v = RunCommand({programs_.begin()->second, "--version"}, std::chrono::seconds(10),
+                          1 << 12);
+      v.ok()) {
+    const std::string text = v->out + v->err;
+    if (size_t at = text.find("Version:"); at != std::string::npos) {
+      std::string ver = text.substr(at + 8, text.find('\n', at) - at - 8);
+      perftest_version_ = std::string(absl::StripAsciiWhitespace(ver)).substr(0, 32);
+    }
+  }
   s_.perftest.use_cuda = use_cuda_;
   s_.perftest.cuda_by_bus_id = cuda_by_bus_id_;
   if (const char* dir = getenv("CMAX_TASK_DIR"); dir && *dir) {
@@ -256,6 +270,7 @@ std::map<std::string, std::string> RdmaRun::Labels(size_t i, PerftestTest t) con
       {"peer_port_rate_gbps", absl::StrCat(peer.rate_gbps)},
       {"rail", absl::StrCat(i)},
       {"test", rdma::PerftestTestName(t)},
+      {"perftest_version", perftest_version_},
   };
   return l;
 }

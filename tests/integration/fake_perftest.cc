@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
   const bool bw = program == "ib_write_bw" || program == "ib_read_bw";
   if (!bw && program != "ib_write_lat") return Fail("called as '" + program + "'");
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && args[0] == "--version") {
+    std::printf("Version: 0.0-fake\n");
+    return 1;  // perftest 6.06 exits 1 after printing its version
+  }
   if (args.size() == 1 && args[0] == "--help") {
     std::printf("Usage:\n  %s            start a server and wait for connection\n"
                 "  %s <host>     connect to server at <host>\n\nOptions:\n"
@@ -114,6 +118,8 @@ int main(int argc, char** argv) {
       big_f = true;
     } else if (a == "--report_gbits") {
       gbits = true;
+    } else if (a == "--perform_warm_up") {
+      if (!bw) return Fail("--perform_warm_up given to a latency test");
     } else if (a == "-D" || a == "-n" || a == "-s" || a == "-x") {
       if (!value(&v) || std::atoi(v.c_str()) <= 0) return Fail(a + " without a positive value");
       if (a == "-D" && !bw) return Fail("-D given to a latency test");

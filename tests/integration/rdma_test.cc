@@ -129,6 +129,7 @@ TEST_CASE("rdma over a pair of agents: every rail and test, server and client vi
     CHECK(Label(m, "link_layer") == "InfiniBand");
     CHECK(Label(m, "port_rate_gbps") == "400");
     CHECK(Label(m, "peer_port_rate_gbps") == "400");
+    CHECK(Label(m, "perftest_version") == "0.0-fake");
     if (m.metric() == "rdma_write_lat_us") {
       const std::string stat = Label(m, "stat");
       ++count[absl::StrCat(m.metric(), "/", stat, "/", rail)];

@@ -203,7 +203,10 @@ TEST_CASE("perftest argv: server, client, RoCE, CUDA, duration", "[rdma][argv]")
   o.use_cuda = true;
   CHECK(PerftestArgv("ib_write_bw", PerftestTest::kWriteBw, roce, o, "") ==
         V{"ib_write_bw", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520", "--report_gbits", "-x",
-          "3", "-n", "1000", "-s", "1048576", "--use_cuda=3"});
+          "3", "-n", "1000", "--perform_warm_up", "-s", "1048576", "--use_cuda=3"});
+  CHECK(PerftestArgv("ib_write_lat", PerftestTest::kWriteLat, roce, o, "h") ==
+        V{"ib_write_lat", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520", "-x", "3", "-n", "1000",
+          "-s", "1048576", "--use_cuda=3", "h"});
   o.cuda_by_bus_id = true;
   CHECK(PerftestArgv("ib_write_bw", PerftestTest::kWriteBw, roce, o, "").back() ==
         "--use_cuda_bus_id=0000:5d:00.0");
