@@ -24,8 +24,8 @@ bool IsDashes(absl::string_view line) {
 // The whitespace-separated numbers of a row; nullopt when the line does not
 // start with a number (a warning perftest printed inside the table).
 std::optional<std::vector<double>> Numbers(absl::string_view line) {
-  std::vector<absl::string_view> words =
-      absl::StrSplit(absl::StripAsciiWhitespace(line), absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  std::vector<absl::string_view> words = absl::StrSplit(
+      absl::StripAsciiWhitespace(line), absl::ByAnyChar(" \t"), absl::SkipEmpty());
   if (words.empty()) return std::nullopt;
   std::vector<double> out;
   for (absl::string_view w : words) {
@@ -41,9 +41,9 @@ std::optional<std::vector<double>> Numbers(absl::string_view line) {
 
 // The lines after the header that contains every one of `needles`, up to the
 // closing dashes. nullopt when no line contains them.
-std::optional<std::vector<absl::string_view>> TableAfter(absl::string_view text,
-                                                         std::vector<absl::string_view> needles,
-                                                         absl::string_view* header) {
+std::optional<std::vector<absl::string_view>> TableAfter(
+    absl::string_view text, std::vector<absl::string_view> needles,
+    absl::string_view* header) {
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   for (size_t i = 0; i < lines.size(); ++i) {
     bool all = true;
@@ -51,7 +51,8 @@ std::optional<std::vector<absl::string_view>> TableAfter(absl::string_view text,
     if (!all) continue;
     *header = lines[i];
     std::vector<absl::string_view> rows;
-    for (size_t j = i + 1; j < lines.size() && !IsDashes(lines[j]); ++j) rows.push_back(lines[j]);
+    for (size_t j = i + 1; j < lines.size() && !IsDashes(lines[j]); ++j)
+      rows.push_back(lines[j]);
     return rows;
   }
   return std::nullopt;
@@ -64,7 +65,8 @@ absl::StatusOr<std::vector<BwRow>> ParseBwReport(absl::string_view text) {
   auto rows = TableAfter(text, {"#bytes", "BW average"}, &header);
   if (!rows) {
     return absl::InvalidArgumentError(
-        "no perftest bandwidth report (a '#bytes ... BW average[...]' header) in the output");
+        "no perftest bandwidth report (a '#bytes ... BW average[...]' header) in the "
+        "output");
   }
   if (!absl::StrContains(header, "[Gb/sec]")) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -76,9 +78,9 @@ absl::StatusOr<std::vector<BwRow>> ParseBwReport(absl::string_view text) {
     auto n = Numbers(line);
     if (!n) continue;
     if (n->size() < 4) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("perftest bandwidth row with ", n->size(), " numbers, need 4 or 5: '",
-                       absl::StripAsciiWhitespace(line), "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "perftest bandwidth row with ", n->size(), " numbers, need 4 or 5: '",
+          absl::StripAsciiWhitespace(line), "'"));
     }
     BwRow r;
     r.bytes = static_cast<int64_t>((*n)[0]);
@@ -89,7 +91,8 @@ absl::StatusOr<std::vector<BwRow>> ParseBwReport(absl::string_view text) {
     out.push_back(r);
   }
   if (out.empty()) {
-    return absl::InvalidArgumentError("perftest bandwidth report has a header but no rows");
+    return absl::InvalidArgumentError(
+        "perftest bandwidth report has a header but no rows");
   }
   return out;
 }
@@ -99,16 +102,17 @@ absl::StatusOr<std::vector<LatRow>> ParseLatReport(absl::string_view text) {
   auto rows = TableAfter(text, {"#bytes", "t_typical"}, &header);
   if (!rows) {
     return absl::InvalidArgumentError(
-        "no perftest latency report (a '#bytes ... t_typical[usec]' header) in the output");
+        "no perftest latency report (a '#bytes ... t_typical[usec]' header) in the "
+        "output");
   }
   std::vector<LatRow> out;
   for (absl::string_view line : *rows) {
     auto n = Numbers(line);
     if (!n) continue;
     if (n->size() < 5) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("perftest latency row with ", n->size(), " numbers, need at least 5: '",
-                       absl::StripAsciiWhitespace(line), "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "perftest latency row with ", n->size(), " numbers, need at least 5: '",
+          absl::StripAsciiWhitespace(line), "'"));
     }
     LatRow r;
     r.bytes = static_cast<int64_t>((*n)[0]);

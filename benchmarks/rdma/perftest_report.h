@@ -45,8 +45,8 @@ struct LatRow {
   int64_t iterations = 0;
   double t_min_us = 0;
   double t_max_us = 0;
-  double t_typical_us = 0;              // perftest's median ("typical")
-  std::optional<double> t_avg_us;       // absent in old releases
+  double t_typical_us = 0;         // perftest's median ("typical")
+  std::optional<double> t_avg_us;  // absent in old releases
   std::optional<double> t_stdev_us;
   std::optional<double> p99_us;
   std::optional<double> p999_us;

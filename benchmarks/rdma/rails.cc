@@ -51,8 +51,8 @@ int PickRoceGid(const Sysroot& root, const std::string& port_dir) {
 }  // namespace
 
 std::string FormatRail(const Rail& r) {
-  return absl::StrCat(r.hca, " ", r.port, " ", r.link_layer.empty() ? "-" : r.link_layer, " ",
-                      r.rate_gbps, " ", r.gid_index, " ", r.gpu, " ",
+  return absl::StrCat(r.hca, " ", r.port, " ", r.link_layer.empty() ? "-" : r.link_layer,
+                      " ", r.rate_gbps, " ", r.gid_index, " ", r.gpu, " ",
                       r.gpu_bdf.empty() ? "-" : r.gpu_bdf);
 }
 
@@ -74,7 +74,8 @@ absl::StatusOr<Rail> ParseRail(const std::string& line) {
 bool ValidHcaName(const std::string& name) {
   if (name.empty() || name.size() > 64 || name[0] == '-') return false;
   for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' &&
+        c != '-') {
       return false;
     }
   }
@@ -83,9 +84,9 @@ bool ValidHcaName(const std::string& name) {
 
 absl::StatusOr<std::vector<Rail>> ReadRails(const Sysroot& root, int gid_index) {
   if (!root.Exists(kInfiniband) || root.List(kInfiniband).empty()) {
-    return absl::NotFoundError(absl::StrCat("no RDMA devices: ", root.Path(kInfiniband),
-                                            root.Exists(kInfiniband) ? " is empty"
-                                                                     : " does not exist"));
+    return absl::NotFoundError(
+        absl::StrCat("no RDMA devices: ", root.Path(kInfiniband),
+                     root.Exists(kInfiniband) ? " is empty" : " does not exist"));
   }
   absl::StatusOr<hostcheck::Topology> topo = hostcheck::ReadTopology(root);
   if (!topo.ok()) {
@@ -112,7 +113,8 @@ absl::StatusOr<std::vector<Rail>> ReadRails(const Sysroot& root, int gid_index) 
     for (const hostcheck::RdmaPort& port : nic.ports) {
       if (!port.active()) {
         inactive.push_back(absl::StrCat(nic.name, "/", port.port, " '",
-                                        port.state.empty() ? "(no state)" : port.state, "'"));
+                                        port.state.empty() ? "(no state)" : port.state,
+                                        "'"));
         continue;
       }
       Rail r;
@@ -123,8 +125,8 @@ absl::StatusOr<std::vector<Rail>> ReadRails(const Sysroot& root, int gid_index) 
       if (r.roce()) {
         r.gid_index = gid_index >= 0
                           ? gid_index
-                          : PickRoceGid(root, absl::StrCat(kInfiniband, "/", nic.name, "/ports/",
-                                                           port.port));
+                          : PickRoceGid(root, absl::StrCat(kInfiniband, "/", nic.name,
+                                                           "/ports/", port.port));
       }
       if (auto it = gpu_of.find(nic.name); it != gpu_of.end()) {
         r.gpu = it->second;
@@ -149,27 +151,36 @@ absl::StatusOr<std::vector<Rail>> ReadRails(const Sysroot& root, int gid_index) 
 
 const char* PerftestProgram(PerftestTest test) {
   switch (test) {
-    case PerftestTest::kWriteBw: return "ib_write_bw";
-    case PerftestTest::kReadBw: return "ib_read_bw";
-    case PerftestTest::kWriteLat: return "ib_write_lat";
+    case PerftestTest::kWriteBw:
+      return "ib_write_bw";
+    case PerftestTest::kReadBw:
+      return "ib_read_bw";
+    case PerftestTest::kWriteLat:
+      return "ib_write_lat";
   }
   return "";
 }
 
 const char* PerftestTestName(PerftestTest test) {
   switch (test) {
-    case PerftestTest::kWriteBw: return "write_bw";
-    case PerftestTest::kReadBw: return "read_bw";
-    case PerftestTest::kWriteLat: return "write_lat";
+    case PerftestTest::kWriteBw:
+      return "write_bw";
+    case PerftestTest::kReadBw:
+      return "read_bw";
+    case PerftestTest::kWriteLat:
+      return "write_lat";
   }
   return "";
 }
 
 const char* PerftestMetric(PerftestTest test) {
   switch (test) {
-    case PerftestTest::kWriteBw: return "rdma_write_bw_gbps";
-    case PerftestTest::kReadBw: return "rdma_read_bw_gbps";
-    case PerftestTest::kWriteLat: return "rdma_write_lat_us";
+    case PerftestTest::kWriteBw:
+      return "rdma_write_bw_gbps";
+    case PerftestTest::kReadBw:
+      return "rdma_read_bw_gbps";
+    case PerftestTest::kWriteLat:
+      return "rdma_write_lat_us";
   }
   return "";
 }
@@ -178,8 +189,14 @@ std::vector<std::string> PerftestArgv(const std::string& program, PerftestTest t
                                       const Rail& rail, const PerftestOptions& o,
                                       const std::string& server_address) {
   const bool bw = test != PerftestTest::kWriteLat;
-  std::vector<std::string> argv = {program, "-d", rail.hca, "-i", absl::StrCat(rail.port),
-                                   "-F", "-p", absl::StrCat(o.tcp_port)};
+  std::vector<std::string> argv = {program,
+                                   "-d",
+                                   rail.hca,
+                                   "-i",
+                                   absl::StrCat(rail.port),
+                                   "-F",
+                                   "-p",
+                                   absl::StrCat(o.tcp_port)};
   if (bw) argv.push_back("--report_gbits");
   if (rail.roce() && rail.gid_index >= 0) {
     argv.insert(argv.end(), {"-x", absl::StrCat(rail.gid_index)});

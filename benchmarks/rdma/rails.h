@@ -24,13 +24,13 @@
 namespace cmax::bench::rdma {
 
 struct Rail {
-  std::string hca;           // "mlx5_0"
-  int port = 1;              // the device's port number
-  std::string link_layer;    // "InfiniBand", "Ethernet"
-  double rate_gbps = 0;      // 400; 0 when unreadable
-  int gid_index = -1;        // RoCE: the GID index for -x; -1 for InfiniBand or none found
-  int gpu = -1;              // index (bus order) of the GPU the map pairs with it, -1: none
-  std::string gpu_bdf;       // that GPU's bus id
+  std::string hca;         // "mlx5_0"
+  int port = 1;            // the device's port number
+  std::string link_layer;  // "InfiniBand", "Ethernet"
+  double rate_gbps = 0;    // 400; 0 when unreadable
+  int gid_index = -1;      // RoCE: the GID index for -x; -1 for InfiniBand or none found
+  int gpu = -1;            // index (bus order) of the GPU the map pairs with it, -1: none
+  std::string gpu_bdf;     // that GPU's bus id
   bool roce() const { return link_layer == "Ethernet"; }
 };
 

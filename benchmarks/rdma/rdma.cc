@@ -152,12 +152,13 @@ struct Settings {
 
 class RdmaRun {
  public:
-  RdmaRun(Settings s, RecordWriter* out) : s_(std::move(s)), out_(*out), node_(NodeName()) {}
+  RdmaRun(Settings s, RecordWriter* out)
+      : s_(std::move(s)), out_(*out), node_(NodeName()) {}
   int Run();
 
  private:
-  int CouldNotRun(const std::string& check, const std::string& title, const std::string& why,
-                  const std::string& action);
+  int CouldNotRun(const std::string& check, const std::string& title,
+                  const std::string& why, const std::string& action);
   // The reason this node cannot take part, empty when it can; fills rails_
   // and programs_.
   std::string Prepare();
@@ -201,7 +202,8 @@ bool RdmaRun::CudaSupported(const std::string& program) {
 }
 
 std::string RdmaRun::Prepare() {
-  absl::StatusOr<std::vector<Rail>> rails = rdma::ReadRails(Sysroot(s_.root), s_.gid_index);
+  absl::StatusOr<std::vector<Rail>> rails =
+      rdma::ReadRails(Sysroot(s_.root), s_.gid_index);
   if (!rails.ok()) return std::string(rails.status().message());
   rails_ = *std::move(rails);
   std::vector<std::string> missing;
@@ -224,15 +226,16 @@ std::string RdmaRun::Prepare() {
     } else if (s_.cuda == "on") {
       return absl::StrCat("--cuda=on but GPUDirect cannot be used: ",
                           !any_gpu ? "the GPU-NIC map pairs no GPU with an RDMA device"
-                          : !driver ? "no NVIDIA driver (/dev/nvidiactl)"
-                                    : "this perftest was built without CUDA (no --use_cuda in "
-                                      "its --help)");
+                          : !driver
+                              ? "no NVIDIA driver (/dev/nvidiactl)"
+                              : "this perftest was built without CUDA (no --use_cuda in "
+                                "its --help)");
     }
   }
   // "Version: 6.06" (perftest -V; 6.06 exits 1 after printing it), kept
   // with the numbers.
-  if (auto v = RunCommand({programs_.begin()->second, "--version"}, std::chrono::seconds(10),
-                          1 << 12);
+  if (auto v = RunCommand({programs_.begin()->second, "--version"},
+                          std::chrono::seconds(10), 1 << 12);
       v.ok()) {
     const std::string text = v->out + v->err;
     if (size_t at = text.find("Version:"); at != std::string::npos) {
@@ -283,17 +286,19 @@ int RdmaRun::Run() {
       return CouldNotRun("rdma.not_measured", "not measured: rdma could not run", reason,
                          "install perftest and check the RDMA devices (ibv_devinfo)");
     }
-    return CouldNotRun("rdma.not_measured", "not measured: rdma could not run",
-                       absl::StrCat("rdma needs a pair of nodes (scope: pairs): ",
-                                    client.status().message()),
-                       "run it as a pairs task of a cmax run (it needs the group's rendezvous)");
+    return CouldNotRun(
+        "rdma.not_measured", "not measured: rdma could not run",
+        absl::StrCat("rdma needs a pair of nodes (scope: pairs): ",
+                     client.status().message()),
+        "run it as a pairs task of a cmax run (it needs the group's rendezvous)");
   }
   RendezvousClient& rv = **client;
   if (rv.world_size() != 2) {
-    return CouldNotRun("rdma.not_measured", "not measured: rdma could not run",
-                       absl::StrCat("rdma runs between two nodes (scope: pairs); this group has ",
-                                    rv.world_size(), " ranks"),
-                       "use scope: pairs in the plan");
+    return CouldNotRun(
+        "rdma.not_measured", "not measured: rdma could not run",
+        absl::StrCat("rdma runs between two nodes (scope: pairs); this group has ",
+                     rv.world_size(), " ranks"),
+        "use scope: pairs in the plan");
   }
   const int rank = rv.rank();
   std::vector<std::string> lines;
@@ -303,7 +308,8 @@ int RdmaRun::Run() {
   } else {
     lines.push_back(absl::StrCat("none ", node_, " ", OneLine(reason)));
   }
-  if (auto st = rv.Set(absl::StrCat("rdma/rails/", rank), absl::StrJoin(lines, "\n")); !st.ok()) {
+  if (auto st = rv.Set(absl::StrCat("rdma/rails/", rank), absl::StrJoin(lines, "\n"));
+      !st.ok()) {
     return CouldNotRun("rdma.not_measured", "not measured: rdma could not run",
                        absl::StrCat("rendezvous: ", st.message()), "");
   }
@@ -314,27 +320,30 @@ int RdmaRun::Run() {
   }
   auto peer = rv.Get(absl::StrCat("rdma/rails/", 1 - rank), absl::Seconds(120));
   if (!peer.ok()) {
-    return CouldNotRun("rdma.peer_missing", "not measured: the peer did not show up",
-                       absl::StrCat("the other node of the pair did not publish its rails at "
-                                    "the rendezvous within 120 s: ",
-                                    peer.status().message()),
-                       "check the peer's agent and its task log");
+    return CouldNotRun(
+        "rdma.peer_missing", "not measured: the peer did not show up",
+        absl::StrCat("the other node of the pair did not publish its rails at "
+                     "the rendezvous within 120 s: ",
+                     peer.status().message()),
+        "check the peer's agent and its task log");
   }
   std::vector<std::string> peer_lines = absl::StrSplit(*peer, '\n', absl::SkipEmpty());
   if (peer_lines.empty() || !absl::StartsWith(peer_lines[0], "ok ")) {
     std::string why = peer_lines.empty() ? "(empty)" : peer_lines[0];
     std::vector<std::string> w = absl::StrSplit(why, absl::MaxSplits(' ', 2));
     std::string peer_name = w.size() > 1 ? w[1] : "the peer";
-    return CouldNotRun("rdma.peer_not_measured", "not measured: the peer cannot run perftest",
-                       absl::StrCat(peer_name, " cannot take part: ", w.size() > 2 ? w[2] : why),
-                       absl::StrCat("fix ", peer_name, " (its own record says why)"));
+    return CouldNotRun(
+        "rdma.peer_not_measured", "not measured: the peer cannot run perftest",
+        absl::StrCat(peer_name, " cannot take part: ", w.size() > 2 ? w[2] : why),
+        absl::StrCat("fix ", peer_name, " (its own record says why)"));
   }
   peer_node_ = peer_lines[0].substr(3);
   for (size_t j = 1; j < peer_lines.size(); ++j) {
     auto r = rdma::ParseRail(peer_lines[j]);
     if (!r.ok()) {
       return CouldNotRun("rdma.not_measured", "not measured: rdma could not run",
-                         absl::StrCat("peer ", peer_node_, ": ", r.status().message()), "");
+                         absl::StrCat("peer ", peer_node_, ": ", r.status().message()),
+                         "");
     }
     peer_rails_.push_back(*r);
   }
@@ -351,10 +360,11 @@ int RdmaRun::Run() {
   const size_t n = std::min(rails_.size(), peer_rails_.size());
   rails_.resize(n);
   peer_rails_.resize(n);
-  out_.Progress("rails", 0,
-                absl::StrCat(rank == 0 ? "server" : "client", " on ", node_, ", peer ",
-                             peer_node_, ": ", n, " rails, ", s_.tests.size(), " tests each",
-                             use_cuda_ ? ", GPU memory (--use_cuda)" : ", host memory"));
+  out_.Progress(
+      "rails", 0,
+      absl::StrCat(rank == 0 ? "server" : "client", " on ", node_, ", peer ", peer_node_,
+                   ": ", n, " rails, ", s_.tests.size(), " tests each",
+                   use_cuda_ ? ", GPU memory (--use_cuda)" : ", host memory"));
   return rank == 0 ? ServerRuns(rv) : ClientRuns(rv);
 }
 
@@ -374,8 +384,10 @@ int RdmaRun::ServerRuns(RendezvousClient& rv) {
       std::string fail;
       std::unique_ptr<Subprocess> child;
       std::vector<std::string> argv;
-      const std::string out_path = absl::StrCat(work_dir_, "/perftest-server-", key, ".out");
-      const std::string err_path = absl::StrCat(work_dir_, "/perftest-server-", key, ".err");
+      const std::string out_path =
+          absl::StrCat(work_dir_, "/perftest-server-", key, ".out");
+      const std::string err_path =
+          absl::StrCat(work_dir_, "/perftest-server-", key, ".err");
       if (o.tcp_port == 0) {
         fail = absl::StrCat("no free TCP port in [", s_.perftest.tcp_port, ", ",
                             s_.perftest.tcp_port + 100, ")");
@@ -398,8 +410,8 @@ int RdmaRun::ServerRuns(RendezvousClient& rv) {
             if (Listening(o.tcp_port)) {
               up = true;
             } else if (child->Poll(&info)) {
-              fail = absl::StrCat("exited before listening (", info.Describe(), "): ",
-                                  OneLine(TailOfFile(err_path, 600)));
+              fail = absl::StrCat("exited before listening (", info.Describe(),
+                                  "): ", OneLine(TailOfFile(err_path, 600)));
               child.reset();
               break;
             } else {
@@ -416,12 +428,13 @@ int RdmaRun::ServerRuns(RendezvousClient& rv) {
       }
       if (!fail.empty()) {
         const std::string cmd = absl::StrJoin(argv, " ");
-        (void)rv.Set(absl::StrCat("rdma/srv/", key), absl::StrCat("fail ", OneLine(fail)));
-        out_.NotMeasured("rdma.server_failed", kCategory,
-                         absl::StrCat("port:", End(node_, rails_[i])),
-                         absl::StrCat("not measured: ", what, " could not start"),
-                         absl::StrCat(fail, cmd.empty() ? "" : absl::StrCat(" (command: ", cmd, ")")),
-                         "run the command by hand on this node; check the device with ibv_devinfo");
+        (void)rv.Set(absl::StrCat("rdma/srv/", key),
+                     absl::StrCat("fail ", OneLine(fail)));
+        out_.NotMeasured(
+            "rdma.server_failed", kCategory, absl::StrCat("port:", End(node_, rails_[i])),
+            absl::StrCat("not measured: ", what, " could not start"),
+            absl::StrCat(fail, cmd.empty() ? "" : absl::StrCat(" (command: ", cmd, ")")),
+            "run the command by hand on this node; check the device with ibv_devinfo");
         ++not_measured;
         continue;
       }
@@ -437,7 +450,8 @@ int RdmaRun::ServerRuns(RendezvousClient& rv) {
       if (!exited) {
         child->SignalGroup(SIGKILL);
         info = child->Wait();
-        outcome = absl::StrCat("killed after the client ", done.ok() ? "ended" : "did not end");
+        outcome =
+            absl::StrCat("killed after the client ", done.ok() ? "ended" : "did not end");
       } else {
         outcome = info.Describe();
       }
@@ -445,8 +459,8 @@ int RdmaRun::ServerRuns(RendezvousClient& rv) {
                    absl::StrCat(outcome, "\t", OneLine(TailOfFile(err_path, 600))));
       if (!done.ok()) {
         return CouldNotRun("rdma.peer_missing", "not measured: the peer did not show up",
-                           absl::StrCat(peer_node_, " did not finish its side of ", what, ": ",
-                                        done.status().message()),
+                           absl::StrCat(peer_node_, " did not finish its side of ", what,
+                                        ": ", done.status().message()),
                            absl::StrCat("check ", peer_node_, "'s agent and task log"));
       }
       if (!s_.jsonl) std::printf("%s: %s\n", what.c_str(), outcome.c_str());
@@ -477,8 +491,9 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
       auto srv = rv.Get(absl::StrCat("rdma/srv/", key), wait);
       if (!srv.ok()) {
         // The peer is gone: what was measured stands, the rest is not measured.
-        const int code = failed > 0 ? kExitFoundFailures : measured > 0 ? kExitPassed
-                                                                        : kExitCouldNotRun;
+        const int code = failed > 0     ? kExitFoundFailures
+                         : measured > 0 ? kExitPassed
+                                        : kExitCouldNotRun;
         (void)rv.Set("rdma/result", absl::StrCat(code));
         CouldNotRun("rdma.peer_missing", "not measured: the peer did not show up",
                     absl::StrCat(peer_node_, " did not start its side of ", what,
@@ -489,10 +504,11 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
       std::vector<std::string> f = absl::StrSplit(*srv, absl::MaxSplits(' ', 2));
       int tcp_port = 0;
       if (f.size() != 3 || f[0] != "ready" || !absl::SimpleAtoi(f[1], &tcp_port)) {
-        out_.NotMeasured("rdma.server_failed", kCategory, absl::StrCat("link:", link),
-                         absl::StrCat("not measured: ", what, " (the server side did not start)"),
-                         absl::StrCat(peer_node_, ": ", f.size() > 1 ? *srv : "malformed answer"),
-                         absl::StrCat("see ", peer_node_, "'s rdma.server_failed record"));
+        out_.NotMeasured(
+            "rdma.server_failed", kCategory, absl::StrCat("link:", link),
+            absl::StrCat("not measured: ", what, " (the server side did not start)"),
+            absl::StrCat(peer_node_, ": ", f.size() > 1 ? *srv : "malformed answer"),
+            absl::StrCat("see ", peer_node_, "'s rdma.server_failed record"));
         continue;
       }
       std::vector<std::string> addrs = absl::StrSplit(f[2], ',', absl::SkipEmpty());
@@ -507,8 +523,9 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
       absl::StatusOr<CommandResult> r = absl::UnknownError("not run");
       for (const std::string& addr : addrs) {
         argv = rdma::PerftestArgv(programs_[t], t, rails_[i], o, addr);
-        r = RunCommand(argv, std::chrono::milliseconds(static_cast<int64_t>(RunTimeout() * 1000)),
-                       1 << 20, {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}});
+        r = RunCommand(
+            argv, std::chrono::milliseconds(static_cast<int64_t>(RunTimeout() * 1000)),
+            1 << 20, {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}});
         if (!r.ok() || r->timed_out || r->exit.code == 0 ||
             !absl::StrContains(r->out + r->err, "Couldn't connect")) {
           break;
@@ -532,7 +549,10 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
         problem = r->exit.Describe();
       } else if (t == PerftestTest::kWriteLat) {
         auto p = rdma::ParseLatReport(r->out);
-        if (p.ok()) lat = *p; else problem = std::string(p.status().message());
+        if (p.ok())
+          lat = *p;
+        else
+          problem = std::string(p.status().message());
       } else {
         auto p = rdma::ParseBwReport(r->out);
         if (p.ok()) {
@@ -548,7 +568,8 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
         const std::string detail = absl::StrCat(what, ": ", problem);
         if (not_measurable) {
           out_.NotMeasured("rdma.not_measured", kCategory, absl::StrCat("link:", link),
-                           absl::StrCat("not measured: ", what), absl::StrCat(detail, " (command: ", cmd, ")"),
+                           absl::StrCat("not measured: ", what),
+                           absl::StrCat(detail, " (command: ", cmd, ")"),
                            "check the perftest installation on this node");
           continue;
         }
@@ -558,15 +579,17 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
         fd.set_severity(v1::SEVERITY_FAIL);
         fd.set_category(kCategory);
         fd.set_subject(absl::StrCat("link:", link));
-        fd.set_title(absl::StrCat(rdma::PerftestProgram(t), " failed on rail ", i, ": ", link));
+        fd.set_title(
+            absl::StrCat(rdma::PerftestProgram(t), " failed on rail ", i, ": ", link));
         fd.set_detail(absl::StrCat(detail, "; the server on ", peer_node_,
                                    " was listening, so the link failed"));
         fd.add_evidence(absl::StrCat("client command on ", node_, ": ", cmd));
         if (!err_tail.empty()) fd.add_evidence(absl::StrCat("client stderr: ", err_tail));
         if (!out_tail.empty()) fd.add_evidence(absl::StrCat("client stdout: ", out_tail));
         fd.add_evidence(absl::StrCat("server on ", peer_node_, ": ", server_exit));
-        fd.set_action(absl::StrCat("check both ports (ibstat ", rails_[i].hca, " on ", node_,
-                                   ", ibstat ", peer_rails_[i].hca, " on ", peer_node_,
+        fd.set_action(absl::StrCat("check both ports (ibstat ", rails_[i].hca, " on ",
+                                   node_, ", ibstat ", peer_rails_[i].hca, " on ",
+                                   peer_node_,
                                    "), the cable and the switch ports between them"));
         for (const auto& [lk, lv] : Labels(i, t)) (*fd.mutable_labels())[lk] = lv;
         out_.Find(fd);
@@ -583,7 +606,8 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
         out_.Measure(rdma::PerftestMetric(t), row.average_gbps, "Gbit/s", l);
         if (!s_.jsonl) {
           std::printf("%s: %lld B %.2f Gb/s (port %.0f Gb/s)\n", what.c_str(),
-                      static_cast<long long>(row.bytes), row.average_gbps, rails_[i].rate_gbps);
+                      static_cast<long long>(row.bytes), row.average_gbps,
+                      rails_[i].rate_gbps);
         }
       }
       for (const rdma::LatRow& row : lat) {
@@ -606,9 +630,11 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
       }
     }
   }
-  const int code = failed > 0 ? kExitFoundFailures : (measured > 0 ? kExitPassed : kExitCouldNotRun);
+  const int code =
+      failed > 0 ? kExitFoundFailures : (measured > 0 ? kExitPassed : kExitCouldNotRun);
   (void)rv.Set("rdma/result", absl::StrCat(code));
-  out_.Progress("done", 1, absl::StrCat(measured, " runs measured, ", failed, " failed, of ", k));
+  out_.Progress("done", 1,
+                absl::StrCat(measured, " runs measured, ", failed, " failed, of ", k));
   return code;
 }
 
@@ -622,33 +648,47 @@ int RunRdma(int argc, char** argv) {
   double timeout = 0, fraction = kDefaultMinRateFraction;
   ArgParser args(
       "cmax-bench rdma [options]",
-      "perftest (ib_write_bw, ib_read_bw, ib_write_lat) between the two nodes of a pair,\n"
-      "rail by rail: rail k is the k-th ACTIVE port under /sys/class/infiniband, ordered by\n"
+      "perftest (ib_write_bw, ib_read_bw, ib_write_lat) between the two nodes of a "
+      "pair,\n"
+      "rail by rail: rail k is the k-th ACTIVE port under /sys/class/infiniband, ordered "
+      "by\n"
       "the GPU the GPU-NIC map pairs with its NIC. Rank 0 runs the servers, rank 1 the\n"
-      "clients; they meet through the group's rendezvous (cmax runs it with scope pairs).\n"
+      "clients; they meet through the group's rendezvous (cmax runs it with scope "
+      "pairs).\n"
       "Run alone it exits 2. Each run: <test> -d <hca> -i <port> -F -p <tcp port>\n"
       "[--report_gbits] [-x <gid>] [-D s | -n iters] [-s bytes] [--use_cuda=<gpu>].");
-  args.AddString("root", &s.root, "root directory for /sys and /dev (fixture trees); default /");
-  args.AddString("tests", &tests, "comma-separated: write_bw, read_bw, write_lat, or all (default)");
+  args.AddString("root", &s.root,
+                 "root directory for /sys and /dev (fixture trees); default /");
+  args.AddString("tests", &tests,
+                 "comma-separated: write_bw, read_bw, write_lat, or all (default)");
   args.AddInt("duration", &duration,
               "seconds per bandwidth run (-D, default 5; 0: perftest's iteration count)");
-  args.AddInt("iters", &iters, "iterations per run (-n); with it, bandwidth runs drop -D");
-  args.AddBytes("size", &size, "message size (-s; default perftest's: 65536 for bandwidth, 2 for latency)");
-  args.AddInt("port", &port, "first TCP port tried for perftest's exchange (-p, default 18515)");
-  args.AddInt("gid-index", &gid, "RoCE GID index (-x); default: the first RoCE v2 GID of the port");
-  args.AddString("cuda", &cuda,
-                 "auto (default: --use_cuda where a GPU is paired with the NIC, a driver is "
-                 "present and perftest supports it), on (required), off");
-  args.AddDouble("timeout", &timeout, "seconds one perftest run may take (default 60 + 2x duration)");
-  args.AddDouble("min-rate-fraction", &fraction,
-                 "bandwidth floor as a fraction of the port rate, for the judge (default 0.9)");
+  args.AddInt("iters", &iters,
+              "iterations per run (-n); with it, bandwidth runs drop -D");
+  args.AddBytes(
+      "size", &size,
+      "message size (-s; default perftest's: 65536 for bandwidth, 2 for latency)");
+  args.AddInt("port", &port,
+              "first TCP port tried for perftest's exchange (-p, default 18515)");
+  args.AddInt("gid-index", &gid,
+              "RoCE GID index (-x); default: the first RoCE v2 GID of the port");
+  args.AddString(
+      "cuda", &cuda,
+      "auto (default: --use_cuda where a GPU is paired with the NIC, a driver is "
+      "present and perftest supports it), on (required), off");
+  args.AddDouble("timeout", &timeout,
+                 "seconds one perftest run may take (default 60 + 2x duration)");
+  args.AddDouble(
+      "min-rate-fraction", &fraction,
+      "bandwidth floor as a fraction of the port rate, for the judge (default 0.9)");
   args.AddFlag("jsonl", &s.jsonl, "write records as JSON lines");
   absl::Status parsed = args.Parse(argc, argv);
   RecordWriter out("rdma", s.jsonl ? stdout : nullptr, {{"node", NodeName()}});
   auto usage = [&](const std::string& why) {
     std::fprintf(stderr, "rdma: %s\n", why.c_str());
     out.NotMeasured("rdma.not_measured", kCategory, absl::StrCat("node:", NodeName()),
-                    "not measured: rdma could not run", why, "fix the plan's rdma parameters");
+                    "not measured: rdma could not run", why,
+                    "fix the plan's rdma parameters");
     return kExitCouldNotRun;
   };
   if (!parsed.ok()) return usage(std::string(parsed.message()));
@@ -662,9 +702,11 @@ int RunRdma(int argc, char** argv) {
       break;
     }
     bool found = false;
-    for (PerftestTest t : {PerftestTest::kWriteBw, PerftestTest::kReadBw, PerftestTest::kWriteLat}) {
+    for (PerftestTest t :
+         {PerftestTest::kWriteBw, PerftestTest::kReadBw, PerftestTest::kWriteLat}) {
       if (name == rdma::PerftestTestName(t)) {
-        if (std::find(s.tests.begin(), s.tests.end(), t) == s.tests.end()) s.tests.push_back(t);
+        if (std::find(s.tests.begin(), s.tests.end(), t) == s.tests.end())
+          s.tests.push_back(t);
         found = true;
       }
     }
@@ -674,15 +716,18 @@ int RunRdma(int argc, char** argv) {
   if (cuda != "auto" && cuda != "on" && cuda != "off") {
     return usage(absl::StrCat("--cuda must be auto, on or off, not '", cuda, "'"));
   }
-  if (duration < 0 || duration > 3600) return usage("--duration must be within [0, 3600]");
+  if (duration < 0 || duration > 3600)
+    return usage("--duration must be within [0, 3600]");
   if (iters < 0 || iters > 100000000) return usage("--iters must be within [0, 1e8]");
   if (size < 0 || size > (1LL << 30) || (size > 0 && size < 2)) {
     return usage("--size must be within [2, 1G]");
   }
-  if (port < 1024 || port > 65535 - 100) return usage("--port must be within [1024, 65435]");
+  if (port < 1024 || port > 65535 - 100)
+    return usage("--port must be within [1024, 65435]");
   if (gid < -1 || gid > 255) return usage("--gid-index must be within [0, 255]");
   if (timeout < 0 || timeout > 86400) return usage("--timeout must be within [0, 86400]");
-  if (fraction <= 0 || fraction > 1) return usage("--min-rate-fraction must be within (0, 1]");
+  if (fraction <= 0 || fraction > 1)
+    return usage("--min-rate-fraction must be within (0, 1]");
   s.cuda = cuda;
   s.gid_index = static_cast<int>(gid);
   s.run_timeout_s = timeout;

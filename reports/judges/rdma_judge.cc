@@ -58,10 +58,10 @@ struct Item {
   std::string metric;
   int64_t size = 0;
   std::string rail;
-  std::string a, b;            // ends: client, server
+  std::string a, b;  // ends: client, server
   std::string a_node, b_node;
   double value = 0;
-  double rate = 0;             // the slower end's port rate, 0 unknown
+  double rate = 0;  // the slower end's port rate, 0 unknown
   double fraction = kDefaultFraction;
 };
 
@@ -87,8 +87,8 @@ struct LinkState {
 
 std::string Describe(const Item& it) {
   const bool lat = it.metric == "rdma_write_lat_us";
-  return absl::StrCat(it.metric, " rail ", it.rail, " ", it.size, " B: ", FormatNumber(it.value),
-                      lat ? " us" : " Gb/s");
+  return absl::StrCat(it.metric, " rail ", it.rail, " ", it.size,
+                      " B: ", FormatNumber(it.value), lat ? " us" : " Gb/s");
 }
 
 }  // namespace
@@ -104,7 +104,8 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (rec.suite() != "rdma" || !rec.record().has_measurement()) continue;
     if (rec.attempt() != latest[rec.task_id()]) continue;
     const v1::Measurement& m = rec.record().measurement();
-    const bool bw = m.metric() == "rdma_write_bw_gbps" || m.metric() == "rdma_read_bw_gbps";
+    const bool bw =
+        m.metric() == "rdma_write_bw_gbps" || m.metric() == "rdma_read_bw_gbps";
     const bool lat = m.metric() == "rdma_write_lat_us" && LabelValue(m, "stat") == "p50";
     if (!bw && !lat) continue;
     Item it;
@@ -213,9 +214,10 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       const Item* it = by_subject[o.item.subject];
       ++slow_per_metric[key.first];
       mark(link(*it), o.extreme ? "fail" : "warn",
-           absl::StrCat(Describe(*it), " is ", o.extreme ? "an extreme" : "a", " fleet outlier (",
-                        FormatNumber(o.relative_to_median), "x the rail's median ",
-                        FormatNumber(s.median), " over ", s.n, " links)"));
+           absl::StrCat(Describe(*it), " is ", o.extreme ? "an extreme" : "a",
+                        " fleet outlier (", FormatNumber(o.relative_to_median),
+                        "x the rail's median ", FormatNumber(s.median), " over ", s.n,
+                        " links)"));
     }
   }
 
@@ -235,14 +237,17 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       if (Rank(l.outcome) > Rank(outcome)) outcome = l.outcome;
       for (const auto& e : l.evidence) evidence.push_back(absl::StrCat(n, ": ", e));
     }
-    r = MakeRule("rdma.slow_nic", kCategory, outcome, node_of_end[end], absl::StrCat("port:", end));
+    r = MakeRule("rdma.slow_nic", kCategory, outcome, node_of_end[end],
+                 absl::StrCat("port:", end));
     r.set_value(static_cast<double>(slow));
     r.set_unit("slow links");
     r.set_message(absl::StrCat("NIC ", end, " is slow with every partner (", slow, " of ",
-                               names.size(), " links); blame rule: slow with every partner -> "
+                               names.size(),
+                               " links); blame rule: slow with every partner -> "
                                "the NIC, not its cables"));
     for (const auto& e : evidence) r.add_evidence(e);
-    r.set_action(absl::StrCat("check ", end, ": ibstat (rate, width), its PCIe link (lspci -vv), "
+    r.set_action(absl::StrCat("check ", end,
+                              ": ibstat (rate, width), its PCIe link (lspci -vv), "
                               "firmware and NUMA placement; reseat or replace the NIC"));
     out->push_back(std::move(r));
   }
@@ -252,7 +257,8 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     const bool b_alone = links_of_end[l.b].size() < 2;
     const std::string rule =
         a_alone && b_alone
-            ? "blame rule: the two ends were only measured with each other, so the NIC and the "
+            ? "blame rule: the two ends were only measured with each other, so the NIC "
+              "and the "
               "cable cannot be told apart; both ends are named"
             : "blame rule: slow with this partner only -> the link between them (cable, "
               "transceivers or switch ports)";
@@ -261,8 +267,9 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
                                   absl::StrCat("link:", name));
       r.set_message(absl::StrCat("slow RDMA link ", name, "; ", rule));
       for (const auto& e : l.evidence) r.add_evidence(e);
-      r.set_action(absl::StrCat("check the cable and switch ports between ", l.a, " and ", l.b,
-                                " (ibstat on both ends, ibdiagnet / switch port counters)"));
+      r.set_action(
+          absl::StrCat("check the cable and switch ports between ", l.a, " and ", l.b,
+                       " (ibstat on both ends, ibdiagnet / switch port counters)"));
       out->push_back(std::move(r));
       if (l.a_node == l.b_node) break;
     }
@@ -281,13 +288,13 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         MakeRule(lat ? "rdma.latency" : "rdma.bandwidth", kCategory, "pass", "", "fleet");
     r.set_value(s.median);
     r.set_unit(lat ? "us" : "Gbit/s");
-    r.set_message(absl::StrCat(metric, " at ", list.front()->size, " B over ", s.n,
-                               " links: median ", FormatNumber(s.median), ", ",
-                               lat ? "max " : "min ", FormatNumber(lat ? s.max : s.min),
-                               lat ? " us" : " Gb/s",
-                               lat ? "" : absl::StrCat("; every link at or above its floor (",
-                                                       FormatNumber(list.front()->fraction),
-                                                       " x the port rate)")));
+    r.set_message(absl::StrCat(
+        metric, " at ", list.front()->size, " B over ", s.n, " links: median ",
+        FormatNumber(s.median), ", ", lat ? "max " : "min ",
+        FormatNumber(lat ? s.max : s.min), lat ? " us" : " Gb/s",
+        lat ? ""
+            : absl::StrCat("; every link at or above its floor (",
+                           FormatNumber(list.front()->fraction), " x the port rate)")));
     out->push_back(std::move(r));
   }
 }

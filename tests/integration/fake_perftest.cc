@@ -62,25 +62,36 @@ void WriteAll(int fd, const std::string& s) {
 }
 
 void PrintReport(const std::string& program, double gbps) {
-  std::printf("---------------------------------------------------------------------------------------\n");
+  std::printf(
+      "----------------------------------------------------------------------------------"
+      "-----\n");
   if (program == "ib_write_lat") {
-    std::printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
-                "t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec]\n");
-    std::printf(" 2       1000          1.76           6.12         1.79                1.80             "
-                "0.06            1.88                    6.12\n");
+    std::printf(
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
+        "t_avg[usec]    "
+        "t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec]\n");
+    std::printf(
+        " 2       1000          1.76           6.12         1.79                1.80     "
+        "        "
+        "0.06            1.88                    6.12\n");
   } else {
-    std::printf(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n");
-    std::printf(" 65536      5000             %.2f             %.2f  \t\t   %.6f\n", gbps + 0.4,
-                gbps, gbps * 1e9 / 8 / 65536 / 1e6);
+    std::printf(
+        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
+        "MsgRate[Mpps]\n");
+    std::printf(" 65536      5000             %.2f             %.2f  \t\t   %.6f\n",
+                gbps + 0.4, gbps, gbps * 1e9 / 8 / 65536 / 1e6);
   }
-  std::printf("---------------------------------------------------------------------------------------\n");
+  std::printf(
+      "----------------------------------------------------------------------------------"
+      "-----\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string program = argv[0];
-  if (auto slash = program.rfind('/'); slash != std::string::npos) program = program.substr(slash + 1);
+  if (auto slash = program.rfind('/'); slash != std::string::npos)
+    program = program.substr(slash + 1);
   const bool bw = program == "ib_write_bw" || program == "ib_read_bw";
   if (!bw && program != "ib_write_lat") return Fail("called as '" + program + "'");
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -89,10 +100,11 @@ int main(int argc, char** argv) {
     return 1;  // perftest 6.06 exits 1 after printing its version
   }
   if (args.size() == 1 && args[0] == "--help") {
-    std::printf("Usage:\n  %s            start a server and wait for connection\n"
-                "  %s <host>     connect to server at <host>\n\nOptions:\n"
-                "  -d, --ib-dev=<dev>  -i, --ib-port=<port>  -p, --port=<port>  -F\n",
-                program.c_str(), program.c_str());
+    std::printf(
+        "Usage:\n  %s            start a server and wait for connection\n"
+        "  %s <host>     connect to server at <host>\n\nOptions:\n"
+        "  -d, --ib-dev=<dev>  -i, --ib-port=<port>  -p, --port=<port>  -F\n",
+        program.c_str(), program.c_str());
     return 0;
   }
   std::string hca, server;
@@ -121,7 +133,8 @@ int main(int argc, char** argv) {
     } else if (a == "--perform_warm_up") {
       if (!bw) return Fail("--perform_warm_up given to a latency test");
     } else if (a == "-D" || a == "-n" || a == "-s" || a == "-x") {
-      if (!value(&v) || std::atoi(v.c_str()) <= 0) return Fail(a + " without a positive value");
+      if (!value(&v) || std::atoi(v.c_str()) <= 0)
+        return Fail(a + " without a positive value");
       if (a == "-D" && !bw) return Fail("-D given to a latency test");
     } else if (a.rfind("-", 0) == 0) {
       return Fail("unexpected option " + a);
@@ -134,7 +147,9 @@ int main(int argc, char** argv) {
   if (hca.empty() || ib_port < 1 || tcp_port < 1024 || tcp_port > 65535 || !big_f) {
     return Fail("need -d <hca> -i <port> -F -p <tcp port>");
   }
-  if (bw != gbits) return Fail(bw ? "bandwidth test without --report_gbits" : "latency test with --report_gbits");
+  if (bw != gbits)
+    return Fail(bw ? "bandwidth test without --report_gbits"
+                   : "latency test with --report_gbits");
   if (const char* log = std::getenv("FAKE_PERFTEST_LOG"); log && *log) {
     if (FILE* f = std::fopen(log, "a")) {
       std::fprintf(f, "%s %s", program.c_str(), server.empty() ? "server" : "client");
@@ -150,8 +165,9 @@ int main(int argc, char** argv) {
   };
   if (server.empty()) {
     if (named("FAKE_PERFTEST_FAIL_SERVER")) {
-      std::fprintf(stderr, " Did not detect devices \n If device exists, check if driver is up\n"
-                           " Unable to find the Infiniband/RoCE device\n");
+      std::fprintf(stderr,
+                   " Did not detect devices \n If device exists, check if driver is up\n"
+                   " Unable to find the Infiniband/RoCE device\n");
       return 1;
     }
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -162,10 +178,12 @@ int main(int argc, char** argv) {
     a.sin_port = htons(static_cast<uint16_t>(tcp_port));
     a.sin_addr.s_addr = htonl(INADDR_ANY);
     if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd, 1) != 0) {
-      return Fail("cannot listen on port " + std::to_string(tcp_port) + ": " + std::strerror(errno));
+      return Fail("cannot listen on port " + std::to_string(tcp_port) + ": " +
+                  std::strerror(errno));
     }
-    std::printf("\n************************************\n* Waiting for client to connect... *\n"
-                "************************************\n");
+    std::printf(
+        "\n************************************\n* Waiting for client to connect... *\n"
+        "************************************\n");
     std::fflush(stdout);
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 60000) <= 0) return Fail("no client connected within 60 s");
@@ -187,7 +205,8 @@ int main(int argc, char** argv) {
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
-  if (getaddrinfo(server.c_str(), std::to_string(tcp_port).c_str(), &hints, &res) != 0 || !res) {
+  if (getaddrinfo(server.c_str(), std::to_string(tcp_port).c_str(), &hints, &res) != 0 ||
+      !res) {
     return Fail("cannot resolve " + server);
   }
   int fd = -1;
@@ -200,7 +219,8 @@ int main(int argc, char** argv) {
     }
   }
   freeaddrinfo(res);
-  if (fd < 0) return Fail("Couldn't connect to " + server + ":" + std::to_string(tcp_port));
+  if (fd < 0)
+    return Fail("Couldn't connect to " + server + ":" + std::to_string(tcp_port));
   WriteAll(fd, hello + "\n");
   std::string reply;
   if (!ReadLine(fd, &reply, 10000) || reply.rfind("OK ", 0) != 0) {

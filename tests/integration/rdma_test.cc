@@ -57,7 +57,8 @@ std::string FakePerftestDir(const std::string& base) {
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
 }
 
 std::string Label(const cmax::v1::Measurement& m, const std::string& key) {
@@ -75,11 +76,14 @@ std::string FlagValue(const std::vector<std::string>& words, const std::string& 
 
 }  // namespace
 
-TEST_CASE("rdma over a pair of agents: every rail and test, server and client via the rendezvous",
-          "[integration][rdma]") {
+TEST_CASE(
+    "rdma over a pair of agents: every rail and test, server and client via the "
+    "rendezvous",
+    "[integration][rdma]") {
   cmax::testing::ScratchDir tmp;
   const std::string r0 = tmp.path + "/root-0", r1 = tmp.path + "/root-1";
-  const std::string topo = std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
+  const std::string topo =
+      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
   cmax::testing::BuildTopologyTree(topo, r0);
   cmax::testing::BuildTopologyTree(topo, r1);
   const std::string log = tmp.path + "/perftest.log";
@@ -152,7 +156,8 @@ TEST_CASE("rdma over a pair of agents: every rail and test, server and client vi
   REQUIRE(servers.size() == 1);
   const std::string client = *clients.begin(), server = *servers.begin();
   CHECK(client != server);
-  CHECK(std::set<std::string>{client, server} == std::set<std::string>{c.node(0), c.node(1)});
+  CHECK(std::set<std::string>{client, server} ==
+        std::set<std::string>{c.node(0), c.node(1)});
 
   // The fake's log: six servers, six clients, in step; each client connected
   // to the port its server was given, at an address the server published.
@@ -181,8 +186,9 @@ TEST_CASE("rdma over a pair of agents: every rail and test, server and client vi
 
   // The scorecard names the slow rail with both ends.
   const auto card = ReportCard(c, run_id);
-  const std::string link = absl::StrCat(server < client ? server : client, ":mlx5_1/1 <-> ",
-                                        server < client ? client : server, ":mlx5_1/1");
+  const std::string link =
+      absl::StrCat(server < client ? server : client, ":mlx5_1/1 <-> ",
+                   server < client ? client : server, ":mlx5_1/1");
   int slow_link = 0;
   for (const auto& cat : card.categories()) {
     for (const auto& rule : cat.rules()) {
@@ -196,8 +202,9 @@ TEST_CASE("rdma over a pair of agents: every rail and test, server and client vi
   CHECK(slow_link == 2);
 }
 
-TEST_CASE("rdma where one node has no RDMA devices: not measured on both, with the reason",
-          "[integration][rdma]") {
+TEST_CASE(
+    "rdma where one node has no RDMA devices: not measured on both, with the reason",
+    "[integration][rdma]") {
   cmax::testing::ScratchDir tmp;
   const std::string r0 = tmp.path + "/root-0", r1 = tmp.path + "/root-1";
   cmax::testing::BuildTopologyTree(
@@ -224,7 +231,8 @@ TEST_CASE("rdma where one node has no RDMA devices: not measured on both, with t
   }
   REQUIRE(why.size() == 2);
   CHECK_THAT(why[c.node(1)], Catch::Contains("no RDMA devices"));
-  CHECK_THAT(why[c.node(0)], Catch::Contains(c.node(1)) && Catch::Contains("no RDMA devices"));
+  CHECK_THAT(why[c.node(0)],
+             Catch::Contains(c.node(1)) && Catch::Contains("no RDMA devices"));
   const auto card = ReportCard(c, run_id);
   for (const auto& cat : card.categories()) {
     if (cat.name() != "Networking") continue;
@@ -232,10 +240,13 @@ TEST_CASE("rdma where one node has no RDMA devices: not measured on both, with t
   }
 }
 
-TEST_CASE("rdma: a server that cannot start is not measured, a client that fails fails the link",
-          "[integration][rdma]") {
+TEST_CASE(
+    "rdma: a server that cannot start is not measured, a client that fails fails the "
+    "link",
+    "[integration][rdma]") {
   cmax::testing::ScratchDir tmp;
-  const std::string topo = std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
+  const std::string topo =
+      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
   const std::string r0 = tmp.path + "/root-0", r1 = tmp.path + "/root-1";
   cmax::testing::BuildTopologyTree(topo, r0);
   cmax::testing::BuildTopologyTree(topo, r1);
@@ -270,8 +281,9 @@ TEST_CASE("rdma: a server that cannot start is not measured, a client that fails
       CHECK(f.not_measured());
       CHECK(absl::StrContains(f.title(), "ib_read_bw"));
       if (absl::StrContains(f.detail(), "command:")) {
-        CHECK_THAT(f.detail(), Catch::Contains("Unable to find the Infiniband/RoCE device") &&
-                                   Catch::Contains("ib_read_bw -d mlx5_"));
+        CHECK_THAT(f.detail(),
+                   Catch::Contains("Unable to find the Infiniband/RoCE device") &&
+                       Catch::Contains("ib_read_bw -d mlx5_"));
       }
     } else if (f.check_id() == "rdma.run_failed") {
       // ib_write_lat: the server listened and the client failed: the link's.

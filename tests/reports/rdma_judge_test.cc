@@ -35,17 +35,25 @@ RunData Pairs(const std::vector<std::string>& nodes, const BwFn& bw) {
       const std::string& server = nodes[i];
       const std::string& client = nodes[j];
       for (int rail = 0; rail < 8; ++rail) {
-        std::map<std::string, std::string> l = {
-            {"src", client}, {"dst", server}, {"hca", absl::StrCat("mlx5_", rail)},
-            {"port", "1"}, {"peer_hca", absl::StrCat("mlx5_", rail)}, {"peer_port", "1"},
-            {"rail", absl::StrCat(rail)}, {"size_bytes", "65536"}, {"gpu", absl::StrCat(rail)},
-            {"link_layer", "InfiniBand"}, {"port_rate_gbps", "400"},
-            {"peer_port_rate_gbps", "400"}, {"min_rate_fraction", "0.9"}};
+        std::map<std::string, std::string> l = {{"src", client},
+                                                {"dst", server},
+                                                {"hca", absl::StrCat("mlx5_", rail)},
+                                                {"port", "1"},
+                                                {"peer_hca", absl::StrCat("mlx5_", rail)},
+                                                {"peer_port", "1"},
+                                                {"rail", absl::StrCat(rail)},
+                                                {"size_bytes", "65536"},
+                                                {"gpu", absl::StrCat(rail)},
+                                                {"link_layer", "InfiniBand"},
+                                                {"port_rate_gbps", "400"},
+                                                {"peer_port_rate_gbps", "400"},
+                                                {"min_rate_fraction", "0.9"}};
         auto rec = Meas(client, "rdma", "rdma_write_bw_gbps", bw(client, server, rail),
                         "Gbit/s", l);
         rec.set_task_id(absl::StrCat("rdma.", server, ".", client));
         d.records.push_back(rec);
-        rec = Meas(client, "rdma", "rdma_read_bw_gbps", bw(client, server, rail) - 2, "Gbit/s", l);
+        rec = Meas(client, "rdma", "rdma_read_bw_gbps", bw(client, server, rail) - 2,
+                   "Gbit/s", l);
         rec.set_task_id(absl::StrCat("rdma.", server, ".", client));
         d.records.push_back(rec);
       }
@@ -63,7 +71,8 @@ std::vector<RuleResult> RdmaRules(const RunData& data) {
   return mine;
 }
 
-std::vector<const RuleResult*> WithId(const std::vector<RuleResult>& rules, const std::string& id) {
+std::vector<const RuleResult*> WithId(const std::vector<RuleResult>& rules,
+                                      const std::string& id) {
   std::vector<const RuleResult*> out;
   for (const auto& r : rules) {
     if (r.rule_id() == id) out.push_back(&r);
@@ -74,8 +83,8 @@ std::vector<const RuleResult*> WithId(const std::vector<RuleResult>& rules, cons
 std::string Dump(const std::vector<RuleResult>& rules) {
   std::string s;
   for (const auto& r : rules) {
-    absl::StrAppend(&s, r.rule_id(), " ", r.outcome(), " node=", r.node(), " ", r.subject(),
-                    ": ", r.message(), "\n");
+    absl::StrAppend(&s, r.rule_id(), " ", r.outcome(), " node=", r.node(), " ",
+                    r.subject(), ": ", r.message(), "\n");
     for (const auto& e : r.evidence()) absl::StrAppend(&s, "    ", e, "\n");
   }
   return s;
@@ -85,8 +94,10 @@ const std::vector<std::string> kNodes = {"node-1", "node-2", "node-3", "node-4"}
 
 }  // namespace
 
-TEST_CASE("rdma judge: a healthy fleet passes against the port rate and the fleet", "[rdma]") {
-  auto rules = RdmaRules(Pairs(kNodes, [](auto&, auto&, int rail) { return 391.0 + rail * 0.1; }));
+TEST_CASE("rdma judge: a healthy fleet passes against the port rate and the fleet",
+          "[rdma]") {
+  auto rules =
+      RdmaRules(Pairs(kNodes, [](auto&, auto&, int rail) { return 391.0 + rail * 0.1; }));
   INFO(Dump(rules));
   CHECK(WithId(rules, "rdma.slow_nic").empty());
   CHECK(WithId(rules, "rdma.slow_link").empty());
@@ -121,7 +132,8 @@ TEST_CASE("rdma judge: one slow rail between two nodes is the link, named with b
     CHECK_THAT(r->message(), Catch::Contains("node-2:mlx5_3/1 <-> node-3:mlx5_3/1") &&
                                  Catch::Contains("slow with this partner only"));
     const std::string ev = absl::StrJoin(r->evidence(), "\n");
-    CHECK_THAT(ev, Catch::Contains("rdma_write_bw_gbps rail 3 65536 B: 180 Gb/s < floor 360"));
+    CHECK_THAT(
+        ev, Catch::Contains("rdma_write_bw_gbps rail 3 65536 B: 180 Gb/s < floor 360"));
     CHECK_THAT(ev, Catch::Contains("fleet outlier"));
   }
   CHECK(nodes == std::set<std::string>{"node-2", "node-3"});
@@ -148,7 +160,8 @@ TEST_CASE("rdma judge: a NIC slow with every partner is blamed alone", "[rdma]")
   CHECK(nics[0]->node() == "node-4");
   CHECK(nics[0]->subject() == "port:node-4:mlx5_5/1");
   CHECK(nics[0]->outcome() == "fail");
-  CHECK_THAT(nics[0]->message(), Catch::Contains("slow with every partner (3 of 3 links)"));
+  CHECK_THAT(nics[0]->message(),
+             Catch::Contains("slow with every partner (3 of 3 links)"));
   // Its three links are in the evidence, each with both ends.
   const std::string ev = absl::StrJoin(nics[0]->evidence(), "\n");
   for (const char* peer : {"node-1", "node-2", "node-3"}) {
@@ -163,17 +176,18 @@ TEST_CASE("rdma judge: a NIC slow with every partner is blamed alone", "[rdma]")
   }
 }
 
-TEST_CASE("rdma judge: with one pair only, NIC and cable cannot be told apart", "[rdma]") {
-  RunData d = Pairs({"node-1", "node-2"}, [](auto&, auto&, int rail) {
-    return rail == 0 ? 100.0 : 391.0;
-  });
+TEST_CASE("rdma judge: with one pair only, NIC and cable cannot be told apart",
+          "[rdma]") {
+  RunData d = Pairs({"node-1", "node-2"},
+                    [](auto&, auto&, int rail) { return rail == 0 ? 100.0 : 391.0; });
   auto rules = RdmaRules(d);
   INFO(Dump(rules));
   CHECK(WithId(rules, "rdma.slow_nic").empty());
   auto links = WithId(rules, "rdma.slow_link");
   REQUIRE(links.size() == 2);
-  CHECK_THAT(links[0]->message(), Catch::Contains("node-1:mlx5_0/1 <-> node-2:mlx5_0/1") &&
-                                      Catch::Contains("cannot be told apart"));
+  CHECK_THAT(links[0]->message(),
+             Catch::Contains("node-1:mlx5_0/1 <-> node-2:mlx5_0/1") &&
+                 Catch::Contains("cannot be told apart"));
 }
 
 TEST_CASE("rdma judge: only the task's latest attempt counts", "[rdma]") {
@@ -190,7 +204,8 @@ TEST_CASE("rdma judge: only the task's latest attempt counts", "[rdma]") {
   CHECK(WithId(rules, "rdma.bandwidth").size() == 2);
 }
 
-TEST_CASE("rdma judge: a failed run is weighed like a slow one, both ends named", "[rdma]") {
+TEST_CASE("rdma judge: a failed run is weighed like a slow one, both ends named",
+          "[rdma]") {
   RunData d = Pairs(kNodes, [](auto&, auto&, int) { return 391.0; });
   // node-4's client run of ib_write_lat on rail 2 against node-1 failed.
   auto f = cmax::reports::testing::Find("node-4", "rdma", "rdma.run_failed",

@@ -35,7 +35,8 @@ void Write(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text << "\n";
 }
 
-TEST_CASE("ib_write_bw report with --report_gbits (perftest#273, RoCE)", "[rdma][parser]") {
+TEST_CASE("ib_write_bw report with --report_gbits (perftest#273, RoCE)",
+          "[rdma][parser]") {
   auto rows = ParseBwReport(Fixture("write_bw_gbits_roce_perftest273.txt"));
   REQUIRE(rows.ok());
   REQUIRE(rows->size() == 1);
@@ -53,7 +54,8 @@ TEST_CASE("a bandwidth report in MB/sec is refused, not converted", "[rdma][pars
   CHECK_THAT(std::string(rows.status().message()), Catch::Contains("--report_gbits"));
 }
 
-TEST_CASE("latency reports with CPU-frequency warnings inside the table", "[rdma][parser]") {
+TEST_CASE("latency reports with CPU-frequency warnings inside the table",
+          "[rdma][parser]") {
   auto ib = ParseLatReport(Fixture("read_lat_ib_mlx4_client.txt"));
   REQUIRE(ib.ok());
   REQUIRE(ib->size() == 1);
@@ -83,7 +85,8 @@ TEST_CASE("several sizes (-a) give one row each, garbage is an error", "[rdma][p
       " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
       " 2          5000             0.12               0.11   \t\t   6.875000\n"
       " 65536      5000             392.50             391.90 \t\t   0.747490\n"
-      "---------------------------------------------------------------------------------------\n"
+      "----------------------------------------------------------------------------------"
+      "-----\n"
       " 131072     5000             1.0                1.0    1.0\n";
   auto rows = ParseBwReport(text);
   REQUIRE(rows.ok());
@@ -94,7 +97,8 @@ TEST_CASE("several sizes (-a) give one row each, garbage is an error", "[rdma][p
   CHECK_FALSE(ParseBwReport("Couldn't connect to 10.0.0.2:18515\n").ok());
   CHECK_FALSE(ParseLatReport(Fixture("write_bw_gbits_roce_perftest273.txt")).ok());
   CHECK_FALSE(ParseBwReport(" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec]\n"
-                            " 65536 5000\n").ok());
+                            " 65536 5000\n")
+                  .ok());
 }
 
 TEST_CASE("rails of a DGX-H100-like node follow the GPU-NIC map", "[rdma][rails]") {
@@ -133,8 +137,9 @@ TEST_CASE("no RDMA devices, no active port: the reasons", "[rdma][rails]") {
   auto none = ReadRails(Sysroot(dir.path + "/empty"));
   REQUIRE_FALSE(none.ok());
   CHECK(absl::IsNotFound(none.status()));
-  CHECK_THAT(std::string(none.status().message()),
-             Catch::Contains("no RDMA devices") && Catch::Contains("/sys/class/infiniband"));
+  CHECK_THAT(
+      std::string(none.status().message()),
+      Catch::Contains("no RDMA devices") && Catch::Contains("/sys/class/infiniband"));
 
   const std::string root = dir.path + "/down";
   testing::BuildTopologyTree(testing::TopologyFixture("dgx-h100-clean"), root);
@@ -147,7 +152,8 @@ TEST_CASE("no RDMA devices, no active port: the reasons", "[rdma][rails]") {
   CHECK_THAT(std::string(down.status().message()), Catch::Contains("mlx5_3/1 '1: DOWN'"));
 }
 
-TEST_CASE("RoCE ports get the first RoCE v2 GID that is set, IPv4-mapped first", "[rdma][rails]") {
+TEST_CASE("RoCE ports get the first RoCE v2 GID that is set, IPv4-mapped first",
+          "[rdma][rails]") {
   testing::ScratchDir dir;
   const std::string root = dir.path + "/root";
   testing::BuildTopologyTree(testing::TopologyFixture("dgx-h100-clean"), root);
@@ -190,8 +196,8 @@ TEST_CASE("perftest argv: server, client, RoCE, CUDA, duration", "[rdma][argv]")
         V{"/usr/bin/ib_write_bw", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520",
           "--report_gbits", "-D", "5"});
   CHECK(PerftestArgv("ib_read_bw", PerftestTest::kReadBw, ib, o, "10.0.0.2") ==
-        V{"ib_read_bw", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520", "--report_gbits", "-D",
-          "5", "10.0.0.2"});
+        V{"ib_read_bw", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520", "--report_gbits",
+          "-D", "5", "10.0.0.2"});
   // Latency: no --report_gbits, no -D (duration mode has no percentiles).
   o.iterations = 0;
   CHECK(PerftestArgv("ib_write_lat", PerftestTest::kWriteLat, ib, o, "10.0.0.2") ==
@@ -204,11 +210,11 @@ TEST_CASE("perftest argv: server, client, RoCE, CUDA, duration", "[rdma][argv]")
   o.size_bytes = 1 << 20;
   o.use_cuda = true;
   CHECK(PerftestArgv("ib_write_bw", PerftestTest::kWriteBw, roce, o, "") ==
-        V{"ib_write_bw", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520", "--report_gbits", "-x",
-          "3", "-n", "1000", "--perform_warm_up", "-s", "1048576", "--use_cuda=3"});
+        V{"ib_write_bw", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520", "--report_gbits",
+          "-x", "3", "-n", "1000", "--perform_warm_up", "-s", "1048576", "--use_cuda=3"});
   CHECK(PerftestArgv("ib_write_lat", PerftestTest::kWriteLat, roce, o, "h") ==
-        V{"ib_write_lat", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520", "-x", "3", "-n", "1000",
-          "-s", "1048576", "--use_cuda=3", "h"});
+        V{"ib_write_lat", "-d", "mlx5_3", "-i", "1", "-F", "-p", "18520", "-x", "3", "-n",
+          "1000", "-s", "1048576", "--use_cuda=3", "h"});
   o.cuda_by_bus_id = true;
   CHECK(PerftestArgv("ib_write_bw", PerftestTest::kWriteBw, roce, o, "").back() ==
         "--use_cuda_bus_id=0000:5d:00.0");
@@ -218,7 +224,8 @@ TEST_CASE("perftest argv: server, client, RoCE, CUDA, duration", "[rdma][argv]")
   CHECK_FALSE(ValidHcaName(""));
 }
 
-TEST_CASE("the installed perftest accepts every argv the suite builds", "[rdma][argv][perftest]") {
+TEST_CASE("the installed perftest accepts every argv the suite builds",
+          "[rdma][argv][perftest]") {
   // Real perftest (Debian's package) on a host without RDMA devices: it
   // parses its options first and stops at "Did not detect devices", so an
   // option it does not know shows ("unrecognized option ... Invalid Command
@@ -243,11 +250,13 @@ TEST_CASE("the installed perftest accepts every argv the suite builds", "[rdma][
   PerftestOptions iters;
   iters.iterations = 1000;
   iters.size_bytes = 65536;
-  for (PerftestTest t : {PerftestTest::kWriteBw, PerftestTest::kReadBw, PerftestTest::kWriteLat}) {
+  for (PerftestTest t :
+       {PerftestTest::kWriteBw, PerftestTest::kReadBw, PerftestTest::kWriteLat}) {
     for (const Rail* rail : {&ib, &roce}) {
       for (const PerftestOptions* o : {&dur, &iters}) {
         for (const char* server : {"", "127.0.0.1"}) {
-          auto argv = PerftestArgv(FindExecutable(PerftestProgram(t)), t, *rail, *o, server);
+          auto argv =
+              PerftestArgv(FindExecutable(PerftestProgram(t)), t, *rail, *o, server);
           auto r = RunCommand(argv, std::chrono::seconds(20));
           REQUIRE(r.ok());
           const std::string text = r->out + r->err;
@@ -268,7 +277,8 @@ TEST_CASE("the rdma plans parse and their params pass the catalog", "[rdma][plan
   CHECK(info->scopes.front() == v1::SCOPE_PAIRS);
   CHECK(info->category == "networking");
   for (const char* name : {"rdma", "full"}) {
-    auto plan = LoadPlanFile(std::string(CMAX_SOURCE_DIR) + "/benchmarks/plans/" + name + ".yaml");
+    auto plan = LoadPlanFile(std::string(CMAX_SOURCE_DIR) + "/benchmarks/plans/" + name +
+                             ".yaml");
     INFO(name << ": " << plan.status().ToString());
     REQUIRE(plan.ok());
     int found = 0;
