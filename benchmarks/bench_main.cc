@@ -38,6 +38,9 @@ int RunCollective(int argc, char** argv);
 #ifdef CMAX_SUITE_DCGM
 int RunDcgm(int argc, char** argv);
 #endif
+#ifdef CMAX_SUITE_RDMA
+int RunRdma(int argc, char** argv);
+#endif
 
 namespace {
 const SuiteEntry kSuites[] = {
@@ -73,6 +76,9 @@ const SuiteEntry kSuites[] = {
 #endif
 #ifdef CMAX_SUITE_DCGM
     {"dcgm", RunDcgm, "NVIDIA DCGM diagnostic (dcgmi diag -j) as records"},
+#endif
+#ifdef CMAX_SUITE_RDMA
+    {"rdma", RunRdma, "perftest (ib_write_bw, ib_read_bw, ib_write_lat) per rail between two nodes"},
 #endif
 };
 }  // namespace

@@ -274,6 +274,45 @@ std::vector<SuiteInfo> MakeCatalog() {
           },
   });
 
+  // perftest between the two nodes of a pair, rail by rail (benchmarks/rdma,
+  // issue 20 item 2): rank 0 serves, rank 1 connects; judged by
+  // reports/judges/rdma_judge.cc against the port rate and the fleet.
+  // Exclusive: it saturates the node's NICs.
+  c.push_back({
+      .name = "rdma",
+      .binary = "cmax-bench",
+      .category = "networking",
+      .help = "perftest ib_write_bw, ib_read_bw and ib_write_lat per rail between node pairs",
+      .scopes = {SCOPE_PAIRS},
+      .default_timeout_s = 1800,
+      .exclusive = true,
+      .takes_root = true,
+      .params =
+          {
+              {.name = "tests", .type = ParamType::kEnumList, .help = "perftest runs per rail",
+               .choices = {"write_bw", "read_bw", "write_lat", "all"}},
+              {.name = "duration", .type = ParamType::kInt,
+               .help = "seconds per bandwidth run (-D, default 5)", .min = 0, .max = 3600},
+              {.name = "iters", .type = ParamType::kInt, .help = "iterations per run (-n)",
+               .min = 1, .max = 100000000},
+              {.name = "size", .type = ParamType::kBytes, .help = "message size (-s)", .min = 2,
+               .max = 1 << 30},
+              {.name = "port", .type = ParamType::kInt,
+               .help = "first TCP port for perftest's exchange (-p, default 18515)",
+               .min = 1024, .max = 65435},
+              {.name = "gid-index", .type = ParamType::kInt, .help = "RoCE GID index (-x)",
+               .min = 0, .max = 255},
+              {.name = "cuda", .type = ParamType::kEnum,
+               .help = "GPU memory through --use_cuda: auto, on, off",
+               .choices = {"auto", "on", "off"}},
+              {.name = "timeout", .type = ParamType::kNumber,
+               .help = "seconds one perftest run may take", .min = 1, .max = 86400},
+              {.name = "min-rate-fraction", .type = ParamType::kNumber,
+               .help = "bandwidth floor as a fraction of the port rate (default 0.9)",
+               .min = 0.1, .max = 1},
+          },
+  });
+
   // Storage through fio (benchmarks/storage): honest data, direct I/O where
   // allowed; with scope barrier every node starts its measured phase at once.
   c.push_back({

@@ -17,6 +17,7 @@ void CollectiveJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void HealthChangeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void BurninJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -34,6 +35,7 @@ const std::vector<Judge>& AllJudges() {
       &HealthChangeJudge,
       &BurninJudge,
       &NvlinkDomainJudge,
+      &RdmaJudge,
   };
   return judges;
 }

@@ -17,6 +17,10 @@ const std::vector<FleetMetric>& FleetMetrics() {
       // rtt_ms (connectivity) is judged per node pair by
       // judges/connectivity_judge.cc, which blames the node behind the slow
       // pairs rather than the pair's source.
+      // rdma_write_bw_gbps, rdma_read_bw_gbps and rdma_write_lat_us (rdma)
+      // are compared across the fleet per rail by judges/rdma_judge.cc: a
+      // record sits on the pair's client node, and the judge blames the NIC
+      // or the link from the evidence across pairs, not the record's node.
       // job: one fio job's figure ("0", "1", ...) and the node's total ("all").
       {"storage_bandwidth_mbps", "Storage", Better::kHigher, {"pattern", "op", "job"}},
       {"burnin_tflops_mean", "Reliability", Better::kHigher, {}},

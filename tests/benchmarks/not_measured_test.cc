@@ -313,6 +313,9 @@ std::vector<Whole> CpuCouldNotRunRuns(const TempDir& tmp) {
   w.push_back(
       {"health", "reliability", "health.not_measured",
        Bench("cmax-bench", {"health", "--root", tmp.Sub("empty-root"), "--jsonl"})});
+  // No RDMA devices under the root's /sys/class/infiniband (and no rendezvous).
+  w.push_back({"rdma", "networking", "rdma.not_measured",
+               Bench("cmax-bench", {"rdma", "--root", tmp.Sub("empty-root"), "--jsonl"})});
   w.push_back(
       {"health", "reliability", "health.not_measured",
        Bench("cmax-bench", {"health", "--root", tmp.Sub("no-such-root"), "--jsonl"})});
@@ -502,6 +505,27 @@ TEST_CASE(
     CHECK((f->category() == "security" || f->category() == "lifecycle"));
   }
   CHECK(ib_skipped);
+}
+
+TEST_CASE("rdma without RDMA devices: not measured with the reason, in the scorecard too",
+          "[not_measured][scorecard]") {
+  TempDir tmp;
+  fs::create_directories(tmp.Sub("root/sys/class/infiniband"));  // the class, no device
+  // A rank of a pair whose agent is gone: the device check still comes first.
+  std::map<std::string, std::string> env = {
+      {"CMAX_RENDEZVOUS", absl::StrCat("unix:", tmp.Sub("no-agent.sock"))},
+      {"CMAX_RANK", "1"},
+      {"CMAX_WORLD_SIZE", "2"}};
+  for (const SuiteRun& r :
+       {Bench("cmax-bench", {"rdma", "--root", tmp.Sub("root"), "--jsonl"}),
+        Bench("cmax-bench", {"rdma", "--root", tmp.Sub("root"), "--jsonl"}, env)}) {
+    RequireCouldNotRun(r, "networking", "rdma.not_measured");
+    auto nm = NotMeasuredFindings(r);
+    REQUIRE_FALSE(nm.empty());
+    CHECK_THAT(nm.front()->detail(), Catch::Contains("no RDMA devices") &&
+                                         Catch::Contains("/sys/class/infiniband is empty"));
+    RequireScorecardNotMeasured("rdma", r, "networking");
+  }
 }
 
 TEST_CASE("selftest writes findings only under its own category", "[not_measured]") {

@@ -192,6 +192,7 @@ absl::Status Cluster::StartAgent(int i) {
                            absl::StrCat(agent_work_dir(i), "/storage,", shared_storage_dir())});
   SpawnOptions so;
   so.argv = InNamespace(absl::StrCat(prefix_, "-", i), argv);
+  so.env = options_.agent_env;
   so.stdout_path = absl::StrCat(dir_, "/agent-", i, ".log");
   so.stderr_path = so.stdout_path;
   so.append = true;

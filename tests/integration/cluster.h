@@ -6,6 +6,7 @@
 #define CMAX_TESTS_INTEGRATION_CLUSTER_H_
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ struct ClusterOptions {
   // trial agents on one machine talk over loopback), the namespace's own
   // address otherwise (the agent's default).
   std::vector<std::string> advertise;
+  // Added to every agent's environment (and so to its suites'): e.g. a PATH
+  // with a fake tool first (tests/integration/rdma_test.cc).
+  std::map<std::string, std::string> agent_env;
 };
 
 class Cluster {
