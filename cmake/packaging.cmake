@@ -45,6 +45,11 @@ install(FILES ${CMAKE_BINARY_DIR}/packaging/cmax-agent.service
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-agent
         COMPONENT agent)
 install(TARGETS cmax-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench)
+# Slurm: the HealthCheckProgram beside cmax-bench, the job script with the plans.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/deploy/slurm/cmax-healthcheck
+        DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/deploy/slurm/cmax-eval.sbatch
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/cmax/slurm COMPONENT coordinator)
 file(GLOB _plans ${PROJECT_SOURCE_DIR}/benchmarks/plans/*.yaml)
 install(FILES ${_plans} DESTINATION ${CMAKE_INSTALL_DATADIR}/cmax/plans COMPONENT bench)
 file(GLOB _data_dirs LIST_DIRECTORIES true ${PROJECT_SOURCE_DIR}/benchmarks/*/data)

@@ -32,8 +32,8 @@ if [[ $want_tests -eq 1 ]]; then
   # which --no-install-recommends would skip) for tests/fuzz/smoke.sh.
   # python3-yaml: tests/deploy/k8s_test.py; prometheus (with promtool):
   # tests/deploy/metrics_test.py; lintian, systemd (systemd-analyze):
-  # tests/deploy/deb_test.sh.
-  pkgs+=(catch2 python3 python3-yaml prometheus lintian systemd clang libclang-rt-14-dev)
+  # tests/deploy/deb_test.sh; slurm-wlm and munge: tests/deploy/slurm_test.sh.
+  pkgs+=(catch2 python3 python3-yaml prometheus lintian systemd slurm-wlm munge clang libclang-rt-14-dev)
   # perftest (ib_write_bw, ib_read_bw, ib_write_lat): what the rdma suite
   # runs on every node with RDMA devices (benchmarks/rdma); its tests use a
   # fake on PATH, but the real one is there to run by hand.

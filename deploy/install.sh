@@ -35,6 +35,10 @@ for b in cmax-coordinator cmax-agent cmaxctl cmax-bench cmax-bench-cuda; do
   [[ -x $build/bin/$b ]] && install -m 0755 "$build/bin/$b" "$prefix/bin/$b"
 done
 install -m 0644 benchmarks/plans/*.yaml "$prefix/share/cmax/plans/"
+# Slurm: the HealthCheckProgram and the job script (README, "Slurm").
+install -m 0755 deploy/slurm/cmax-healthcheck "$prefix/bin/cmax-healthcheck"
+install -d "$prefix/share/cmax/slurm"
+install -m 0755 deploy/slurm/cmax-eval.sbatch "$prefix/share/cmax/slurm/"
 for d in benchmarks/*/data; do
   [[ -d $d ]] && cp -r "$d/." "$prefix/share/cmax/"
 done

@@ -61,6 +61,7 @@ done
 if ls /etc/systemd/system/*.wants/cmax-* >/dev/null 2>&1; then fail "a cmax unit was enabled by the install"; fi
 /usr/bin/cmax-coordinator --version | grep -q "cmax-coordinator" || fail "/usr/bin/cmax-coordinator --version"
 /usr/bin/cmax-bench hostcheck --help >/dev/null || fail "/usr/bin/cmax-bench hostcheck --help"
+[[ -x /usr/bin/cmax-healthcheck && -x /usr/share/cmax/slurm/cmax-eval.sbatch ]] || fail "the Slurm scripts are not installed"
 /usr/bin/cmaxctl --help >/dev/null 2>&1 || true
 grep -q '^ExecStart=/usr/bin/cmax-coordinator ' /lib/systemd/system/cmax-coordinator.service ||
   fail "the packaged coordinator unit does not start /usr/bin/cmax-coordinator"

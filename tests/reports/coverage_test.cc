@@ -179,7 +179,7 @@ TEST_CASE("a plan entry that evaluated too few of its nodes keeps the run from a
                           "(node-1, node-2, node-3): could not run: no CUDA device"));
 }
 
-TEST_CASE("only the last attempt of a task is judged; earlier ones are history",
+TEST_CASE("only the last attempt of a task is judged, earlier ones are history",
           "[coverage]") {
   RunData d = CleanHostcheckRun();
   EvaluateEveryCategory(&d);
@@ -227,7 +227,7 @@ TEST_CASE("only the last attempt of a task is judged; earlier ones are history",
   CHECK(card.tier() == "Platinum");
 }
 
-TEST_CASE("a gang whose rank crashed fails that node only; the others are not measured",
+TEST_CASE("a gang whose rank crashed fails that node only, the others are not measured",
           "[coverage]") {
   RunData d = CleanHostcheckRun();
   EvaluateEveryCategory(&d);
@@ -257,7 +257,7 @@ TEST_CASE("a gang whose rank crashed fails that node only; the others are not me
   CHECK(NodeOf(lc, "node-3").verdict() == "fail");
 }
 
-TEST_CASE("storage: per-job floors are not applied to node totals; the slow node's total is "
+TEST_CASE("storage: per-job floors are not applied to node totals, the slow node's total is "
           "named",
           "[coverage]") {
   RunData d;
@@ -298,7 +298,7 @@ TEST_CASE("storage: per-job floors are not applied to node totals; the slow node
   CHECK(mixed == 0);
 }
 
-TEST_CASE("a GEMM floor applies to each GPU's best verified shape; unverified figures never "
+TEST_CASE("a GEMM floor applies to each GPU's best verified shape, unverified figures never "
           "meet it",
           "[coverage]") {
   RunData d = CleanHostcheckRun();

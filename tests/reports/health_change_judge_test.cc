@@ -154,7 +154,7 @@ TEST_CASE("a new double-bit ECC error fails and an IB error warns, naming GPU an
   CHECK(testing::NodeOf(card, "node-1").verdict() == "pass");
 }
 
-TEST_CASE("a counter that went down means a reset; a saturated one's change is unknown",
+TEST_CASE("a counter that went down means a reset, a saturated one's change is unknown",
           "[judge][health]") {
   RunData d = Plan(2, {"node-1"});
   Counter(&d, "node-1", 0, "gpu_ecc_volatile_sbe", 40, kGpu3);

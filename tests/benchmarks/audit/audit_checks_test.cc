@@ -28,7 +28,7 @@ bool HasLink(const CheckResult& c, const std::string& needle) {
   return false;
 }
 
-TEST_CASE("Container Toolkit 1.17.7 fails NVIDIAScape with its link; 1.17.8 passes",
+TEST_CASE("Container Toolkit 1.17.7 fails NVIDIAScape with its link, 1.17.8 passes",
           "[audit]") {
   AdvisoryDb db = Shipped();
   AuditReport old = AuditFixture(Fixture("bin/empty"), "ctk-1.17.7", db);
@@ -84,7 +84,7 @@ TEST_CASE("upstream runc 1.1.11 fails Leaky Vessels", "[audit]") {
   CHECK(c2025->status == CheckStatus::kFail);
 }
 
-TEST_CASE("Debian's backported runc passes CVE-2024-21626; the unpatched package fails",
+TEST_CASE("Debian's backported runc passes CVE-2024-21626, the unpatched package fails",
           "[audit]") {
   AdvisoryDb db = Shipped();
   AuditReport patched = AuditFixture(Fixture("roots/debian-runc-deb12u1"), "empty", db);
@@ -146,7 +146,7 @@ TEST_CASE("driver branches: newer than the fix passes, end of life warns or fail
   CHECK(FindCheck(r600, "audit.driver.branch")->status == CheckStatus::kUnknown);
 }
 
-TEST_CASE("P_Key: only 0xffff warns on InfiniBand, not on RoCE; tenancy decides",
+TEST_CASE("P_Key: only 0xffff warns on InfiniBand, not on RoCE, tenancy decides",
           "[audit][ib]") {
   AdvisoryDb db = Shipped();
   AuditReport r = AuditFixture(Fixture("roots/fabric"), "empty", db);

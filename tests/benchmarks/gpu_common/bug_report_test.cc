@@ -130,7 +130,7 @@ TEST_CASE("a failing tool leaves its exit and stderr tail in the artifact",
   CHECK_THAT(Logs(recs), Catch::StartsWith("warn: ") && Catch::Contains("node-07"));
 }
 
-TEST_CASE("no report unless asked for and something failed; a missing tool is said so",
+TEST_CASE("no report unless asked for and something failed, a missing tool is said so",
           "[bugreport]") {
   FakeTool fake("printf abc > \"$2.gz\"\n");
   bool ran = true;

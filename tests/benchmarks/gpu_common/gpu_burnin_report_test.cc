@@ -150,7 +150,7 @@ TEST_CASE("an Xid during burn-in is a finding with the catalogue's severity and 
   CHECK(FindArtifact(recs) == nullptr);
 }
 
-TEST_CASE("a watched log without Xids counts zero; an unwatched one counts nothing",
+TEST_CASE("a watched log without Xids counts zero, an unwatched one counts nothing",
           "[burnin][xid]") {
   GpuBurninResult r = Healthy();
   r.kernel_log_watched = true;
