@@ -14,7 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "benchmarks/collective_common/runner.h"
 #include "benchmarks/collective_common/soak.h"
+#include "common/plan_parser.h"
 #include "common/subprocess.h"
+#include "common/suite_catalog.h"
 #include "tests/benchmarks/collective/rank_runner.h"
 
 using cmax::collective::PlannedIntervals;
@@ -237,4 +239,42 @@ TEST_CASE("a soak shorter than two intervals could not run (exit 2)", "[collecti
   CHECK(r.exit.code == 2);
   CHECK(absl::StrContains(r.err, "shorter than two intervals of 10 s"));
   CHECK(absl::StrContains(r.out, "\"not_measured\":true"));
+}
+
+TEST_CASE("the shipped soak plans parse and the suite accepts their soak", "[collective][soak]") {
+  for (const char* name : {"soak", "soak-cpu"}) {
+    auto plan = cmax::LoadPlanFile(std::string(CMAX_SOURCE_DIR) + "/benchmarks/plans/" + name +
+                                   ".yaml");
+    INFO(name << ": " << plan.status().ToString());
+    REQUIRE(plan.ok());
+    REQUIRE(cmax::ValidatePlan(*plan).ok());
+    REQUIRE(plan->suites_size() == 1);
+    const auto& s = plan->suites(0);
+    CHECK(s.suite() == "collective");
+    CHECK(s.scope() == cmax::v1::SCOPE_GANG);
+    // The task timeout outlasts the soak.
+    double soak = 0;
+    REQUIRE(absl::SimpleAtod(s.params().at("soak"), &soak));
+    CHECK(s.timeout_seconds() > soak);
+    // The suite's own checks (two intervals, one op, one size) pass too.
+    cmax::collective::Flags f;
+    f.soak_s = soak;
+    REQUIRE(absl::SimpleAtod(s.params().at("interval"), &f.interval_s));
+    REQUIRE(absl::SimpleAtod(s.params().at("stall"), &f.stall_s));
+    f.op = s.params().at("op");
+    auto bytes = cmax::ParseBytes(s.params().at("min-bytes"));
+    REQUIRE(bytes.ok());
+    f.min_bytes = *bytes;
+    bytes = cmax::ParseBytes(s.params().at("max-bytes"));
+    REQUIRE(bytes.ok());
+    f.max_bytes = *bytes;
+    auto o = cmax::collective::ResolveOptions(f);
+    INFO(o.status().ToString());
+    CHECK(o.ok());
+  }
+  auto nccl = cmax::LoadPlanFile(std::string(CMAX_SOURCE_DIR) + "/benchmarks/plans/soak.yaml");
+  REQUIRE(nccl.ok());
+  CHECK(nccl->suites(0).params().at("backend") == "nccl");
+  CHECK(nccl->suites(0).params().at("max-bytes") == "1G");
+  CHECK(nccl->suites(0).params().at("soak") == "1800");
 }
