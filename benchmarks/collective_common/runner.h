@@ -100,11 +100,15 @@ struct Result {
 //    averaged over ranks; algbw and busbw as in the sweep (nccl-tests
 //    factors). With check-iters > 0 the output of the interval's last call
 //    is downloaded and every element checked (wrong elements: the finding
-//    collective.wrong_elements, the soak stops, exit 1).
+//    collective.wrong_elements, the soak stops, exit 1) after the first and
+//    the last interval and one interval a minute (label verified).
 //  - rank 0 writes per interval busbw_gbps, algbw_gbps and time_us with the
 //    sweep's labels plus soak=true, interval (0-based), t_start_s (seconds
 //    since the soak began), duration_s, iterations, intervals_planned,
-//    soak_s, interval_s; every rank writes a Progress record per interval.
+//    soak_s, interval_s, stall_s, verified (true|false), wrong; every rank
+//    writes a Progress record per interval. Each interval ends at the first
+//    batch past interval_s, and verification runs between intervals, so the
+//    soak takes somewhat longer than soak_s.
 //  - a watchdog thread per rank (SoakWatchdog): when no iteration completed
 //    for stall_s, the rank writes the WARN finding collective.soak_stall
 //    (it is alive and waiting; labels rank, node, interval, last_iteration,
