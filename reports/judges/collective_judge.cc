@@ -534,8 +534,9 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
                                 absl::StrCat(what, " ended early: ", recorded, " of ", r.planned,
                                              " intervals recorded (the last began at ",
                                              FormatNumber(last), " s), and no rank reported a "
-                                             "stall: see the task's outcome (crash, timeout or a "
-                                             "failed collective)"));
+                                             "stall: see the task's outcome and findings (wrong "
+                                             "elements, a failed collective, a crash or a "
+                                             "timeout)"));
       res.set_value(recorded);
       res.set_expected(r.planned);
       res.set_unit("");
