@@ -280,7 +280,6 @@ void Record(RunState& st, const Result& r) {
   st.out.Measure("time_us", r.time_us, "us", labels);
 }
 
-
 // ---- soak (RunCollectives with options.soak.soak_s > 0) ----
 
 int64_t UnixMillis() {

@@ -46,10 +46,10 @@ SoakClock SteadySoakClock();
 
 // What a rank knows of its own progress when it stalls.
 struct StallReport {
-  int interval = 0;             // the interval running when it stalled
-  int64_t last_iteration = 0;   // completed iterations since the soak began
-  double last_progress_s = 0;   // when the last one completed, s since start
-  double waited_s = 0;          // seconds since then
+  int interval = 0;            // the interval running when it stalled
+  int64_t last_iteration = 0;  // completed iterations since the soak began
+  double last_progress_s = 0;  // when the last one completed, s since start
+  double waited_s = 0;         // seconds since then
 };
 
 // Thread-safe.

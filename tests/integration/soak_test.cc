@@ -2,7 +2,8 @@
 // 4): benchmarks/plans/soak-cpu.yaml (gloo, 12 s in 2 s intervals) gives six
 // intervals; with one agent's suite process SIGSTOPped mid-run, the live
 // ranks report that they were waiting and exit, and the scorecard blames the
-// stopped rank's node, not its neighbours.
+// stopped rank's node, not its neighbours; with one node's link slowed
+// (tests/hosts.sh slow) mid-soak, the scorecard names the dropped intervals.
 #include <catch2/catch.hpp>
 #include <dirent.h>
 #include <signal.h>
@@ -41,11 +42,14 @@ std::string ReadFile(const std::string& path) {
 
 // soak-cpu.yaml with the soak's length and GLOO_SOCKET_IFNAME=eth0 (the
 // namespaces' interface), as collectives_test.cc sets it.
-std::string SoakPlan(const std::string& soak_s, const std::string& timeout = "2m") {
+std::string SoakPlan(const std::string& soak_s, const std::string& timeout = "2m",
+                     const std::string& stall_s = "4") {
   std::string plan = ReadFile(Cluster::SourceDir() + "/benchmarks/plans/soak-cpu.yaml");
   REQUIRE(absl::StrContains(plan, "soak: 12,"));
   REQUIRE(absl::StrContains(plan, "    timeout: 2m\n"));
+  REQUIRE(absl::StrContains(plan, "stall: 4}"));
   plan = absl::StrReplaceAll(plan, {{"soak: 12,", absl::StrCat("soak: ", soak_s, ",")},
+                                    {"stall: 4}", absl::StrCat("stall: ", stall_s, "}")},
                                     {"    timeout: 2m\n",
                                      absl::StrCat("    timeout: ", timeout,
                                                   "\n    env: {GLOO_SOCKET_IFNAME: eth0}\n")}});
@@ -217,4 +221,54 @@ TEST_CASE("a SIGSTOPped rank is named by the soak's stall, its neighbours were w
     CHECK(rule.outcome() == "warn");
     CHECK(rule.node() != c.node(2));
   }
+}
+
+TEST_CASE("a link slowed mid-soak is named as a drop with its intervals",
+          "[integration][collective][soak]") {
+  Cluster c("sod", {.agents = 3});
+  REQUIRE(c.Start().ok());
+  if (!c.using_netns()) {
+    FAIL("network namespaces unavailable: no link to slow down");
+  }
+  // A 30 s stall limit: a slowed batch takes seconds, which is no stall.
+  const std::string plan = c.WritePlan("soak", SoakPlan("12", "2m", "30"));
+  cmax::CommandResult r;
+  std::thread ctl([&] { r = c.Ctl({"run", "--plan", plan}, 240s); });
+  pid_t suite = -1;
+  for (int i = 0; i < 600 && suite < 0; ++i) {
+    suite = FindSuiteUnder(c.agent_pid(2));
+    if (suite < 0) std::this_thread::sleep_for(100ms);
+  }
+  absl::Status slowed = absl::UnknownError("no suite process found under node-2's agent");
+  if (suite > 0) {
+    std::this_thread::sleep_for(6s);  // about three intervals at full speed
+    slowed = c.Hosts({"slow", "2", "100mbit"});
+  }
+  ctl.join();
+  INFO(r.out << r.err);
+  REQUIRE(slowed.ok());
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE_FALSE(run_id.empty());
+  std::map<int, double> busbw;  // by interval
+  for (const auto& rec : Export(c, run_id)) {
+    if (!rec.record().has_measurement()) continue;
+    const auto& m = rec.record().measurement();
+    if (m.metric() != "busbw_gbps") continue;
+    int i = -1;
+    REQUIRE(absl::SimpleAtoi(m.labels().at("interval"), &i));
+    busbw[i] = m.value();
+  }
+  REQUIRE(busbw.size() == 6);
+  std::string figures;
+  for (const auto& [i, v] : busbw) absl::StrAppend(&figures, i, ": ", v, " GB/s\n");
+  INFO(figures);
+  // The last interval ran entirely behind the slowed link.
+  CHECK(busbw[5] < 0.5 * busbw[0]);
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  auto drops = Rules(card, "collective.soak.drop");
+  REQUIRE(drops.size() == 1);
+  CHECK(drops[0].outcome() == "fail");
+  CHECK(absl::StrContains(drops[0].message(), "interval 5 at "));
+  CHECK_FALSE(absl::StrContains(drops[0].message(), "interval 0 at "));
+  CHECK(Rules(card, "collective.soak.stall").empty());
 }
