@@ -502,6 +502,10 @@ int RunCudaCollective(int argc, char** argv) {
   Setup setup;
   auto options = collective::ResolveOptions(flags);
   if (!options.ok()) {
+    // A record as well as stderr (a soak shorter than two intervals, two
+    // sizes for a soak, ...): the scorecard says why it was not measured.
+    RecordWriter refused("collective", flags.jsonl ? stdout : nullptr);
+    collective::ReportNotMeasured(refused, "nccl", std::string(options.status().message()));
     std::fprintf(stderr, "collective: %s\n", std::string(options.status().message()).c_str());
     return kExitCouldNotRun;
   }
