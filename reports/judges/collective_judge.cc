@@ -374,6 +374,7 @@ struct SoakInterval {
   int index = 0;
   double t_start_s = 0;
   double busbw = 0;
+  double algbw = 0;
   int64_t iterations = 0;
 };
 
@@ -412,7 +413,8 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (rec.record().has_measurement()) {
       const v1::Measurement& m = rec.record().measurement();
       const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
-      if (m.metric() != "busbw_gbps" || suite != "collective" ||
+      const bool bus = m.metric() == "busbw_gbps";
+      if ((!bus && m.metric() != "algbw_gbps") || suite != "collective" ||
           LabelValue(m, "soak") != "true") {
         continue;
       }
@@ -432,7 +434,7 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
       (void)absl::SimpleAtod(LabelValue(m, "interval_s"), &r.interval_s);
       SoakInterval& iv = r.intervals[index];
       iv.index = index;
-      iv.busbw = m.value();
+      (bus ? iv.busbw : iv.algbw) = m.value();
       (void)absl::SimpleAtod(LabelValue(m, "t_start_s"), &iv.t_start_s);
       (void)absl::SimpleAtoi(LabelValue(m, "iterations"), &iv.iterations);
       continue;
@@ -484,17 +486,22 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
         out->push_back(std::move(per));
       }
     };
+    // One rank: busbw is 0 by definition (factor (n-1)/n), so the soak is
+    // judged on algbw.
+    const bool one_rank = r.ranks == "1";
+    const std::string bw_name = one_rank ? "algbw" : "busbw";
+    auto figure = [&](const SoakInterval& iv) { return one_rank ? iv.algbw : iv.busbw; };
     std::vector<double> values;
-    for (const auto& [i, iv] : r.intervals) values.push_back(iv.busbw);
+    for (const auto& [i, iv] : r.intervals) values.push_back(figure(iv));
     const FleetStats s = ComputeFleetStats(values);
     if (r.intervals.size() >= 2) {
       std::vector<std::string> drops;
       double worst = s.median;
       for (const auto& [i, iv] : r.intervals) {
-        if (iv.busbw < fraction * s.median) {
+        if (figure(iv) < fraction * s.median) {
           drops.push_back(absl::StrCat("interval ", i, " at ", FormatNumber(iv.t_start_s),
-                                       " s: ", FormatValue(iv.busbw, "GB/s")));
-          worst = std::min(worst, iv.busbw);
+                                       " s: ", FormatValue(figure(iv), "GB/s")));
+          worst = std::min(worst, figure(iv));
         }
       }
       const bool dropped = !drops.empty();
@@ -504,7 +511,8 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
       res.set_value(dropped ? worst : s.median);
       res.set_expected(fraction * s.median);
       if (dropped) {
-        res.set_message(absl::StrCat(what, ": busbw fell below ", FormatNumber(fraction * 100),
+        res.set_message(absl::StrCat(what, ": ", bw_name, " fell below ",
+                                     FormatNumber(fraction * 100),
                                      "% of the median interval (", FormatValue(s.median, "GB/s"),
                                      ") in ", drops.size(), " of ", r.intervals.size(),
                                      " intervals: ", absl::StrJoin(drops, "; ")));
@@ -514,14 +522,15 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
                                   "those times (link flaps, congestion, adaptive routing), and "
                                   "GPU throttling");
       } else {
-        res.set_message(absl::StrCat(what, ": ", r.intervals.size(), " intervals, busbw median ",
+        res.set_message(absl::StrCat(what, ": ", r.intervals.size(), " intervals, ", bw_name,
+                                     " median ",
                                      FormatValue(s.median, "GB/s"), ", min ",
                                      FormatNumber(s.min), ", max ", FormatNumber(s.max),
                                      ", none below ", FormatNumber(fraction * 100),
                                      "% of the median"));
       }
       res.add_evidence(absl::StrCat("task ", r.task, ": ", r.intervals.size(), " intervals of ",
-                                    FormatNumber(r.interval_s), " s, median ",
+                                    FormatNumber(r.interval_s), " s, ", bw_name, " median ",
                                     FormatNumber(s.median), ", min ", FormatNumber(s.min),
                                     ", max ", FormatNumber(s.max), " GB/s"));
       emit(res);

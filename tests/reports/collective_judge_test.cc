@@ -180,15 +180,22 @@ namespace {
 
 // One soak interval as rank 0 writes it (runner.h, RunCollectives).
 void AddSoak(RunData* d, const std::string& task, std::vector<std::string> nodes, int interval,
-             double busbw, int planned = 6, double interval_s = 2) {
-  Add(d, task, nodes, busbw, int64_t{1} << 30);
-  auto& l = *d->records.back().mutable_record()->mutable_measurement()->mutable_labels();
-  l["soak"] = "true";
-  l["interval"] = absl::StrCat(interval);
-  l["t_start_s"] = absl::StrCat(interval * interval_s);
-  l["iterations"] = "100";
-  l["intervals_planned"] = absl::StrCat(planned);
-  l["interval_s"] = absl::StrCat(interval_s);
+             double busbw, int planned = 6, double interval_s = 2, double algbw = -1,
+             const std::string& ranks = "") {
+  for (const char* metric : {"busbw_gbps", "algbw_gbps"}) {
+    Add(d, task, nodes, busbw, int64_t{1} << 30);
+    auto* m = d->records.back().mutable_record()->mutable_measurement();
+    m->set_metric(metric);
+    if (std::string(metric) == "algbw_gbps") m->set_value(algbw >= 0 ? algbw : busbw / 1.75);
+    auto& l = *m->mutable_labels();
+    l["soak"] = "true";
+    l["interval"] = absl::StrCat(interval);
+    l["t_start_s"] = absl::StrCat(interval * interval_s);
+    l["iterations"] = "100";
+    l["intervals_planned"] = absl::StrCat(planned);
+    l["interval_s"] = absl::StrCat(interval_s);
+    if (!ranks.empty()) l["ranks"] = ranks;
+  }
 }
 
 // A collective.soak_stall finding of a rank that was alive and waiting.
@@ -255,6 +262,17 @@ TEST_CASE("collective judge: a steady soak passes; the drop fraction can be set"
   CHECK(drops[0].node().empty());
   CHECK(absl::StrContains(drops[0].message(), "interval 2 at 4 s"));
   CHECK(With(rs, "collective.busbw.not_measured").empty());  // the fraction is no floor
+}
+
+TEST_CASE("collective judge: a one-rank soak is judged on algbw (its busbw is 0)",
+          "[reports][collective][soak]") {
+  RunData d;
+  const double algbw[] = {90, 91, 40, 90};
+  for (int i = 0; i < 4; ++i) AddSoak(&d, "s1", {"node-1"}, i, 0.0, 4, 10, algbw[i], "1");
+  auto drops = With(Judge(d), "collective.soak.drop", "fail");
+  REQUIRE(drops.size() == 1);
+  CHECK(absl::StrContains(drops[0].message(), "algbw fell below 80%"));
+  CHECK(absl::StrContains(drops[0].message(), "interval 2 at 20 s"));
 }
 
 TEST_CASE("collective judge: a soak that ended early without a stall says so",
