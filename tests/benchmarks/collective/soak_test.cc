@@ -155,6 +155,40 @@ TEST_CASE("soak watchdog: quiet while iterations complete, fires once on a stall
   CHECK(seen.waited_s == Approx(6.0));
 }
 
+TEST_CASE("soak watchdog: a termination request reports the progress so far, once",
+          "[collective][soak]") {
+  FakeClock clock;
+  SoakProgress p(clock.Fn());
+  p.Start();
+  clock.now = clock.now + 2.0;
+  p.NoteCompleted(40);
+  p.BeginInterval(1);
+  clock.now = clock.now + 3.0;  // waiting 3 s, below the 10 s stall limit
+  std::atomic<bool> terminate{false};
+  std::atomic<int> stalls{0}, terms{0};
+  StallReport seen;
+  SoakWatchdog w(
+      &p, 10, 0.005, [&](const StallReport&) { ++stalls; }, &terminate,
+      [&](const StallReport& r) {
+        seen = r;
+        ++terms;
+      });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CHECK(terms == 0);
+  terminate = true;  // what the SIGTERM handler does
+  for (int i = 0; i < 400 && terms == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  w.Stop();
+  CHECK(terms == 1);
+  CHECK(stalls == 0);
+  CHECK(seen.interval == 1);
+  CHECK(seen.last_iteration == 40);
+  CHECK(seen.last_progress_s == Approx(2.0));
+  CHECK(seen.waited_s == Approx(3.0));  // the runner reports it only from stall/2 on
+}
+
 TEST_CASE("gloo soak of two ranks: one busbw figure per interval", "[collective][soak]") {
   const std::string dir = cmax::testing::MakeTempDir("soak");
   auto outs = cmax::testing::RunRanks(
