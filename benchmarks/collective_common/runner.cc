@@ -305,8 +305,11 @@ std::map<std::string, std::string> SoakLabels(const RunState& st, Op op, const S
 
 // Written by the watchdog thread of a rank that is alive but has completed
 // no iteration for stall_s: it is waiting on the group (or on its own GPU).
+// `ended_by`: "" (its own watchdog), "SIGTERM" (terminated while waiting)
+// or "error" (its collective failed while waiting: a peer went away);
+// `error` is that failure.
 void ReportStall(RunState& st, Op op, const Shape& s, const StallReport& r,
-                 bool terminated = false) {
+                 const std::string& ended_by = "", const std::string& error = "") {
   v1::Finding f;
   f.set_check_id("collective.soak_stall");
   f.set_severity(v1::SEVERITY_WARN);
@@ -317,7 +320,9 @@ void ReportStall(RunState& st, Op op, const Shape& s, const StallReport& r,
       "waiting (last completed iteration %d at %.1f s into the soak)%s",
       OpName(op), st.b.rank(), st.node, r.waited_s, r.interval,
       static_cast<long long>(r.last_iteration), r.last_progress_s,
-      terminated ? "; then terminated (SIGTERM) as the group ended" : ""));
+      ended_by == "SIGTERM" ? "; then terminated (SIGTERM) as the group ended"
+      : ended_by == "error" ? "; then its collective failed as a peer went away"
+                            : ""));
   f.set_detail(absl::StrCat("the rank was alive and waiting for its collective to complete; a "
                             "rank of the group that wrote no soak_stall finding stopped first "
                             "(the scorecard names it). ranks and nodes: ",
@@ -328,6 +333,7 @@ void ReportStall(RunState& st, Op op, const Shape& s, const StallReport& r,
                                  static_cast<long long>(r.last_iteration), r.last_progress_s,
                                  r.interval));
   f.add_evidence(absl::StrCat("ranks and nodes: ", absl::StrJoin(st.rank_nodes, ",")));
+  if (!error.empty()) f.add_evidence(absl::StrCat("then: ", error));
   if (!st.o.command.empty()) f.add_evidence(absl::StrCat("command: ", st.o.command));
   f.set_action("find the rank that stopped first (the scorecard's collective.soak_stall fail): "
                "check its node's kernel log (Xid), NIC and GPU; then rerun the soak");
@@ -342,7 +348,7 @@ void ReportStall(RunState& st, Op op, const Shape& s, const StallReport& r,
       absl::StrCat(UnixMillis() - static_cast<int64_t>(r.waited_s * 1000));
   l["waited_s"] = absl::StrFormat("%.3f", r.waited_s);
   l["rank_nodes"] = absl::StrJoin(st.rank_nodes, ",");
-  if (terminated) l["ended_by"] = "SIGTERM";
+  if (!ended_by.empty()) l["ended_by"] = ended_by;
   st.out.Find(std::move(f));
 }
 
@@ -438,7 +444,7 @@ int RunSoak(RunState& st) {
                           // Otherwise (a cancel of a healthy soak) die of
                           // SIGTERM as without the handler.
                           if (r.waited_s >= stall_s / 2) {
-                            ReportStall(st, op, s, r, /*terminated=*/true);
+                            ReportStall(st, op, s, r, "SIGTERM");
                             std::_Exit(kExitFoundFailures);
                           }
                           signal(SIGTERM, SIG_DFL);
@@ -548,6 +554,16 @@ int RunSoak(RunState& st) {
   }
   watchdog.Stop();
   if (!failed.ok()) {
+    // A collective that fails after this rank waited at least half the
+    // stall limit failed because a peer went away (stopped, then killed or
+    // exited): this rank was waiting, and says so, as its watchdog would.
+    const StallReport waited = progress.Snapshot();
+    if (waited.waited_s >= stall_s / 2) {
+      ReportStall(st, op, s, waited, "error", std::string(failed.message()));
+      std::fprintf(stderr, "collective: %s soak: rank %d waited %.1f s, then: %s\n", OpName(op),
+                   b.rank(), waited.waited_s, std::string(failed.message()).c_str());
+      return kExitFoundFailures;
+    }
     v1::Finding f;
     f.set_check_id("collective.failed");
     f.set_severity(v1::SEVERITY_FAIL);

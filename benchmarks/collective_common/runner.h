@@ -113,7 +113,9 @@ struct Result {
 //    for stall_s, the rank writes the WARN finding collective.soak_stall
 //    (it is alive and waiting; labels rank, node, interval, last_iteration,
 //    last_progress_s, last_progress_unix_ms, waited_s, rank_nodes) and the
-//    process exits 1 at once. A rank that is stopped writes nothing: the
+//    process exits 1 at once. So does a rank SIGTERMed, or whose collective
+//    fails, after waiting at least stall_s / 2 (label ended_by SIGTERM or
+//    error): a peer went away. A rank that is stopped writes nothing: the
 //    collective judge blames the ranks of the group that wrote no such
 //    finding, else those with the least progress.
 // Returns the exit code: 0 passed, 1 a wrong element or a

@@ -2,6 +2,8 @@
 // bookkeeping on a fake clock, the watchdog thread, and a real gloo soak of
 // two ranks (child processes over loopback).
 #include <catch2/catch.hpp>
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -264,6 +266,72 @@ TEST_CASE("gloo soak with a corrupted element fails and names the rank", "[colle
   auto busbw = cmax::testing::MeasurementsOf(outs[0].records, "busbw_gbps");
   REQUIRE(busbw.size() == 1);
   CHECK(Label(busbw[0], "wrong") == "1");
+}
+
+TEST_CASE("gloo soak: a stopped rank makes the others report that they waited",
+          "[collective][soak]") {
+  const std::string dir = cmax::testing::MakeTempDir("soakstop");
+  // Rank 2 is stopped at 3 s. Rank 1 is SIGTERMed 4 s later (more than half
+  // the 6 s stall limit spent waiting, as when an agent ends the group):
+  // it still says it waited. Rank 0's own watchdog fires at 6 s. Rank 2 is
+  // killed at the end, as the agent does at the task's timeout.
+  auto outs = cmax::testing::RunRanks(
+      std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench",
+      {"collective", "--backend=gloo", "--op=all_reduce", "--min-bytes=64K", "--max-bytes=64K",
+       "--iters=5", "--soak=60", "--interval=1", "--stall=6", "--gloo-address=127.0.0.1",
+       "--jsonl"},
+      3, dir, std::chrono::seconds(60), [](const std::vector<pid_t>& pids) {
+        if (pids.size() != 3 || pids[1] <= 0 || pids[2] <= 0) return;
+        std::this_thread::sleep_for(std::chrono::seconds(3));
+        kill(pids[2], SIGSTOP);
+        std::this_thread::sleep_for(std::chrono::seconds(4));
+        kill(pids[1], SIGTERM);
+        std::this_thread::sleep_for(std::chrono::seconds(4));
+        kill(pids[2], SIGKILL);
+      });
+  for (size_t r = 0; r < outs.size(); ++r) {
+    INFO("rank " << r << ": " << outs[r].exit.Describe() << "\n" << outs[r].err);
+    CHECK_FALSE(outs[r].timed_out);
+  }
+  auto stall_of = [&](size_t r) -> const cmax::v1::Finding* {
+    for (const auto& rec : outs[r].records) {
+      if (rec.has_finding() && rec.finding().check_id() == "collective.soak_stall") {
+        return &rec.finding();
+      }
+    }
+    return nullptr;
+  };
+  for (size_t r : {0, 1}) {
+    INFO("rank " << r << ": " << outs[r].exit.Describe() << "\n" << outs[r].err);
+    CHECK(outs[r].exit.exited);
+    CHECK(outs[r].exit.code == 1);
+    const cmax::v1::Finding* f = stall_of(r);
+    REQUIRE(f != nullptr);
+    CHECK(f->severity() == cmax::v1::SEVERITY_WARN);
+    CHECK(absl::StrContains(f->title(), "it was waiting"));
+    CHECK(f->labels().at("rank") == absl::StrCat(r));
+    CHECK(f->labels().at("rank_nodes") == "node-0,node-1,node-2");
+    int64_t last = 0;
+    REQUIRE(absl::SimpleAtoi(f->labels().at("last_iteration"), &last));
+    CHECK(last > 0);
+    double waited = 0;
+    REQUIRE(absl::SimpleAtod(f->labels().at("waited_s"), &waited));
+    CHECK(waited >= 3.0);
+  }
+  // Rank 0's collective may fail as rank 1 goes away before its own
+  // watchdog fires: it still reports that it waited, never a failure of its own.
+  if (stall_of(0)->labels().count("ended_by")) {
+    CHECK(stall_of(0)->labels().at("ended_by") == "error");
+  }
+  CHECK(stall_of(1)->labels().at("ended_by") == "SIGTERM");
+  for (size_t r : {0, 1}) {
+    for (const auto& rec : outs[r].records) {
+      CHECK_FALSE((rec.has_finding() && rec.finding().check_id() == "collective.failed"));
+    }
+  }
+  CHECK(stall_of(2) == nullptr);  // stopped: it wrote nothing
+  CHECK_FALSE(outs[2].exit.exited);
+  CHECK(outs[2].exit.signal == SIGKILL);
 }
 
 TEST_CASE("a soak shorter than two intervals could not run (exit 2)", "[collective][soak]") {
