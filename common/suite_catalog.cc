@@ -405,6 +405,19 @@ std::vector<SuiteInfo> MakeCatalog() {
                .help = "seconds one collective may take", .min = 1, .max = 86400},
               {.name = "expect-gdr", .type = ParamType::kFlag,
                .help = "nccl: inter-node traffic must use GPUDirect RDMA"},
+              // Soak (benchmarks/collective_common/soak.h): one op at one
+              // size (min-bytes = max-bytes) for `soak` seconds. The suite
+              // refuses (exit 2) a soak shorter than two intervals.
+              {.name = "soak", .type = ParamType::kNumber,
+               .help = "seconds to run one op at one size (min-bytes = max-bytes), busbw per "
+                       "interval; the task timeout must exceed it",
+               .min = 2, .max = 7 * 86400},
+              {.name = "interval", .type = ParamType::kNumber,
+               .help = "soak: seconds per busbw interval (default 10)", .min = 1, .max = 86400},
+              {.name = "stall", .type = ParamType::kNumber,
+               .help = "soak: seconds without a completed iteration on a rank that count as a "
+                       "stall (default 60)",
+               .min = 1, .max = 86400},
           },
       .binary_by_backend = {{"nccl", "cmax-bench-cuda"}, {"gloo", "cmax-bench"},
                             {"mpi", "cmax-bench"}},

@@ -32,6 +32,9 @@ int RunCollective(int argc, char** argv) {
                    "element fails the run (exit 1).\n"
                    "  --backend gloo|mpi\n"
                    "Flags as nccl-tests: -b -e -f -n -w -c -d, and --op NAME|list|all.\n"
+                   "--soak SECONDS runs one op at one size (-b = -e) for that long, busbw per "
+                   "--interval (default 10 s), and a rank with no completed iteration for "
+                   "--stall seconds (default 60) reports the stall and exits 1.\n"
                    "gloo listens on $GLOO_SOCKET_IFNAME when set, else --gloo-address, else the "
                    "host name.");
   collective::AddFlags(&parser, &flags);

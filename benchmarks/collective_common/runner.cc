@@ -1,9 +1,12 @@
 #include "benchmarks/collective_common/runner.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "benchmarks/collective_common/data_pattern.h"
 #include "benchmarks/suite.h"
+#include "common/status_macros.h"
 
 namespace cmax::collective {
 namespace {
@@ -276,6 +280,312 @@ void Record(RunState& st, const Result& r) {
   st.out.Measure("time_us", r.time_us, "us", labels);
 }
 
+// ---- soak (RunCollectives with options.soak.soak_s > 0) ----
+
+int64_t UnixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::map<std::string, std::string> SoakLabels(const RunState& st, Op op, const Shape& s) {
+  auto l = BaseLabels(st, op);
+  l["soak"] = "true";
+  l["size_bytes"] = absl::StrCat(s.size_bytes());
+  l["count"] = absl::StrCat(s.param_count);
+  l["placement"] = "out";
+  l["redop"] = IsReduction(op) ? "sum" : "none";
+  l["root"] = absl::StrCat(RootOf(op));
+  l["soak_s"] = absl::StrFormat("%g", st.o.soak.soak_s);
+  l["interval_s"] = absl::StrFormat("%g", st.o.soak.interval_s);
+  l["stall_s"] = absl::StrFormat("%g", st.o.soak.stall_s);
+  l["intervals_planned"] = absl::StrCat(PlannedIntervals(st.o.soak));
+  return l;
+}
+
+// Written by the watchdog thread of a rank that is alive but has completed
+// no iteration for stall_s: it is waiting on the group (or on its own GPU).
+// `ended_by`: "" (its own watchdog), "SIGTERM" (terminated while waiting)
+// or "error" (its collective failed while waiting: a peer went away);
+// `error` is that failure.
+void ReportStall(RunState& st, Op op, const Shape& s, const StallReport& r,
+                 const std::string& ended_by = "", const std::string& error = "") {
+  v1::Finding f;
+  f.set_check_id("collective.soak_stall");
+  f.set_severity(v1::SEVERITY_WARN);
+  f.set_category("networking");
+  f.set_subject(absl::StrCat("node:", st.node, " rank:", st.b.rank()));
+  f.set_title(absl::StrFormat(
+      "%s soak stalled: rank %d (%s) completed no iteration for %.1f s in interval %d; it was "
+      "waiting (last completed iteration %d at %.1f s into the soak)%s",
+      OpName(op), st.b.rank(), st.node, r.waited_s, r.interval,
+      static_cast<long long>(r.last_iteration), r.last_progress_s,
+      ended_by == "SIGTERM" ? "; then terminated (SIGTERM) as the group ended"
+      : ended_by == "error" ? "; then its collective failed as a peer went away"
+                            : ""));
+  f.set_detail(absl::StrCat("the rank was alive and waiting for its collective to complete; a "
+                            "rank of the group that wrote no soak_stall finding stopped first "
+                            "(the scorecard names it). ranks and nodes: ",
+                            absl::StrJoin(st.rank_nodes, ",")));
+  f.add_evidence(absl::StrFormat("stall limit %g s, waited %.1f s", st.o.soak.stall_s,
+                                 r.waited_s));
+  f.add_evidence(absl::StrFormat("last completed iteration %lld at %.3f s (interval %d)",
+                                 static_cast<long long>(r.last_iteration), r.last_progress_s,
+                                 r.interval));
+  f.add_evidence(absl::StrCat("ranks and nodes: ", absl::StrJoin(st.rank_nodes, ",")));
+  if (!error.empty()) f.add_evidence(absl::StrCat("then: ", error));
+  if (!st.o.command.empty()) f.add_evidence(absl::StrCat("command: ", st.o.command));
+  f.set_action("find the rank that stopped first (the scorecard's collective.soak_stall fail): "
+               "check its node's kernel log (Xid), NIC and GPU; then rerun the soak");
+  auto& l = *f.mutable_labels();
+  for (const auto& [k, v] : SoakLabels(st, op, s)) l[k] = v;
+  l["rank"] = absl::StrCat(st.b.rank());
+  l["node"] = st.node;
+  l["interval"] = absl::StrCat(r.interval);
+  l["last_iteration"] = absl::StrCat(r.last_iteration);
+  l["last_progress_s"] = absl::StrFormat("%.3f", r.last_progress_s);
+  l["last_progress_unix_ms"] =
+      absl::StrCat(UnixMillis() - static_cast<int64_t>(r.waited_s * 1000));
+  l["waited_s"] = absl::StrFormat("%.3f", r.waited_s);
+  l["rank_nodes"] = absl::StrJoin(st.rank_nodes, ",");
+  if (!ended_by.empty()) l["ended_by"] = ended_by;
+  st.out.Find(std::move(f));
+}
+
+// Set by the SIGTERM handler the soak installs; read by the watchdog.
+std::atomic<bool> g_soak_sigterm{false};
+extern "C" void OnSoakSigterm(int) { g_soak_sigterm.store(true); }
+
+// Installs OnSoakSigterm for the soak's lifetime. When one rank of a gang
+// stops, the first waiting rank to report ends the group and the agents
+// SIGTERM the others, possibly a moment before their own watchdog fires:
+// such a rank still says it was waiting (see RunSoak).
+class SoakSigterm {
+ public:
+  SoakSigterm() {
+    g_soak_sigterm.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = OnSoakSigterm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_);
+  }
+  ~SoakSigterm() {
+    sigaction(SIGTERM, &old_, nullptr);
+    if (g_soak_sigterm.load()) raise(SIGTERM);  // arrived as the soak ended: not lost
+  }
+
+ private:
+  struct sigaction old_ {};
+};
+
+void PrintSoakHeader(FILE* t, Op op, const Shape& s, const SoakConfig& c) {
+  std::fprintf(t, "#\n# %s soak: %zu B, %g s in %d intervals of %g s, stall after %g s\n",
+               OpName(op), s.size_bytes(), c.soak_s, PlannedIntervals(c), c.interval_s,
+               c.stall_s);
+  std::fprintf(t, "# %8s  %10s  %10s  %9s  %7s  %6s  %6s  %6s\n", "interval", "t_start(s)",
+               "iterations", "time(s)", "time", "algbw", "busbw", "#wrong");
+  std::fprintf(t, "# %8s  %10s  %10s  %9s  %7s  %6s  %6s  %6s\n", "", "", "", "", "(us)",
+               "(GB/s)", "(GB/s)", "");
+}
+
+// A soak verifies one interval per this many seconds (and its first and last).
+constexpr double kSoakVerifyEvery = 60;
+
+int RunSoak(RunState& st) {
+  const Options& o = st.o;
+  Backend& b = st.b;
+  const Op op = o.ops.front();
+  const DType t = o.dtype;
+  const Shape s = ShapeFor(op, o.max_bytes, DTypeSize(t), b.world_size());
+  if (s.param_count == 0) {
+    const std::string why = absl::StrCat("soak size ", o.max_bytes, " B holds fewer ",
+                                         DTypeName(t), " elements than the ", b.world_size(),
+                                         " ranks: nothing to move");
+    ReportNotMeasured(st.out, b.name(), why);
+    std::fprintf(stderr, "collective: %s\n", why.c_str());
+    return kExitCouldNotRun;
+  }
+  Buffers buf(b);
+  if (auto e = buf.Allocate(s); !e.ok()) {
+    ReportNotMeasured(st.out, b.name(), absl::StrCat("allocating buffers for the ", OpName(op),
+                                                     " soak at ", o.max_bytes, " B: ",
+                                                     e.message()));
+    return kExitCouldNotRun;
+  }
+  const Placement p = Place(b, buf, op, s, false);
+  absl::Status failed = Prepare(b, buf, op, t, s, false, kTimingSeed);
+  for (int i = 0; i < o.warmup && failed.ok(); ++i) failed = b.Run(op, t, p.send, p.recv, s, false);
+  if (failed.ok()) failed = b.Synchronize();
+  if (failed.ok()) failed = b.Barrier();
+  if (st.table) PrintSoakHeader(st.table, op, s, o.soak);
+
+  SoakProgress progress(SteadySoakClock());
+  progress.Start();
+  SoakSigterm sigterm;
+  // The watchdog polls every 50 ms: the waiting ranks of a group notice a
+  // stall within that of each other (their last iterations ended together).
+  const double stall_s = o.soak.stall_s;
+  SoakWatchdog watchdog(&progress, stall_s, 0.05,
+                        [&](const StallReport& r) {
+                          ReportStall(st, op, s, r);
+                          std::fprintf(stderr,
+                                       "collective: soak stalled on rank %d (%s): no iteration "
+                                       "for %.1f s in interval %d, last completed iteration %lld "
+                                       "at %.1f s; exiting\n",
+                                       b.rank(), st.node.c_str(), r.waited_s, r.interval,
+                                       static_cast<long long>(r.last_iteration),
+                                       r.last_progress_s);
+                          std::fflush(stderr);
+                          std::_Exit(kExitFoundFailures);
+                        },
+                        &g_soak_sigterm, [&](const StallReport& r) {
+                          // Terminated while waiting for at least half the
+                          // stall limit: it was waiting, say so (exit 1).
+                          // Otherwise (a cancel of a healthy soak) die of
+                          // SIGTERM as without the handler.
+                          if (r.waited_s >= stall_s / 2) {
+                            ReportStall(st, op, s, r, "SIGTERM");
+                            std::_Exit(kExitFoundFailures);
+                          }
+                          signal(SIGTERM, SIG_DFL);
+                          raise(SIGTERM);
+                        });
+  const int planned = PlannedIntervals(o.soak);
+  const size_t out_bytes = s.recv_count * s.elem_size;
+  int64_t total = 0;
+  int exit_code = kExitPassed;
+  for (int interval = 0; interval < planned && failed.ok(); ++interval) {
+    progress.BeginInterval(interval);
+    const double t_start = progress.Elapsed();
+    double timed = 0;
+    int64_t iterations = 0;
+    std::vector<double> gathered;
+    while (failed.ok()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < o.iters && failed.ok(); ++i) {
+        failed = b.Run(op, t, p.send, p.recv, s, false);
+      }
+      if (failed.ok()) failed = b.Synchronize();
+      if (!failed.ok()) break;
+      timed += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      iterations += o.iters;
+      total += o.iters;
+      progress.NoteCompleted(total);
+      auto g = b.AllGather({progress.Elapsed() - t_start, timed});
+      if (!g.ok()) {
+        failed = g.status();
+        break;
+      }
+      gathered = *g;
+      bool done = false;  // every rank sees the same values: the same decision
+      for (size_t r = 0; r < gathered.size(); r += 2) done |= gathered[r] >= o.soak.interval_s;
+      if (done) break;
+    }
+    if (!failed.ok()) break;
+    double mean = 0, worst = 0, duration = 0;
+    const size_t n = gathered.size() / 2;
+    for (size_t r = 0; r < n; ++r) {
+      const double per_call = gathered[2 * r + 1] / static_cast<double>(iterations);
+      mean += per_call;
+      worst = std::max(worst, per_call);
+      duration = std::max(duration, gathered[2 * r]);
+    }
+    mean /= static_cast<double>(std::max<size_t>(n, 1));
+    const Bandwidth bw = ComputeBandwidth(op, s, b.world_size(), mean);
+
+    int64_t wrong = 0;
+    // Checking every element costs about as much as many calls (each
+    // expected value sums every rank's input), so a soak verifies its first
+    // and last interval and one interval per kSoakVerifyEvery seconds; the
+    // choice depends only on the index, so every rank makes the same one.
+    const int every = std::max(1, static_cast<int>(std::ceil(kSoakVerifyEvery /
+                                                             o.soak.interval_s)));
+    const bool verify = o.check_iters > 0 &&
+                        (interval == 0 || interval == planned - 1 || interval % every == 0);
+    if (verify) {
+      // The output of the interval's last call: input seed 99, output
+      // poisoned before the first call, so an element never written fails.
+      if (out_bytes > 0) failed = b.Download(buf.host_out(), p.recv, out_bytes);
+      if (!failed.ok()) break;
+      if (o.fault_inject && interval == 0 && b.rank() == b.world_size() - 1) {
+        const size_t i = s.recv_count / 2;
+        StoreValue(t, buf.host_out(), i, LoadValue(t, buf.host_out(), i) + 3);
+      }
+      const CheckResult cr =
+          CheckOutput(op, t, s, b.rank(), b.world_size(), kTimingSeed, buf.host_out());
+      if (cr.wrong > 0) ReportWrong(st, op, s, false, cr);
+      auto wrongs = b.AllGather({static_cast<double>(cr.wrong)});
+      if (!wrongs.ok()) {
+        failed = wrongs.status();
+        break;
+      }
+      for (double w : *wrongs) wrong += static_cast<int64_t>(w);
+    }
+    if (b.rank() == 0) {
+      auto labels = SoakLabels(st, op, s);
+      labels["interval"] = absl::StrCat(interval);
+      labels["t_start_s"] = absl::StrFormat("%.3f", t_start);
+      labels["duration_s"] = absl::StrFormat("%.3f", duration);
+      labels["iterations"] = absl::StrCat(iterations);
+      if (verify) labels["wrong"] = absl::StrCat(wrong);  // unknown when not checked
+      labels["verified"] = verify ? "true" : "false";
+      st.out.Measure("busbw_gbps", bw.busbw_gbps, "GB/s", labels);
+      st.out.Measure("algbw_gbps", bw.algbw_gbps, "GB/s", labels);
+      labels["time_us_max"] = absl::StrFormat("%.3f", worst * 1e6);
+      labels["time_agg"] = "mean over ranks";
+      st.out.Measure("time_us", mean * 1e6, "us", labels);
+    }
+    st.out.Progress("soak", static_cast<double>(interval + 1) / planned,
+                    absl::StrFormat("rank %d: interval %d of %d done, %lld iterations in total",
+                                    b.rank(), interval + 1, planned,
+                                    static_cast<long long>(total)));
+    if (st.table) {
+      const std::string wrong_text = verify ? absl::StrCat(wrong) : "-";
+      std::fprintf(st.table, "  %8d  %10.1f  %10lld  %9.2f  %7s  %6.2f  %6.2f  %6s\n", interval,
+                   t_start, static_cast<long long>(iterations), duration,
+                   TimeText(mean * 1e6).c_str(), bw.algbw_gbps, bw.busbw_gbps,
+                   wrong_text.c_str());
+      std::fflush(st.table);
+    }
+    if (wrong > 0) {
+      exit_code = kExitFoundFailures;
+      break;  // the data is wrong: more intervals would only repeat it
+    }
+  }
+  watchdog.Stop();
+  if (!failed.ok()) {
+    // A collective that fails after this rank waited at least half the
+    // stall limit failed because a peer went away (stopped, then killed or
+    // exited): this rank was waiting, and says so, as its watchdog would.
+    const StallReport waited = progress.Snapshot();
+    if (waited.waited_s >= stall_s / 2) {
+      ReportStall(st, op, s, waited, "error", std::string(failed.message()));
+      std::fprintf(stderr, "collective: %s soak: rank %d waited %.1f s, then: %s\n", OpName(op),
+                   b.rank(), waited.waited_s, std::string(failed.message()).c_str());
+      return kExitFoundFailures;
+    }
+    v1::Finding f;
+    f.set_check_id("collective.failed");
+    f.set_severity(v1::SEVERITY_FAIL);
+    f.set_category("networking");
+    f.set_subject(absl::StrCat("node:", st.node, " rank:", b.rank()));
+    f.set_title(absl::StrCat(OpName(op), " soak failed on rank ", b.rank(), " (", st.node, ")"));
+    f.set_detail(std::string(failed.message()));
+    f.add_evidence(std::string(failed.message()));
+    f.add_evidence(absl::StrCat("ranks and nodes: ", absl::StrJoin(st.rank_nodes, ",")));
+    if (!o.command.empty()) f.add_evidence(absl::StrCat("command: ", o.command));
+    f.set_action("check that every node of the group is up and reachable on the network "
+                 "used, then rerun");
+    auto& l = *f.mutable_labels();
+    for (const auto& [k, v] : SoakLabels(st, op, s)) l[k] = v;
+    st.out.Find(std::move(f));
+    std::fprintf(stderr, "collective: %s soak failed: %s\n", OpName(op),
+                 std::string(failed.message()).c_str());
+    return kExitFoundFailures;
+  }
+  return exit_code;
+}
+
 }  // namespace
 
 void AddFlags(ArgParser* p, Flags* f) {
@@ -294,6 +604,15 @@ void AddFlags(ArgParser* p, Flags* f) {
   p->AddString("dtype", &f->dtype,
                "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 (-d)", "d");
   p->AddDouble("timeout", &f->timeout_s, "seconds one collective may take before the run fails");
+  p->AddDouble("soak", &f->soak_s,
+               "soak: run the one op at one size (min-bytes = max-bytes) for this many seconds, "
+               "busbw per interval; 0 (default) runs the size sweep");
+  p->AddDouble("interval", &f->interval_s,
+               "soak: seconds per interval, one busbw figure each (default 10; the soak must "
+               "last at least two)");
+  p->AddDouble("stall", &f->stall_s,
+               "soak: seconds without a completed iteration on a rank that count as a stall: the "
+               "rank writes collective.soak_stall and exits 1 (default 60)");
   p->AddFlag("jsonl", &f->jsonl, "write cmax.v1.Record JSON lines instead of the table");
   p->AddFlag("fault-inject", &f->fault_inject,
              "TEST-ONLY: the last rank corrupts one element of its output before the check "
@@ -326,6 +645,20 @@ absl::StatusOr<Options> ResolveOptions(const Flags& f) {
   o.warmup = static_cast<int>(f.warmup);
   o.check_iters = static_cast<int>(f.check_iters);
   o.fault_inject = f.fault_inject;
+  o.soak = SoakConfig{f.soak_s, f.interval_s, f.stall_s};
+  if (f.soak_s != 0) {
+    CMAX_RETURN_IF_ERROR(ValidateSoak(o.soak));
+    if (o.ops.size() != 1) {
+      return absl::InvalidArgumentError("soak runs one op: set op to one of all_reduce, "
+                                        "all_gather, reduce_scatter, alltoall, broadcast, "
+                                        "sendrecv");
+    }
+    if (o.min_bytes != o.max_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "soak runs one size: set min-bytes and max-bytes to the same value (got ", o.min_bytes,
+          " and ", o.max_bytes, ")"));
+    }
+  }
   return o;
 }
 
@@ -375,6 +708,7 @@ int RunCollectives(const Options& o, Backend& b, RecordWriter& out, FILE* table,
   st.nodes_label = absl::StrJoin(distinct, ",");
   st.group_size = static_cast<int>(distinct.size());
   if (table) PrintHeader(st, table);
+  if (o.soak.soak_s > 0) return RunSoak(st);
 
   auto sizes = SizeSweep(o.min_bytes, o.max_bytes, o.factor);
   if (!sizes.ok()) {

@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "benchmarks/collective_common/backend.h"
 #include "benchmarks/collective_common/collective_types.h"
+#include "benchmarks/collective_common/soak.h"
 #include "common/args.h"
 #include "common/record_io.h"
 
@@ -47,6 +48,9 @@ struct Flags {
   std::string op = "all_reduce";       // --op NAME|list|all
   std::string backend;                 // --backend
   double timeout_s = 300;              // --timeout: one collective's limit
+  double soak_s = 0;                   // --soak: seconds of soak; 0 = the size sweep
+  double interval_s = 10;              // --interval: seconds per soak interval
+  double stall_s = 60;                 // --stall: seconds without progress = a stall
   bool jsonl = false;
   bool fault_inject = false;           // TEST-ONLY, see AddFlags
 };
@@ -61,10 +65,13 @@ struct Options {
   DType dtype = DType::kFloat;
   std::vector<Op> ops;
   bool fault_inject = false;
+  SoakConfig soak;      // soak.soak_s > 0: soak mode (see RunCollectives)
   std::string command;  // the command line, for evidence
 };
 
-// INVALID_ARGUMENT for a bad dtype, op, size range or count.
+// INVALID_ARGUMENT for a bad dtype, op, size range or count; with --soak,
+// also for a soak shorter than two intervals (ValidateSoak), more than one
+// op, or min-bytes != max-bytes (a soak runs one size).
 absl::StatusOr<Options> ResolveOptions(const Flags& flags);
 
 // This rank's node name: $CMAX_NODE_NAME, else $CMAX_NODE, else the host name.
@@ -82,7 +89,36 @@ struct Result {
   int64_t wrong = 0;       // summed over ranks
 };
 
-// Runs the sweep. Returns the exit code: 0 passed, 1 a wrong element or a
+// Runs the sweep, or with options.soak.soak_s > 0 the soak:
+//  - the op (one) at max-bytes (= min-bytes), out-of-place: input filled
+//    (seed 99), output poisoned, `warmup` calls, a barrier; then
+//    PlannedIntervals() intervals. In an interval every rank runs batches of
+//    `iters` calls, each batch followed by Synchronize (its time is the
+//    timed part) and a small AllGather of (elapsed, timed) that lets every
+//    rank agree when the interval ends (the first rank past interval_s
+//    ends it for all). Time per call = timed seconds / iterations per rank,
+//    averaged over ranks; algbw and busbw as in the sweep (nccl-tests
+//    factors). With check-iters > 0 the output of the interval's last call
+//    is downloaded and every element checked (wrong elements: the finding
+//    collective.wrong_elements, the soak stops, exit 1) after the first and
+//    the last interval and one interval a minute (label verified).
+//  - rank 0 writes per interval busbw_gbps, algbw_gbps and time_us with the
+//    sweep's labels plus soak=true, interval (0-based), t_start_s (seconds
+//    since the soak began), duration_s, iterations, intervals_planned,
+//    soak_s, interval_s, stall_s, verified (true|false), wrong; every rank
+//    writes a Progress record per interval. Each interval ends at the first
+//    batch past interval_s, and verification runs between intervals, so the
+//    soak takes somewhat longer than soak_s.
+//  - a watchdog thread per rank (SoakWatchdog): when no iteration completed
+//    for stall_s, the rank writes the WARN finding collective.soak_stall
+//    (it is alive and waiting; labels rank, node, interval, last_iteration,
+//    last_progress_s, last_progress_unix_ms, waited_s, rank_nodes) and the
+//    process exits 1 at once. So does a rank SIGTERMed, or whose collective
+//    fails, after waiting at least stall_s / 2 (label ended_by SIGTERM or
+//    error): a peer went away. A rank that is stopped writes nothing: the
+//    collective judge blames the ranks of the group that wrote no such
+//    finding, else those with the least progress.
+// Returns the exit code: 0 passed, 1 a wrong element or a
 // collective that failed mid-run, 2 could not run (dtype the backend lacks,
 // allocation failure). `table` (rank 0 without --jsonl) gets the human
 // table; `out` the records. `results` (optional) receives every result.

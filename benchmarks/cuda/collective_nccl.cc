@@ -486,7 +486,9 @@ int RunCudaCollective(int argc, char** argv) {
                    "GPUDirect RDMA and NVLS. NCCL (libnccl.so.2) is loaded from the node at start-up "
                    "(cmax-bench-cuda --help says where it looks); without it the suite is not "
                    "measured (exit 2). Communicators are created non-blocking and a rank that "
-                   "does not join within --timeout is reported by rank.");
+                   "does not join within --timeout is reported by rank. --soak SECONDS runs one op "
+                   "at one size (-b = -e) for that long, busbw per --interval, and a rank with "
+                   "no completed iteration for --stall seconds reports the stall and exits 1.");
   collective::AddFlags(&parser, &flags);
   parser.AddString("gpus", &gpus_arg, "GPU indices or 'all' (run by hand)");
   parser.AddFlag("expect-gdr", &expect_gdr,
@@ -500,6 +502,10 @@ int RunCudaCollective(int argc, char** argv) {
   Setup setup;
   auto options = collective::ResolveOptions(flags);
   if (!options.ok()) {
+    // A record as well as stderr (a soak shorter than two intervals, two
+    // sizes for a soak, ...): the scorecard says why it was not measured.
+    RecordWriter refused("collective", flags.jsonl ? stdout : nullptr);
+    collective::ReportNotMeasured(refused, "nccl", std::string(options.status().message()));
     std::fprintf(stderr, "collective: %s\n", std::string(options.status().message()).c_str());
     return kExitCouldNotRun;
   }

@@ -175,3 +175,154 @@ TEST_CASE("collective judge: an 8-GPU node without a plan floor meets its platfo
     CHECK(r.outcome() == (r.node() == "h200-a" ? "pass" : "fail"));
   }
 }
+
+namespace {
+
+// One soak interval as rank 0 writes it (runner.h, RunCollectives).
+void AddSoak(RunData* d, const std::string& task, std::vector<std::string> nodes, int interval,
+             double busbw, int planned = 6, double interval_s = 2, double algbw = -1,
+             const std::string& ranks = "") {
+  for (const char* metric : {"busbw_gbps", "algbw_gbps"}) {
+    Add(d, task, nodes, busbw, int64_t{1} << 30);
+    auto* m = d->records.back().mutable_record()->mutable_measurement();
+    m->set_metric(metric);
+    if (std::string(metric) == "algbw_gbps") m->set_value(algbw >= 0 ? algbw : busbw / 1.75);
+    auto& l = *m->mutable_labels();
+    l["soak"] = "true";
+    l["interval"] = absl::StrCat(interval);
+    l["t_start_s"] = absl::StrCat(interval * interval_s);
+    l["iterations"] = "100";
+    l["intervals_planned"] = absl::StrCat(planned);
+    l["interval_s"] = absl::StrCat(interval_s);
+    if (!ranks.empty()) l["ranks"] = ranks;
+  }
+}
+
+// A collective.soak_stall finding of a rank that was alive and waiting.
+void AddStall(RunData* d, const std::string& task, int rank, const std::string& node,
+              int64_t last_iteration, const std::string& rank_nodes, int ranks) {
+  cmax::v1::ExportedRecord er;
+  er.set_task_id(task);
+  er.set_node(node);
+  er.set_suite("collective");
+  auto* f = er.mutable_record()->mutable_finding();
+  f->set_check_id("collective.soak_stall");
+  f->set_severity(cmax::v1::SEVERITY_WARN);
+  f->set_subject(absl::StrCat("node:", node, " rank:", rank));
+  auto& l = *f->mutable_labels();
+  l["op"] = "all_reduce";
+  l["size_bytes"] = "1073741824";
+  l["rank"] = absl::StrCat(rank);
+  l["node"] = node;
+  l["ranks"] = absl::StrCat(ranks);
+  l["rank_nodes"] = rank_nodes;
+  l["interval"] = "2";
+  l["last_iteration"] = absl::StrCat(last_iteration);
+  l["last_progress_s"] = "4.9";
+  l["waited_s"] = "4.1";
+  d->records.push_back(er);
+}
+
+}  // namespace
+
+TEST_CASE("collective judge: a soak drop is named with its interval and time",
+          "[reports][collective][soak]") {
+  RunData d;
+  // A plan floor for sweeps: soak figures never feed it (no pass, no fail).
+  (*d.plan.mutable_expect()->mutable_metrics())["busbw_gbps.all_reduce"] = 460;
+  const double figures[] = {400, 402, 398, 250, 401, 399};
+  for (int i = 0; i < 6; ++i) AddSoak(&d, "s1", {"node-1"}, i, figures[i]);
+  auto rs = Judge(d);
+  CHECK(With(rs, "collective.busbw.all_reduce").empty());
+  auto drops = With(rs, "collective.soak.drop", "fail");
+  REQUIRE(drops.size() == 1);
+  CHECK(drops[0].node() == "node-1");
+  CHECK(absl::StrContains(drops[0].message(), "interval 3 at 6 s"));
+  CHECK_FALSE(absl::StrContains(drops[0].message(), "interval 2"));
+  CHECK(drops[0].value() == Approx(250));
+  CHECK(drops[0].expected() == Approx(0.8 * 399.5));  // the median of the six
+  CHECK(With(rs, "collective.soak.ended_early").empty());
+  // The sweep floor has no sweep run: said so, as before.
+  CHECK(With(rs, "collective.busbw.not_measured").size() == 1);
+}
+
+TEST_CASE("collective judge: a steady soak passes; the drop fraction can be set",
+          "[reports][collective][soak]") {
+  RunData d;
+  const double figures[] = {100, 95, 88, 101, 99, 100};
+  for (int i = 0; i < 6; ++i) AddSoak(&d, "s1", {"node-1", "node-2", "node-3"}, i, figures[i]);
+  auto rs = Judge(d);
+  REQUIRE(With(rs, "collective.soak.steady", "pass").size() == 1);
+  CHECK(With(rs, "collective.soak.drop").empty());
+  // 95% of the median: 88 is now a drop, named fleet-wide for a 3-node group.
+  (*d.plan.mutable_expect()->mutable_metrics())["busbw_gbps.soak_min_fraction"] = 0.95;
+  rs = Judge(d);
+  auto drops = With(rs, "collective.soak.drop", "fail");
+  REQUIRE(drops.size() == 1);
+  CHECK(drops[0].node().empty());
+  CHECK(absl::StrContains(drops[0].message(), "interval 2 at 4 s"));
+  CHECK(With(rs, "collective.busbw.not_measured").empty());  // the fraction is no floor
+}
+
+TEST_CASE("collective judge: a one-rank soak is judged on algbw (its busbw is 0)",
+          "[reports][collective][soak]") {
+  RunData d;
+  const double algbw[] = {90, 91, 40, 90};
+  for (int i = 0; i < 4; ++i) AddSoak(&d, "s1", {"node-1"}, i, 0.0, 4, 10, algbw[i], "1");
+  auto drops = With(Judge(d), "collective.soak.drop", "fail");
+  REQUIRE(drops.size() == 1);
+  CHECK(absl::StrContains(drops[0].message(), "algbw fell below 80%"));
+  CHECK(absl::StrContains(drops[0].message(), "interval 2 at 20 s"));
+}
+
+TEST_CASE("collective judge: a soak that ended early without a stall says so",
+          "[reports][collective][soak]") {
+  RunData d;
+  for (int i = 0; i < 3; ++i) AddSoak(&d, "s1", {"node-1"}, i, 100);
+  auto rs = Judge(d);
+  auto early = With(rs, "collective.soak.ended_early", "warn");
+  REQUIRE(early.size() == 1);
+  CHECK(absl::StrContains(early[0].message(), "3 of 6 intervals"));
+}
+
+TEST_CASE("collective judge: a stall blames the rank that stopped, not the waiting ones",
+          "[reports][collective][soak]") {
+  RunData d;
+  for (int i = 0; i < 2; ++i) AddSoak(&d, "s1", {"node-0", "node-1", "node-2"}, i, 10);
+  // Ranks 0 and 1 waited; rank 2 (SIGSTOPped, or hung) wrote nothing.
+  AddStall(&d, "s1", 0, "node-0", 480, "node-0,node-1,node-2", 3);
+  AddStall(&d, "s1", 1, "node-1", 480, "node-0,node-1,node-2", 3);
+  auto rs = Judge(d);
+  auto stalls = With(rs, "collective.soak.stall", "fail");
+  REQUIRE(stalls.size() == 1);
+  CHECK(stalls[0].node() == "node-2");
+  CHECK(stalls[0].subject() == "node:node-2 rank:2");
+  CHECK(absl::StrContains(stalls[0].message(), "stopped first"));
+  CHECK(absl::StrContains(stalls[0].message(), "at most 480"));
+  bool evidence_names_waiters = false;
+  for (const auto& e : stalls[0].evidence()) {
+    evidence_names_waiters |= absl::StrContains(e, "rank 0 (node-0) waited");
+  }
+  CHECK(evidence_names_waiters);
+  // A stalled soak is not "ended early" too.
+  CHECK(With(rs, "collective.soak.ended_early").empty());
+}
+
+TEST_CASE("collective judge: when every rank reports a stall, the least progress is blamed",
+          "[reports][collective][soak]") {
+  RunData d;
+  AddStall(&d, "s1", 0, "node-0", 500, "node-0,node-1", 2);
+  AddStall(&d, "s1", 1, "node-1", 480, "node-0,node-1", 2);
+  auto rs = Judge(d);
+  auto stalls = With(rs, "collective.soak.stall", "fail");
+  REQUIRE(stalls.size() == 1);
+  CHECK(stalls[0].node() == "node-1");
+  CHECK(absl::StrContains(stalls[0].message(), "fewest iterations (480)"));
+
+  RunData same;  // a hang of the whole group: every rank named
+  AddStall(&same, "s2", 0, "node-0", 480, "node-0,node-1", 2);
+  AddStall(&same, "s2", 1, "node-1", 480, "node-0,node-1", 2);
+  auto all = With(Judge(same), "collective.soak.stall", "fail");
+  CHECK(all.size() == 2);
+  CHECK(absl::StrContains(all[0].message(), "hung together"));
+}

@@ -51,7 +51,8 @@ std::vector<v1::Measurement> MeasurementsOf(const std::vector<v1::Record>& recor
 }
 
 std::vector<RankOutput> RunRanks(const std::string& binary, const std::vector<std::string>& args,
-                                 int n, const std::string& dir, std::chrono::seconds timeout) {
+                                 int n, const std::string& dir, std::chrono::seconds timeout,
+                                 std::function<void(const std::vector<pid_t>&)> during) {
   std::vector<RankOutput> outs(static_cast<size_t>(n));
   auto server = FakeRendezvousServer::Start(dir + "/rdv.sock", n);
   if (!server.ok()) {
@@ -79,6 +80,12 @@ std::vector<RankOutput> RunRanks(const std::string& binary, const std::vector<st
       continue;
     }
     procs.push_back(std::move(*p));
+  }
+  std::thread during_thread;
+  if (during) {
+    std::vector<pid_t> pids;
+    for (const auto& p : procs) pids.push_back(p ? p->pid() : -1);
+    during_thread = std::thread([during, pids] { during(pids); });
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<bool> done(static_cast<size_t>(n), false);
@@ -110,6 +117,7 @@ std::vector<RankOutput> RunRanks(const std::string& binary, const std::vector<st
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (during_thread.joinable()) during_thread.join();
   for (int r = 0; r < n; ++r) {
     auto& o = outs[static_cast<size_t>(r)];
     o.out = ReadFile(absl::StrCat(dir, "/rank", r, ".out"));

@@ -5,6 +5,7 @@
 #define CMAX_TESTS_BENCHMARKS_COLLECTIVE_RANK_RUNNER_H_
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,12 @@ std::string MakeTempDir(const std::string& tag);
 
 // `n` ranks of `binary args...` with CMAX_RENDEZVOUS (a fake server in
 // `dir`), CMAX_RANK, CMAX_WORLD_SIZE and CMAX_NODE_NAME=node-<rank>.
+// `during` (optional) runs on a thread of its own once every rank is
+// spawned, with the ranks' pids (-1 where a spawn failed), e.g. to signal one
+// mid-run; RunRanks waits for it before it returns.
 std::vector<RankOutput> RunRanks(const std::string& binary, const std::vector<std::string>& args,
-                                 int n, const std::string& dir, std::chrono::seconds timeout);
+                                 int n, const std::string& dir, std::chrono::seconds timeout,
+                                 std::function<void(const std::vector<pid_t>&)> during = {});
 
 // Parses JSON lines; lines that are not records are skipped.
 std::vector<v1::Record> ParseRecords(const std::string& text);
