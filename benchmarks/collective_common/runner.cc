@@ -391,6 +391,27 @@ void PrintSoakHeader(FILE* t, Op op, const Shape& s, const SoakConfig& c) {
 // A soak verifies one interval per this many seconds (and its first and last).
 constexpr double kSoakVerifyEvery = 60;
 
+// A collective that failed on this rank (`what`: "failed", "soak failed"),
+// with what to check.
+v1::Finding FailedFinding(const RunState& st, Op op, int rank, const std::string& what,
+                          const absl::Status& failed, const std::string& command,
+                          const std::map<std::string, std::string>& labels) {
+  v1::Finding f;
+  f.set_check_id("collective.failed");
+  f.set_severity(v1::SEVERITY_FAIL);
+  f.set_category("networking");
+  f.set_subject(absl::StrCat("node:", st.node, " rank:", rank));
+  f.set_title(absl::StrCat(OpName(op), " ", what, " on rank ", rank, " (", st.node, ")"));
+  f.set_detail(std::string(failed.message()));
+  f.add_evidence(std::string(failed.message()));
+  f.add_evidence(absl::StrCat("ranks and nodes: ", absl::StrJoin(st.rank_nodes, ",")));
+  if (!command.empty()) f.add_evidence(absl::StrCat("command: ", command));
+  f.set_action("check that every node of the group is up and reachable on the network "
+               "used, then rerun");
+  for (const auto& [k, v] : labels) (*f.mutable_labels())[k] = v;
+  return f;
+}
+
 int RunSoak(RunState& st) {
   const Options& o = st.o;
   Backend& b = st.b;
@@ -564,21 +585,8 @@ int RunSoak(RunState& st) {
                    b.rank(), waited.waited_s, std::string(failed.message()).c_str());
       return kExitFoundFailures;
     }
-    v1::Finding f;
-    f.set_check_id("collective.failed");
-    f.set_severity(v1::SEVERITY_FAIL);
-    f.set_category("networking");
-    f.set_subject(absl::StrCat("node:", st.node, " rank:", b.rank()));
-    f.set_title(absl::StrCat(OpName(op), " soak failed on rank ", b.rank(), " (", st.node, ")"));
-    f.set_detail(std::string(failed.message()));
-    f.add_evidence(std::string(failed.message()));
-    f.add_evidence(absl::StrCat("ranks and nodes: ", absl::StrJoin(st.rank_nodes, ",")));
-    if (!o.command.empty()) f.add_evidence(absl::StrCat("command: ", o.command));
-    f.set_action("check that every node of the group is up and reachable on the network "
-                 "used, then rerun");
-    auto& l = *f.mutable_labels();
-    for (const auto& [k, v] : SoakLabels(st, op, s)) l[k] = v;
-    st.out.Find(std::move(f));
+    st.out.Find(FailedFinding(st, op, b.rank(), "soak failed", failed, o.command,
+                              SoakLabels(st, op, s)));
     std::fprintf(stderr, "collective: %s soak failed: %s\n", OpName(op),
                  std::string(failed.message()).c_str());
     return kExitFoundFailures;
@@ -772,21 +780,7 @@ int RunCollectives(const Options& o, Backend& b, RecordWriter& out, FILE* table,
       if (table) PrintRow(table, st, op, r_out, have_in ? &r_in : nullptr);
     }
     if (!failed.ok()) {
-      v1::Finding f;
-      f.set_check_id("collective.failed");
-      f.set_severity(v1::SEVERITY_FAIL);
-      f.set_category("networking");
-      f.set_subject(absl::StrCat("node:", st.node, " rank:", b.rank()));
-      f.set_title(absl::StrCat(OpName(op), " failed on rank ", b.rank(), " (", st.node, ")"));
-      f.set_detail(std::string(failed.message()));
-      f.add_evidence(std::string(failed.message()));
-      f.add_evidence(absl::StrCat("ranks and nodes: ", absl::StrJoin(st.rank_nodes, ",")));
-      if (!o.command.empty()) f.add_evidence(absl::StrCat("command: ", o.command));
-      f.set_action("check that every node of the group is up and reachable on the network "
-                   "used, then rerun");
-      auto& l = *f.mutable_labels();
-      for (const auto& [k, v] : BaseLabels(st, op)) l[k] = v;
-      out.Find(std::move(f));
+      out.Find(FailedFinding(st, op, b.rank(), "failed", failed, o.command, BaseLabels(st, op)));
       std::fprintf(stderr, "collective: %s failed: %s\n", OpName(op),
                    std::string(failed.message()).c_str());
       return kExitFoundFailures;

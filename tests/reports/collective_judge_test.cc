@@ -146,7 +146,8 @@ TEST_CASE("collective judge: one slow pairing names the link", "[reports][collec
   int task = 0;
   for (const auto& [a, b] : pairs) {
     const bool slow = a == "n1" && b == "n2";
-    Add(&d, absl::StrCat("p", task++), {a, b}, slow ? 18.0 : 45.0 + task * 0.3);
+    const int id = task++;
+    Add(&d, absl::StrCat("p", id), {a, b}, slow ? 18.0 : 45.0 + task * 0.3);
   }
   auto rs = Judge(d);
   CHECK(With(rs, "collective.pairs.slow_node").empty());
@@ -246,7 +247,7 @@ TEST_CASE("collective judge: a soak drop is named with its interval and time",
   CHECK(With(rs, "collective.busbw.not_measured").size() == 1);
 }
 
-TEST_CASE("collective judge: a steady soak passes; the drop fraction can be set",
+TEST_CASE("collective judge: a steady soak passes, the drop fraction can be set",
           "[reports][collective][soak]") {
   RunData d;
   const double figures[] = {100, 95, 88, 101, 99, 100};
