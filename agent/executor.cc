@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "agent/plan_paths.h"
+#include "common/atomic_file.h"
 #include "common/logging.h"
 #include "common/record_io.h"
 #include "common/suite_catalog.h"
@@ -919,18 +920,16 @@ void Executor::RememberDone(const TaskKey& key) {
   const std::string path = options_.work_dir + "/finished";
   if (done_file_lines_ >= 2 * options_.max_remembered_done) {
     // Compact: write the remembered keys to a new file, then rename it over.
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      for (const TaskKey& k : done_order_) {
-        out << k.task_id << ' ' << k.attempt << ' ' << k.rank << '\n';
-      }
+    std::string keys;
+    for (const TaskKey& k : done_order_) {
+      absl::StrAppend(&keys, k.task_id, " ", k.attempt, " ", k.rank, "\n");
     }
-    if (std::rename(tmp.c_str(), path.c_str()) == 0) {
+    absl::Status written = WriteFileAtomically(path, keys);
+    if (written.ok()) {
       done_file_lines_ = done_order_.size();
       return;
     }
-    Log()->warn("cannot compact {}: {}", path, strerror(errno));
+    Log()->warn("cannot compact {}", std::string(written.message()));
   }
   std::ofstream out(path, std::ios::app);
   out << key.task_id << ' ' << key.attempt << ' ' << key.rank << '\n';

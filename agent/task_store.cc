@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent/spool.h"
+#include "common/atomic_file.h"
 #include "common/record_io.h"
 #include "common/subprocess.h"
 #include "google/protobuf/util/json_util.h"
@@ -36,34 +37,11 @@ absl::Status MakeDir(const std::string& path) {
   return WorkDirError(path, errno);
 }
 
-// Writes `data` to `path` through a temporary file, fsynced, then renamed.
+// cmax::WriteFileAtomically, its message prefixed as the other work dir errors.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) return WorkDirError(tmp, errno);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t w = write(fd, data.data() + done, data.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return WorkDirError(tmp, e);
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    int e = errno;
-    unlink(tmp.c_str());
-    return WorkDirError(tmp, e);
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    unlink(tmp.c_str());
-    return WorkDirError(path, e);
-  }
-  return absl::OkStatus();
+  absl::Status s = cmax::WriteFileAtomically(path, data);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("work dir ", s.message()));
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {

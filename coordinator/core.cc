@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/atomic_file.h"
 #include "common/logging.h"
 #include "common/plan_parser.h"
 #include "common/time_util.h"
@@ -25,21 +26,6 @@ bool IsSafeId(const std::string& id) {
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
   }
   return id.find("..") == std::string::npos;
-}
-
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-    out << content;
-    out.flush();
-    if (!out) return absl::ResourceExhaustedError(absl::StrCat("write ", tmp, " failed"));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("rename ", tmp, ": ", strerror(errno)));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
