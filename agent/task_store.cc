@@ -23,13 +23,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// FileError's code and text, prefixed "work dir ".
 absl::Status WorkDirError(const std::string& path, int err) {
-  std::string text = absl::StrCat("work dir ", path, ": ", strerror(err));
-  if (err == ENOSPC) return absl::ResourceExhaustedError(text);
-  if (err == EACCES || err == EPERM || err == EROFS)
-    return absl::PermissionDeniedError(text);
-  if (err == EEXIST) return absl::AlreadyExistsError(text);
-  return absl::InternalError(text);
+  absl::Status s = FileError(path, err);
+  return absl::Status(s.code(), absl::StrCat("work dir ", s.message()));
 }
 
 absl::Status MakeDir(const std::string& path) {
