@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   srv.set_read_timeout(options.io_timeout_s, 0);
   srv.set_write_timeout(options.io_timeout_s, 0);
   srv.set_keep_alive_max_count(16);
+  if (options.keep_alive_timeout_s > 0) srv.set_keep_alive_timeout(options.keep_alive_timeout_s);
   srv.set_payload_max_length(options.payload_max_bytes);
   routes(srv);
   const int bound =

@@ -34,6 +34,9 @@ struct HttpListenOptions {
   int threads = 2;
   size_t payload_max_bytes = 4096;
   int io_timeout_s = 5;
+  // How long an idle keep-alive connection holds its thread (cpp-httplib's
+  // default, 5 s, when 0).
+  int keep_alive_timeout_s = 0;
 };
 
 // A bound server serving on its own thread until Stop() (or destruction).

@@ -181,6 +181,10 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
                    [](const TaskFailure& a, const TaskFailure& b) {
                      return a.finished_unix_ns < b.finished_unix_ns;
                    });
+  p.failures_total = static_cast<int>(p.failures.size());
+  if (p.failures_total > kMaxFailuresShown) {
+    p.failures.erase(p.failures.begin(), p.failures.end() - kMaxFailuresShown);
+  }
   p.fingerprint = absl::StrFormat("%016x", std::hash<std::string>{}(print));
   return p;
 }
@@ -291,6 +295,7 @@ constexpr absl::string_view kRunScript = R"js(
       var pre = document.createElement('pre'); pre.textContent = f.stderr_tail;
       cell(tr, '').appendChild(pre);
     });
+    set('failures-total', j.failures_total);
     document.getElementById('no-failures').hidden = j.failures.length > 0;
     document.getElementById('scorecard-links').hidden = !j.scorecard;
     document.getElementById('no-scorecard').hidden = j.scorecard;
@@ -376,8 +381,9 @@ std::string RunPage(const RunProgress& p, bool has_scorecard, const PageContext&
                     Num(e.done), Num(e.failed), Num(e.found_failures), Num(e.cancelled),
                     "</tr>\n");
   }
-  absl::StrAppend(&out, "</tbody></table>\n<h2>Failures</h2>\n<p id=\"no-failures\" "
-                        "class=\"muted\"",
+  absl::StrAppend(&out, "</tbody></table>\n<h2>Failures (<span id=\"failures-total\">",
+                  p.failures_total, "</span>; the latest ", kMaxFailuresShown,
+                  " are listed)</h2>\n<p id=\"no-failures\" class=\"muted\"",
                   p.failures.empty() ? "" : " hidden",
                   ">None so far.</p>\n<table><thead><tr><th>task</th><th>node</th><th>state</th>"
                   "<th>exit</th><th>attempt</th><th>message</th><th>stderr (tail)</th></tr>"
@@ -419,6 +425,7 @@ std::string RunJson(const RunProgress& p, bool has_scorecard) {
   f["final"] = Bool(p.final);
   f["scorecard"] = Bool(has_scorecard);
   f["fingerprint"] = Str(p.fingerprint);
+  f["failures_total"] = Number(p.failures_total);
   auto* entries = f["entries"].mutable_list_value();
   for (const EntryProgress& e : p.entries) {
     google::protobuf::Struct s;

@@ -36,10 +36,14 @@ struct TaskFailure {
   int64_t finished_unix_ns = 0;
 };
 
+// A run page lists at most this many failures (the latest).
+inline constexpr int kMaxFailuresShown = 200;
+
 struct RunProgress {
   v1::RunInfo run;
   std::vector<EntryProgress> entries;  // by suite_index
-  std::vector<TaskFailure> failures;   // by finish time
+  std::vector<TaskFailure> failures;   // by finish time, the latest kMaxFailuresShown
+  int failures_total = 0;              // all of them
   int total = 0, pending = 0, running = 0, done = 0, failed = 0, cancelled = 0;
   bool final = false;       // completed, cancelled or failed: nothing changes any more
   std::string fingerprint;  // changes whenever anything shown changes

@@ -386,8 +386,11 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options,
   lo.allow_insecure = false;
   lo.insecure_hint = "(--tls-cert and --tls-key, the gRPC listener's); --allow-insecure does not "
                      "apply to the web view";
-  // Long polls hold a thread up to poll_hold each: a few browsers' worth.
-  lo.threads = 8;
+  // cpp-httplib gives each connection a thread until it closes, and a
+  // browser keeps up to 6 open; a waiting /api/runs/ID holds one up to
+  // poll_hold. So: threads for a few browsers, idle connections closed soon.
+  lo.threads = 16;
+  lo.keep_alive_timeout_s = 2;
   lo.payload_max_bytes = 4096;
   // Beyond loopback a token is asked as well (checked before binding).
   {

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
+#include "common/subprocess.h"
 #include "coordinator/core.h"
 #include "coordinator/web/pages.h"
 #include "tests/scratch_dir.h"
@@ -188,6 +189,28 @@ TEST_CASE("the run page shows progress and failures with every text escaped", "[
   REQUIRE(done);
   CHECK(done->body.find("http-equiv=\"refresh\"") == std::string::npos);
   CHECK(done->body.find("id=\"scorecard-links\">") != std::string::npos);  // not hidden
+}
+
+TEST_CASE("a run page lists the latest 200 failures and counts them all", "[web]") {
+  v1::GetRunResponse run;
+  run.mutable_run()->set_run_id("big");
+  run.mutable_run()->set_state("running");
+  for (int i = 0; i < 1000; ++i) {
+    auto* t = run.add_tasks();
+    t->set_task_id("big.0.n" + std::to_string(i));
+    t->set_node("n" + std::to_string(i));
+    t->set_state(v1::TASK_LOST);
+    t->set_finished_unix_ns(1000 + i);
+  }
+  RunProgress p = Summarize(run);
+  CHECK(p.failed == 1000);
+  CHECK(p.failures_total == 1000);
+  REQUIRE(p.failures.size() == 200);
+  CHECK(p.failures.front().node == "n800");
+  CHECK(p.failures.back().node == "n999");
+  const std::string page = RunPage(p, false, {});
+  CHECK(page.find("<span id=\"failures-total\">1000</span>") != std::string::npos);
+  CHECK(page.find(">n799<") == std::string::npos);
 }
 
 TEST_CASE("signing in with the form sets a session cookie that is not the token", "[web]") {
@@ -369,6 +392,44 @@ TEST_CASE("the web view refuses to listen beyond loopback without TLS or a token
   auto bad = WebServer::Start(o, std::make_unique<FakeSource>(dir.path));
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("under TLS the web view speaks HTTPS and its session cookie is Secure", "[web]") {
+  testing::ScratchDir dir;
+  auto certs = RunCommand({std::string(CMAX_SOURCE_DIR) + "/deploy/gen-certs.sh",
+                           dir.path + "/tls", "127.0.0.1,localhost"},
+                          std::chrono::seconds(60));
+  REQUIRE(certs.ok());
+  INFO(certs->err);
+  REQUIRE(certs->exit.code == 0);
+  WebOptions o;
+  o.listen = "127.0.0.1:0";
+  o.token = kToken;
+  o.tls_cert_file = dir.path + "/tls/server.pem";
+  o.tls_key_file = dir.path + "/tls/server.key";
+  o.report_root = dir.path + "/reports";
+  auto server = WebServer::Start(o, std::make_unique<FakeSource>(dir.path + "/reports"));
+  INFO(server.status().ToString());
+  REQUIRE(server.ok());
+  CHECK((*server)->tls());
+  httplib::SSLClient c("127.0.0.1", (*server)->port());
+  c.set_ca_cert_path((dir.path + "/tls/ca.pem").c_str());
+  c.enable_server_certificate_verification(true);
+  auto login = c.Post("/login", std::string("token=") + kToken + "&next=%2F",
+                      "application/x-www-form-urlencoded");
+  REQUIRE(login);
+  CHECK(login->status == 200);
+  const std::string set = login->get_header_value("Set-Cookie");
+  INFO(set);
+  CHECK(set.find("; Secure") != std::string::npos);
+  auto page = c.Get("/", {{"Cookie", set.substr(0, set.find(';'))}});
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  // Plain HTTP to the HTTPS port gets no page.
+  httplib::Client plain("127.0.0.1", (*server)->port());
+  plain.set_read_timeout(3, 0);
+  auto r = plain.Get("/", {{"Authorization", std::string("Bearer ") + kToken}});
+  CHECK((!r || r->status != 200));
 }
 
 TEST_CASE("without a token (no-token coordinator) the web view asks nothing", "[web]") {

@@ -212,5 +212,33 @@ suites:
   printf("web view screenshot: %s\n", shot.c_str());
 }
 
+TEST_CASE("the coordinator refuses a web view beyond loopback without TLS", "[integration][web]") {
+  char tmpl[] = "/tmp/cmax-it-wb2-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/token") << "a-token-for-this-test\n";
+  chmod((dir + "/token").c_str(), 0600);
+  const std::string tls_hint = "give a TLS certificate and key";
+  const std::string token_hint = "the web view needs a token there";
+  for (const auto& [extra, hint] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--token-file", dir + "/token", "--http-listen", "0.0.0.0:0"}, tls_hint},
+           {{"--token-file", dir + "/token", "--http-listen", "0.0.0.0:0", "--allow-insecure"},
+            tls_hint},
+           {{"--no-token", "--http-listen", "0.0.0.0:0"}, token_hint}}) {
+    std::vector<std::string> argv = {Cluster::BinDir() + "/cmax-coordinator", "--data-dir", dir,
+                                     "--listen", "127.0.0.1:0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto r = RunCommand(argv, 30s);
+    REQUIRE(r.ok());
+    INFO(absl::StrJoin(extra, " ") << ": " << r->err);
+    CHECK(r->exit.exited);
+    CHECK(r->exit.code == 2);
+    CHECK(r->err.find("--http-listen 0.0.0.0:0 is not loopback") != std::string::npos);
+    CHECK(r->err.find(hint) != std::string::npos);
+    CHECK(r->out.find("listening on") == std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cmax::testing
