@@ -16,7 +16,8 @@ absl::Status ParseHttpListen(const std::string& listen, const std::string& flag,
   std::string p = listen;
   if (!listen.empty() && listen.front() == '[') {
     const size_t close = listen.find(']');
-    if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+    if (close == std::string::npos || close + 1 >= listen.size() ||
+        listen[close + 1] != ':') {
       return absl::InvalidArgumentError(
           absl::StrCat(flag, " '", listen, "': expected [V6]:PORT"));
     }
@@ -44,14 +45,17 @@ bool BearerTokenMatches(const httplib::Request& req, const std::string& token) {
   if (token.empty()) return false;
   const std::string header = req.get_header_value("Authorization");
   constexpr absl::string_view kBearer = "Bearer ";
-  return absl::StartsWith(header, kBearer) && SameSecret(header.substr(kBearer.size()), token);
+  return absl::StartsWith(header, kBearer) &&
+         SameSecret(header.substr(kBearer.size()), token);
 }
 
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
-    const HttpListenOptions& options, const std::function<void(httplib::Server&)>& routes) {
+    const HttpListenOptions& options,
+    const std::function<void(httplib::Server&)>& routes) {
   std::string host;
   int port = 0;
-  if (absl::Status s = ParseHttpListen(options.listen, options.flag, &host, &port); !s.ok()) {
+  if (absl::Status s = ParseHttpListen(options.listen, options.flag, &host, &port);
+      !s.ok()) {
     return s;
   }
   const bool tls = !options.tls_cert_file.empty() || !options.tls_key_file.empty();
@@ -63,18 +67,18 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
                                  ? absl::StrCat("[", host, "]:", port)
                                  : absl::StrCat(host, ":", port);
   if (!IsLoopbackTarget(target) && !tls && !options.allow_insecure) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(options.flag, " ", target, " is not loopback: give a TLS certificate and key ",
-                     options.insecure_hint));
+    return absl::FailedPreconditionError(absl::StrCat(
+        options.flag, " ", target, " is not loopback: give a TLS certificate and key ",
+        options.insecure_hint));
   }
   auto out = std::unique_ptr<HttpListener>(new HttpListener());
   if (tls) {
     auto ssl = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
                                                     options.tls_key_file.c_str());
     if (!ssl->is_valid()) {
-      return absl::FailedPreconditionError(absl::StrCat(options.name, " TLS: cannot load ",
-                                                        options.tls_cert_file, " and ",
-                                                        options.tls_key_file));
+      return absl::FailedPreconditionError(
+          absl::StrCat(options.name, " TLS: cannot load ", options.tls_cert_file, " and ",
+                       options.tls_key_file));
     }
     out->server_ = std::move(ssl);
   } else {
@@ -87,13 +91,15 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   srv.set_read_timeout(options.io_timeout_s, 0);
   srv.set_write_timeout(options.io_timeout_s, 0);
   srv.set_keep_alive_max_count(16);
-  if (options.keep_alive_timeout_s > 0) srv.set_keep_alive_timeout(options.keep_alive_timeout_s);
+  if (options.keep_alive_timeout_s > 0)
+    srv.set_keep_alive_timeout(options.keep_alive_timeout_s);
   srv.set_payload_max_length(options.payload_max_bytes);
   routes(srv);
   const int bound =
       port == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {
-    return absl::UnavailableError(absl::StrCat(options.name, ": cannot listen on ", target));
+    return absl::UnavailableError(
+        absl::StrCat(options.name, ": cannot listen on ", target));
   }
   out->host_ = host;
   out->port_ = bound;

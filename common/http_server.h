@@ -21,8 +21,8 @@
 namespace cmax {
 
 struct HttpListenOptions {
-  std::string name;   // in messages: "metrics", "web"
-  std::string flag;   // in messages: "--metrics-listen", "--http-listen"
+  std::string name;  // in messages: "metrics", "web"
+  std::string flag;  // in messages: "--metrics-listen", "--http-listen"
   // HOST:PORT, [V6]:PORT, or a bare PORT (then 127.0.0.1). Port 0: any free one.
   std::string listen;
   std::string tls_cert_file;  // PEM; both or neither
@@ -47,7 +47,8 @@ class HttpListener {
   // address), FAILED_PRECONDITION (beyond loopback without TLS, TLS files
   // unusable), UNAVAILABLE (cannot bind).
   static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
-      const HttpListenOptions& options, const std::function<void(httplib::Server&)>& routes);
+      const HttpListenOptions& options,
+      const std::function<void(httplib::Server&)>& routes);
   ~HttpListener();  // Stop()
   void Stop();
   int port() const { return port_; }

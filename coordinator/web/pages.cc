@@ -31,18 +31,20 @@ pre{white-space:pre-wrap;margin:0;font-size:12px;max-height:12em;overflow:auto}
 )css";
 
 std::string Head(absl::string_view title, absl::string_view extra_head = "") {
-  return absl::StrCat("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                      "<meta name=\"viewport\" content=\"width=device-width\">"
-                      "<link rel=\"icon\" href=\"data:,\">",
-                      extra_head, "<title>", HtmlEscape(title), "</title><style>", kStyle,
-                      "</style></head>\n");
+  return absl::StrCat(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width\">"
+      "<link rel=\"icon\" href=\"data:,\">",
+      extra_head, "<title>", HtmlEscape(title), "</title><style>", kStyle,
+      "</style></head>\n");
 }
 
 std::string Nav(const PageContext& ctx) {
   std::string out = "<nav><a href=\"/\">Agents and runs</a>";
   if (ctx.signed_in) {
-    absl::StrAppend(&out, "<form method=\"post\" action=\"/logout\">"
-                          "<button type=\"submit\">Sign out</button></form>");
+    absl::StrAppend(&out,
+                    "<form method=\"post\" action=\"/logout\">"
+                    "<button type=\"submit\">Sign out</button></form>");
   }
   absl::StrAppend(&out, "</nav>\n");
   return out;
@@ -57,7 +59,8 @@ std::string FormatTime(int64_t unix_ns) {
 std::string StateCell(absl::string_view state) {
   std::string cls(state);
   std::replace(cls.begin(), cls.end(), ' ', '_');
-  return absl::StrCat("<td class=\"state-", HtmlEscape(cls), "\">", HtmlEscape(state), "</td>");
+  return absl::StrCat("<td class=\"state-", HtmlEscape(cls), "\">", HtmlEscape(state),
+                      "</td>");
 }
 
 std::string Num(int64_t n) { return absl::StrCat("<td class=\"n\">", n, "</td>"); }
@@ -85,12 +88,23 @@ std::string HtmlEscape(absl::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -100,8 +114,8 @@ bool IsLocalPath(absl::string_view next) {
   if (next.empty() || next.front() != '/' || next.size() > 512) return false;
   if (next.size() > 1 && (next[1] == '/' || next[1] == '\\')) return false;  // //host
   for (char c : next) {
-    const bool ok = isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '-' || c == '_' ||
-                    c == '.' || c == '?' || c == '=' || c == '&' || c == '%';
+    const bool ok = isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '-' ||
+                    c == '_' || c == '.' || c == '?' || c == '=' || c == '&' || c == '%';
     if (!ok) return false;
   }
   return true;
@@ -109,15 +123,24 @@ bool IsLocalPath(absl::string_view next) {
 
 std::string TaskStateName(v1::TaskState state) {
   switch (state) {
-    case v1::TASK_PENDING: return "pending";
-    case v1::TASK_ASSIGNED: return "assigned";
-    case v1::TASK_RUNNING: return "running";
-    case v1::TASK_COMPLETED: return "completed";
-    case v1::TASK_FAILED: return "failed";
-    case v1::TASK_TIMED_OUT: return "timed out";
-    case v1::TASK_LOST: return "lost";
-    case v1::TASK_CANCELLED: return "cancelled";
-    default: return "unknown";
+    case v1::TASK_PENDING:
+      return "pending";
+    case v1::TASK_ASSIGNED:
+      return "assigned";
+    case v1::TASK_RUNNING:
+      return "running";
+    case v1::TASK_COMPLETED:
+      return "completed";
+    case v1::TASK_FAILED:
+      return "failed";
+    case v1::TASK_TIMED_OUT:
+      return "timed out";
+    case v1::TASK_LOST:
+      return "lost";
+    case v1::TASK_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
   }
 }
 
@@ -127,8 +150,8 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
   p.final = p.run.state() == "completed" || p.run.state() == "cancelled" ||
             p.run.state() == "failed";
   std::map<int, EntryProgress> entries;
-  std::string print = absl::StrCat(p.run.state(), "|", p.run.tier(), "|", p.run.report_dir(), "|",
-                                   p.run.message());
+  std::string print = absl::StrCat(p.run.state(), "|", p.run.tier(), "|",
+                                   p.run.report_dir(), "|", p.run.message());
   for (const v1::TaskInfo& t : run.tasks()) {
     EntryProgress& e = entries[t.suite_index()];
     e.suite_index = t.suite_index();
@@ -136,12 +159,19 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
     if (e.name.empty()) e.name = t.name();
     ++e.total;
     ++p.total;
-    absl::StrAppend(&print, "|", t.task_id(), ":", t.state(), ":", t.attempt(), ":", t.exit_code());
+    absl::StrAppend(&print, "|", t.task_id(), ":", t.state(), ":", t.attempt(), ":",
+                    t.exit_code());
     bool failure = false;
     switch (t.state()) {
-      case v1::TASK_PENDING: ++e.pending; ++p.pending; break;
+      case v1::TASK_PENDING:
+        ++e.pending;
+        ++p.pending;
+        break;
       case v1::TASK_ASSIGNED:
-      case v1::TASK_RUNNING: ++e.running; ++p.running; break;
+      case v1::TASK_RUNNING:
+        ++e.running;
+        ++p.running;
+        break;
       case v1::TASK_COMPLETED:
         ++e.done;
         ++p.done;
@@ -157,8 +187,12 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
         ++p.failed;
         failure = true;
         break;
-      case v1::TASK_CANCELLED: ++e.cancelled; ++p.cancelled; break;
-      default: break;
+      case v1::TASK_CANCELLED:
+        ++e.cancelled;
+        ++p.cancelled;
+        break;
+      default:
+        break;
     }
     if (failure) {
       TaskFailure f;
@@ -166,7 +200,8 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
       f.suite = t.suite();
       f.name = t.name();
       f.node = t.node();
-      f.state = t.state() == v1::TASK_COMPLETED ? "found failures" : TaskStateName(t.state());
+      f.state =
+          t.state() == v1::TASK_COMPLETED ? "found failures" : TaskStateName(t.state());
       f.message = t.message();
       f.stderr_tail = t.stderr_tail();
       f.blamed_nodes = t.blamed_nodes();
@@ -189,34 +224,38 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
   return p;
 }
 
-std::string IndexPage(const v1::ListAgentsResponse& agents, const v1::ListRunsResponse& runs,
-                      int64_t now_unix_ns, const PageContext& ctx) {
+std::string IndexPage(const v1::ListAgentsResponse& agents,
+                      const v1::ListRunsResponse& runs, int64_t now_unix_ns,
+                      const PageContext& ctx) {
   std::string out = Head("cmax: agents and runs");
   absl::StrAppend(&out, "<body>", Nav(ctx), "<h1>cmax coordinator</h1>\n");
   absl::StrAppend(&out, "<h2 id=\"agents\">Agents (", agents.agents_size(), ")</h2>\n");
   if (agents.agents_size() == 0) {
     absl::StrAppend(&out, "<p class=\"muted\">No agent has connected.</p>\n");
   } else {
-    absl::StrAppend(&out, "<table id=\"agent-table\"><thead><tr><th>node</th><th>state</th>"
-                          "<th>running task</th><th>last heard</th><th>RTT ms</th>"
-                          "<th>GPUs</th><th>CPU cores</th><th>memory GiB</th><th>addresses</th>"
-                          "</tr></thead><tbody>\n");
+    absl::StrAppend(&out,
+                    "<table id=\"agent-table\"><thead><tr><th>node</th><th>state</th>"
+                    "<th>running task</th><th>last heard</th><th>RTT ms</th>"
+                    "<th>GPUs</th><th>CPU cores</th><th>memory GiB</th><th>addresses</th>"
+                    "</tr></thead><tbody>\n");
     for (const auto& a : agents.agents()) {
       std::string heard = "never";
       if (a.last_heartbeat_unix_ns() > 0) {
-        heard = absl::StrFormat("%.1f s ago",
-                                std::max<int64_t>(0, now_unix_ns - a.last_heartbeat_unix_ns()) / 1e9);
+        heard = absl::StrFormat(
+            "%.1f s ago",
+            std::max<int64_t>(0, now_unix_ns - a.last_heartbeat_unix_ns()) / 1e9);
       }
       const auto& inv = a.inventory();
-      std::string gpus = inv.gpu_count() > 0 ? absl::StrCat(inv.gpu_count(), " ", inv.gpu_model())
-                                             : "0";
-      absl::StrAppend(&out, "<tr><td>", HtmlEscape(a.node_name()), "</td>", StateCell(a.state()),
-                      "<td>", HtmlEscape(a.running_task()), "</td><td>", HtmlEscape(heard),
-                      "</td><td class=\"n\">",
-                      a.rtt_ms() < 0 ? std::string("") : absl::StrFormat("%.2f", a.rtt_ms()),
-                      "</td><td>", HtmlEscape(gpus), "</td>", Num(inv.cpu_cores()),
-                      "<td class=\"n\">", absl::StrFormat("%.1f", inv.memory_gib()), "</td><td>",
-                      HtmlEscape(absl::StrJoin(a.addresses(), ", ")), "</td></tr>\n");
+      std::string gpus =
+          inv.gpu_count() > 0 ? absl::StrCat(inv.gpu_count(), " ", inv.gpu_model()) : "0";
+      absl::StrAppend(
+          &out, "<tr><td>", HtmlEscape(a.node_name()), "</td>", StateCell(a.state()),
+          "<td>", HtmlEscape(a.running_task()), "</td><td>", HtmlEscape(heard),
+          "</td><td class=\"n\">",
+          a.rtt_ms() < 0 ? std::string("") : absl::StrFormat("%.2f", a.rtt_ms()),
+          "</td><td>", HtmlEscape(gpus), "</td>", Num(inv.cpu_cores()),
+          "<td class=\"n\">", absl::StrFormat("%.1f", inv.memory_gib()), "</td><td>",
+          HtmlEscape(absl::StrJoin(a.addresses(), ", ")), "</td></tr>\n");
     }
     absl::StrAppend(&out, "</tbody></table>\n");
   }
@@ -224,28 +263,47 @@ std::string IndexPage(const v1::ListAgentsResponse& agents, const v1::ListRunsRe
   if (runs.runs_size() == 0) {
     absl::StrAppend(&out, "<p class=\"muted\">No run yet.</p>\n");
   } else {
-    absl::StrAppend(&out, "<table id=\"run-table\"><thead><tr><th>run</th><th>plan</th>"
-                          "<th>state</th><th>created</th><th>tasks done</th><th>failed</th>"
-                          "<th>tier</th><th>scorecard</th></tr></thead><tbody>\n");
+    absl::StrAppend(&out,
+                    "<table id=\"run-table\"><thead><tr><th>run</th><th>plan</th>"
+                    "<th>state</th><th>created</th><th>tasks ended</th><th>failed</th>"
+                    "<th>tier</th><th>scorecard</th></tr></thead><tbody>\n");
     for (const auto& r : runs.runs()) {
       const std::string id = HtmlEscape(r.run_id());
       std::string card;
       if (!r.report_dir().empty()) {
-        card = absl::StrCat("<a href=\"/runs/", id, "/scorecard\">html</a> <a href=\"/runs/", id,
-                            "/scorecard.md\">md</a> <a href=\"/runs/", id,
-                            "/scorecard.json\">json</a>");
+        card = absl::StrCat(
+            "<a href=\"/runs/", id, "/scorecard\">html</a> <a href=\"/runs/", id,
+            "/scorecard.md\">md</a> <a href=\"/runs/", id, "/scorecard.json\">json</a>");
       }
       absl::StrAppend(&out, "<tr><td><a href=\"/runs/", id, "\">", id, "</a></td><td>",
                       HtmlEscape(r.plan_name()), "</td>", StateCell(r.state()), "<td>",
-                      FormatTime(r.created_unix_ns()), "</td><td class=\"n\">", r.tasks_done(),
-                      " / ", r.tasks_total(), "</td>", Num(r.tasks_failed()), "<td>",
-                      HtmlEscape(r.tier()), "</td><td>", card, "</td></tr>\n");
+                      FormatTime(r.created_unix_ns()), "</td><td class=\"n\">",
+                      r.tasks_done(), " / ", r.tasks_total(), "</td>",
+                      Num(r.tasks_failed()), "<td>", HtmlEscape(r.tier()), "</td><td>",
+                      card, "</td></tr>\n");
     }
     absl::StrAppend(&out, "</tbody></table>\n");
   }
-  absl::StrAppend(&out, "<p class=\"muted\">JSON: <a href=\"/api/agents\">/api/agents</a>, "
-                        "<a href=\"/api/runs\">/api/runs</a>. Compare two runs: "
-                        "/compare?a=RUN&amp;b=RUN</p>\n</body></html>\n");
+  // Comparing needs two runs with a scorecard.
+  std::string options;
+  int with_card = 0;
+  for (const auto& r : runs.runs()) {
+    if (r.report_dir().empty()) continue;
+    ++with_card;
+    absl::StrAppend(&options, "<option value=\"", HtmlEscape(r.run_id()), "\">",
+                    HtmlEscape(r.run_id()), " (", HtmlEscape(r.plan_name()),
+                    ")</option>");
+  }
+  if (with_card >= 2) {
+    absl::StrAppend(&out,
+                    "<h2 id=\"compare\">Compare two runs</h2>\n<form method=\"get\" "
+                    "action=\"/compare\"><select name=\"a\">",
+                    options, "</select> with <select name=\"b\">", options,
+                    "</select> <button type=\"submit\">Compare</button></form>\n");
+  }
+  absl::StrAppend(&out,
+                  "<p class=\"muted\">JSON: <a href=\"/api/agents\">/api/agents</a>, "
+                  "<a href=\"/api/runs\">/api/runs</a>.</p>\n</body></html>\n");
   return out;
 }
 
@@ -343,61 +401,68 @@ std::string RunPage(const RunProgress& p, bool has_scorecard, const PageContext&
   const v1::RunInfo& r = p.run;
   const std::string id = HtmlEscape(r.run_id());
   // Without script the page reloads itself while the run goes on.
-  std::string out = Head(absl::StrCat("cmax run ", r.run_id()),
-                         p.final ? "" : "<noscript><meta http-equiv=\"refresh\" content=\"5\"></noscript>");
-  absl::StrAppend(&out, "<body data-run=\"", id, "\">", Nav(ctx), "<h1>Run ", id, "</h1>\n");
-  absl::StrAppend(&out, "<table id=\"run-summary\"><tbody>",
-                  "<tr><th>plan</th><td>", HtmlEscape(r.plan_name()), "</td></tr>",
-                  "<tr><th>state</th><td id=\"run-state\" class=\"state-", HtmlEscape(r.state()),
-                  "\">", HtmlEscape(r.state()), "</td></tr>",
-                  "<tr><th>created</th><td>", FormatTime(r.created_unix_ns()), "</td></tr>",
-                  "<tr><th>tasks</th><td><span id=\"count-done\">", p.done,
+  std::string out = Head(
+      absl::StrCat("cmax run ", r.run_id()),
+      p.final ? "" : "<noscript><meta http-equiv=\"refresh\" content=\"5\"></noscript>");
+  absl::StrAppend(&out, "<body data-run=\"", id, "\">", Nav(ctx), "<h1>Run ", id,
+                  "</h1>\n");
+  absl::StrAppend(&out, "<table id=\"run-summary\"><tbody>", "<tr><th>plan</th><td>",
+                  HtmlEscape(r.plan_name()), "</td></tr>",
+                  "<tr><th>state</th><td id=\"run-state\" class=\"state-",
+                  HtmlEscape(r.state()), "\">", HtmlEscape(r.state()), "</td></tr>",
+                  "<tr><th>created</th><td>", FormatTime(r.created_unix_ns()),
+                  "</td></tr>", "<tr><th>tasks</th><td><span id=\"count-done\">", p.done,
                   "</span> done of <span id=\"count-total\">", p.total,
                   "</span>; <span id=\"count-running\">", p.running,
                   "</span> running, <span id=\"count-pending\">", p.pending,
                   "</span> pending, <span id=\"count-failed\">", p.failed,
                   "</span> failed, <span id=\"count-cancelled\">", p.cancelled,
-                  "</span> cancelled</td></tr>",
-                  "<tr><th>tier</th><td id=\"run-tier\">", HtmlEscape(r.tier()), "</td></tr>",
+                  "</span> cancelled</td></tr>", "<tr><th>tier</th><td id=\"run-tier\">",
+                  HtmlEscape(r.tier()), "</td></tr>",
                   "<tr><th>message</th><td id=\"run-message\">", HtmlEscape(r.message()),
                   "</td></tr></tbody></table>\n");
   absl::StrAppend(&out, "<p id=\"live\" class=\"muted\"><span id=\"live-status\">",
                   p.final ? "final: this run has ended"
                           : "state at load (without script this page reloads every 5 s)",
                   "</span></p>\n");
-  absl::StrAppend(&out, "<h2>Scorecard</h2><p id=\"scorecard-links\"", has_scorecard ? "" : " hidden",
-                  "><a href=\"/runs/", id, "/scorecard\">HTML</a> · <a href=\"/runs/", id,
-                  "/scorecard.md\">Markdown</a> · <a href=\"/runs/", id,
-                  "/scorecard.json\">JSON (download)</a></p><p id=\"no-scorecard\" class=\"muted\"",
-                  has_scorecard ? " hidden" : "",
-                  ">The scorecard is written when the run ends.</p>\n");
-  absl::StrAppend(&out, "<h2>Progress per plan entry</h2>\n<table><thead><tr><th>#</th>"
-                        "<th>suite</th><th>name</th><th>tasks</th><th>pending</th>"
-                        "<th>running</th><th>done</th><th>failed</th><th>found failures</th>"
-                        "<th>cancelled</th></tr></thead><tbody id=\"entries\">\n");
+  absl::StrAppend(
+      &out, "<h2>Scorecard</h2><p id=\"scorecard-links\"", has_scorecard ? "" : " hidden",
+      "><a href=\"/runs/", id, "/scorecard\">HTML</a> · <a href=\"/runs/", id,
+      "/scorecard.md\">Markdown</a> · <a href=\"/runs/", id,
+      "/scorecard.json\">JSON (download)</a></p><p id=\"no-scorecard\" class=\"muted\"",
+      has_scorecard ? " hidden" : "",
+      ">The scorecard is written when the run ends.</p>\n");
+  absl::StrAppend(&out,
+                  "<h2>Progress per plan entry</h2>\n<table><thead><tr><th>#</th>"
+                  "<th>suite</th><th>name</th><th>tasks</th><th>pending</th>"
+                  "<th>running</th><th>done</th><th>failed</th><th>found failures</th>"
+                  "<th>cancelled</th></tr></thead><tbody id=\"entries\">\n");
   for (const EntryProgress& e : p.entries) {
-    absl::StrAppend(&out, "<tr>", Num(e.suite_index), "<td>", HtmlEscape(e.suite), "</td><td>",
-                    HtmlEscape(e.name), "</td>", Num(e.total), Num(e.pending), Num(e.running),
-                    Num(e.done), Num(e.failed), Num(e.found_failures), Num(e.cancelled),
-                    "</tr>\n");
+    absl::StrAppend(&out, "<tr>", Num(e.suite_index), "<td>", HtmlEscape(e.suite),
+                    "</td><td>", HtmlEscape(e.name), "</td>", Num(e.total),
+                    Num(e.pending), Num(e.running), Num(e.done), Num(e.failed),
+                    Num(e.found_failures), Num(e.cancelled), "</tr>\n");
   }
-  absl::StrAppend(&out, "</tbody></table>\n<h2>Failures (<span id=\"failures-total\">",
-                  p.failures_total, "</span>; the latest ", kMaxFailuresShown,
-                  " are listed)</h2>\n<p id=\"no-failures\" class=\"muted\"",
-                  p.failures.empty() ? "" : " hidden",
-                  ">None so far.</p>\n<table><thead><tr><th>task</th><th>node</th><th>state</th>"
-                  "<th>exit</th><th>attempt</th><th>message</th><th>stderr (tail)</th></tr>"
-                  "</thead><tbody id=\"failures\">\n");
+  absl::StrAppend(
+      &out, "</tbody></table>\n<h2>Failures (<span id=\"failures-total\">",
+      p.failures_total, "</span>; the latest ", kMaxFailuresShown,
+      " are listed)</h2>\n<p id=\"no-failures\" class=\"muted\"",
+      p.failures.empty() ? "" : " hidden",
+      ">None so far.</p>\n<table><thead><tr><th>task</th><th>node</th><th>state</th>"
+      "<th>exit</th><th>attempt</th><th>message</th><th>stderr (tail)</th></tr>"
+      "</thead><tbody id=\"failures\">\n");
   for (const TaskFailure& f : p.failures) {
     std::string cls = f.state;
     std::replace(cls.begin(), cls.end(), ' ', '_');
     absl::StrAppend(&out, "<tr><td>", HtmlEscape(f.name), "</td><td>", HtmlEscape(f.node),
-                    "</td><td class=\"state-", HtmlEscape(cls), "\">", HtmlEscape(f.state),
-                    "</td>", Num(f.exit_code), Num(f.attempt), "<td>", HtmlEscape(f.message),
-                    "</td><td><pre>", HtmlEscape(f.stderr_tail), "</pre></td></tr>\n");
+                    "</td><td class=\"state-", HtmlEscape(cls), "\">",
+                    HtmlEscape(f.state), "</td>", Num(f.exit_code), Num(f.attempt),
+                    "<td>", HtmlEscape(f.message), "</td><td><pre>",
+                    HtmlEscape(f.stderr_tail), "</pre></td></tr>\n");
   }
-  absl::StrAppend(&out, "</tbody></table>\n<details id=\"updates\"><summary>Updates seen by "
-                        "this page</summary><ol id=\"update-log\"></ol></details>\n<script>",
+  absl::StrAppend(&out,
+                  "</tbody></table>\n<details id=\"updates\"><summary>Updates seen by "
+                  "this page</summary><ol id=\"update-log\"></ol></details>\n<script>",
                   kRunScript, "</script>\n</body></html>\n");
   return out;
 }
@@ -467,14 +532,17 @@ std::string LoginPage(absl::string_view next, absl::string_view message, int sta
   std::string out = Head("cmax: sign in");
   absl::StrAppend(&out, "<body><h1>cmax coordinator: sign in</h1>\n");
   if (status == 401) {
-    absl::StrAppend(&out, "<p>This coordinator asks for its bearer token (the one agents and "
-                          "cmaxctl use, e.g. /etc/cmax/token).</p>\n");
+    absl::StrAppend(&out,
+                    "<p>This coordinator asks for its bearer token (the one agents and "
+                    "cmaxctl use, e.g. /etc/cmax/token).</p>\n");
   }
   if (!message.empty()) {
-    absl::StrAppend(&out, "<p class=\"err\" id=\"login-error\">", HtmlEscape(message), "</p>\n");
+    absl::StrAppend(&out, "<p class=\"err\" id=\"login-error\">", HtmlEscape(message),
+                    "</p>\n");
   }
-  absl::StrAppend(&out, "<form method=\"post\" action=\"/login\"><input type=\"hidden\" "
-                        "name=\"next\" value=\"",
+  absl::StrAppend(&out,
+                  "<form method=\"post\" action=\"/login\"><input type=\"hidden\" "
+                  "name=\"next\" value=\"",
                   HtmlEscape(IsLocalPath(next) ? next : "/"),
                   "\"><label>Token <input type=\"password\" name=\"token\" "
                   "autocomplete=\"current-password\" required autofocus></label> "
@@ -484,8 +552,9 @@ std::string LoginPage(absl::string_view next, absl::string_view message, int sta
 
 std::string SignedInPage(absl::string_view next) {
   const std::string to = HtmlEscape(IsLocalPath(next) ? next : "/");
-  std::string out = Head("cmax: signed in",
-                         absl::StrCat("<meta http-equiv=\"refresh\" content=\"0;url=", to, "\">"));
+  std::string out =
+      Head("cmax: signed in",
+           absl::StrCat("<meta http-equiv=\"refresh\" content=\"0;url=", to, "\">"));
   absl::StrAppend(&out, "<body><p>Signed in. Continuing to <a href=\"", to, "\">", to,
                   "</a>.</p></body></html>\n");
   return out;

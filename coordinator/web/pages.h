@@ -54,10 +54,12 @@ std::string TaskStateName(v1::TaskState state);
 RunProgress Summarize(const v1::GetRunResponse& run);
 
 // "/": the agents with their states and the latest runs.
-std::string IndexPage(const v1::ListAgentsResponse& agents, const v1::ListRunsResponse& runs,
-                      int64_t now_unix_ns, const PageContext& ctx);
+std::string IndexPage(const v1::ListAgentsResponse& agents,
+                      const v1::ListRunsResponse& runs, int64_t now_unix_ns,
+                      const PageContext& ctx);
 // "/runs/ID": the state at load; a script then follows /api/runs/ID.
-std::string RunPage(const RunProgress& progress, bool has_scorecard, const PageContext& ctx);
+std::string RunPage(const RunProgress& progress, bool has_scorecard,
+                    const PageContext& ctx);
 // "/api/runs/ID": what the run page's script reads.
 std::string RunJson(const RunProgress& progress, bool has_scorecard);
 // The sign-in form; `next` is where it returns (a path of this server).

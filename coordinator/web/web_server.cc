@@ -30,7 +30,8 @@ constexpr char kCookie[] = "cmax_session";
 
 class CoreWebSource : public WebSource {
  public:
-  CoreWebSource(CoordinatorCore* core, absl::Duration timeout) : core_(core), timeout_(timeout) {}
+  CoreWebSource(CoordinatorCore* core, absl::Duration timeout)
+      : core_(core), timeout_(timeout) {}
   absl::StatusOr<v1::ListAgentsResponse> Agents() override {
     return core_->SnapshotAgents(timeout_);
   }
@@ -48,11 +49,15 @@ class CoreWebSource : public WebSource {
 
 int HttpStatusFor(const absl::Status& s) {
   switch (s.code()) {
-    case absl::StatusCode::kInvalidArgument: return 400;
-    case absl::StatusCode::kNotFound: return 404;
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kNotFound:
+      return 404;
     case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded: return 503;
-    default: return 500;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 503;
+    default:
+      return 500;
   }
 }
 
@@ -71,10 +76,11 @@ void SecurityHeaders(httplib::Response& res) {
   res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Referrer-Policy", "no-referrer");
   res.set_header("X-Frame-Options", "DENY");
-  res.set_header("Content-Security-Policy",
-                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                 "img-src data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
-                 "frame-ancestors 'none'");
+  res.set_header(
+      "Content-Security-Policy",
+      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+      "img-src data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+      "frame-ancestors 'none'");
 }
 
 std::string HexOf(const unsigned char* p, size_t n) {
@@ -95,13 +101,15 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 httplib::Params QueryOf(const httplib::Request& req) {
   httplib::Params params;
   const size_t q = req.target.find('?');
-  if (q != std::string::npos) httplib::detail::parse_query_text(req.target.substr(q + 1), params);
+  if (q != std::string::npos)
+    httplib::detail::parse_query_text(req.target.substr(q + 1), params);
   return params;
 }
 
 }  // namespace
 
-std::unique_ptr<WebSource> MakeCoreWebSource(CoordinatorCore* core, absl::Duration timeout) {
+std::unique_ptr<WebSource> MakeCoreWebSource(CoordinatorCore* core,
+                                             absl::Duration timeout) {
   return std::make_unique<CoreWebSource>(core, timeout);
 }
 
@@ -132,7 +140,8 @@ struct WebServer::Impl {
   bool ValidSession(const httplib::Request& req) const {
     for (absl::string_view part : absl::StrSplit(req.get_header_value("Cookie"), ';')) {
       part = absl::StripAsciiWhitespace(part);
-      if (!absl::ConsumePrefix(&part, kCookie) || !absl::ConsumePrefix(&part, "=")) continue;
+      if (!absl::ConsumePrefix(&part, kCookie) || !absl::ConsumePrefix(&part, "="))
+        continue;
       std::vector<std::string> f = absl::StrSplit(part, '.');
       int64_t expiry = 0;
       if (f.size() != 3 || !absl::SimpleAtoi(f[0], &expiry)) continue;
@@ -157,9 +166,11 @@ struct WebServer::Impl {
     res.status = HttpStatusFor(s);
     const std::string msg(s.message());
     if (page) {
-      res.set_content(ErrorPage(res.status, msg, Context(req)), "text/html; charset=utf-8");
+      res.set_content(ErrorPage(res.status, msg, Context(req)),
+                      "text/html; charset=utf-8");
     } else {
-      res.set_content(absl::StrCat(res.status, " ", msg, "\n"), "text/plain; charset=utf-8");
+      res.set_content(absl::StrCat(res.status, " ", msg, "\n"),
+                      "text/plain; charset=utf-8");
     }
   }
 
@@ -183,35 +194,37 @@ struct WebServer::Impl {
 };
 
 void WebServer::Impl::Routes(httplib::Server& srv) {
-  srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    SecurityHeaders(res);
-    // Never a token in a URL: it would end up in histories, logs and referrers.
-    for (const auto& [key, value] : QueryOf(req)) {
-      const std::string k = absl::AsciiStrToLower(key);
-      if (k == "token" || k == "access_token" || k == "bearer") {
-        res.status = 400;
-        res.set_content("400 a token is never accepted in a URL: sign in with the form at "
-                        "/login or send an Authorization: Bearer header\n",
-                        "text/plain; charset=utf-8");
+  srv.set_pre_routing_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        SecurityHeaders(res);
+        // Never a token in a URL: it would end up in histories, logs and referrers.
+        for (const auto& [key, value] : QueryOf(req)) {
+          const std::string k = absl::AsciiStrToLower(key);
+          if (k == "token" || k == "access_token" || k == "bearer") {
+            res.status = 400;
+            res.set_content(
+                "400 a token is never accepted in a URL: sign in with the form at "
+                "/login or send an Authorization: Bearer header\n",
+                "text/plain; charset=utf-8");
+            return httplib::Server::HandlerResponse::Handled;
+          }
+        }
+        if (options.token.empty() || req.path == "/login") {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        if (BearerTokenMatches(req, options.token) || ValidSession(req)) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Bearer");
+        if (absl::StartsWith(req.path, "/api/") || req.method != "GET") {
+          res.set_content("401 unauthorized: a bearer token or a session is required\n",
+                          "text/plain; charset=utf-8");
+        } else {
+          res.set_content(LoginPage(req.target, "", 401), "text/html; charset=utf-8");
+        }
         return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    if (options.token.empty() || req.path == "/login") {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    if (BearerTokenMatches(req, options.token) || ValidSession(req)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    res.status = 401;
-    res.set_header("WWW-Authenticate", "Bearer");
-    if (absl::StartsWith(req.path, "/api/") || req.method != "GET") {
-      res.set_content("401 unauthorized: a bearer token or a session is required\n",
-                      "text/plain; charset=utf-8");
-    } else {
-      res.set_content(LoginPage(req.target, "", 401), "text/html; charset=utf-8");
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  });
+      });
   srv.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     res.set_content(absl::StrCat(res.status, res.status == 404 ? " not found" : "", "\n"),
@@ -235,8 +248,9 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     if (!absl::StartsWith(req.get_header_value("Content-Type"),
                           "application/x-www-form-urlencoded")) {
       res.status = 415;
-      res.set_content("415 POST /login takes a form (application/x-www-form-urlencoded)\n",
-                      "text/plain; charset=utf-8");
+      res.set_content(
+          "415 POST /login takes a form (application/x-www-form-urlencoded)\n",
+          "text/plain; charset=utf-8");
       return;
     }
     // The pre-routing check refused a token in the query, so this one came
@@ -253,9 +267,9 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
       Error(req, res, session.status(), true);
       return;
     }
-    res.set_header("Set-Cookie", absl::StrCat(kCookie, "=", *session, CookieAttributes(),
-                                              "; Max-Age=",
-                                              absl::ToInt64Seconds(options.session_lifetime)));
+    res.set_header("Set-Cookie",
+                   absl::StrCat(kCookie, "=", *session, CookieAttributes(), "; Max-Age=",
+                                absl::ToInt64Seconds(options.session_lifetime)));
     // A page that moves on, not a 303: a SameSite=Strict cookie is not sent
     // on a redirect whose chain began on another site (a bookmark page, a
     // portal), so a redirect would land there signed out; the page's own
@@ -263,7 +277,8 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     res.set_content(SignedInPage(next), "text/html; charset=utf-8");
   });
   srv.Post("/logout", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Set-Cookie", absl::StrCat(kCookie, "=", CookieAttributes(), "; Max-Age=0"));
+    res.set_header("Set-Cookie",
+                   absl::StrCat(kCookie, "=", CookieAttributes(), "; Max-Age=0"));
     res.set_redirect("/login", 303);
   });
 
@@ -272,8 +287,9 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     if (!agents.ok()) return Error(req, res, agents.status(), true);
     auto runs = source->Runs(options.max_runs);
     if (!runs.ok()) return Error(req, res, runs.status(), true);
-    res.set_content(IndexPage(*agents, *runs, absl::ToUnixNanos(absl::Now()), Context(req)),
-                    "text/html; charset=utf-8");
+    res.set_content(
+        IndexPage(*agents, *runs, absl::ToUnixNanos(absl::Now()), Context(req)),
+        "text/html; charset=utf-8");
   });
   srv.Get("/api/agents", [this](const httplib::Request& req, httplib::Response& res) {
     auto agents = source->Agents();
@@ -285,7 +301,8 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     if (!runs.ok()) return Error(req, res, runs.status(), false);
     res.set_content(ToJson(*runs), "application/json");
   });
-  srv.Get(R"(/api/runs/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
+  srv.Get(R"(/api/runs/(.*))", [this](const httplib::Request& req,
+                                      httplib::Response& res) {
     const std::string id = req.matches[1];
     const std::string since = req.get_param_value("since");
     const absl::Time deadline = absl::Now() + options.poll_hold;
@@ -301,33 +318,35 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     }
   });
   // The scorecard routes before /runs/ID, which would match them too.
-  srv.Get(R"(/runs/(.*)/scorecard(\.md|\.json|\.html)?)",
-          [this](const httplib::Request& req, httplib::Response& res) {
-            const std::string id = req.matches[1];
-            const std::string ext = req.matches[2].length() ? std::string(req.matches[2]).substr(1)
-                                                            : "html";
-            v1::GetRunResponse run;
-            if (!LoadRun(req, res, id, true, &run)) return;
-            auto content = ReadWholeFile(
-                absl::StrCat(options.report_root, "/", id, "/scorecard.", ext));
-            if (!content.ok()) {
-              const absl::Status s =
-                  content.status().code() == absl::StatusCode::kNotFound
-                      ? absl::NotFoundError(absl::StrCat("run ", id, " has no scorecard yet (state ",
-                                                         run.run().state(), ")"))
-                      : content.status();
-              return Error(req, res, s, true);
-            }
-            if (ext == "json") {
-              res.set_header("Content-Disposition",
-                             absl::StrCat("attachment; filename=\"cmax-scorecard-", id, ".json\""));
-              res.set_content(*content, "application/json");
-            } else if (ext == "md") {
-              res.set_content(*content, "text/markdown; charset=utf-8");
-            } else {
-              res.set_content(*content, "text/html; charset=utf-8");
-            }
-          });
+  srv.Get(
+      R"(/runs/(.*)/scorecard(\.md|\.json|\.html)?)",
+      [this](const httplib::Request& req, httplib::Response& res) {
+        const std::string id = req.matches[1];
+        const std::string ext =
+            req.matches[2].length() ? std::string(req.matches[2]).substr(1) : "html";
+        v1::GetRunResponse run;
+        if (!LoadRun(req, res, id, true, &run)) return;
+        auto content =
+            ReadWholeFile(absl::StrCat(options.report_root, "/", id, "/scorecard.", ext));
+        if (!content.ok()) {
+          const absl::Status s = content.status().code() == absl::StatusCode::kNotFound
+                                     ? absl::NotFoundError(absl::StrCat(
+                                           "run ", id, " has no scorecard yet (state ",
+                                           run.run().state(), ")"))
+                                     : content.status();
+          return Error(req, res, s, true);
+        }
+        if (ext == "json") {
+          res.set_header(
+              "Content-Disposition",
+              absl::StrCat("attachment; filename=\"cmax-scorecard-", id, ".json\""));
+          res.set_content(*content, "application/json");
+        } else if (ext == "md") {
+          res.set_content(*content, "text/markdown; charset=utf-8");
+        } else {
+          res.set_content(*content, "text/html; charset=utf-8");
+        }
+      });
   srv.Get(R"(/runs/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
     v1::GetRunResponse run;
@@ -340,7 +359,8 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     const std::string a = req.get_param_value("a");
     const std::string b = req.get_param_value("b");
     if (!IsSafeRunId(a) || !IsSafeRunId(b)) {
-      return Error(req, res, absl::InvalidArgumentError("give two run ids: /compare?a=RUN&b=RUN"),
+      return Error(req, res,
+                   absl::InvalidArgumentError("give two run ids: /compare?a=RUN&b=RUN"),
                    true);
     }
     if (!options.compare_page) {
@@ -354,15 +374,18 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     for (int i = 0; i < 2; ++i) {
       v1::GetRunResponse run;
       if (!LoadRun(req, res, ids[i], true, &run)) return;
-      auto json = ReadWholeFile(absl::StrCat(options.report_root, "/", ids[i], "/scorecard.json"));
+      auto json = ReadWholeFile(
+          absl::StrCat(options.report_root, "/", ids[i], "/scorecard.json"));
       if (!json.ok()) {
-        return Error(req, res,
-                     absl::NotFoundError(absl::StrCat("run ", ids[i], " has no scorecard yet")),
-                     true);
+        return Error(
+            req, res,
+            absl::NotFoundError(absl::StrCat("run ", ids[i], " has no scorecard yet")),
+            true);
       }
       google::protobuf::util::JsonParseOptions po;
       po.ignore_unknown_fields = true;
-      if (auto s = google::protobuf::util::JsonStringToMessage(*json, &cards[i], po); !s.ok()) {
+      if (auto s = google::protobuf::util::JsonStringToMessage(*json, &cards[i], po);
+          !s.ok()) {
         return Error(req, res,
                      absl::InternalError(absl::StrCat("scorecard of ", ids[i],
                                                       " does not parse: ", s.ToString())),
@@ -375,8 +398,8 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
   });
 }
 
-absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options,
-                                                            std::unique_ptr<WebSource> source) {
+absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(
+    WebOptions options, std::unique_ptr<WebSource> source) {
   HttpListenOptions lo;
   lo.name = "web";
   lo.flag = "--http-listen";
@@ -384,8 +407,9 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options,
   lo.tls_cert_file = options.tls_cert_file;
   lo.tls_key_file = options.tls_key_file;
   lo.allow_insecure = false;
-  lo.insecure_hint = "(--tls-cert and --tls-key, the gRPC listener's); --allow-insecure does not "
-                     "apply to the web view";
+  lo.insecure_hint =
+      "(--tls-cert and --tls-key, the gRPC listener's); --allow-insecure does not "
+      "apply to the web view";
   // cpp-httplib gives each connection a thread until it closes, and a
   // browser keeps up to 6 open; a waiting /api/runs/ID holds one up to
   // poll_hold. So: threads for a few browsers, idle connections closed soon.
@@ -396,18 +420,21 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options,
   {
     std::string host;
     int port = 0;
-    if (auto s = ParseHttpListen(options.listen, lo.flag, &host, &port); !s.ok()) return s;
+    if (auto s = ParseHttpListen(options.listen, lo.flag, &host, &port); !s.ok())
+      return s;
     const std::string target = host.find(':') != std::string::npos
                                    ? absl::StrCat("[", host, "]:", port)
                                    : absl::StrCat(host, ":", port);
     if (!IsLoopbackTarget(target) && options.token.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--http-listen ", target, " is not loopback: the web view needs a token there "
-          "(--token-file), not --no-token"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("--http-listen ", target,
+                       " is not loopback: the web view needs a token there "
+                       "(--token-file), not --no-token"));
     }
   }
   auto key = RandomHex(32);
-  if (!key.ok()) return absl::InternalError(absl::StrCat("session key: ", key.status().message()));
+  if (!key.ok())
+    return absl::InternalError(absl::StrCat("session key: ", key.status().message()));
   auto out = std::unique_ptr<WebServer>(new WebServer());
   out->impl_ = std::make_unique<Impl>();
   Impl* impl = out->impl_.get();
@@ -415,7 +442,8 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options,
   impl->source = std::move(source);
   impl->session_key = *key;
   impl->tls = !impl->options.tls_cert_file.empty() || !impl->options.tls_key_file.empty();
-  auto listener = HttpListener::Start(lo, [impl](httplib::Server& srv) { impl->Routes(srv); });
+  auto listener =
+      HttpListener::Start(lo, [impl](httplib::Server& srv) { impl->Routes(srv); });
   if (!listener.ok()) return listener.status();
   impl->listener = std::move(*listener);
   return out;

@@ -57,21 +57,22 @@ class WebSource {
 };
 
 // The core's snapshots (CoordinatorCore::Snapshot*), each waiting at most `timeout`.
-std::unique_ptr<WebSource> MakeCoreWebSource(CoordinatorCore* core, absl::Duration timeout);
+std::unique_ptr<WebSource> MakeCoreWebSource(CoordinatorCore* core,
+                                             absl::Duration timeout);
 
 // Renders the comparison page of two scorecards (a first, b second).
-using ComparePage =
-    std::function<absl::StatusOr<std::string>(const v1::Scorecard&, const v1::Scorecard&)>;
+using ComparePage = std::function<absl::StatusOr<std::string>(const v1::Scorecard&,
+                                                              const v1::Scorecard&)>;
 
 struct WebOptions {
   // HOST:PORT, [V6]:PORT, or a bare PORT (then 127.0.0.1). Port 0: any free one.
   std::string listen;
-  std::string token;  // empty: nothing asked (the coordinator's --no-token)
+  std::string token;          // empty: nothing asked (the coordinator's --no-token)
   std::string tls_cert_file;  // PEM; both or neither; then HTTPS
   std::string tls_key_file;
   // <data dir>/reports: scorecards are <report_root>/<run>/scorecard.{html,md,json}.
   std::string report_root;
-  int max_runs = 200;  // runs listed by / and /api/runs
+  int max_runs = 200;        // runs listed by / and /api/runs
   ComparePage compare_page;  // unset: /compare answers 501
   absl::Duration session_lifetime = absl::Hours(12);
   absl::Duration poll_hold = absl::Seconds(1);
@@ -82,8 +83,8 @@ class WebServer {
   // Errors: INVALID_ARGUMENT (listen address), FAILED_PRECONDITION (beyond
   // loopback without TLS or without a token, TLS files unusable),
   // UNAVAILABLE (cannot bind), INTERNAL (no randomness for the session key).
-  static absl::StatusOr<std::unique_ptr<WebServer>> Start(WebOptions options,
-                                                          std::unique_ptr<WebSource> source);
+  static absl::StatusOr<std::unique_ptr<WebServer>> Start(
+      WebOptions options, std::unique_ptr<WebSource> source);
   ~WebServer();  // Stop()
   void Stop();
   int port() const;

@@ -93,7 +93,8 @@ struct Fixture {
     std::filesystem::create_directories(dir.path + "/reports/r1");
     std::ofstream(dir.path + "/reports/r1/scorecard.html") << "<html>card r1</html>";
     std::ofstream(dir.path + "/reports/r1/scorecard.md") << "# card r1\n";
-    std::ofstream(dir.path + "/reports/r1/scorecard.json") << R"({"runId":"r1","tier":"not rated"})";
+    std::ofstream(dir.path + "/reports/r1/scorecard.json")
+        << R"({"runId":"r1","tier":"not rated"})";
     auto src = std::make_unique<FakeSource>(dir.path + "/reports");
     source = src.get();
     WebOptions o;
@@ -111,7 +112,9 @@ struct Fixture {
   httplib::Result Get(const std::string& path, const httplib::Headers& h = {}) {
     return client->Get(path.c_str(), h);
   }
-  httplib::Headers Bearer() const { return {{"Authorization", std::string("Bearer ") + kToken}}; }
+  httplib::Headers Bearer() const {
+    return {{"Authorization", std::string("Bearer ") + kToken}};
+  }
   testing::ScratchDir dir;
   FakeSource* source = nullptr;
   std::unique_ptr<WebServer> server;
@@ -130,8 +133,9 @@ TEST_CASE("the web view answers 401 without the token and leaks nothing", "[web]
   CHECK(page->status == 401);
   CHECK(page->body.find("<form method=\"post\" action=\"/login\"") != std::string::npos);
   CHECK(page->body.find("n1") == std::string::npos);
-  for (const char* path : {"/api/runs", "/api/agents", "/runs/r1", "/runs/r1/scorecard.json",
-                           "/api/runs/r2", "/compare?a=r1&b=r2"}) {
+  for (const char* path :
+       {"/api/runs", "/api/agents", "/runs/r1", "/runs/r1/scorecard.json", "/api/runs/r2",
+        "/compare?a=r1&b=r2"}) {
     auto r = f.Get(path);
     REQUIRE(r);
     INFO(path << ": " << r->body);
@@ -162,6 +166,8 @@ TEST_CASE("the web view serves every page with the bearer header", "[web]") {
   CHECK(index->get_header_value("Content-Security-Policy").find("default-src 'none'") !=
         std::string::npos);
   CHECK(f.source->last_limit == 200);
+  // Only r1 has a scorecard: no comparison form for a single run.
+  CHECK(index->body.find("action=\"/compare\"") == std::string::npos);
   auto runs = f.Get("/api/runs", f.Bearer());
   REQUIRE(runs);
   CHECK(runs->status == 200);
@@ -177,7 +183,8 @@ TEST_CASE("the run page shows progress and failures with every text escaped", "[
   auto page = f.Get("/runs/r2", f.Bearer());
   REQUIRE(page);
   REQUIRE(page->status == 200);
-  CHECK(page->body.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;") != std::string::npos);
+  CHECK(page->body.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;") !=
+        std::string::npos);
   CHECK(page->body.find("<script>alert") == std::string::npos);
   CHECK(page->body.find("boom &lt;img src=x onerror=alert(1)&gt;") != std::string::npos);
   CHECK(page->body.find("<img src=x") == std::string::npos);
@@ -213,7 +220,23 @@ TEST_CASE("a run page lists the latest 200 failures and counts them all", "[web]
   CHECK(page.find(">n799<") == std::string::npos);
 }
 
-TEST_CASE("signing in with the form sets a session cookie that is not the token", "[web]") {
+TEST_CASE("the index offers to compare runs once two have a scorecard", "[web]") {
+  v1::ListRunsResponse runs;
+  for (const char* id : {"ra", "rb", "rc"}) {
+    auto* r = runs.add_runs();
+    r->set_run_id(id);
+    r->set_plan_name("p<1>");
+    if (std::string(id) != "rc") r->set_report_dir(std::string("/x/") + id);
+  }
+  const std::string page = IndexPage({}, runs, 0, {});
+  CHECK(page.find("action=\"/compare\"") != std::string::npos);
+  CHECK(page.find("<option value=\"ra\">ra (p&lt;1&gt;)</option>") != std::string::npos);
+  CHECK(page.find("<option value=\"rc\">") == std::string::npos);
+  CHECK(page.find("No agent has connected.") != std::string::npos);
+}
+
+TEST_CASE("signing in with the form sets a session cookie that is not the token",
+          "[web]") {
   Fixture f;
   auto bad = f.client->Post("/login", "token=wrong&next=%2Fruns%2Fr1",
                             "application/x-www-form-urlencoded");
@@ -222,8 +245,9 @@ TEST_CASE("signing in with the form sets a session cookie that is not the token"
   CHECK(bad->get_header_value("Set-Cookie").empty());
   CHECK(bad->body.find("Wrong token") != std::string::npos);
 
-  auto good = f.client->Post("/login", std::string("token=") + kToken + "&next=%2Fruns%2Fr1",
-                             "application/x-www-form-urlencoded");
+  auto good =
+      f.client->Post("/login", std::string("token=") + kToken + "&next=%2Fruns%2Fr1",
+                     "application/x-www-form-urlencoded");
   REQUIRE(good);
   CHECK(good->status == 200);
   const std::string set = good->get_header_value("Set-Cookie");
@@ -255,7 +279,8 @@ TEST_CASE("signing in with the form sets a session cookie that is not the token"
   CHECK(later->status == 401);
 
   // A sign-in may only return to a path of this server.
-  auto away = f.client->Post("/login", std::string("token=") + kToken + "&next=%2F%2Fevil.example",
+  auto away = f.client->Post("/login",
+                             std::string("token=") + kToken + "&next=%2F%2Fevil.example",
                              "application/x-www-form-urlencoded");
   REQUIRE(away);
   CHECK(away->body.find("evil") == std::string::npos);
@@ -263,9 +288,9 @@ TEST_CASE("signing in with the form sets a session cookie that is not the token"
 
 TEST_CASE("a token in the URL is refused even when it is right", "[web]") {
   Fixture f;
-  for (std::string path : {std::string("/?token=") + kToken,
-                           std::string("/api/runs?access_token=") + kToken,
-                           std::string("/runs/r1?TOKEN=") + kToken}) {
+  for (std::string path :
+       {std::string("/?token=") + kToken, std::string("/api/runs?access_token=") + kToken,
+        std::string("/runs/r1?TOKEN=") + kToken}) {
     auto r = f.Get(path);
     REQUIRE(r);
     INFO(path << ": " << r->body);
@@ -282,9 +307,9 @@ TEST_CASE("a token in the URL is refused even when it is right", "[web]") {
 
 TEST_CASE("bad run ids are 400 and unknown runs 404", "[web]") {
   Fixture f;
-  for (const char* path : {"/runs/..", "/runs/a%20b", "/runs/x%2F..%2F..%2Fetc",
-                           "/api/runs/r1%3Bdrop", "/runs/..%2Fr1/scorecard.json",
-                           "/compare?a=r1&b=..", "/compare?a=r1"}) {
+  for (const char* path :
+       {"/runs/..", "/runs/a%20b", "/runs/x%2F..%2F..%2Fetc", "/api/runs/r1%3Bdrop",
+        "/runs/..%2Fr1/scorecard.json", "/compare?a=r1&b=..", "/compare?a=r1"}) {
     auto r = f.Get(path, f.Bearer());
     REQUIRE(r);
     INFO(path << ": " << r->body);
@@ -328,9 +353,11 @@ TEST_CASE("compare is 501 until built in, then renders the two scorecards", "[we
     CHECK(r->status == 501);
     CHECK(r->body.find("comparison not built in") != std::string::npos);
   }
-  Fixture f(kToken, [](const v1::Scorecard& a, const v1::Scorecard& b) -> absl::StatusOr<std::string> {
-    return "<p>" + a.run_id() + " vs " + b.run_id() + " " + a.tier() + "</p>";
-  });
+  Fixture f(
+      kToken,
+      [](const v1::Scorecard& a, const v1::Scorecard& b) -> absl::StatusOr<std::string> {
+        return "<p>" + a.run_id() + " vs " + b.run_id() + " " + a.tier() + "</p>";
+      });
   auto r = f.Get("/compare?a=r1&b=r1", f.Bearer());
   REQUIRE(r);
   CHECK(r->status == 200);
@@ -373,7 +400,8 @@ TEST_CASE("the run API waits for a change when given the fingerprint it has", "[
   CHECK(waited < std::chrono::milliseconds(900));
 }
 
-TEST_CASE("the web view refuses to listen beyond loopback without TLS or a token", "[web]") {
+TEST_CASE("the web view refuses to listen beyond loopback without TLS or a token",
+          "[web]") {
   testing::ScratchDir dir;
   WebOptions o;
   o.listen = "0.0.0.0:0";
@@ -381,20 +409,23 @@ TEST_CASE("the web view refuses to listen beyond loopback without TLS or a token
   auto plain = WebServer::Start(o, std::make_unique<FakeSource>(dir.path));
   REQUIRE_FALSE(plain.ok());
   CHECK(plain.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK(std::string(plain.status().message()).find("is not loopback") != std::string::npos);
+  CHECK(std::string(plain.status().message()).find("is not loopback") !=
+        std::string::npos);
   o.token = "";
   o.tls_cert_file = dir.path + "/cert.pem";
   o.tls_key_file = dir.path + "/key.pem";
   auto no_token = WebServer::Start(o, std::make_unique<FakeSource>(dir.path));
   REQUIRE_FALSE(no_token.ok());
-  CHECK(std::string(no_token.status().message()).find("needs a token") != std::string::npos);
+  CHECK(std::string(no_token.status().message()).find("needs a token") !=
+        std::string::npos);
   o.listen = "localhost:http";
   auto bad = WebServer::Start(o, std::make_unique<FakeSource>(dir.path));
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("under TLS the web view speaks HTTPS and its session cookie is Secure", "[web]") {
+TEST_CASE("under TLS the web view speaks HTTPS and its session cookie is Secure",
+          "[web]") {
   testing::ScratchDir dir;
   auto certs = RunCommand({std::string(CMAX_SOURCE_DIR) + "/deploy/gen-certs.sh",
                            dir.path + "/tls", "127.0.0.1,localhost"},
