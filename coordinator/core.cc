@@ -805,3 +805,72 @@ std::string CoordinatorCore::MetricsText() {
 }
 
 }  // namespace cmax::coordinator
+
+// --- The web view's snapshots (coordinator/web). ---
+namespace cmax::coordinator {
+namespace {
+
+// Runs `fn` on the core thread through `post` and waits up to `timeout` for
+// its answer. The answer lives in a shared block, so a late one (after the
+// wait gave up) writes into memory that is still there.
+template <typename T>
+absl::StatusOr<T> AwaitOnCore(CoordinatorCore* core, std::function<absl::StatusOr<T>()> fn,
+                              absl::Duration timeout) {
+  struct Reply {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    absl::StatusOr<T> value ABSL_GUARDED_BY(mu) = absl::UnknownError("no answer");
+  };
+  auto reply = std::make_shared<Reply>();
+  core->Post([reply, fn = std::move(fn)] {
+    absl::StatusOr<T> v = fn();
+    absl::MutexLock lock(&reply->mu);
+    reply->value = std::move(v);
+    reply->done = true;
+  });
+  absl::MutexLock lock(&reply->mu);
+  auto done = [r = reply.get()]() ABSL_SHARED_LOCKS_REQUIRED(r->mu) { return r->done; };
+  if (!reply->mu.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+    return absl::UnavailableError("the coordinator core did not answer in time");
+  }
+  return std::move(reply->value);
+}
+
+}  // namespace
+
+bool IsSafeRunId(const std::string& id) { return IsSafeId(id); }
+
+absl::StatusOr<v1::ListAgentsResponse> CoordinatorCore::SnapshotAgents(absl::Duration timeout) {
+  return AwaitOnCore<v1::ListAgentsResponse>(
+      this, [this]() -> absl::StatusOr<v1::ListAgentsResponse> { return HandleListAgents(); },
+      timeout);
+}
+
+absl::StatusOr<v1::ListRunsResponse> CoordinatorCore::SnapshotRuns(int limit,
+                                                                   absl::Duration timeout) {
+  return AwaitOnCore<v1::ListRunsResponse>(
+      this,
+      [this, limit]() -> absl::StatusOr<v1::ListRunsResponse> {
+        v1::ListRunsRequest request;
+        request.set_limit(limit);
+        auto runs = HandleListRuns(request);
+        if (!runs.ok()) return runs;
+        // A running run's counters as the scheduler has them now (the
+        // stored row is only rewritten at some changes).
+        for (auto& r : *runs->mutable_runs()) {
+          if (RunRow* live = scheduler_.FindRun(r.run_id())) r = live->info;
+        }
+        return runs;
+      },
+      timeout);
+}
+
+absl::StatusOr<v1::GetRunResponse> CoordinatorCore::SnapshotRun(const std::string& run_id,
+                                                                absl::Duration timeout) {
+  if (!IsSafeId(run_id)) return absl::InvalidArgumentError("bad run id");
+  return AwaitOnCore<v1::GetRunResponse>(
+      this, [this, run_id]() -> absl::StatusOr<v1::GetRunResponse> { return HandleGetRun(run_id); },
+      timeout);
+}
+
+}  // namespace cmax::coordinator

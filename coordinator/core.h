@@ -98,6 +98,17 @@ class CoordinatorCore {
   // within `timeout` (it is busy: the scrape fails, the core is not held).
   absl::StatusOr<std::string> RenderMetrics(absl::Duration timeout);
 
+  // --- The web view (coordinator/web): thread-safe snapshots, taken on the
+  // core thread like RenderMetrics; UNAVAILABLE when the core does not answer
+  // within `timeout`. ---
+  absl::StatusOr<v1::ListAgentsResponse> SnapshotAgents(absl::Duration timeout);
+  // The latest `limit` runs, newest first (the store's order).
+  absl::StatusOr<v1::ListRunsResponse> SnapshotRuns(int limit, absl::Duration timeout);
+  // A run and its tasks; NOT_FOUND for an unknown one, INVALID_ARGUMENT for
+  // an id that IsSafeId refuses.
+  absl::StatusOr<v1::GetRunResponse> SnapshotRun(const std::string& run_id,
+                                                 absl::Duration timeout);
+
  private:
   CoordinatorCore(CoreOptions options, std::unique_ptr<Store> store);
   void Loop();
@@ -157,6 +168,11 @@ class CoordinatorCore {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
+
+// The rule every run id from outside passes before it names a file or a
+// query (letters, digits, '-', '_', '.', no "..", 1-128 characters); the web
+// view's 400 for a bad id.
+bool IsSafeRunId(const std::string& id);
 
 }  // namespace cmax::coordinator
 

@@ -22,6 +22,7 @@
 #include "common/version.h"
 #include "coordinator/core.h"
 #include "coordinator/service.h"
+#include "coordinator/web/web_server.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -49,6 +50,11 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus metrics on HTTP(S) HOST:PORT (a bare PORT: 127.0.0.1); off unless "
           "given. The token is asked as with gRPC; beyond loopback it needs --tls-cert and "
           "--tls-key (then HTTPS), or --allow-insecure");
+ABSL_FLAG(std::string, http_listen, "",
+          "serve the web view (agents, runs, live run pages, scorecards) on HTTP(S) HOST:PORT "
+          "(a bare PORT: 127.0.0.1); off unless given. Asks the same token as gRPC (a sign-in "
+          "form sets a session cookie); beyond loopback it needs --tls-cert and --tls-key (then "
+          "HTTPS) and a token: --allow-insecure does not apply");
 ABSL_FLAG(bool, slurm_drain, false,
           "when a run ends, drain in Slurm the nodes whose verdict is fail (scontrol update "
           "NodeName=N State=DRAIN Reason='cmax RUN: first reason'); nodes already drained are "
@@ -71,7 +77,8 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "cmax-coordinator --data-dir DIR [--listen HOST:PORT] (--token-file F | --no-token) "
-      "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS]\n"
+      "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS] "
+      "[--metrics-listen HOST:PORT] [--http-listen HOST:PORT]\n"
       "Flags may be written with dashes or underscores (--data-dir, --data_dir).");
   // --help lists this file's flags (absl matches files named after the
   // program by default, and this one is main.cc).
@@ -221,6 +228,26 @@ int main(int argc, char** argv) {
               metrics->host(), metrics->port());
     std::printf("metrics on %s:%d\n", metrics->host().c_str(), metrics->port());
   }
+  std::unique_ptr<cmax::coordinator::web::WebServer> web;
+  if (const std::string h = absl::GetFlag(FLAGS_http_listen); !h.empty()) {
+    cmax::coordinator::web::WebOptions wo;
+    wo.listen = h;
+    wo.token = token;
+    wo.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+    wo.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+    wo.report_root = absl::StrCat(data_dir, "/reports");
+    auto started = cmax::coordinator::web::WebServer::Start(
+        std::move(wo), cmax::coordinator::web::MakeCoreWebSource(core->get(), absl::Seconds(5)));
+    if (!started.ok()) {
+      if (metrics) metrics->Stop();
+      server->Shutdown();
+      (*core)->Stop();
+      return Fail(std::string(started.status().message()));
+    }
+    web = std::move(*started);
+    log->info("web view on {}://{}:{}/", web->tls() ? "https" : "http", web->host(), web->port());
+    std::printf("web on %s:%d\n", web->host().c_str(), web->port());
+  }
   // Scripts and tests read the port from this line on stdout.
   std::printf("listening on %s\n", shown.c_str());
   std::fflush(stdout);
@@ -228,6 +255,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   log->info("signal {}: shutting down", sig);
+  if (web) web->Stop();
   if (metrics) metrics->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   (*core)->Stop();

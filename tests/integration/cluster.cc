@@ -125,6 +125,7 @@ absl::Status Cluster::StartCoordinator() {
     if (options_.mtls) argv.insert(argv.end(), {"--tls-client-ca", dir_ + "/tls/ca.pem"});
   }
   if (netns_ && (options_.token.empty() || !options_.tls)) argv.push_back("--allow-insecure");
+  argv.insert(argv.end(), options_.coordinator_args.begin(), options_.coordinator_args.end());
   SpawnOptions so;
   so.argv = InNamespace(prefix_ + "-hub", argv);
   so.stdout_path = dir_ + "/coordinator.out";
@@ -141,6 +142,11 @@ absl::Status Cluster::StartCoordinator() {
     if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
       std::string addr = out.substr(at + 13, out.find('\n', at) - at - 13);
       address_ = addr;
+      // Printed before "listening on" when --http-listen is given.
+      web_address_.clear();
+      if (size_t w = out.find("web on "); w != std::string::npos && w < at) {
+        web_address_ = out.substr(w + 7, out.find('\n', w) - w - 7);
+      }
       int p = 0;
       if (absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &p)) port_ = p;
       return absl::OkStatus();
@@ -260,6 +266,18 @@ CommandResult Cluster::OnHost(int i, const std::vector<std::string>& argv,
   if (!r.ok()) {
     CommandResult failed;
     failed.err = std::string(r.status().message());
+    failed.exit.code = 127;
+    return failed;
+  }
+  return *r;
+}
+
+CommandResult Cluster::OnHub(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+  auto r = RunCommand(InNamespace(prefix_ + "-hub", argv), timeout, 64 << 20);
+  if (!r.ok()) {
+    CommandResult failed;
+    failed.err = std::string(r.status().message());
+    failed.exit.exited = true;
     failed.exit.code = 127;
     return failed;
   }

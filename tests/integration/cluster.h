@@ -44,6 +44,10 @@ struct ClusterOptions {
   // Added to every agent's environment (and so to its suites'): e.g. a PATH
   // with a fake tool first (tests/integration/rdma_test.cc).
   std::map<std::string, std::string> agent_env;
+  // Added to the coordinator's command line (e.g. --http-listen 127.0.0.1:0,
+  // which listens on the loopback of the coordinator's namespace: reach it
+  // with OnHub).
+  std::vector<std::string> coordinator_args;
 };
 
 class Cluster {
@@ -68,11 +72,18 @@ class Cluster {
   // Runs a command in host i's namespace (or directly on loopback).
   CommandResult OnHost(int i, const std::vector<std::string>& argv,
                        std::chrono::seconds timeout = std::chrono::seconds(30));
+  // Runs a command where the coordinator runs (the hub namespace, or
+  // directly on loopback).
+  CommandResult OnHub(const std::vector<std::string>& argv,
+                      std::chrono::seconds timeout = std::chrono::seconds(30));
   // tests/hosts.sh subcommands (cut, heal, slow, block) for host i.
   absl::Status Hosts(const std::vector<std::string>& args);
 
   bool using_netns() const { return netns_; }
   const std::string& address() const { return address_; }
+  // HOST:PORT of the web view from the coordinator's "web on" line; empty
+  // without --http-listen in coordinator_args.
+  const std::string& web_address() const { return web_address_; }
   const std::string& dir() const { return dir_; }
   std::string node(int i) const { return "node-" + std::to_string(i); }
   std::string agent_work_dir(int i) const;
@@ -99,6 +110,7 @@ class Cluster {
   bool netns_ = false;
   std::string dir_;
   std::string address_;
+  std::string web_address_;
   std::string hub_addr_;
   std::vector<std::string> host_addrs_;
   int port_ = 0;

@@ -1,0 +1,78 @@
+// The HTML pages and JSON answers of the web view (coordinator/web/web_server.h),
+// as pure functions of the data the core hands out: testable without a
+// server. Every page is self-contained (inline style and script, no external
+// resource) and escapes every text that comes from data.
+#ifndef CMAX_COORDINATOR_WEB_PAGES_H_
+#define CMAX_COORDINATOR_WEB_PAGES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "cmax/v1/service.pb.h"
+
+namespace cmax::coordinator::web {
+
+// &, <, >, " and ' as entities: safe in text and in quoted attributes.
+std::string HtmlEscape(absl::string_view text);
+
+// What every page's frame needs.
+struct PageContext {
+  bool signed_in = false;  // show "sign out" (a session cookie was used)
+};
+
+// Progress of one plan entry (suite_index) of a run.
+struct EntryProgress {
+  int suite_index = 0;
+  std::string suite, name;
+  int total = 0, pending = 0, running = 0, done = 0, failed = 0, cancelled = 0;
+  int found_failures = 0;  // completed with exit 1: ran and found failures
+};
+
+// A task that failed (failed, timed out, lost) or ran and found failures (exit 1).
+struct TaskFailure {
+  std::string task_id, suite, name, node, state, message, stderr_tail, blamed_nodes;
+  int exit_code = 0, attempt = 0;
+  int64_t finished_unix_ns = 0;
+};
+
+// A run page lists at most this many failures (the latest).
+inline constexpr int kMaxFailuresShown = 200;
+
+struct RunProgress {
+  v1::RunInfo run;
+  std::vector<EntryProgress> entries;  // by suite_index
+  std::vector<TaskFailure> failures;   // by finish time, the latest kMaxFailuresShown
+  int failures_total = 0;              // all of them
+  int total = 0, pending = 0, running = 0, done = 0, failed = 0, cancelled = 0;
+  bool final = false;       // completed, cancelled or failed: nothing changes any more
+  std::string fingerprint;  // changes whenever anything shown changes
+};
+
+// The task state as cmaxctl writes it: pending, assigned, running, completed, ...
+std::string TaskStateName(v1::TaskState state);
+RunProgress Summarize(const v1::GetRunResponse& run);
+
+// "/": the agents with their states and the latest runs.
+std::string IndexPage(const v1::ListAgentsResponse& agents,
+                      const v1::ListRunsResponse& runs, int64_t now_unix_ns,
+                      const PageContext& ctx);
+// "/runs/ID": the state at load; a script then follows /api/runs/ID.
+std::string RunPage(const RunProgress& progress, bool has_scorecard,
+                    const PageContext& ctx);
+// "/api/runs/ID": what the run page's script reads.
+std::string RunJson(const RunProgress& progress, bool has_scorecard);
+// The sign-in form; `next` is where it returns (a path of this server).
+std::string LoginPage(absl::string_view next, absl::string_view message, int status);
+// The page after a good sign-in: it goes on to `next` (see web_server.cc for why
+// a page and not a redirect).
+std::string SignedInPage(absl::string_view next);
+std::string ErrorPage(int status, absl::string_view message, const PageContext& ctx);
+
+// Whether `next` is a path of this server that a sign-in may return to:
+// starts with one '/', and only URL-safe characters.
+bool IsLocalPath(absl::string_view next);
+
+}  // namespace cmax::coordinator::web
+
+#endif  // CMAX_COORDINATOR_WEB_PAGES_H_

@@ -1,0 +1,462 @@
+#include "coordinator/web/web_server.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/http_server.h"
+#include "common/net_address.h"
+#include "common/secrets.h"
+#include "coordinator/core.h"
+#include "coordinator/web/pages.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace cmax::coordinator::web {
+namespace {
+
+constexpr char kCookie[] = "cmax_session";
+
+class CoreWebSource : public WebSource {
+ public:
+  CoreWebSource(CoordinatorCore* core, absl::Duration timeout)
+      : core_(core), timeout_(timeout) {}
+  absl::StatusOr<v1::ListAgentsResponse> Agents() override {
+    return core_->SnapshotAgents(timeout_);
+  }
+  absl::StatusOr<v1::ListRunsResponse> Runs(int limit) override {
+    return core_->SnapshotRuns(limit, timeout_);
+  }
+  absl::StatusOr<v1::GetRunResponse> Run(const std::string& run_id) override {
+    return core_->SnapshotRun(run_id, timeout_);
+  }
+
+ private:
+  CoordinatorCore* core_;
+  absl::Duration timeout_;
+};
+
+int HttpStatusFor(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+// Every answer: no caching, no sniffing, no framing, no referrer; scripts
+// and styles only inline (the pages carry their own), fetches only here.
+void SecurityHeaders(httplib::Response& res) {
+  res.set_header("Cache-Control", "no-store");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header(
+      "Content-Security-Policy",
+      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+      "img-src data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+      "frame-ancestors 'none'");
+}
+
+std::string HexOf(const unsigned char* p, size_t n) {
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(p), n));
+}
+
+// Reads a whole file; NOT_FOUND when it is not there.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("no file ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::InternalError(absl::StrCat("reading ", path, " failed"));
+  return ss.str();
+}
+
+// The query part of the request target, decoded by httplib.
+httplib::Params QueryOf(const httplib::Request& req) {
+  httplib::Params params;
+  const size_t q = req.target.find('?');
+  if (q != std::string::npos)
+    httplib::detail::parse_query_text(req.target.substr(q + 1), params);
+  return params;
+}
+
+}  // namespace
+
+std::unique_ptr<WebSource> MakeCoreWebSource(CoordinatorCore* core,
+                                             absl::Duration timeout) {
+  return std::make_unique<CoreWebSource>(core, timeout);
+}
+
+struct WebServer::Impl {
+  WebOptions options;
+  std::unique_ptr<WebSource> source;
+  std::string session_key;  // 32 random bytes, hex; sessions end with the process
+  bool tls = false;
+  std::unique_ptr<HttpListener> listener;
+
+  std::string Mac(absl::string_view data) const {
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), session_key.data(), static_cast<int>(session_key.size()),
+         reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
+    return HexOf(out, len);
+  }
+
+  // "<expiry unix s>.<nonce>.<HMAC-SHA256(key, expiry.nonce)>"
+  absl::StatusOr<std::string> NewSession() const {
+    auto nonce = RandomHex(16);
+    if (!nonce.ok()) return nonce.status();
+    const int64_t expiry = absl::ToUnixSeconds(absl::Now() + options.session_lifetime);
+    const std::string body = absl::StrCat(expiry, ".", *nonce);
+    return absl::StrCat(body, ".", Mac(body));
+  }
+
+  bool ValidSession(const httplib::Request& req) const {
+    for (absl::string_view part : absl::StrSplit(req.get_header_value("Cookie"), ';')) {
+      part = absl::StripAsciiWhitespace(part);
+      if (!absl::ConsumePrefix(&part, kCookie) || !absl::ConsumePrefix(&part, "="))
+        continue;
+      std::vector<std::string> f = absl::StrSplit(part, '.');
+      int64_t expiry = 0;
+      if (f.size() != 3 || !absl::SimpleAtoi(f[0], &expiry)) continue;
+      if (expiry < absl::ToUnixSeconds(absl::Now())) continue;
+      if (SameSecret(f[2], Mac(absl::StrCat(f[0], ".", f[1])))) return true;
+    }
+    return false;
+  }
+
+  std::string CookieAttributes() const {
+    return absl::StrCat("; Path=/; HttpOnly; SameSite=Strict", tls ? "; Secure" : "");
+  }
+
+  PageContext Context(const httplib::Request& req) const {
+    PageContext ctx;
+    ctx.signed_in = !options.token.empty() && ValidSession(req);
+    return ctx;
+  }
+
+  void Error(const httplib::Request& req, httplib::Response& res, const absl::Status& s,
+             bool page) {
+    res.status = HttpStatusFor(s);
+    const std::string msg(s.message());
+    if (page) {
+      res.set_content(ErrorPage(res.status, msg, Context(req)),
+                      "text/html; charset=utf-8");
+    } else {
+      res.set_content(absl::StrCat(res.status, " ", msg, "\n"),
+                      "text/plain; charset=utf-8");
+    }
+  }
+
+  // The run, or an error answered (400 bad id, 404 unknown, 503 busy).
+  bool LoadRun(const httplib::Request& req, httplib::Response& res, const std::string& id,
+               bool page, v1::GetRunResponse* out) {
+    if (!IsSafeRunId(id)) {
+      Error(req, res, absl::InvalidArgumentError("bad run id"), page);
+      return false;
+    }
+    auto run = source->Run(id);
+    if (!run.ok()) {
+      Error(req, res, run.status(), page);
+      return false;
+    }
+    *out = std::move(*run);
+    return true;
+  }
+
+  void Routes(httplib::Server& srv);
+};
+
+void WebServer::Impl::Routes(httplib::Server& srv) {
+  srv.set_pre_routing_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        SecurityHeaders(res);
+        // Never a token in a URL: it would end up in histories, logs and referrers.
+        for (const auto& [key, value] : QueryOf(req)) {
+          const std::string k = absl::AsciiStrToLower(key);
+          if (k == "token" || k == "access_token" || k == "bearer") {
+            res.status = 400;
+            res.set_content(
+                "400 a token is never accepted in a URL: sign in with the form at "
+                "/login or send an Authorization: Bearer header\n",
+                "text/plain; charset=utf-8");
+            return httplib::Server::HandlerResponse::Handled;
+          }
+        }
+        if (options.token.empty() || req.path == "/login") {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        if (BearerTokenMatches(req, options.token) || ValidSession(req)) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Bearer");
+        if (absl::StartsWith(req.path, "/api/") || req.method != "GET") {
+          res.set_content("401 unauthorized: a bearer token or a session is required\n",
+                          "text/plain; charset=utf-8");
+        } else {
+          res.set_content(LoginPage(req.target, "", 401), "text/html; charset=utf-8");
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      });
+  srv.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    res.set_content(absl::StrCat(res.status, res.status == 404 ? " not found" : "", "\n"),
+                    "text/plain; charset=utf-8");
+  });
+
+  srv.Get("/login", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string next = req.get_param_value("next");
+    if (options.token.empty()) {
+      res.set_redirect(IsLocalPath(next) ? next : "/", 303);
+      return;
+    }
+    res.set_content(LoginPage(next, "", 200), "text/html; charset=utf-8");
+  });
+  srv.Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string next = req.get_param_value("next");
+    if (options.token.empty()) {
+      res.set_redirect(IsLocalPath(next) ? next : "/", 303);
+      return;
+    }
+    if (!absl::StartsWith(req.get_header_value("Content-Type"),
+                          "application/x-www-form-urlencoded")) {
+      res.status = 415;
+      res.set_content(
+          "415 POST /login takes a form (application/x-www-form-urlencoded)\n",
+          "text/plain; charset=utf-8");
+      return;
+    }
+    // The pre-routing check refused a token in the query, so this one came
+    // in the body.
+    if (!SameSecret(req.get_param_value("token"), options.token)) {
+      // A pause per wrong guess (this thread only) slows guessing down.
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      res.status = 401;
+      res.set_content(LoginPage(next, "Wrong token.", 401), "text/html; charset=utf-8");
+      return;
+    }
+    auto session = NewSession();
+    if (!session.ok()) {
+      Error(req, res, session.status(), true);
+      return;
+    }
+    res.set_header("Set-Cookie",
+                   absl::StrCat(kCookie, "=", *session, CookieAttributes(), "; Max-Age=",
+                                absl::ToInt64Seconds(options.session_lifetime)));
+    // A page that moves on, not a 303: a SameSite=Strict cookie is not sent
+    // on a redirect whose chain began on another site (a bookmark page, a
+    // portal), so a redirect would land there signed out; the page's own
+    // navigation is same-site.
+    res.set_content(SignedInPage(next), "text/html; charset=utf-8");
+  });
+  srv.Post("/logout", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Set-Cookie",
+                   absl::StrCat(kCookie, "=", CookieAttributes(), "; Max-Age=0"));
+    res.set_redirect("/login", 303);
+  });
+
+  srv.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+    auto agents = source->Agents();
+    if (!agents.ok()) return Error(req, res, agents.status(), true);
+    auto runs = source->Runs(options.max_runs);
+    if (!runs.ok()) return Error(req, res, runs.status(), true);
+    res.set_content(
+        IndexPage(*agents, *runs, absl::ToUnixNanos(absl::Now()), Context(req)),
+        "text/html; charset=utf-8");
+  });
+  srv.Get("/api/agents", [this](const httplib::Request& req, httplib::Response& res) {
+    auto agents = source->Agents();
+    if (!agents.ok()) return Error(req, res, agents.status(), false);
+    res.set_content(ToJson(*agents), "application/json");
+  });
+  srv.Get("/api/runs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto runs = source->Runs(options.max_runs);
+    if (!runs.ok()) return Error(req, res, runs.status(), false);
+    res.set_content(ToJson(*runs), "application/json");
+  });
+  srv.Get(R"(/api/runs/(.*))", [this](const httplib::Request& req,
+                                      httplib::Response& res) {
+    const std::string id = req.matches[1];
+    const std::string since = req.get_param_value("since");
+    const absl::Time deadline = absl::Now() + options.poll_hold;
+    while (true) {
+      v1::GetRunResponse run;
+      if (!LoadRun(req, res, id, false, &run)) return;
+      RunProgress p = Summarize(run);
+      if (since.empty() || p.fingerprint != since || p.final || absl::Now() >= deadline) {
+        res.set_content(RunJson(p, !p.run.report_dir().empty()), "application/json");
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  // The scorecard routes before /runs/ID, which would match them too.
+  srv.Get(
+      R"(/runs/(.*)/scorecard(\.md|\.json|\.html)?)",
+      [this](const httplib::Request& req, httplib::Response& res) {
+        const std::string id = req.matches[1];
+        const std::string ext =
+            req.matches[2].length() ? std::string(req.matches[2]).substr(1) : "html";
+        v1::GetRunResponse run;
+        if (!LoadRun(req, res, id, true, &run)) return;
+        auto content =
+            ReadWholeFile(absl::StrCat(options.report_root, "/", id, "/scorecard.", ext));
+        if (!content.ok()) {
+          const absl::Status s = content.status().code() == absl::StatusCode::kNotFound
+                                     ? absl::NotFoundError(absl::StrCat(
+                                           "run ", id, " has no scorecard yet (state ",
+                                           run.run().state(), ")"))
+                                     : content.status();
+          return Error(req, res, s, true);
+        }
+        if (ext == "json") {
+          res.set_header(
+              "Content-Disposition",
+              absl::StrCat("attachment; filename=\"cmax-scorecard-", id, ".json\""));
+          res.set_content(*content, "application/json");
+        } else if (ext == "md") {
+          res.set_content(*content, "text/markdown; charset=utf-8");
+        } else {
+          res.set_content(*content, "text/html; charset=utf-8");
+        }
+      });
+  srv.Get(R"(/runs/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    v1::GetRunResponse run;
+    if (!LoadRun(req, res, id, true, &run)) return;
+    RunProgress p = Summarize(run);
+    res.set_content(RunPage(p, !p.run.report_dir().empty(), Context(req)),
+                    "text/html; charset=utf-8");
+  });
+  srv.Get("/compare", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string a = req.get_param_value("a");
+    const std::string b = req.get_param_value("b");
+    if (!IsSafeRunId(a) || !IsSafeRunId(b)) {
+      return Error(req, res,
+                   absl::InvalidArgumentError("give two run ids: /compare?a=RUN&b=RUN"),
+                   true);
+    }
+    if (!options.compare_page) {
+      res.status = 501;
+      res.set_content(ErrorPage(501, "comparison not built in", Context(req)),
+                      "text/html; charset=utf-8");
+      return;
+    }
+    v1::Scorecard cards[2];
+    const std::string ids[2] = {a, b};
+    for (int i = 0; i < 2; ++i) {
+      v1::GetRunResponse run;
+      if (!LoadRun(req, res, ids[i], true, &run)) return;
+      auto json = ReadWholeFile(
+          absl::StrCat(options.report_root, "/", ids[i], "/scorecard.json"));
+      if (!json.ok()) {
+        return Error(
+            req, res,
+            absl::NotFoundError(absl::StrCat("run ", ids[i], " has no scorecard yet")),
+            true);
+      }
+      google::protobuf::util::JsonParseOptions po;
+      po.ignore_unknown_fields = true;
+      if (auto s = google::protobuf::util::JsonStringToMessage(*json, &cards[i], po);
+          !s.ok()) {
+        return Error(req, res,
+                     absl::InternalError(absl::StrCat("scorecard of ", ids[i],
+                                                      " does not parse: ", s.ToString())),
+                     true);
+      }
+    }
+    auto page = options.compare_page(cards[0], cards[1]);
+    if (!page.ok()) return Error(req, res, page.status(), true);
+    res.set_content(*page, "text/html; charset=utf-8");
+  });
+}
+
+absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(
+    WebOptions options, std::unique_ptr<WebSource> source) {
+  HttpListenOptions lo;
+  lo.name = "web";
+  lo.flag = "--http-listen";
+  lo.listen = options.listen;
+  lo.tls_cert_file = options.tls_cert_file;
+  lo.tls_key_file = options.tls_key_file;
+  lo.allow_insecure = false;
+  lo.insecure_hint =
+      "(--tls-cert and --tls-key, the gRPC listener's); --allow-insecure does not "
+      "apply to the web view";
+  // cpp-httplib gives each connection a thread until it closes, and a
+  // browser keeps up to 6 open; a waiting /api/runs/ID holds one up to
+  // poll_hold. So: threads for a few browsers, idle connections closed soon.
+  lo.threads = 16;
+  lo.keep_alive_timeout_s = 2;
+  lo.payload_max_bytes = 4096;
+  // Beyond loopback a token is asked as well (checked before binding).
+  {
+    std::string host;
+    int port = 0;
+    if (auto s = ParseHttpListen(options.listen, lo.flag, &host, &port); !s.ok())
+      return s;
+    const std::string target = host.find(':') != std::string::npos
+                                   ? absl::StrCat("[", host, "]:", port)
+                                   : absl::StrCat(host, ":", port);
+    if (!IsLoopbackTarget(target) && options.token.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--http-listen ", target,
+                       " is not loopback: the web view needs a token there "
+                       "(--token-file), not --no-token"));
+    }
+  }
+  auto key = RandomHex(32);
+  if (!key.ok())
+    return absl::InternalError(absl::StrCat("session key: ", key.status().message()));
+  auto out = std::unique_ptr<WebServer>(new WebServer());
+  out->impl_ = std::make_unique<Impl>();
+  Impl* impl = out->impl_.get();
+  impl->options = std::move(options);
+  impl->source = std::move(source);
+  impl->session_key = *key;
+  impl->tls = !impl->options.tls_cert_file.empty() || !impl->options.tls_key_file.empty();
+  auto listener =
+      HttpListener::Start(lo, [impl](httplib::Server& srv) { impl->Routes(srv); });
+  if (!listener.ok()) return listener.status();
+  impl->listener = std::move(*listener);
+  return out;
+}
+
+WebServer::~WebServer() { Stop(); }
+
+void WebServer::Stop() {
+  if (impl_ && impl_->listener) impl_->listener->Stop();
+}
+
+int WebServer::port() const { return impl_->listener->port(); }
+const std::string& WebServer::host() const { return impl_->listener->host(); }
+bool WebServer::tls() const { return impl_->listener->tls(); }
+
+}  // namespace cmax::coordinator::web

@@ -1,0 +1,521 @@
+// The web view's server (coordinator/web/web_server.h) over a fake source and
+// over a real core: who gets in (header, sign-in cookie, never a token in a
+// URL), what the pages show and escape, scorecard files and the live poll.
+#include "coordinator/web/web_server.h"
+
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+#include "common/subprocess.h"
+#include "coordinator/core.h"
+#include "coordinator/web/pages.h"
+#include "tests/scratch_dir.h"
+
+namespace cmax::coordinator::web {
+namespace {
+
+constexpr char kToken[] = "s3cret-token-for-the-web-test";
+
+// Runs r1 (completed, with a scorecard) and r2 (running); agents n1 and n2.
+class FakeSource : public WebSource {
+ public:
+  absl::StatusOr<v1::ListAgentsResponse> Agents() override {
+    v1::ListAgentsResponse r;
+    auto* a = r.add_agents();
+    a->set_node_name("n1");
+    a->set_state("connected");
+    auto* b = r.add_agents();
+    b->set_node_name("n2<b>");
+    b->set_state("busy");
+    b->set_running_task("r2.0.n2");
+    return r;
+  }
+  absl::StatusOr<v1::ListRunsResponse> Runs(int limit) override {
+    last_limit = limit;
+    v1::ListRunsResponse r;
+    absl::MutexLock lock(&mu);
+    *r.add_runs() = run2.run();
+    *r.add_runs() = run1.run();
+    return r;
+  }
+  absl::StatusOr<v1::GetRunResponse> Run(const std::string& id) override {
+    absl::MutexLock lock(&mu);
+    if (id == "r1") return run1;
+    if (id == "r2") return run2;
+    return absl::NotFoundError("no run '" + id + "'");
+  }
+  FakeSource(const std::string& report_root) {
+    run1.mutable_run()->set_run_id("r1");
+    run1.mutable_run()->set_plan_name("quick");
+    run1.mutable_run()->set_state("completed");
+    run1.mutable_run()->set_report_dir(report_root + "/r1");
+    auto* t = run1.add_tasks();
+    t->set_task_id("r1.0.n1");
+    t->set_suite("selftest");
+    t->set_node("n1");
+    t->set_state(v1::TASK_COMPLETED);
+    run2.mutable_run()->set_run_id("r2");
+    run2.mutable_run()->set_plan_name("<script>alert('x')</script>");
+    run2.mutable_run()->set_state("running");
+    for (int i = 0; i < 2; ++i) {
+      auto* u = run2.add_tasks();
+      u->set_task_id("r2.0.n" + std::to_string(i));
+      u->set_suite("selftest");
+      u->set_name("sleepy");
+      u->set_node("n" + std::to_string(i));
+      u->set_state(i == 0 ? v1::TASK_RUNNING : v1::TASK_FAILED);
+      if (i == 1) {
+        u->set_exit_code(2);
+        u->set_message("could not run");
+        u->set_stderr_tail("boom <img src=x onerror=alert(1)>");
+      }
+    }
+  }
+  // Marks r2's running task completed.
+  void Advance() {
+    absl::MutexLock lock(&mu);
+    run2.mutable_tasks(0)->set_state(v1::TASK_COMPLETED);
+  }
+  absl::Mutex mu;
+  v1::GetRunResponse run1 ABSL_GUARDED_BY(mu);
+  v1::GetRunResponse run2 ABSL_GUARDED_BY(mu);
+  int last_limit = 0;
+};
+
+struct Fixture {
+  explicit Fixture(std::string token = kToken, ComparePage compare = nullptr) {
+    std::filesystem::create_directories(dir.path + "/reports/r1");
+    std::ofstream(dir.path + "/reports/r1/scorecard.html") << "<html>card r1</html>";
+    std::ofstream(dir.path + "/reports/r1/scorecard.md") << "# card r1\n";
+    std::ofstream(dir.path + "/reports/r1/scorecard.json")
+        << R"({"runId":"r1","tier":"not rated"})";
+    auto src = std::make_unique<FakeSource>(dir.path + "/reports");
+    source = src.get();
+    WebOptions o;
+    o.listen = "127.0.0.1:0";
+    o.token = token;
+    o.report_root = dir.path + "/reports";
+    o.compare_page = std::move(compare);
+    auto s = WebServer::Start(std::move(o), std::move(src));
+    INFO(s.status().ToString());
+    REQUIRE(s.ok());
+    server = std::move(*s);
+    client = std::make_unique<httplib::Client>("127.0.0.1", server->port());
+    client->set_read_timeout(10, 0);
+  }
+  httplib::Result Get(const std::string& path, const httplib::Headers& h = {}) {
+    return client->Get(path.c_str(), h);
+  }
+  httplib::Headers Bearer() const {
+    return {{"Authorization", std::string("Bearer ") + kToken}};
+  }
+  testing::ScratchDir dir;
+  FakeSource* source = nullptr;
+  std::unique_ptr<WebServer> server;
+  std::unique_ptr<httplib::Client> client;
+};
+
+std::string SessionCookie(const httplib::Result& r) {
+  std::string c = r->get_header_value("Set-Cookie");
+  return c.substr(0, c.find(';'));
+}
+
+TEST_CASE("the web view answers 401 without the token and leaks nothing", "[web]") {
+  Fixture f;
+  auto page = f.Get("/");
+  REQUIRE(page);
+  CHECK(page->status == 401);
+  CHECK(page->body.find("<form method=\"post\" action=\"/login\"") != std::string::npos);
+  CHECK(page->body.find("n1") == std::string::npos);
+  for (const char* path :
+       {"/api/runs", "/api/agents", "/runs/r1", "/runs/r1/scorecard.json", "/api/runs/r2",
+        "/compare?a=r1&b=r2"}) {
+    auto r = f.Get(path);
+    REQUIRE(r);
+    INFO(path << ": " << r->body);
+    CHECK(r->status == 401);
+    // Nothing the server knows: plan names, states, nodes, scorecards.
+    for (const char* secret : {"quick", "n1", "n2", "card r1", "alert", "sleepy", "boom",
+                               "not rated", "could not run"}) {
+      INFO(secret);
+      CHECK(r->body.find(secret) == std::string::npos);
+    }
+  }
+  auto wrong = f.Get("/api/runs", {{"Authorization", "Bearer not-the-token"}});
+  REQUIRE(wrong);
+  CHECK(wrong->status == 401);
+}
+
+TEST_CASE("the web view serves every page with the bearer header", "[web]") {
+  Fixture f;
+  auto index = f.Get("/", f.Bearer());
+  REQUIRE(index);
+  CHECK(index->status == 200);
+  CHECK(index->body.find("href=\"/runs/r1\"") != std::string::npos);
+  CHECK(index->body.find("n2&lt;b&gt;") != std::string::npos);
+  CHECK(index->body.find("n2<b>") == std::string::npos);
+  // Self-contained: nothing loaded from elsewhere.
+  CHECK(index->body.find("src=\"http") == std::string::npos);
+  CHECK(index->body.find("href=\"http") == std::string::npos);
+  CHECK(index->get_header_value("Content-Security-Policy").find("default-src 'none'") !=
+        std::string::npos);
+  CHECK(f.source->last_limit == 200);
+  // Only r1 has a scorecard: no comparison form for a single run.
+  CHECK(index->body.find("action=\"/compare\"") == std::string::npos);
+  auto runs = f.Get("/api/runs", f.Bearer());
+  REQUIRE(runs);
+  CHECK(runs->status == 200);
+  CHECK(runs->get_header_value("Content-Type") == "application/json");
+  CHECK(runs->body.find("\"run_id\":\"r2\"") != std::string::npos);
+  auto agents = f.Get("/api/agents", f.Bearer());
+  REQUIRE(agents);
+  CHECK(agents->body.find("\"node_name\":\"n1\"") != std::string::npos);
+}
+
+TEST_CASE("the run page shows progress and failures with every text escaped", "[web]") {
+  Fixture f;
+  auto page = f.Get("/runs/r2", f.Bearer());
+  REQUIRE(page);
+  REQUIRE(page->status == 200);
+  CHECK(page->body.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;") !=
+        std::string::npos);
+  CHECK(page->body.find("<script>alert") == std::string::npos);
+  CHECK(page->body.find("boom &lt;img src=x onerror=alert(1)&gt;") != std::string::npos);
+  CHECK(page->body.find("<img src=x") == std::string::npos);
+  CHECK(page->body.find("<span id=\"count-running\">1</span>") != std::string::npos);
+  CHECK(page->body.find("<span id=\"count-failed\">1</span>") != std::string::npos);
+  // Still running: the page reloads itself without script.
+  CHECK(page->body.find("<noscript><meta http-equiv=\"refresh\"") != std::string::npos);
+  auto done = f.Get("/runs/r1", f.Bearer());
+  REQUIRE(done);
+  CHECK(done->body.find("http-equiv=\"refresh\"") == std::string::npos);
+  CHECK(done->body.find("id=\"scorecard-links\">") != std::string::npos);  // not hidden
+}
+
+TEST_CASE("a run page lists the latest 200 failures and counts them all", "[web]") {
+  v1::GetRunResponse run;
+  run.mutable_run()->set_run_id("big");
+  run.mutable_run()->set_state("running");
+  for (int i = 0; i < 1000; ++i) {
+    auto* t = run.add_tasks();
+    t->set_task_id("big.0.n" + std::to_string(i));
+    t->set_node("n" + std::to_string(i));
+    t->set_state(v1::TASK_LOST);
+    t->set_finished_unix_ns(1000 + i);
+  }
+  RunProgress p = Summarize(run);
+  CHECK(p.failed == 1000);
+  CHECK(p.failures_total == 1000);
+  REQUIRE(p.failures.size() == 200);
+  CHECK(p.failures.front().node == "n800");
+  CHECK(p.failures.back().node == "n999");
+  const std::string page = RunPage(p, false, {});
+  CHECK(page.find("<span id=\"failures-total\">1000</span>") != std::string::npos);
+  CHECK(page.find(">n799<") == std::string::npos);
+}
+
+TEST_CASE("the index offers to compare runs once two have a scorecard", "[web]") {
+  v1::ListRunsResponse runs;
+  for (const char* id : {"ra", "rb", "rc"}) {
+    auto* r = runs.add_runs();
+    r->set_run_id(id);
+    r->set_plan_name("p<1>");
+    if (std::string(id) != "rc") r->set_report_dir(std::string("/x/") + id);
+  }
+  const std::string page = IndexPage({}, runs, 0, {});
+  CHECK(page.find("action=\"/compare\"") != std::string::npos);
+  CHECK(page.find("<option value=\"ra\">ra (p&lt;1&gt;)</option>") != std::string::npos);
+  CHECK(page.find("<option value=\"rc\">") == std::string::npos);
+  CHECK(page.find("No agent has connected.") != std::string::npos);
+}
+
+TEST_CASE("signing in with the form sets a session cookie that is not the token",
+          "[web]") {
+  Fixture f;
+  auto bad = f.client->Post("/login", "token=wrong&next=%2Fruns%2Fr1",
+                            "application/x-www-form-urlencoded");
+  REQUIRE(bad);
+  CHECK(bad->status == 401);
+  CHECK(bad->get_header_value("Set-Cookie").empty());
+  CHECK(bad->body.find("Wrong token") != std::string::npos);
+
+  auto good =
+      f.client->Post("/login", std::string("token=") + kToken + "&next=%2Fruns%2Fr1",
+                     "application/x-www-form-urlencoded");
+  REQUIRE(good);
+  CHECK(good->status == 200);
+  const std::string set = good->get_header_value("Set-Cookie");
+  INFO(set);
+  CHECK(set.find("cmax_session=") == 0);
+  CHECK(set.find("HttpOnly") != std::string::npos);
+  CHECK(set.find("SameSite=Strict") != std::string::npos);
+  CHECK(set.find("Secure") == std::string::npos);  // plain HTTP on loopback
+  CHECK(set.find(kToken) == std::string::npos);
+  CHECK(good->body.find("url=/runs/r1") != std::string::npos);
+
+  const std::string cookie = SessionCookie(good);
+  auto page = f.Get("/runs/r1", {{"Cookie", cookie}});
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body.find("Sign out") != std::string::npos);
+  auto api = f.Get("/api/runs", {{"Cookie", "other=1; " + cookie}});
+  REQUIRE(api);
+  CHECK(api->status == 200);
+
+  // A forged or altered cookie is refused.
+  std::string forged = cookie;
+  forged.back() = forged.back() == '0' ? '1' : '0';
+  auto refused = f.Get("/api/runs", {{"Cookie", forged}});
+  REQUIRE(refused);
+  CHECK(refused->status == 401);
+  auto later = f.Get("/api/runs", {{"Cookie", "cmax_session=99999999999.abcd.ef"}});
+  REQUIRE(later);
+  CHECK(later->status == 401);
+
+  // A sign-in may only return to a path of this server.
+  auto away = f.client->Post("/login",
+                             std::string("token=") + kToken + "&next=%2F%2Fevil.example",
+                             "application/x-www-form-urlencoded");
+  REQUIRE(away);
+  CHECK(away->body.find("evil") == std::string::npos);
+}
+
+TEST_CASE("a token in the URL is refused even when it is right", "[web]") {
+  Fixture f;
+  for (std::string path :
+       {std::string("/?token=") + kToken, std::string("/api/runs?access_token=") + kToken,
+        std::string("/runs/r1?TOKEN=") + kToken}) {
+    auto r = f.Get(path);
+    REQUIRE(r);
+    INFO(path << ": " << r->body);
+    CHECK(r->status == 400);
+    CHECK(r->body.find("never accepted in a URL") != std::string::npos);
+    CHECK(r->get_header_value("Set-Cookie").empty());
+  }
+  auto post = f.client->Post((std::string("/login?token=") + kToken).c_str(), "next=%2F",
+                             "application/x-www-form-urlencoded");
+  REQUIRE(post);
+  CHECK(post->status == 400);
+  CHECK(post->get_header_value("Set-Cookie").empty());
+}
+
+TEST_CASE("bad run ids are 400 and unknown runs 404", "[web]") {
+  Fixture f;
+  for (const char* path :
+       {"/runs/..", "/runs/a%20b", "/runs/x%2F..%2F..%2Fetc", "/api/runs/r1%3Bdrop",
+        "/runs/..%2Fr1/scorecard.json", "/compare?a=r1&b=..", "/compare?a=r1"}) {
+    auto r = f.Get(path, f.Bearer());
+    REQUIRE(r);
+    INFO(path << ": " << r->body);
+    CHECK(r->status == 400);
+  }
+  for (const char* path : {"/runs/r9", "/api/runs/r9", "/runs/r9/scorecard"}) {
+    auto r = f.Get(path, f.Bearer());
+    REQUIRE(r);
+    INFO(path);
+    CHECK(r->status == 404);
+  }
+  auto none = f.Get("/runs/r2/scorecard", f.Bearer());  // running: no scorecard yet
+  REQUIRE(none);
+  CHECK(none->status == 404);
+  CHECK(none->body.find("no scorecard yet (state running)") != std::string::npos);
+}
+
+TEST_CASE("scorecards are served as written and the JSON as a download", "[web]") {
+  Fixture f;
+  auto html = f.Get("/runs/r1/scorecard", f.Bearer());
+  REQUIRE(html);
+  CHECK(html->status == 200);
+  CHECK(html->body == "<html>card r1</html>");
+  auto md = f.Get("/runs/r1/scorecard.md", f.Bearer());
+  REQUIRE(md);
+  CHECK(md->body == "# card r1\n");
+  CHECK(md->get_header_value("Content-Type").find("text/markdown") == 0);
+  auto json = f.Get("/runs/r1/scorecard.json", f.Bearer());
+  REQUIRE(json);
+  CHECK(json->status == 200);
+  CHECK(json->get_header_value("Content-Disposition") ==
+        "attachment; filename=\"cmax-scorecard-r1.json\"");
+  CHECK(json->body.find("not rated") != std::string::npos);
+}
+
+TEST_CASE("compare is 501 until built in, then renders the two scorecards", "[web]") {
+  {
+    Fixture f;
+    auto r = f.Get("/compare?a=r1&b=r1", f.Bearer());
+    REQUIRE(r);
+    CHECK(r->status == 501);
+    CHECK(r->body.find("comparison not built in") != std::string::npos);
+  }
+  Fixture f(
+      kToken,
+      [](const v1::Scorecard& a, const v1::Scorecard& b) -> absl::StatusOr<std::string> {
+        return "<p>" + a.run_id() + " vs " + b.run_id() + " " + a.tier() + "</p>";
+      });
+  auto r = f.Get("/compare?a=r1&b=r1", f.Bearer());
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body == "<p>r1 vs r1 not rated</p>");
+  auto missing = f.Get("/compare?a=r1&b=r2", f.Bearer());  // r2 has no scorecard
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
+}
+
+TEST_CASE("the run API waits for a change when given the fingerprint it has", "[web]") {
+  Fixture f;
+  auto first = f.Get("/api/runs/r2", f.Bearer());
+  REQUIRE(first);
+  REQUIRE(first->status == 200);
+  CHECK(first->body.find("\"running\":1") != std::string::npos);
+  CHECK(first->body.find("\"final\":false") != std::string::npos);
+  const size_t at = first->body.find("\"fingerprint\":\"") + 15;
+  const std::string fp = first->body.substr(at, first->body.find('"', at) - at);
+  REQUIRE(fp.size() == 16);
+  // Unchanged: the answer comes after about a second, with the same fingerprint.
+  auto t0 = std::chrono::steady_clock::now();
+  auto same = f.Get("/api/runs/r2?since=" + fp, f.Bearer());
+  auto waited = std::chrono::steady_clock::now() - t0;
+  REQUIRE(same);
+  CHECK(waited >= std::chrono::milliseconds(900));
+  CHECK(waited < std::chrono::milliseconds(3000));
+  CHECK(same->body.find(fp) != std::string::npos);
+  // A change during the wait answers at once with the new state.
+  std::thread advance([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    f.source->Advance();
+  });
+  t0 = std::chrono::steady_clock::now();
+  auto changed = f.Get("/api/runs/r2?since=" + fp, f.Bearer());
+  waited = std::chrono::steady_clock::now() - t0;
+  advance.join();
+  REQUIRE(changed);
+  CHECK(changed->body.find(fp) == std::string::npos);
+  CHECK(changed->body.find("\"running\":0") != std::string::npos);
+  CHECK(waited < std::chrono::milliseconds(900));
+}
+
+TEST_CASE("the web view refuses to listen beyond loopback without TLS or a token",
+          "[web]") {
+  testing::ScratchDir dir;
+  WebOptions o;
+  o.listen = "0.0.0.0:0";
+  o.token = kToken;
+  auto plain = WebServer::Start(o, std::make_unique<FakeSource>(dir.path));
+  REQUIRE_FALSE(plain.ok());
+  CHECK(plain.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(plain.status().message()).find("is not loopback") !=
+        std::string::npos);
+  o.token = "";
+  o.tls_cert_file = dir.path + "/cert.pem";
+  o.tls_key_file = dir.path + "/key.pem";
+  auto no_token = WebServer::Start(o, std::make_unique<FakeSource>(dir.path));
+  REQUIRE_FALSE(no_token.ok());
+  CHECK(std::string(no_token.status().message()).find("needs a token") !=
+        std::string::npos);
+  o.listen = "localhost:http";
+  auto bad = WebServer::Start(o, std::make_unique<FakeSource>(dir.path));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("under TLS the web view speaks HTTPS and its session cookie is Secure",
+          "[web]") {
+  testing::ScratchDir dir;
+  auto certs = RunCommand({std::string(CMAX_SOURCE_DIR) + "/deploy/gen-certs.sh",
+                           dir.path + "/tls", "127.0.0.1,localhost"},
+                          std::chrono::seconds(60));
+  REQUIRE(certs.ok());
+  INFO(certs->err);
+  REQUIRE(certs->exit.code == 0);
+  WebOptions o;
+  o.listen = "127.0.0.1:0";
+  o.token = kToken;
+  o.tls_cert_file = dir.path + "/tls/server.pem";
+  o.tls_key_file = dir.path + "/tls/server.key";
+  o.report_root = dir.path + "/reports";
+  auto server = WebServer::Start(o, std::make_unique<FakeSource>(dir.path + "/reports"));
+  INFO(server.status().ToString());
+  REQUIRE(server.ok());
+  CHECK((*server)->tls());
+  httplib::SSLClient c("127.0.0.1", (*server)->port());
+  c.set_ca_cert_path((dir.path + "/tls/ca.pem").c_str());
+  c.enable_server_certificate_verification(true);
+  auto login = c.Post("/login", std::string("token=") + kToken + "&next=%2F",
+                      "application/x-www-form-urlencoded");
+  REQUIRE(login);
+  CHECK(login->status == 200);
+  const std::string set = login->get_header_value("Set-Cookie");
+  INFO(set);
+  CHECK(set.find("; Secure") != std::string::npos);
+  auto page = c.Get("/", {{"Cookie", set.substr(0, set.find(';'))}});
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  // Plain HTTP to the HTTPS port gets no page.
+  httplib::Client plain("127.0.0.1", (*server)->port());
+  plain.set_read_timeout(3, 0);
+  auto r = plain.Get("/", {{"Authorization", std::string("Bearer ") + kToken}});
+  CHECK((!r || r->status != 200));
+}
+
+TEST_CASE("without a token (no-token coordinator) the web view asks nothing", "[web]") {
+  Fixture f("");
+  auto r = f.Get("/api/runs");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  auto q = f.Get("/?token=x");  // still never in a URL
+  REQUIRE(q);
+  CHECK(q->status == 400);
+}
+
+TEST_CASE("the web view reads runs from a real core", "[web]") {
+  testing::ScratchDir dir;
+  {
+    auto store = Store::Open(dir.path + "/cmax.db");
+    REQUIRE(store.ok());
+    RunRow run;
+    run.info.set_run_id("r1");
+    run.info.set_plan_name("seeded");
+    run.info.set_state("completed");
+    run.nodes = {"n1"};
+    REQUIRE((*store)->PutRun(run).ok());
+  }
+  CoreOptions co;
+  co.data_dir = dir.path;
+  auto core = CoordinatorCore::Create(co);
+  REQUIRE(core.ok());
+  (*core)->Start();
+  WebOptions o;
+  o.listen = "127.0.0.1:0";
+  o.token = kToken;
+  o.report_root = dir.path + "/reports";
+  auto server = WebServer::Start(o, MakeCoreWebSource(core->get(), absl::Seconds(5)));
+  REQUIRE(server.ok());
+  httplib::Client c("127.0.0.1", (*server)->port());
+  httplib::Headers h = {{"Authorization", std::string("Bearer ") + kToken}};
+  auto runs = c.Get("/api/runs", h);
+  REQUIRE(runs);
+  CHECK(runs->body.find("\"plan_name\":\"seeded\"") != std::string::npos);
+  auto page = c.Get("/runs/r1", h);
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body.find("seeded") != std::string::npos);
+  auto unknown = c.Get("/runs/r404", h);
+  REQUIRE(unknown);
+  CHECK(unknown->status == 404);
+  CHECK((*core)->SnapshotRun("../r1", absl::Seconds(5)).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  auto agents = c.Get("/api/agents", h);
+  REQUIRE(agents);
+  CHECK(agents->status == 200);
+  (*server)->Stop();
+  (*core)->Stop();
+}
+
+}  // namespace
+}  // namespace cmax::coordinator::web
