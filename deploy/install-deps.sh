@@ -21,7 +21,7 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libsqlite3-dev libyaml-cpp-dev
   libre2-dev libssl-dev libopenblas-dev fio openssl iproute2 procps
-  # cpp-httplib: the --metrics-listen endpoints.
+  # cpp-httplib: the --metrics-listen endpoints and the web view (--http-listen).
   libcpp-httplib-dev
   # gloo and Open MPI: host collectives; Open MPI also for the mpirun launcher
   # (docs/mpirun.md).
