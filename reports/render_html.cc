@@ -29,6 +29,8 @@ std::string H(const std::string& text) { return HtmlEscape(text); }
 constexpr int kInlineReasonsUpTo = 32;
 // Figures listed in a node's section.
 constexpr int kFiguresPerNode = 40;
+// Findings listed in a node's section (all of them are in the table).
+constexpr size_t kFindingsPerNode = 10;
 
 // One text from the data is shown up to this many bytes (a judge's evidence
 // can list every pair of a large fleet); the JSON export keeps it whole.
@@ -214,10 +216,17 @@ void Header(const v1::Scorecard& card, std::string* out) {
 // The key figure of a category: its widest chart's median, else its first
 // evidence line.
 std::string KeyFigure(const v1::Scorecard& card, const v1::CategoryGrade& c) {
+  // Per-subject charts first (a figure per GPU or node), then the others.
   const v1::Chart* best = nullptr;
+  auto better = [](const v1::Chart& a, const v1::Chart* b) {
+    if (!b) return true;
+    const bool pa = a.kind() == "per_subject", pb = b->kind() == "per_subject";
+    if (pa != pb) return pa;
+    return a.stats().n() > b->stats().n();
+  };
   for (const auto& ch : card.charts()) {
     if (ch.section() != c.name() || ch.stats().n() == 0) continue;
-    if (!best || ch.stats().n() > best->stats().n()) best = &ch;
+    if (better(ch, best)) best = &ch;
   }
   if (best) {
     return absl::StrCat(best->title(), ": median ", FormatValue(best->stats().median(), best->unit()),
@@ -585,8 +594,8 @@ void NodeSections(const v1::Scorecard& card,
     auto& v = figures[LabelValue(m.labels(), "node")];
     if (static_cast<int>(v.size()) < kFiguresPerNode) v.push_back(&m);
   }
-  std::map<std::string, int> findings_per_node;
-  for (const auto& f : card.findings()) findings_per_node[LabelValue(f.labels(), "node")]++;
+  std::map<std::string, std::vector<const v1::Finding*>> node_findings;
+  for (const auto& f : card.findings()) node_findings[LabelValue(f.labels(), "node")].push_back(&f);
   for (const auto& n : card.nodes()) {
     absl::StrAppend(out, "<section class=\"node\" id=\"", NodeAnchor(n.node()), "\">\n<h3>",
                     H(n.node()), " <span class=\"", OutcomeClass(n.verdict()), "\">",
@@ -610,9 +619,21 @@ void NodeSections(const v1::Scorecard& card,
       for (const auto& h : n.history()) absl::StrAppend(out, "<li>", H(h), "</li>");
       absl::StrAppend(out, "</ul>\n");
     }
-    if (const int k = findings_per_node[n.node()]; k > 0) {
-      absl::StrAppend(out, "<p><a href=\"#filter=node:", H(n.node()), "\">", k, " finding",
-                      k == 1 ? "" : "s", "</a> (the findings table, filtered)</p>\n");
+    if (auto it = node_findings.find(n.node()); it != node_findings.end()) {
+      const auto& fs = it->second;
+      absl::StrAppend(out, "<p><a href=\"#filter=node:", H(n.node()), "\">", fs.size(),
+                      " finding", fs.size() == 1 ? "" : "s",
+                      "</a> (the findings table, filtered):</p><ul>");
+      for (size_t i = 0; i < fs.size() && i < kFindingsPerNode; ++i) {
+        const std::string sev = SeverityKey(*fs[i]);
+        absl::StrAppend(out, "<li><span class=\"", SeverityClass(sev), "\">", H(OutcomeLabel(sev)),
+                        "</span> ", H(Clip(fs[i]->title())), " <code>", H(fs[i]->check_id()),
+                        "</code></li>");
+      }
+      if (fs.size() > kFindingsPerNode) {
+        absl::StrAppend(out, "<li>\u2026 ", fs.size() - kFindingsPerNode, " more</li>");
+      }
+      absl::StrAppend(out, "</ul>\n");
     }
     absl::StrAppend(out, "<details><summary>Inventory, tasks and figures</summary>\n");
     if (!n.inventory().empty()) {

@@ -29,11 +29,16 @@ std::string Caption(const v1::Chart& c) {
   std::string out = absl::StrCat("<figcaption><strong>", HtmlEscape(c.title()), "</strong>");
   if (c.simulated()) absl::StrAppend(&out, " <span class=\"sim\">(simulated)</span>");
   const auto& s = c.stats();
-  if (s.n() > 0) {
+  if (s.n() > 0 && c.kind() == "series") {
+    absl::StrAppend(&out, "<br>", s.n(), " line", s.n() == 1 ? "" : "s",
+                    "; the lines' means: median ", HtmlEscape(V(s.median(), c.unit())),
+                    ", range ", HtmlEscape(FormatNumber(s.min())), " to ",
+                    HtmlEscape(V(s.max(), c.unit())));
+  } else if (s.n() > 0) {
     absl::StrAppend(&out, "<br>", s.n(), " value", s.n() == 1 ? "" : "s", "; median ",
                     HtmlEscape(V(s.median(), c.unit())), ", range ",
                     HtmlEscape(FormatNumber(s.min())), " to ", HtmlEscape(V(s.max(), c.unit())));
-    if (c.kind() != "heatmap" && s.n() >= 4) {
+    if (c.kind() == "per_subject" && s.n() >= 4) {
       absl::StrAppend(&out, ", fences (Q1 \u2212 1.5 IQR, Q3 + 1.5 IQR) ",
                       HtmlEscape(FormatNumber(s.low_fence())), " and ",
                       HtmlEscape(FormatNumber(s.high_fence())));
@@ -81,7 +86,7 @@ std::string PerSubjectValues(const v1::Chart& c) {
   const int n = c.values_size();
   const bool labels = n <= 32;
   const int w = 760, h = labels ? 300 : 240;
-  const double l = 64, r = 16, t = 16, b = labels ? 90 : 30;
+  const double l = labels ? 110 : 64, r = 16, t = 16, b = labels ? 90 : 30;
   Svg svg(w, h, "chart", c.title());
   double vmax = 0;
   for (const auto& v : c.values()) vmax = std::max(vmax, v.value());
