@@ -317,6 +317,12 @@ std::string ChartFigure(const v1::Chart& c) {
     extra = SeriesLegend(c);
   } else if (c.kind() == "heatmap") {
     svg = Heatmap(c);
+    extra = absl::StrCat(
+        "<ul class=\"legend\"><li><span class=\"sw\" style=\"background:#2da44e\"></span>"
+        "up to 1.25x the median</li><li><span class=\"sw\" style=\"background:#d4a72c\">"
+        "</span>up to 2x</li><li><span class=\"sw\" style=\"background:#fb8f44\"></span>up "
+        "to 4x</li><li><span class=\"sw\" style=\"background:#cf222e\"></span>more</li><li>"
+        "<span class=\"sw\" style=\"background:#82071e\"></span>unreachable</li></ul>\n");
   } else {
     return "";
   }

@@ -27,6 +27,20 @@ echo "scorecard.html: $size bytes (limit $max_bytes)"
 ((size < max_bytes)) || fail "scorecard.html is $size bytes for $nodes nodes x $gpus GPUs, over $max_bytes"
 grep -q 'SIMULATED DATA' "$html" || fail "the generated scorecard does not say SIMULATED DATA"
 
+# JUnit at scale: parsed by a real XML parser; the totals match the cases.
+python3 - "$out/scorecard.xml" <<'PY' || fail "scorecard.xml is not valid JUnit XML (above)"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "testsuites", root.tag
+cases = root.findall("./testsuite/testcase")
+assert int(root.get("tests")) == len(cases), (root.get("tests"), len(cases))
+assert int(root.get("failures")) == len(root.findall("./testsuite/testcase/failure"))
+assert int(root.get("skipped")) == len(root.findall("./testsuite/testcase/skipped"))
+assert "SIMULATED" in root.get("name"), root.get("name")
+print(f"scorecard.xml: {len(root)} testsuites, {len(cases)} testcases, "
+      f"{root.get('failures')} failures, {root.get('errors')} errors, {root.get('skipped')} skipped")
+PY
+
 chrome=(chromium --headless --no-sandbox --disable-gpu --no-first-run
         --proxy-server=http://127.0.0.1:9 "--host-resolver-rules=MAP * ~NOTFOUND"
         --disable-background-networking --disable-component-update --disable-sync --no-pings
