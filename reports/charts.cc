@@ -339,6 +339,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
   // Connectivity: src -> dst -> rtt (or unreachable).
   std::map<std::string, std::map<std::string, std::pair<double, bool>>> rtt;
   bool rtt_simulated = false;
+  std::map<std::string, std::string> entry_names;  // task id -> plan entry (EntryName)
 
   auto subject_chart = [&](const std::string& id, const std::string& title,
                            const std::string& unit, const std::string& better,
@@ -416,7 +417,9 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         double size = 0;
         if (!absl::SimpleAtod(LabelValue(m, "size_bytes"), &size) || size <= 0) continue;
         const std::string op = LabelValue(m, "op");
-        const std::string entry = EntryName(data, rec.task_id(), rec.suite());
+        auto [e, fresh] = entry_names.try_emplace(rec.task_id());
+        if (fresh) e->second = EntryName(data, rec.task_id(), rec.suite());
+        const std::string& entry = e->second;
         SeriesAcc& a = series[absl::StrCat("busbw:", entry, " (", op, ")")];
         if (a.chart.id().empty()) {
           a.chart.set_id(absl::StrCat("busbw:", entry, " (", op, ")"));

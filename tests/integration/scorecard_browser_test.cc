@@ -4,7 +4,8 @@
 // html`) as a user would, from a file: no console errors, the expected charts
 // are there (SVG elements with their titles), a filter in the address hides
 // the other rows, and a screenshot is written to
-// build/test-output/scorecard_browser/scorecard.png. JUnit from `cmaxctl
+// build/test-output/scorecard_browser/scorecard.png (and scorecard.pdf,
+// printed). JUnit from `cmaxctl
 // report --format junit` is checked for its shape. Chromium never fetches
 // anything: every request goes to a dead loopback proxy and no name resolves.
 // Fails (not skips) without chromium.
@@ -220,4 +221,17 @@ suites:
   struct stat st {};
   CHECK(stat((out + "/scorecard.png").c_str(), &st) == 0);
   CHECK(st.st_size > 10000);
+
+  // It prints: the print style sheet gives a PDF (folded sections opened by
+  // the beforeprint handler).
+  std::vector<std::string> pdf = chrome;
+  pdf.push_back("--no-pdf-header-footer");
+  pdf.push_back("--print-to-pdf=" + out + "/scorecard.pdf");
+  pdf.push_back("file://" + html_path);
+  auto p = cmax::RunCommand(pdf, std::chrono::milliseconds(90000));
+  REQUIRE(p.ok());
+  CHECK(p->exit.code == 0);
+  struct stat ps {};
+  CHECK(stat((out + "/scorecard.pdf").c_str(), &ps) == 0);
+  CHECK(ps.st_size > 10000);
 }
