@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "reports/charts.h"
 #include "reports/gpu_specs.h"
+#include "reports/svg.h"
 #include "reports/scorecard.h"
 #include "tests/reports/scorecard_test_util.h"
 
@@ -358,6 +359,39 @@ TEST_CASE("JUnit XML is well formed with a case per node and check", "[charts][j
   REQUIRE(failures_attr != std::string::npos);
   const size_t digits = failures_attr + 10;
   CHECK(std::stoul(xml.substr(digits, xml.find('"', digits) - digits)) == Count(xml, "<failure "));
+}
+
+}  // namespace
+}  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+TEST_CASE("the SVG writer escapes every text and scales values onto pixels", "[charts][svg]") {
+  Svg svg(100, 50, "chart", "a <b> & \"c\"");
+  svg.Rect(0, 0, 10, 10, "#000", "node-<1>");
+  svg.Text(5, 5, "x < y");
+  const std::string out = svg.Finish();
+  CHECK(absl::StrContains(out, "aria-label=\"a &lt;b&gt; &amp; &quot;c&quot;\""));
+  CHECK(absl::StrContains(out, "<title>node-&lt;1&gt;</title>"));
+  CHECK(absl::StrContains(out, ">x &lt; y</text>"));
+  CHECK_FALSE(absl::StrContains(out, "<b>"));
+  const Scale lin(0, 100, 200, 0);  // a y axis: 0 at the bottom (200 px)
+  CHECK(lin(0) == 200);
+  CHECK(lin(50) == 100);
+  CHECK(lin.Ticks(5) == std::vector<double>{0, 20, 40, 60, 80, 100});
+  const Scale log(1024, 1 << 30, 0, 100, true);
+  CHECK(log(32768) == Approx(25));
+  // 2^10 to 2^30 in steps of 2^5.
+  CHECK(log.Ticks(4) == std::vector<double>{1024, 32768, 1048576, 33554432, 1073741824});
+  CHECK(FormatBytes(1 << 20) == "1 MiB");
+  CHECK(FormatBytes(8.0 * (1 << 30)) == "8 GiB");
+}
+
+TEST_CASE("the HTML prints: a print style sheet and folded sections opened", "[charts][render]") {
+  const std::string html = RenderHtml(BuildScorecard(CleanHostcheckRun()));
+  CHECK(absl::StrContains(html, "@media print{"));
+  CHECK(absl::StrContains(html, "addEventListener('beforeprint'"));
 }
 
 }  // namespace
