@@ -657,6 +657,12 @@ absl::StatusOr<v1::GetReportResponse> CoordinatorCore::HandleGetReport(
   std::string path =
       absl::StrCat(options_.data_dir, "/reports/", request.run_id(), "/scorecard.", fmt);
   std::ifstream in(path, std::ios::binary);
+  if (!in && fmt == "xml" && std::ifstream(absl::StrCat(options_.data_dir, "/reports/",
+                                                       request.run_id(), "/scorecard.json"))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", request.run_id(), " has a scorecard but no JUnit XML (scorecard.xml): it ended "
+        "before this coordinator wrote one; use --format json, md or html"));
+  }
   if (!in) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run ", request.run_id(), " has no scorecard yet (state ", run->info.state(), ")"));
