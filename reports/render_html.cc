@@ -29,6 +29,8 @@ std::string H(const std::string& text) { return HtmlEscape(text); }
 constexpr int kInlineReasonsUpTo = 32;
 // Figures listed in a node's section.
 constexpr int kFiguresPerNode = 40;
+// Reasons shown open in a node's section; the rest are folded.
+constexpr int kReasonsShown = 4;
 // Findings listed in a node's section (all of them are in the table).
 constexpr size_t kFindingsPerNode = 10;
 
@@ -118,12 +120,13 @@ ul.legend{list-style:none;padding:0;margin:.2rem 0;font-size:.85rem}ul.legend li
 .notm{color:#57606a}
 .filters{margin:.4rem 0}.filters label{margin-right:1rem}
 th[data-sort]{cursor:pointer}
-section.node{border-top:1px solid #d0d7de;margin-top:1rem}
+section.node{border-top:1px solid #d0d7de;margin-top:1rem;content-visibility:auto;contain-intrinsic-size:auto 14rem}
 @media print{
  body{max-width:none;margin:0;font-size:10pt}
  nav.toc,.filters,#cmax-timing{display:none}
  h2{break-after:avoid}
  tr,.card,figure{break-inside:avoid}
+ section.node{content-visibility:visible}
  a{color:inherit;text-decoration:none}
 }
 )css";
@@ -582,6 +585,23 @@ void Findings(const v1::Scorecard& card, std::string* out) {
   absl::StrAppend(out, "</tbody></table>\n");
 }
 
+// `text` with every run of digits (and the dots between them) as '#'.
+std::string NumbersOut(const std::string& text) {
+  std::string out;
+  bool in_number = false;
+  for (char ch : text) {
+    const bool digit = ch >= '0' && ch <= '9';
+    if (digit || (in_number && ch == '.')) {
+      if (!in_number) out.push_back('#');
+      in_number = true;
+    } else {
+      in_number = false;
+      out.push_back(ch);
+    }
+  }
+  return out;
+}
+
 void NodeSections(const v1::Scorecard& card,
                   const std::vector<std::pair<std::string, std::vector<std::string>>>& reasons,
                   std::string* out) {
@@ -589,6 +609,7 @@ void NodeSections(const v1::Scorecard& card,
   std::map<std::string, size_t> reason_index;
   for (size_t i = 0; i < reasons.size(); ++i) reason_index[reasons[i].first] = i;
   const bool inline_reasons = card.nodes_size() <= kInlineReasonsUpTo;
+  const bool compact = !inline_reasons;
   std::map<std::string, std::vector<const v1::Measurement*>> figures;
   for (const auto& m : card.measurements()) {
     auto& v = figures[LabelValue(m.labels(), "node")];
@@ -601,18 +622,45 @@ void NodeSections(const v1::Scorecard& card,
                     H(n.node()), " <span class=\"", OutcomeClass(n.verdict()), "\">",
                     H(n.verdict()), "</span></h3>\n");
     if (!n.reasons().empty()) {
-      absl::StrAppend(out, "<ul>");
+      // Many nodes: reasons of this node that differ only in their numbers
+      // ("gpu:3 ... 696.5 TFLOP/s") are shown once, with how many are like it.
+      std::map<std::string, int> like;
+      if (compact) {
+        for (const auto& r : n.reasons()) like[NumbersOut(r)]++;
+      }
+      std::set<std::string> shown_like;
+      std::vector<std::string> items;
       for (const auto& r : n.reasons()) {
+        if (compact) {
+          const std::string key = NumbersOut(r);
+          if (like[key] > 2) {
+            if (!shown_like.insert(key).second) continue;
+            items.push_back(absl::StrCat("<li>", H(Clip(r)), " <em>(and ", like[key] - 1,
+                                         " more like it on this node, differing in numbers; "
+                                         "the JSON scorecard has each)</em></li>"));
+            continue;
+          }
+        }
         const size_t i = reason_index[r];
         const size_t shared = reasons[i].second.size();
         if (inline_reasons || shared == 1) {
-          absl::StrAppend(out, "<li>", H(Clip(r)), "</li>");
+          items.push_back(absl::StrCat("<li>", H(Clip(r)), "</li>"));
         } else {
-          absl::StrAppend(out, "<li><a href=\"#reason-", i + 1, "\">reason ", i + 1,
-                          "</a> (shared by ", shared, " nodes)</li>");
+          items.push_back(absl::StrCat("<li><a href=\"#reason-", i + 1, "\">reason ", i + 1,
+                                       "</a> (shared by ", shared, " nodes)</li>"));
         }
       }
-      absl::StrAppend(out, "</ul>\n");
+      // The worst first (scorecard.cc sorts them); beyond kReasonsShown folded.
+      absl::StrAppend(out, "<ul>");
+      const bool fold = items.size() > static_cast<size_t>(kReasonsShown) + 1;
+      for (size_t j = 0; j < items.size(); ++j) {
+        if (fold && j == static_cast<size_t>(kReasonsShown)) {
+          absl::StrAppend(out, "</ul><details><summary>", items.size() - kReasonsShown,
+                          " more reasons</summary><ul>");
+        }
+        absl::StrAppend(out, items[j]);
+      }
+      absl::StrAppend(out, "</ul>", fold ? "</details>" : "", "\n");
     }
     if (!n.history().empty()) {
       absl::StrAppend(out, "<p>History (not judged):</p><ul>");
@@ -644,12 +692,30 @@ void NodeSections(const v1::Scorecard& card,
       }
       absl::StrAppend(out, "</table>\n");
     }
+    // Many nodes: tasks that completed at their first attempt without a
+    // message are one line; the others keep their row.
+    std::vector<const v1::TaskSummary*> rows;
+    std::vector<std::string> plain;
+    for (const auto& t : n.tasks()) {
+      if (compact && t.state() == "completed" && t.attempt() <= 1 && t.message().empty() &&
+          t.stderr_tail().empty()) {
+        plain.push_back(absl::StrCat(H(t.name().empty() ? t.suite() : t.name()), " (",
+                                     t.records(), " records)"));
+      } else {
+        rows.push_back(&t);
+      }
+    }
+    if (!plain.empty()) {
+      absl::StrAppend(out, "<p>", plain.size(), " task", plain.size() == 1 ? "" : "s",
+                      " completed at the first attempt: ", absl::StrJoin(plain, ", "), "</p>\n");
+    }
     if (n.tasks().empty()) {
       absl::StrAppend(out, "<p>No tasks.</p>\n");
-    } else {
+    } else if (!rows.empty()) {
       absl::StrAppend(out, "<table>\n<tr><th>Task</th><th>Suite</th><th>State</th><th>Exit "
                            "code</th><th>Attempt</th><th>Records</th><th>Message</th></tr>\n");
-      for (const auto& t : n.tasks()) {
+      for (const auto* tp : rows) {
+        const v1::TaskSummary& t = *tp;
         absl::StrAppend(out, "<tr><td>", H(t.task_id()), "</td><td>",
                         H(t.name().empty() ? t.suite() : t.name()), "</td><td>", H(t.state()),
                         "</td><td>", t.exit_code(), "</td><td>", t.attempt(), "</td><td>",

@@ -396,3 +396,44 @@ TEST_CASE("the HTML prints: a print style sheet and folded sections opened", "[c
 
 }  // namespace
 }  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+TEST_CASE("many nodes: a node's reasons alike but for numbers are shown once, tasks in a line",
+          "[charts][render]") {
+  RunData d = CleanHostcheckRun();
+  d.nodes.clear();
+  d.tasks.clear();
+  for (int i = 0; i < 40; ++i) {
+    const std::string n = absl::StrCat("n", i);
+    d.nodes.push_back(n);
+    d.tasks.push_back(Task(n, "hostcheck", v1::TASK_COMPLETED));
+    d.records.push_back(Meas(n, "hostcheck", "gpu_count", 8, "count"));
+  }
+  for (int gpu = 0; gpu < 5; ++gpu) {
+    d.records.push_back(Find("n3", "health", "health.ecc", v1::SEVERITY_WARN, "reliability",
+                             absl::StrCat("gpu:", gpu),
+                             absl::StrCat("gpu ", gpu, " has ", 10 + gpu, " corrected errors")));
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  const std::string html = RenderHtml(card);
+  const size_t at = html.find("<section class=\"node\" id=\"node-n3\">");
+  REQUIRE(at != std::string::npos);
+  const std::string n3 = html.substr(at, html.find("</section>", at) - at);
+  INFO(n3);
+  CHECK(absl::StrContains(n3, "(and 4 more like it on this node, differing in numbers; the JSON "
+                              "scorecard has each)"));
+  CHECK(Count(n3, "Reliability warn: gpu ") == 1);  // the reason once (its 5 findings listed)
+  CHECK(absl::StrContains(n3, "1 task completed at the first attempt: hostcheck (0 records)"));
+  // The JSON keeps every reason.
+  int reasons = 0;
+  for (const auto& n : card.nodes()) {
+    if (n.node() != "n3") continue;
+    for (const auto& r : n.reasons()) reasons += absl::StrContains(r, "corrected errors") ? 1 : 0;
+  }
+  CHECK(reasons == 5);
+}
+
+}  // namespace
+}  // namespace cmax::reports
