@@ -329,6 +329,9 @@ void Charts(const v1::Scorecard& card, std::string* out) {
     }
     absl::StrAppend(out, "</ul>\n");
   }
+}
+
+void Grid(const v1::Scorecard& card, std::string* out) {
   absl::StrAppend(out, "<h2 id=\"grid\">Nodes by category</h2>\n");
   const std::string grid = NodeGridFigure(card);
   absl::StrAppend(out, grid.empty() ? "<p>No nodes.</p>\n" : grid);
@@ -758,6 +761,7 @@ std::string RenderHtml(const v1::Scorecard& card) {
   Categories(card, &out);
   Charts(card, &out);
   // cost section (reports/cost.h)
+  Grid(card, &out);
   Verdicts(card, reasons, &out);
   BarrierStarts(card, &out);
   Findings(card, &out);
