@@ -486,7 +486,8 @@ void CoordinatorCore::FinishRun(const std::string& run_id) {
   for (const auto& [ext, content] :
        std::vector<std::pair<std::string, std::string>>{{"json", reports::RenderJson(card)},
                                                         {"md", reports::RenderMarkdown(card)},
-                                                        {"html", reports::RenderHtml(card)}}) {
+                                                        {"html", reports::RenderHtml(card)},
+                                                        {"xml", reports::RenderJunit(card)}}) {
     if (auto s = WriteFileAtomically(absl::StrCat(dir, "/scorecard.", ext), content); !s.ok()) {
       Log()->error("run {}: writing scorecard: {}", run_id, s.ToString());
       written = false;
@@ -647,14 +648,21 @@ absl::StatusOr<v1::GetReportResponse> CoordinatorCore::HandleGetReport(
   if (!IsSafeId(request.run_id())) return absl::InvalidArgumentError("bad run id");
   std::string fmt = request.format().empty() ? "json" : request.format();
   if (fmt == "markdown") fmt = "md";
-  if (fmt != "json" && fmt != "md" && fmt != "html") {
-    return absl::InvalidArgumentError("format must be json, md or html");
+  if (fmt == "junit") fmt = "xml";  // scorecard.xml, JUnit XML
+  if (fmt != "json" && fmt != "md" && fmt != "html" && fmt != "xml") {
+    return absl::InvalidArgumentError("format must be json, md, html or junit");
   }
   auto run = store_->GetRun(request.run_id());
   if (!run.ok()) return run.status();
   std::string path =
       absl::StrCat(options_.data_dir, "/reports/", request.run_id(), "/scorecard.", fmt);
   std::ifstream in(path, std::ios::binary);
+  if (!in && fmt == "xml" && std::ifstream(absl::StrCat(options_.data_dir, "/reports/",
+                                                       request.run_id(), "/scorecard.json"))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", request.run_id(), " has a scorecard but no JUnit XML (scorecard.xml): it ended "
+        "before this coordinator wrote one; use --format json, md or html"));
+  }
   if (!in) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run ", request.run_id(), " has no scorecard yet (state ", run->info.state(), ")"));

@@ -14,6 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "common/time_util.h"
 #include "common/version.h"
+#include "reports/charts.h"
 #include "reports/coverage.h"
 #include "reports/grading.h"
 #include "reports/judged_view.h"
@@ -473,6 +474,7 @@ v1::Scorecard BuildScorecard(const RunData& input) {
       FillInventory(it->second, v);
     }
   }
+  BuildCharts(data, &card);
   return card;
 }
 

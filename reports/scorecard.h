@@ -23,9 +23,15 @@ v1::Scorecard BuildScorecard(const RunData& data);
 std::string RenderJson(const v1::Scorecard& card);
 // GitHub-flavoured Markdown; every text from the data is escaped.
 std::string RenderMarkdown(const v1::Scorecard& card);
-// One self-contained HTML file (inline CSS, no scripts, no external
-// resources); every text from the data is HTML-escaped.
+// One self-contained HTML file (inline CSS, inline SVG charts from
+// card.charts, one small inline script for the findings filter; no external
+// script, style sheet, font or image); every text from the data is
+// HTML-escaped.
 std::string RenderHtml(const v1::Scorecard& card);
+// JUnit XML (render_junit.cc): a <testsuite> per node (and "fleet"), a
+// <testcase> per node and category and per node and rule; fail ->
+// <failure>, critical -> <error>, not measured -> <skipped>.
+std::string RenderJunit(const v1::Scorecard& card);
 
 }  // namespace cmax::reports
 

@@ -37,7 +37,7 @@ commands:
   runs [--limit N] [--json]                recent runs
   watch RUN [--json]                       follow a run live
   cancel RUN                               stop every task of a run
-  report RUN [--format json|md|html] [-o FILE]
+  report RUN [--format json|md|html|junit] [-o FILE]
                                            the run's scorecard
   export RUN [-o FILE]                     every stored record as JSON lines
 
@@ -263,14 +263,15 @@ int WriteOut(const std::string& path, const std::string& content) {
 
 int CmdReport(Client& client, const std::vector<std::string>& args) {
   std::string format = "md", out;
-  ArgParser p("cmaxctl report RUN [--format json|md|html] [-o FILE]", "The run's scorecard.");
-  p.AddString("format", &format, "json, md or html (default md)");
+  ArgParser p("cmaxctl report RUN [--format json|md|html|junit] [-o FILE]", "The run's scorecard.");
+  p.AddString("format", &format, "json, md, html or junit (JUnit XML; default md)");
   p.AddString("output", &out, "write to FILE instead of stdout", "o");
   if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
   if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
   if (p.positional().size() != 1) return Usage("report needs one RUN id");
-  if (format != "json" && format != "md" && format != "html" && format != "markdown") {
-    return Usage("--format must be json, md or html");
+  if (format != "json" && format != "md" && format != "html" && format != "markdown" &&
+      format != "junit") {
+    return Usage("--format must be json, md, html or junit");
   }
   v1::GetReportRequest req;
   req.set_run_id(p.positional()[0]);

@@ -1,0 +1,638 @@
+#include "reports/charts.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "reports/gpu_specs.h"
+#include "reports/judge_util.h"
+#include "reports/stats.h"
+
+namespace cmax::reports {
+namespace {
+
+// "node-2" < "node-10": digits compare as numbers.
+bool NaturalLess(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = std::isdigit(static_cast<unsigned char>(a[i]));
+    const bool db = std::isdigit(static_cast<unsigned char>(b[j]));
+    if (da && db) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      const std::string na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+      const size_t za = na.find_first_not_of('0'), zb = nb.find_first_not_of('0');
+      const std::string ta = za == std::string::npos ? "" : na.substr(za);
+      const std::string tb = zb == std::string::npos ? "" : nb.substr(zb);
+      if (ta.size() != tb.size()) return ta.size() < tb.size();
+      if (ta != tb) return ta < tb;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::string Subject(const std::string& node, const v1::Measurement& m) {
+  const std::string gpu = LabelValue(m, "gpu");
+  return gpu.empty() ? node : absl::StrCat(node, " gpu:", gpu);
+}
+
+void SetStats(const FleetStats& s, v1::ChartStats* out) {
+  out->set_n(static_cast<int32_t>(s.n));
+  out->set_min(s.min);
+  out->set_max(s.max);
+  out->set_median(s.median);
+  out->set_q1(s.q1);
+  out->set_q3(s.q3);
+  out->set_low_fence(s.low_mild);
+  out->set_high_fence(s.high_mild);
+}
+
+// The subjects on the bad side (both sides when `better` is empty), as the
+// fleet judge names them (stats.h FindOutliers: mild fence and a 3% gap).
+std::set<std::string> OutlierSubjects(const std::vector<Keyed>& items, const std::string& better) {
+  std::set<std::string> out;
+  auto add = [&](Better b) {
+    for (const auto& o : FindOutliers(items, b)) out.insert(o.item.subject);
+  };
+  if (better != "lower") add(Better::kHigher);
+  if (better != "higher") add(Better::kLower);
+  return out;
+}
+
+// Fills a per_subject chart from every subject's value.
+void FinishPerSubject(std::vector<v1::ChartValue> values, v1::Chart* c) {
+  c->set_kind("per_subject");
+  std::sort(values.begin(), values.end(), [](const auto& a, const auto& b) {
+    return NaturalLess(a.subject(), b.subject());
+  });
+  std::vector<double> xs;
+  std::vector<Keyed> items;
+  for (const auto& v : values) {
+    xs.push_back(v.value());
+    items.push_back({v.subject(), v.node(), v.value()});
+  }
+  const FleetStats s = ComputeFleetStats(xs);
+  SetStats(s, c->mutable_stats());
+  c->set_subjects(static_cast<int32_t>(values.size()));
+  const std::set<std::string> outliers = OutlierSubjects(items, c->better());
+  for (auto& v : values) v.set_outlier(outliers.count(v.subject()) > 0);
+  if (values.size() <= kMaxSubjectsDrawn) {
+    for (auto& v : values) *c->add_values() = std::move(v);
+    return;
+  }
+  // Many subjects: a histogram of all, the outliers named (the farthest from
+  // the median first when there are more than kMaxNamed).
+  const double lo = s.min, hi = s.max > s.min ? s.max : s.min + 1;
+  for (size_t i = 0; i <= kHistogramBins; ++i) {
+    c->add_bin_edges(lo + (hi - lo) * static_cast<double>(i) / kHistogramBins);
+  }
+  std::vector<int32_t> counts(kHistogramBins, 0);
+  for (double x : xs) {
+    size_t b = static_cast<size_t>((x - lo) / (hi - lo) * kHistogramBins);
+    counts[std::min(b, kHistogramBins - 1)]++;
+  }
+  for (int32_t n : counts) c->add_bin_counts(n);
+  std::vector<v1::ChartValue> named;
+  for (auto& v : values) {
+    if (v.outlier()) named.push_back(std::move(v));
+  }
+  std::stable_sort(named.begin(), named.end(), [&](const auto& a, const auto& b) {
+    return std::fabs(a.value() - s.median) > std::fabs(b.value() - s.median);
+  });
+  const size_t total = named.size();
+  if (named.size() > kMaxNamed) named.resize(kMaxNamed);
+  std::sort(named.begin(), named.end(), [](const auto& a, const auto& b) {
+    return NaturalLess(a.subject(), b.subject());
+  });
+  for (auto& v : named) *c->add_values() = std::move(v);
+  c->set_note(absl::StrCat(values.size(), " subjects drawn as a histogram; ", total,
+                           " outlier", total == 1 ? "" : "s", " beyond the fences",
+                           total > kMaxNamed ? absl::StrCat(", the ", kMaxNamed, " farthest named")
+                                             : std::string(total ? " named" : "")));
+}
+
+struct Line {
+  std::string name, node;
+  std::vector<std::pair<double, double>> points;  // x, y
+};
+
+double Mean(const Line& l) {
+  double s = 0;
+  for (const auto& p : l.points) s += p.second;
+  return l.points.empty() ? 0 : s / static_cast<double>(l.points.size());
+}
+
+void AddSeries(Line line, bool outlier, v1::Chart* c) {
+  std::sort(line.points.begin(), line.points.end());
+  v1::ChartSeries* s = c->add_series();
+  s->set_name(line.name);
+  s->set_node(line.node);
+  s->set_outlier(outlier);
+  const size_t n = line.points.size();
+  const size_t step = n > kMaxPointsPerSeries ? (n + kMaxPointsPerSeries - 1) / kMaxPointsPerSeries : 1;
+  for (size_t i = 0; i < n; i += step) {
+    // Downsampled: the mean of each run of `step` points.
+    double sx = 0, sy = 0;
+    size_t k = 0;
+    for (size_t j = i; j < std::min(n, i + step); ++j, ++k) {
+      sx += line.points[j].first;
+      sy += line.points[j].second;
+    }
+    s->add_x(sx / static_cast<double>(k));
+    s->add_y(sy / static_cast<double>(k));
+  }
+}
+
+// Fills a series chart: every line when few, else the band and the outliers
+// (by each line's mean, stats.h fences).
+void FinishSeries(std::vector<Line> lines, v1::Chart* c) {
+  c->set_kind("series");
+  std::sort(lines.begin(), lines.end(),
+            [](const Line& a, const Line& b) { return NaturalLess(a.name, b.name); });
+  c->set_subjects(static_cast<int32_t>(lines.size()));
+  std::vector<Keyed> items;
+  std::vector<double> means;
+  for (const auto& l : lines) {
+    items.push_back({l.name, l.node, Mean(l)});
+    means.push_back(Mean(l));
+  }
+  SetStats(ComputeFleetStats(means), c->mutable_stats());
+  const std::set<std::string> outliers = OutlierSubjects(items, c->better());
+  if (lines.size() <= kMaxSeriesDrawn) {
+    for (auto& l : lines) {
+      const bool o = outliers.count(l.name) > 0;
+      AddSeries(std::move(l), o, c);
+    }
+    return;
+  }
+  // The band: exact x values when there are few distinct ones (message
+  // sizes), else kBuckets buckets over the x range (seconds).
+  constexpr size_t kBuckets = 60;
+  std::set<double> distinct;
+  double xmax = 0;
+  for (const auto& l : lines) {
+    for (const auto& p : l.points) {
+      distinct.insert(p.first);
+      xmax = std::max(xmax, p.first);
+    }
+  }
+  const bool exact = distinct.size() <= kBuckets;
+  std::vector<double> xs = exact ? std::vector<double>(distinct.begin(), distinct.end())
+                                 : std::vector<double>();
+  if (!exact) {
+    for (size_t i = 0; i < kBuckets; ++i) {
+      xs.push_back(xmax * (static_cast<double>(i) + 0.5) / kBuckets);
+    }
+  }
+  std::vector<std::vector<double>> per_x(xs.size());
+  for (const auto& l : lines) {
+    // One value per line and x (its mean in the bucket).
+    std::map<size_t, std::pair<double, int>> acc;
+    for (const auto& p : l.points) {
+      size_t i = 0;
+      if (exact) {
+        i = static_cast<size_t>(std::lower_bound(xs.begin(), xs.end(), p.first) - xs.begin());
+      } else {
+        i = std::min(kBuckets - 1,
+                     static_cast<size_t>(xmax > 0 ? p.first / xmax * kBuckets : 0));
+      }
+      acc[i].first += p.second;
+      acc[i].second++;
+    }
+    for (const auto& [i, sum] : acc) per_x[i].push_back(sum.first / sum.second);
+  }
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (per_x[i].empty()) continue;
+    const FleetStats s = ComputeFleetStats(per_x[i]);
+    c->add_band_x(xs[i]);
+    c->add_band_min(s.min);
+    c->add_band_median(s.median);
+    c->add_band_max(s.max);
+  }
+  size_t named = 0;
+  for (auto& l : lines) {
+    if (!outliers.count(l.name)) continue;
+    if (named++ >= kMaxSeriesDrawn / 2) continue;
+    AddSeries(std::move(l), true, c);
+  }
+  c->set_note(absl::StrCat(lines.size(), " lines drawn as the fleet's band (min, median, max); ",
+                           outliers.size(), " outlier", outliers.size() == 1 ? "" : "s",
+                           " by mean", named > kMaxSeriesDrawn / 2
+                               ? absl::StrCat(", ", kMaxSeriesDrawn / 2, " drawn")
+                               : std::string(outliers.empty() ? "" : " drawn")));
+}
+
+// Which tasks carried simulated data (Samples have no flag of their own).
+std::set<std::string> SimulatedTasks(const RunData& data) {
+  std::set<std::string> out;
+  for (const auto& rec : data.records) {
+    const auto& r = rec.record();
+    if ((r.has_measurement() && r.measurement().simulated()) ||
+        (r.has_finding() && r.finding().simulated())) {
+      out.insert(rec.task_id());
+    }
+  }
+  return out;
+}
+
+std::string EntryName(const RunData& data, const std::string& task_id, const std::string& suite) {
+  for (const auto& t : data.tasks) {
+    if (t.task_id() != task_id) continue;
+    if (const v1::SuiteSpec* s = PlanEntryOf(data, t)) return EntryLabel(s->name(), s->suite());
+    return EntryLabel(t.name(), t.suite());
+  }
+  return suite;
+}
+
+// The plan's busbw floor for an op (collective_judge.cc FloorFor: most
+// specific key first). 0 when the plan sets none.
+double BusbwFloor(const v1::Plan& plan, const std::string& op, bool one_node, std::string* key) {
+  const auto& metrics = plan.expect().metrics();
+  const std::string base = absl::StrCat("busbw_gbps.", op);
+  for (const std::string& k :
+       {base + (one_node ? ".node" : ".multinode"), base, std::string("busbw_gbps")}) {
+    auto it = metrics.find(k);
+    if (it != metrics.end()) {
+      *key = k;
+      return it->second;
+    }
+  }
+  return 0;
+}
+
+struct PerSubjectAcc {
+  v1::Chart chart;
+  std::vector<v1::ChartValue> values;
+  std::set<std::string> models;
+};
+
+struct SeriesAcc {
+  v1::Chart chart;
+  std::map<std::string, Line> lines;
+};
+
+void GridFromReasons(const RunData& data, v1::Scorecard* card) {
+  // Measured: a record evaluated something for this node and category.
+  std::map<std::string, std::set<std::string>> measured;  // category -> nodes
+  for (const auto& rec : data.records) {
+    const auto& r = rec.record();
+    const std::string node = RecordNode(rec);
+    if (node.empty()) continue;
+    if (r.has_measurement()) {
+      measured[MeasurementCategory(r.measurement(), rec.suite())].insert(node);
+    } else if (r.has_finding() && !r.finding().not_measured()) {
+      measured[FindingCategory(r.finding())].insert(node);
+    }
+  }
+  for (const auto& n : card->nodes()) {
+    v1::NodeCategorySummary* g = card->add_node_grid();
+    g->set_node(n.node());
+    for (const auto& c : card->categories()) {
+      // The node's reasons are "<Category> <outcome>: ..." (scorecard.cc).
+      int worst = 0;  // 0 none, 1 not measured, 2 warn, 3 fail, 4 critical
+      for (const auto& r : n.reasons()) {
+        if (!absl::StartsWith(r, c.name() + " ")) continue;
+        const std::string rest = r.substr(c.name().size() + 1);
+        if (absl::StartsWith(rest, "critical:")) {
+          worst = std::max(worst, 4);
+        } else if (absl::StartsWith(rest, "fail:")) {
+          worst = std::max(worst, 3);
+        } else if (absl::StartsWith(rest, "warn:")) {
+          worst = std::max(worst, 2);
+        } else if (absl::StartsWith(rest, "not measured:")) {
+          worst = std::max(worst, 1);
+        }
+      }
+      const bool m = measured[c.name()].count(n.node()) > 0;
+      std::string o = worst == 4   ? "critical"
+                      : worst == 3 ? "fail"
+                      : worst == 2 ? "warn"
+                      : worst == 1 ? (m ? "partial" : "not_measured")
+                      : m          ? "pass"
+                                   : "not_measured";
+      g->add_outcomes(o);
+    }
+  }
+}
+
+}  // namespace
+
+void BuildCharts(const RunData& data, v1::Scorecard* card) {
+  const std::set<std::string> simulated_tasks = SimulatedTasks(data);
+  std::map<std::string, PerSubjectAcc> per_subject;  // by chart id
+  std::map<std::string, SeriesAcc> series;
+  // Connectivity: src -> dst -> rtt (or unreachable).
+  std::map<std::string, std::map<std::string, std::pair<double, bool>>> rtt;
+  bool rtt_simulated = false;
+  std::map<std::string, std::string> entry_names;  // task id -> plan entry (EntryName)
+
+  auto subject_chart = [&](const std::string& id, const std::string& title,
+                           const std::string& unit, const std::string& better,
+                           const std::string& section) -> PerSubjectAcc& {
+    PerSubjectAcc& a = per_subject[id];
+    if (a.chart.id().empty()) {
+      a.chart.set_id(id);
+      a.chart.set_title(title);
+      a.chart.set_unit(unit);
+      a.chart.set_better(better);
+      a.chart.set_section(section);
+    }
+    return a;
+  };
+
+  for (const auto& rec : data.records) {
+    const auto& r = rec.record();
+    const std::string node = RecordNode(rec);
+    if (r.has_measurement()) {
+      const v1::Measurement& m = r.measurement();
+      const std::string& metric = m.metric();
+      if (metric == "gemm_tflops") {
+        const std::string dtype = LabelValue(m, "dtype");
+        const std::string shape = absl::StrCat(LabelValue(m, "m"), "x", LabelValue(m, "n"), "x",
+                                               LabelValue(m, "k"));
+        std::string id = absl::StrCat("gemm:", dtype, " ", shape);
+        if (!LabelValue(m, "fp8_fast_accum").empty()) {
+          absl::StrAppend(&id, " fast_accum=", LabelValue(m, "fp8_fast_accum"));
+        }
+        const bool cpu = LabelValue(m, "backend") == "cpu";
+        PerSubjectAcc& a = subject_chart(
+            id, absl::StrCat("GEMM ", dtype, " ", shape, cpu ? " per node (CPU)" : " per GPU"),
+            "TFLOP/s", "higher", "Compute");
+        v1::ChartValue v;
+        v.set_subject(Subject(node, m));
+        v.set_node(node);
+        v.set_value(m.value());
+        a.values.push_back(std::move(v));
+        if (m.simulated()) a.chart.set_simulated(true);
+        if (!cpu) {
+          if (auto it = data.inventories.find(node); it != data.inventories.end()) {
+            a.models.insert(it->second.gpu_model());
+          }
+        }
+        a.chart.set_x_label(dtype);  // the peak's dtype, read below
+      } else if (metric == "memory_bandwidth_gbps") {
+        const std::string test = LabelValue(m, "test");
+        const std::string gpu = LabelValue(m, "gpu");
+        if (test == "p2p" || gpu == "all" || test.empty()) continue;  // pairs and aggregates
+        const bool pcie = absl::StartsWith(test, "h2d") || absl::StartsWith(test, "d2h");
+        PerSubjectAcc& a = subject_chart(
+            absl::StrCat("memory:", test),
+            absl::StrCat(pcie ? "PCIe copy " : "Memory ", test, " per GPU"), "GB/s", "higher",
+            "Compute");
+        v1::ChartValue v;
+        v.set_subject(Subject(node, m));
+        v.set_node(node);
+        v.set_value(m.value());
+        a.values.push_back(std::move(v));
+        if (m.simulated()) a.chart.set_simulated(true);
+      } else if (metric == "storage_bandwidth_mbps" && LabelValue(m, "job") == "all") {
+        const std::string pattern = LabelValue(m, "pattern");
+        const std::string op = LabelValue(m, "op");
+        PerSubjectAcc& a = subject_chart(
+            absl::StrCat("storage:", pattern, " ", op),
+            absl::StrCat("Storage ", pattern, " (", op, ") per node"), "MB/s", "higher",
+            "Storage");
+        v1::ChartValue v;
+        v.set_subject(node);
+        v.set_node(node);
+        v.set_value(m.value());
+        a.values.push_back(std::move(v));
+        if (m.simulated()) a.chart.set_simulated(true);
+      } else if (metric == "busbw_gbps" && LabelValue(m, "soak") != "true") {
+        double size = 0;
+        if (!absl::SimpleAtod(LabelValue(m, "size_bytes"), &size) || size <= 0) continue;
+        const std::string op = LabelValue(m, "op");
+        auto [e, fresh] = entry_names.try_emplace(rec.task_id());
+        if (fresh) e->second = EntryName(data, rec.task_id(), rec.suite());
+        const std::string& entry = e->second;
+        SeriesAcc& a = series[absl::StrCat("busbw:", entry, " (", op, ")")];
+        if (a.chart.id().empty()) {
+          a.chart.set_id(absl::StrCat("busbw:", entry, " (", op, ")"));
+          a.chart.set_title(absl::StrCat("Bus bandwidth ", op, " (", entry, ")"));
+          a.chart.set_unit("GB/s");
+          a.chart.set_x_label("message size (bytes)");
+          a.chart.set_x_log(true);
+          a.chart.set_better("higher");
+          a.chart.set_section("Networking");
+          const std::string nodes_label = LabelValue(m, "nodes");
+          std::string key;
+          const double floor =
+              BusbwFloor(data.plan, op, SplitNodes(nodes_label).size() <= 1, &key);
+          if (floor > 0) {
+            a.chart.set_reference(floor);
+            a.chart.set_reference_label(absl::StrCat("plan floor ", key));
+          }
+        }
+        std::string name = LabelValue(m, "nodes");
+        if (name.empty()) name = node;
+        absl::StrAppend(&name, " ", LabelValue(m, "dtype"),
+                        LabelValue(m, "placement") == "in" ? " in-place" : "");
+        Line& l = a.lines[name];
+        l.name = name;
+        l.node = node;
+        l.points.emplace_back(size, m.value());
+        if (m.simulated()) a.chart.set_simulated(true);
+      } else if ((metric == "rtt_ms" || metric == "reachable") && rec.suite() == "connectivity") {
+        const std::string src = LabelValue(m, "src").empty() ? node : LabelValue(m, "src");
+        const std::string dst = LabelValue(m, "dst");
+        if (dst.empty()) continue;
+        auto& cell = rtt[src][dst];
+        if (metric == "rtt_ms") cell.first = m.value();
+        if (metric == "reachable" && m.value() == 0) cell.second = true;
+        if (m.simulated()) rtt_simulated = true;
+      }
+    } else if (r.has_sample()) {
+      const v1::Sample& s = r.sample();
+      static const std::map<std::string, std::pair<std::string, std::string>> kBurnin = {
+          // metric -> title, better
+          {"gpu_sm_clock_mhz", {"GPU SM clock over time", "higher"}},
+          {"gpu_temperature_c", {"GPU temperature over time", "lower"}},
+          {"gpu_power_w", {"GPU power over time", ""}},
+          {"burnin_gflops", {"CPU burn-in throughput over time", "higher"}},
+          {"cpu_freq_mhz", {"CPU frequency over time", "higher"}},
+          {"temperature_c", {"Host temperature over time", "lower"}},
+      };
+      auto kb = kBurnin.find(s.metric());
+      if (kb == kBurnin.end()) continue;
+      const std::string suite = s.suite().empty() ? rec.suite() : s.suite();
+      if (suite != "burnin") continue;
+      SeriesAcc& a = series[absl::StrCat("burnin:", s.metric())];
+      if (a.chart.id().empty()) {
+        a.chart.set_id(absl::StrCat("burnin:", s.metric()));
+        a.chart.set_title(kb->second.first);
+        a.chart.set_unit(s.unit());
+        a.chart.set_x_label("seconds since the burn-in began");
+        a.chart.set_better(kb->second.second);
+        a.chart.set_section("Reliability");
+      }
+      std::string name = node;
+      if (const std::string gpu = LabelValue(s.labels(), "gpu"); !gpu.empty()) {
+        absl::StrAppend(&name, " gpu:", gpu);
+      } else if (const std::string sensor = LabelValue(s.labels(), "sensor"); !sensor.empty()) {
+        absl::StrAppend(&name, " ", sensor);
+      }
+      Line& l = a.lines[name];
+      l.name = name;
+      l.node = node;
+      // x is made relative once every sample is in (below); keep the raw time.
+      l.points.emplace_back(static_cast<double>(s.time_unix_ns()), s.value());
+      if (simulated_tasks.count(rec.task_id())) a.chart.set_simulated(true);
+    }
+  }
+
+  std::vector<v1::Chart> charts;
+  for (auto& [id, a] : per_subject) {
+    if (a.values.empty()) continue;
+    if (absl::StartsWith(id, "gemm:") && a.models.size() == 1) {
+      if (auto spec = FindGpuSpec(*a.models.begin())) {
+        const double peak = PeakTflops(*spec, a.chart.x_label());
+        if (peak > 0) {
+          a.chart.set_reference(peak);
+          a.chart.set_reference_label(
+              absl::StrCat("datasheet peak ", spec->name, " ", a.chart.x_label(), " dense"));
+        }
+      }
+    }
+    a.chart.clear_x_label();
+    if (absl::StartsWith(id, "storage:")) {
+      double sum = 0;
+      for (const auto& v : a.values) sum += v.value();
+      a.chart.set_note(absl::StrCat("aggregate ", FormatValue(sum, "MB/s"), " over ",
+                                    a.values.size(), " node", a.values.size() == 1 ? "" : "s"));
+    }
+    const std::string agg_note = a.chart.note();
+    FinishPerSubject(std::move(a.values), &a.chart);
+    if (!agg_note.empty() && a.chart.note() != agg_note) {
+      a.chart.set_note(a.chart.note().empty() ? agg_note
+                                              : absl::StrCat(agg_note, "; ", a.chart.note()));
+    }
+    charts.push_back(std::move(a.chart));
+  }
+  for (auto& [id, a] : series) {
+    std::vector<Line> lines;
+    for (auto& [name, l] : a.lines) {
+      if (absl::StartsWith(id, "burnin:")) {
+        double t0 = 0;
+        bool first = true;
+        for (const auto& p : l.points) {
+          if (first || p.first < t0) t0 = p.first;
+          first = false;
+        }
+        for (auto& p : l.points) p.first = (p.first - t0) / 1e9;
+      }
+      lines.push_back(std::move(l));
+    }
+    if (lines.empty()) continue;
+    FinishSeries(std::move(lines), &a.chart);
+    charts.push_back(std::move(a.chart));
+  }
+  if (!rtt.empty()) {
+    std::set<std::string> names;
+    for (const auto& [src, row] : rtt) {
+      names.insert(src);
+      for (const auto& [dst, cell] : row) names.insert(dst);
+    }
+    v1::Chart c;
+    c.set_better("lower");
+    c.set_unit("ms");
+    c.set_section("Networking");
+    c.set_simulated(rtt_simulated);
+    if (names.size() <= kMaxHeatmapNodes) {
+      c.set_id("connectivity:rtt");
+      c.set_kind("heatmap");
+      c.set_title("Connectivity: round-trip time, source (row) to destination (column)");
+      std::vector<double> xs;
+      for (const auto& [src, row] : rtt) {
+        for (const auto& [dst, cell] : row) {
+          v1::ChartCell* k = c.add_cells();
+          k->set_row(src);
+          k->set_col(dst);
+          k->set_value(cell.first);
+          k->set_state(cell.second ? "unreachable" : "ok");
+          if (!cell.second) xs.push_back(cell.first);
+        }
+      }
+      SetStats(ComputeFleetStats(xs), c.mutable_stats());
+      c.set_subjects(static_cast<int32_t>(names.size()));
+    } else {
+      c.set_id("connectivity:rtt");
+      c.set_title("Connectivity: median round-trip time from each node");
+      std::vector<v1::ChartValue> values;
+      size_t unreachable = 0;
+      for (const auto& [src, row] : rtt) {
+        std::vector<double> xs;
+        for (const auto& [dst, cell] : row) {
+          if (cell.second) {
+            ++unreachable;
+          } else {
+            xs.push_back(cell.first);
+          }
+        }
+        if (xs.empty()) continue;
+        v1::ChartValue v;
+        v.set_subject(src);
+        v.set_node(src);
+        v.set_value(ComputeFleetStats(xs).median);
+        values.push_back(std::move(v));
+      }
+      FinishPerSubject(std::move(values), &c);
+      c.set_note(absl::StrCat(names.size(), " nodes: too many for a matrix; ", unreachable,
+                              " unreachable pair", unreachable == 1 ? "" : "s",
+                              c.note().empty() ? "" : "; ", c.note()));
+    }
+    charts.push_back(std::move(c));
+  }
+  // The scorecard's section order, then the id.
+  auto section_rank = [](const std::string& s) {
+    const auto& names = CategoryNames();
+    return std::find(names.begin(), names.end(), s) - names.begin();
+  };
+  std::stable_sort(charts.begin(), charts.end(), [&](const auto& a, const auto& b) {
+    if (section_rank(a.section()) != section_rank(b.section())) {
+      return section_rank(a.section()) < section_rank(b.section());
+    }
+    return NaturalLess(a.id(), b.id());
+  });
+  for (auto& c : charts) *card->add_charts() = std::move(c);
+
+  // What was not drawn, for the families a reader looks for.
+  struct Family {
+    const char* prefix;
+    const char* what;
+    const char* metric;
+  };
+  static const Family kFamilies[] = {
+      {"gemm:", "GEMM TFLOP/s per GPU", "gemm_tflops"},
+      {"memory:", "Memory and PCIe copies per GPU", "memory_bandwidth_gbps"},
+      {"busbw:", "Bus bandwidth against message size", "busbw_gbps"},
+      {"connectivity:", "Connectivity matrix", "rtt_ms"},
+      {"storage:", "Storage per pattern per node", "storage_bandwidth_mbps (job=all)"},
+      {"burnin:", "Burn-in clocks, temperature and power over time", "burn-in Samples"},
+  };
+  for (const auto& f : kFamilies) {
+    bool any = false;
+    for (const auto& c : card->charts()) any = any || absl::StartsWith(c.id(), f.prefix);
+    if (!any) {
+      card->add_charts_not_measured(
+          absl::StrCat(f.what, ": not measured (no ", f.metric, " in this run)"));
+    }
+  }
+  GridFromReasons(data, card);
+}
+
+}  // namespace cmax::reports
