@@ -172,7 +172,7 @@ int RunProgress::Finish(bool ended, const v1::GetRunResponse* final) {
   const TaskCounts counts = CountTasks(tasks);
   absl::FPrintF(out_, "%s\n", SummaryLine(run_, counts));
   if (!run_.report_dir().empty()) {
-    absl::FPrintF(out_, "scorecard: %s/scorecard.html (also .md, .json)\n", run_.report_dir());
+    absl::FPrintF(out_, "scorecard: %s/scorecard.html (also .md, .json, .xml)\n", run_.report_dir());
   }
   std::fflush(out_);
   return RunExitCode(run_, counts, ended);
