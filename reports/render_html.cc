@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "reports/cost.h"
 #include "reports/judge_util.h"
 #include "reports/scorecard.h"
 
@@ -298,6 +299,7 @@ std::string RenderHtml(const v1::Scorecard& card) {
                   "</style>\n</head>\n<body>\n");
   Header(card, &out);
   Categories(card, &out);
+  out += RenderCostHtml(card);  // cost section (reports/cost.h)
   Nodes(card, &out);
   BarrierStarts(card, &out);
   Rules(card, &out);
