@@ -1,5 +1,7 @@
 #include "common/plan_parser.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -110,6 +112,11 @@ class Parser {
     if (path.front() != '/') {
       const size_t slash = source_.rfind('/');
       if (slash != std::string::npos) path = absl::StrCat(source_.substr(0, slash + 1), name);
+    }
+    // A regular file only: a FIFO or a device could block or never end.
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return Error(node, absl::StrCat("baseline '", name, "': ", path, " is not a regular file"));
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) {

@@ -51,6 +51,13 @@ TEST_CASE("a bad or missing baseline file is a plan error with file, line and co
                    "/nope.json") != std::string::npos);
     CHECK(msg.find("cmaxctl baseline save") != std::string::npos);
   }
+  SECTION("not a regular file") {
+    cmax::testing::WriteFileWithMode(plan_path, PlanWith("baseline: /dev/null\n"), 0644);
+    auto plan = LoadPlanFile(plan_path);
+    REQUIRE_FALSE(plan.ok());
+    CHECK(std::string(plan.status().message()).find("/dev/null is not a regular file") !=
+          std::string::npos);
+  }
   SECTION("not JSON") {
     cmax::testing::WriteFileWithMode(dir.path + "/bad.json", "name: not json\n", 0644);
     cmax::testing::WriteFileWithMode(plan_path, PlanWith("baseline: bad.json\n"), 0644);

@@ -83,8 +83,9 @@ TEST_CASE("compare names the slowed node's figures and a baseline run flags it",
     if (ch.metric() != "transfer_mbps") continue;
     const bool involves = Label(ch.labels(), "dst") == slowed || ch.node() == slowed;
     if (involves && ch.direction() == "regressed" && ch.change_pct() < -50) ++slowed_regressions;
-    // A halving that does not involve node-2 would be blamed on the wrong node.
-    if (ch.change_pct() < -50) CHECK(involves);
+    // A drop of 90% comes from the 20 Mbit/s limit (bridge transfers run at
+    // Gbit/s); one that does not involve node-2 would blame the wrong node.
+    if (ch.change_pct() < -90) CHECK(involves);
   }
   // node-0 -> node-2 and node-1 -> node-2 at least.
   CHECK(slowed_regressions >= 2);
@@ -109,6 +110,20 @@ TEST_CASE("compare names the slowed node's figures and a baseline run flags it",
   auto same = c.Ctl({"compare", "--files", c.dir() + "/a.json", c.dir() + "/a.json"});
   CHECK(same.exit.code == 0);
 
+  // The two exported scorecards in a league table: CPU-only runs are not
+  // rated and have no BF16 figure, so the price buys "not measured".
+  auto rank = c.Ctl({"rank", c.dir() + "/a.json", c.dir() + "/b.json", "--name",
+                     c.dir() + "/b.json=slowed", "--price", "a=2.49", "--format", "md"});
+  INFO(rank.out << rank.err);
+  CHECK(rank.exit.code == 0);
+  CHECK(absl::StrContains(rank.out, "| not rated |"));
+  CHECK(absl::StrContains(rank.out, "slowed"));
+  CHECK(absl::StrContains(rank.out, "| not measured |"));
+  CHECK(absl::StrContains(rank.out, "## Rules"));
+  auto bad_price = c.Ctl({"rank", c.dir() + "/a.json", "--price", "nosuch=1"});
+  CHECK(bad_price.exit.code == 2);
+  CHECK(absl::StrContains(bad_price.err, "nosuch"));
+
   // Baseline of the first run; a third run (still slowed) judged against it.
   auto saved = c.Ctl({"baseline", "save", run_a, "-o", c.dir() + "/base.json"});
   INFO(saved.out << saved.err);
@@ -119,13 +134,17 @@ TEST_CASE("compare names the slowed node's figures and a baseline run flags it",
   const std::string run_c = RunPlan(c, with_baseline);
   const cmax::v1::Scorecard card = ReportCard(c, run_c);
   CHECK(absl::StrContains(card.baseline(), "run " + run_a));
+  // Transfers are what the limit slows: every transfer regression names
+  // node-2 (as the record's node or the peer). Round trips of 20-50 us on a
+  // shared machine move by more than 50% on their own, so they are not
+  // asserted here.
   int flagged = 0;
   for (const auto& cat : card.categories()) {
     for (const auto& r : cat.rules()) {
       if (r.rule_id() != "baseline.regression") continue;
       INFO(r.message());
       CHECK(r.outcome() == "warn");
-      // Every regression names node-2: as the record's node or as the peer.
+      if (!absl::StrContains(r.subject(), "transfer_mbps")) continue;
       CHECK((r.node() == slowed || absl::StrContains(r.subject(), "dst=" + slowed)));
       ++flagged;
     }
@@ -135,7 +154,7 @@ TEST_CASE("compare names the slowed node's figures and a baseline run flags it",
   for (const auto& n : card.nodes()) {
     for (const auto& reason : n.reasons()) {
       if (absl::StrContains(reason, "against the baseline") &&
-          absl::StrContains(reason, "dst=" + slowed)) {
+          absl::StrContains(reason, "transfer_mbps (dst=" + slowed)) {
         warned = true;
         CHECK(n.verdict() != "pass");
       }
