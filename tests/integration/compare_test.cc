@@ -128,9 +128,10 @@ TEST_CASE("compare names the slowed node's figures and a baseline run flags it",
   auto saved = c.Ctl({"baseline", "save", run_a, "-o", c.dir() + "/base.json"});
   INFO(saved.out << saved.err);
   REQUIRE(saved.exit.code == 0);
-  // Bridge transfers are noisy: a 50% tolerance keeps only the slowed link.
+  // Bridge transfers at Gbit/s halve under load on their own; the 20 Mbit/s
+  // limit makes them 99% worse: a 90% tolerance keeps only the slowed link.
   const std::string with_baseline = c.WritePlan(
-      "rkbase", std::string(kPlan) + "baseline: base.json\nbaseline_tolerance: 0.5\n");
+      "rkbase", std::string(kPlan) + "baseline: base.json\nbaseline_tolerance: 0.9\n");
   const std::string run_c = RunPlan(c, with_baseline);
   const cmax::v1::Scorecard card = ReportCard(c, run_c);
   CHECK(absl::StrContains(card.baseline(), "run " + run_a));
