@@ -94,3 +94,31 @@ TEST_CASE("a bad or missing baseline file is a plan error with file, line and co
 }
 
 }  // namespace
+
+TEST_CASE("plans from the wire: baseline and price limits", "[plan]") {
+  auto plan = cmax::ParsePlan(PlanWith(""), "p.yaml");
+  REQUIRE(plan.ok());
+  SECTION("an embedded baseline larger than a plan may be is its own limit") {
+    auto* b = plan->mutable_baseline();
+    b->set_run_id("r");
+    // About 1.5 MiB of values: over kMaxPlanBytes, under kMaxBaselineBytes.
+    for (int i = 0; i < 20000; ++i) {
+      auto* v = b->add_values();
+      v->set_entry("connectivity");
+      v->set_node("node-" + std::to_string(i));
+      v->set_metric("transfer_mbps_with_a_long_name_to_fill_bytes");
+      v->set_value(i);
+    }
+    REQUIRE(b->ByteSizeLong() > cmax::kMaxPlanBytes);
+    CHECK(cmax::ValidatePlan(*plan).ok());
+  }
+  SECTION("tolerance and price out of range") {
+    plan->set_baseline_tolerance(1.5);
+    CHECK(std::string(cmax::ValidatePlan(*plan).message()).find("baseline_tolerance") !=
+          std::string::npos);
+    plan->set_baseline_tolerance(0);
+    plan->set_price_per_gpu_hour(-2);
+    CHECK(std::string(cmax::ValidatePlan(*plan).message()).find("price_per_gpu_hour") !=
+          std::string::npos);
+  }
+}
