@@ -159,3 +159,23 @@ TEST_CASE("a metric run B lacks is listed as not measured there, never as a chan
 
 }  // namespace
 }  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+TEST_CASE("a metric whose better direction is unknown is changed, not a regression",
+          "[compare]") {
+  RunData after = testing::GpuRun();
+  testing::SetMetric(&after, "node-1", "memory_total_gib", 1500);  // from 2015.6 GiB
+  const Comparison c = CompareScorecards(BuildScorecard(testing::GpuRun()), BuildScorecard(after));
+  const v1::CompareChange* mem = Moved(c, "node-1", "memory_total_gib");
+  REQUIRE(mem != nullptr);
+  CHECK(mem->direction() == "changed");
+  CHECK(mem->better().empty());
+  CHECK(mem->change_pct() == Approx((1500 - 2015.6) / 2015.6 * 100));
+  CHECK(c.regressions() == 0);
+  CHECK(RenderCompareText(c).find("better direction unknown") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmax::reports
