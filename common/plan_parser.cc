@@ -1,5 +1,9 @@
 #include "common/plan_parser.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -9,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/suite_catalog.h"
+#include "google/protobuf/util/json_util.h"
 #include "re2/re2.h"
 #include "yaml-cpp/yaml.h"
 
@@ -94,6 +99,52 @@ class Parser {
         }
       }
     }
+    return absl::OkStatus();
+  }
+
+  // `baseline: FILE`: a file written by `cmaxctl baseline save`, relative to
+  // the plan file's folder, read and embedded (the coordinator never reads
+  // the client's disk).
+  absl::Status ParseBaseline(const YAML::Node& node, v1::Plan* plan) const {
+    CMAX_ASSIGN_OR_RETURN(std::string name, Scalar(node, "baseline"));
+    if (name.empty()) return Error(node, "baseline needs a file name");
+    std::string path = name;
+    if (path.front() != '/') {
+      const size_t slash = source_.rfind('/');
+      if (slash != std::string::npos) path = absl::StrCat(source_.substr(0, slash + 1), name);
+    }
+    // A regular file only: a FIFO or a device could block or never end.
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return Error(node, absl::StrCat("baseline '", name, "': ", path, " is not a regular file"));
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return Error(node, absl::StrCat("baseline '", name, "': cannot open ", path, ": ",
+                                      std::strerror(errno),
+                                      " (write one with cmaxctl baseline save RUN -o FILE)"));
+    }
+    std::string text(kMaxBaselineBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxBaselineBytes) {
+      return Error(node, absl::StrCat("baseline '", path, "' is larger than ", kMaxBaselineBytes,
+                                      " bytes"));
+    }
+    v1::BaselineFile b;
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    if (auto st = google::protobuf::util::JsonStringToMessage(text, &b, options); !st.ok()) {
+      return Error(node, absl::StrCat("baseline '", path, "' is not a cmax baseline file: ",
+                                      std::string(st.message())));
+    }
+    if (b.run_id().empty() || b.values().empty()) {
+      return Error(node, absl::StrCat("baseline '", path,
+                                      "' has no run_id or no values (write one with cmaxctl "
+                                      "baseline save RUN -o FILE)"));
+    }
+    b.set_source(name);
+    *plan->mutable_baseline() = std::move(b);
     return absl::OkStatus();
   }
 
@@ -243,8 +294,10 @@ class Parser {
     }
     if (!root || root.IsNull()) return absl::InvalidArgumentError(source_ + ": empty plan");
     try {
-      CMAX_RETURN_IF_ERROR(
-          CheckKeys(root, {"name", "description", "expect", "suites"}, "the plan"));
+      CMAX_RETURN_IF_ERROR(CheckKeys(root,
+                                     {"name", "description", "expect", "suites", "baseline",
+                                      "baseline_tolerance", "price_per_gpu_hour"},
+                                     "the plan"));
       v1::Plan plan;
       plan.set_source(source_);
       if (!root["name"]) return Error(root, "the plan needs a 'name'");
@@ -255,6 +308,24 @@ class Parser {
         plan.set_description(d);
       }
       if (root["expect"]) CMAX_RETURN_IF_ERROR(ParseExpect(root["expect"], plan.mutable_expect()));
+      if (root["baseline"]) CMAX_RETURN_IF_ERROR(ParseBaseline(root["baseline"], &plan));
+      if (root["baseline_tolerance"]) {
+        CMAX_ASSIGN_OR_RETURN(double t, Number(root["baseline_tolerance"], "baseline_tolerance"));
+        if (!(t > 0 && t < 1)) {
+          return Error(root["baseline_tolerance"],
+                       "baseline_tolerance must be a fraction in (0, 1), e.g. 0.05 for 5%");
+        }
+        if (!root["baseline"]) return Error(root["baseline_tolerance"], "baseline_tolerance needs a baseline");
+        plan.set_baseline_tolerance(t);
+      }
+      if (root["price_per_gpu_hour"]) {
+        CMAX_ASSIGN_OR_RETURN(double p, Number(root["price_per_gpu_hour"], "price_per_gpu_hour"));
+        if (!(p > 0 && p <= 1e6)) {
+          return Error(root["price_per_gpu_hour"],
+                       "price_per_gpu_hour must be a positive number of USD, e.g. 2.49");
+        }
+        plan.set_price_per_gpu_hour(p);
+      }
       const YAML::Node suites = root["suites"];
       if (!suites) return Error(root, "the plan needs 'suites'");
       if (!suites.IsSequence() || suites.size() == 0) {
@@ -308,9 +379,21 @@ absl::StatusOr<v1::Plan> LoadPlanFile(const std::string& path) {
 absl::Status ValidatePlan(const v1::Plan& plan) {
   // The same limits the YAML parser applies, for plans that come over the
   // wire (SubmitRun) without passing through it.
-  if (plan.ByteSizeLong() > kMaxPlanBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("plan of ", plan.ByteSizeLong(),
+  // The embedded baseline has a limit of its own (it is data, not plan).
+  const size_t baseline_bytes = plan.has_baseline() ? plan.baseline().ByteSizeLong() : 0;
+  if (plan.ByteSizeLong() - baseline_bytes > kMaxPlanBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("plan of ", plan.ByteSizeLong() - baseline_bytes,
                                                    " bytes exceeds ", kMaxPlanBytes));
+  }
+  if (baseline_bytes > kMaxBaselineBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("baseline of ", baseline_bytes,
+                                                   " bytes exceeds ", kMaxBaselineBytes));
+  }
+  if (plan.baseline_tolerance() < 0 || plan.baseline_tolerance() >= 1) {
+    return absl::InvalidArgumentError("baseline_tolerance must be in [0, 1)");
+  }
+  if (plan.price_per_gpu_hour() < 0 || plan.price_per_gpu_hour() > 1e6) {
+    return absl::InvalidArgumentError("price_per_gpu_hour must be in [0, 1000000]");
   }
   if (plan.name().empty()) return absl::InvalidArgumentError("plan has no name");
   if (plan.suites().empty()) return absl::InvalidArgumentError("plan has no suites");

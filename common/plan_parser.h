@@ -17,6 +17,10 @@
 //       ranks_per_node: N | gpus      (gang)
 //       launcher: agents | mpirun     (gang)
 //       env: {VAR: VALUE}             (allow-listed)
+//   baseline: FILE                    (cmaxctl baseline save; relative to the
+//                                      plan file; read and embedded)
+//   baseline_tolerance: 0.05          (needs baseline; default 0.05)
+//   price_per_gpu_hour: 2.49          (USD; the scorecard's cost figures)
 #ifndef CMAX_COMMON_PLAN_PARSER_H_
 #define CMAX_COMMON_PLAN_PARSER_H_
 
@@ -29,6 +33,9 @@ namespace cmax {
 
 // Largest plan file accepted.
 inline constexpr size_t kMaxPlanBytes = 1 << 20;
+// Largest baseline file (JSON) a plan may embed; the coordinator accepts
+// messages up to 16 MiB.
+inline constexpr size_t kMaxBaselineBytes = 8 << 20;
 
 // Parses YAML text. `source` names the file in errors. INVALID_ARGUMENT with
 // "source:line:col: message" on any problem.

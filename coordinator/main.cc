@@ -23,6 +23,7 @@
 #include "coordinator/core.h"
 #include "coordinator/service.h"
 #include "coordinator/web/web_server.h"
+#include "reports/compare.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -236,6 +237,12 @@ int main(int argc, char** argv) {
     wo.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
     wo.tls_key_file = absl::GetFlag(FLAGS_tls_key);
     wo.report_root = absl::StrCat(data_dir, "/reports");
+    // /compare?a=&b=: the comparison `cmaxctl compare` makes, at its default
+    // threshold (5%).
+    wo.compare_page = [](const cmax::v1::Scorecard& a,
+                         const cmax::v1::Scorecard& b) -> absl::StatusOr<std::string> {
+      return cmax::reports::RenderCompareHtml(cmax::reports::CompareScorecards(a, b));
+    };
     auto started = cmax::coordinator::web::WebServer::Start(
         std::move(wo), cmax::coordinator::web::MakeCoreWebSource(core->get(), absl::Seconds(5)));
     if (!started.ok()) {

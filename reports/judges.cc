@@ -18,6 +18,7 @@ void HealthChangeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void BurninJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out);
+void BaselineJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge> judges = {
@@ -36,6 +37,7 @@ const std::vector<Judge>& AllJudges() {
       &BurninJudge,
       &NvlinkDomainJudge,
       &RdmaJudge,
+      &BaselineJudge,
   };
   return judges;
 }

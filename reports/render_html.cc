@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "reports/html/chart_svg.h"
+#include "reports/cost.h"
 #include "reports/judge_util.h"
 #include "reports/scorecard.h"
 #include "reports/svg.h"
@@ -760,7 +761,7 @@ std::string RenderHtml(const v1::Scorecard& card) {
   Overview(card, &out);
   Categories(card, &out);
   Charts(card, &out);
-  // cost section (reports/cost.h)
+  out += RenderCostHtml(card);  // cost section (reports/cost.h)
   Grid(card, &out);
   Verdicts(card, reasons, &out);
   BarrierStarts(card, &out);

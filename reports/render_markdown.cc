@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "reports/cost.h"
 #include "reports/judge_util.h"
 #include "reports/scorecard.h"
 
@@ -260,6 +261,10 @@ std::string RenderMarkdown(const v1::Scorecard& card) {
   std::string out;
   Header(card, &out);
   Categories(card, &out);
+  if (!card.baseline().empty()) {
+    absl::StrAppend(&out, "Judged against baseline ", Md(card.baseline(), false), ".\n\n");
+  }
+  out += RenderCostMarkdown(card);
   Nodes(card, &out);
   BarrierStarts(card, &out);
   Rules(card, &out);

@@ -15,6 +15,9 @@
 #include "common/time_util.h"
 #include "common/version.h"
 #include "reports/charts.h"
+#include "reports/baseline.h"
+#include "reports/compare.h"
+#include "reports/cost.h"
 #include "reports/coverage.h"
 #include "reports/grading.h"
 #include "reports/judged_view.h"
@@ -475,6 +478,18 @@ v1::Scorecard BuildScorecard(const RunData& input) {
     }
   }
   BuildCharts(data, &card);
+  // For compare, baseline and rank (compare.h, cost.h): every metric key,
+  // the baseline judged against, and the cost figures.
+  size_t summary_dropped = 0;
+  for (auto& m : BuildMetricSummary(data, &summary_dropped)) {
+    *card.add_metric_summary() = std::move(m);
+  }
+  if (summary_dropped > 0) {
+    card.set_metric_summary_note(absl::StrCat("metric_summary keeps ", kMaxSummaryKeys,
+                                              " keys; ", summary_dropped, " more left out"));
+  }
+  card.set_baseline(DescribeBaseline(input.plan));
+  *card.mutable_cost() = ComputeCost(card, input.plan.price_per_gpu_hour(), "plan");
   return card;
 }
 

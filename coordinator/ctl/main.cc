@@ -16,6 +16,7 @@
 #include "common/record_io.h"
 #include "common/time_util.h"
 #include "common/version.h"
+#include "coordinator/ctl/analysis.h"
 #include "coordinator/ctl/client.h"
 #include "coordinator/ctl/progress.h"
 
@@ -40,6 +41,16 @@ commands:
   report RUN [--format json|md|html|junit] [-o FILE]
                                            the run's scorecard
   export RUN [-o FILE]                     every stored record as JSON lines
+  compare RUN_A RUN_B [--threshold PCT] [--format text|json|html] [-o FILE]
+  compare --files A.json B.json [...]      what changed from run A to run B: metrics
+                                           that moved more than PCT% (default 5) per
+                                           entry, node and GPU, findings that appeared
+                                           or cleared, verdicts, tier; exit 0 no
+                                           regression, 1 regressions, 2 usage or input
+  baseline save RUN -o FILE                a baseline file for a plan's 'baseline: FILE'
+  rank SCORECARD.json... [--name FILE=NAME]... [--price NAME_OR_FILE=USD]...
+       [--format text|json|md] [-o FILE]   league table of clusters (rules in
+                                           reports/RULES.md, "Ranking"); no coordinator
 
 defaults: --coordinator from $CMAX_COORDINATOR (else 127.0.0.1:8470),
           --token-file from $CMAX_TOKEN_FILE, else /etc/cmax/token when readable
@@ -53,6 +64,9 @@ exit codes (run, watch), the first that applies:
   4 the run completed without failures but its scorecard is not rated
     (too little was measured for a tier)
   0 otherwise (tasks that could not run, exit 2, are counted apart, not as failures)
+exit codes (compare): 0 no regression, 1 regressions found, 2 usage or unreadable
+  input, 3 coordinator unreachable; (baseline, rank): 0 written, 1 cannot write,
+  2 usage or unreadable input, 3 coordinator unreachable (baseline)
 )";
 
 int Usage(const std::string& error) {
@@ -364,6 +378,10 @@ int main(int argc, char** argv) {
   if (i >= argc) return Usage("no command given");
   std::string command = argv[i];
   std::vector<std::string> args(argv + i + 1, argv + argc);
+  // These read scorecards; rank and compare --files need no coordinator.
+  if (command == "compare") return CmdCompare(options, args);
+  if (command == "baseline") return CmdBaseline(options, args);
+  if (command == "rank") return CmdRank(args);
   auto client = Client::Create(options);
   if (!client.ok()) {
     std::fprintf(stderr, "cmaxctl: %s\n", std::string(client.status().message()).c_str());

@@ -208,6 +208,17 @@ suites:
   CHECK(Slurp(c.dir() + "/card.json") ==
         Slurp(absl::StrCat(c.data_dir(), "/reports/", run_id, "/scorecard.json")));
 
+  // The comparison page (reports/compare.h, wired in coordinator/main.cc):
+  // the run against itself moved nothing.
+  auto cmp = Fetch(c, base + "/compare?a=" + run_id + "&b=" + run_id, c.token_file(),
+                   c.dir() + "/compare.html");
+  CHECK(absl::StartsWith(cmp, "200\n"));
+  const std::string cmp_html = Slurp(c.dir() + "/compare.html");
+  CHECK(cmp_html.find("<title>cmax compare " + run_id + " vs " + run_id) != std::string::npos);
+  CHECK(absl::StartsWith(Fetch(c, base + "/compare?a=" + run_id + "&b=" + run_id, "-",
+                               c.dir() + "/compare-anon.html"),
+                         "401\n"));
+
   auto card =
       c.OnHub(Chromium(c.dir() + "/profile-card",
                        {"--virtual-time-budget=5000", "--dump-dom",
