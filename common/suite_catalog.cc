@@ -416,7 +416,7 @@ std::vector<SuiteInfo> MakeCatalog() {
                             .help = "launcher mpirun: interfaces or CIDRs for Open MPI's TCP "
                                     "traffic (btl_tcp_if_include and oob_tcp_if_include)"});
   }
-  // Collectives (benchmarks/collective, benchmarks/cuda/collective_nccl.cc):
+  // Collectives (benchmarks/collective, benchmarks/collective/cuda/collective_nccl.cc):
   // nccl-tests' flags in their long forms (-b/-e/-f/-n/-w/-c/-d are the same
   // options); --backend picks the binary. expect-gdr applies to nccl only.
   c.push_back({
