@@ -613,7 +613,8 @@ absl::Status ValidateParam(const ParamSpec& spec, const std::string& value) {
 }
 
 absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
-    const SuiteInfo& suite, const std::map<std::string, std::string>& params) {
+    const SuiteInfo& suite, const std::map<std::string, std::string>& params,
+    bool check_across) {
   std::vector<std::string> args;
   for (const auto& [name, value] : params) {  // std::map: sorted by name
     // Through a plain reference: clang before 16 cannot capture a structured
@@ -637,7 +638,7 @@ absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
       args.push_back(absl::StrCat("--", name, "=", value));
     }
   }
-  if (suite.check) CMAX_RETURN_IF_ERROR(suite.check(params));
+  if (check_across && suite.check) CMAX_RETURN_IF_ERROR(suite.check(params));
   return args;
 }
 

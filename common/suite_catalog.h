@@ -77,9 +77,13 @@ std::string SuiteBinary(const SuiteInfo& suite, const std::vector<std::string>& 
 absl::Status ValidateParam(const ParamSpec& spec, const std::string& value);
 
 // Validates `params` (unknown ones are errors) and returns the suite's flags
-// ("--name=value", or "--name" for flags), sorted by name.
+// ("--name=value", or "--name" for flags), sorted by name. With
+// `check_across` (the default) the suite's rules across parameters
+// (SuiteInfo::check) apply too; false checks each value alone, for a caller
+// that gives one parameter at a time and then the whole set.
 absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
-    const SuiteInfo& suite, const std::map<std::string, std::string>& params);
+    const SuiteInfo& suite, const std::map<std::string, std::string>& params,
+    bool check_across = true);
 
 // Agent side: every arg must be "--name=value" or "--name" for a declared
 // parameter with a valid value.

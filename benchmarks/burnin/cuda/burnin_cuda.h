@@ -18,7 +18,8 @@ struct BurninOptions {
   std::string dtype_name = "bf16";
   double duration_s = 60;
   int64_t size = 8192;
-  int64_t fault_inject = 0;  // TEST ONLY: corrupt one element at this iteration (0: never)
+  int64_t fault_inject =
+      0;  // TEST ONLY: corrupt one element at this iteration (0: never)
   std::string bug_report = "off";  // on: nvidia-bug-report.sh after a failure
   std::string artifact_dir;        // where its report goes (BugReportDir)
   double hang_timeout_s = 60;      // a batch not done by then is a hang (burnin.gpu_hang)

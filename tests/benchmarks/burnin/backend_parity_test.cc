@@ -24,9 +24,9 @@ namespace {
 using Params = std::map<std::string, std::string>;
 
 // Every combination: each key absent or one of its values.
-std::vector<Params> Combinations(const Params& fixed,
-                                 const std::vector<std::pair<std::string, std::vector<std::string>>>&
-                                     axes) {
+std::vector<Params> Combinations(
+    const Params& fixed,
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& axes) {
   std::vector<Params> out = {fixed};
   for (const auto& [key, values] : axes) {
     std::vector<Params> next;
@@ -103,8 +103,8 @@ void CheckParity(const std::string& suite, const std::vector<Params>& combos,
     auto built = cmax::BuildSuiteArgs(*info, p);
     INFO(suite << " " << absl::StrJoin(RawArgs(p), " ")
                << (built.ok() ? " (catalog accepts)"
-                              : " (catalog refuses: " + std::string(built.status().message()) +
-                                    ")"));
+                              : " (catalog refuses: " +
+                                    std::string(built.status().message()) + ")"));
     CHECK(SuiteAccepts(suite, p, host_extra) == built.ok());
     (built.ok() ? accepted : refused)++;
   }
@@ -118,22 +118,23 @@ void CheckParity(const std::string& suite, const std::vector<Params>& combos,
 TEST_CASE("every burnin combination the catalog accepts its binary accepts, and no other",
           "[catalog]") {
   CheckParity("burnin",
-              Combinations({{"duration", "1"}},
-                           {{"backend", {"cpu", "cuda"}},
-                            {"dtype", {"fp32", "fp64", "bf16"}},
-                            {"threads", {"1"}},
-                            {"gpus", {"0"}},
-                            {"bug-report", {"off"}}}),
+              Combinations({{"duration", "1"}}, {{"backend", {"cpu", "cuda"}},
+                                                 {"dtype", {"fp32", "fp64", "bf16"}},
+                                                 {"threads", {"1"}},
+                                                 {"gpus", {"0"}},
+                                                 {"bug-report", {"off"}}}),
               {"--size=32"});
 }
 
 TEST_CASE("every gemm combination the catalog accepts its binary accepts, and no other",
           "[catalog]") {
-  CheckParity("gemm",
-              Combinations({{"m", "32"}, {"n", "32"}, {"k", "32"}, {"iters", "1"}, {"warmup", "0"}},
-                           {{"backend", {"cuda", "cpu"}},
-                            {"dtype", {"bf16", "fp16", "fp8", "tf32", "fp32", "fp64"}},
-                            {"threads", {"1"}},
-                            {"gpus", {"0"}}}),
-              {});
+  CheckParity(
+      "gemm",
+      Combinations(
+          {{"m", "32"}, {"n", "32"}, {"k", "32"}, {"iters", "1"}, {"warmup", "0"}},
+          {{"backend", {"cuda", "cpu"}},
+           {"dtype", {"bf16", "fp16", "fp8", "tf32", "fp32", "fp64"}},
+           {"threads", {"1"}},
+           {"gpus", {"0"}}}),
+      {});
 }

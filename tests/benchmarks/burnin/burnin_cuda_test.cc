@@ -2,12 +2,13 @@
 // cmax-bench-cuda): its flag parsing and usage errors (the dtype the catalog
 // once let through among them), the no-GPU path, and on a GPU machine a
 // short verified burn-in.
+#include "benchmarks/burnin/cuda/burnin_cuda.h"
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "benchmarks/burnin/cuda/burnin_cuda.h"
 #include "tests/benchmarks/cuda/lib_run.h"
 
 using cmax::bench::CudaBurninArgs;
@@ -51,12 +52,10 @@ TEST_CASE("cuda burnin parses its flags into the run's options", "[cuda_lib]") {
 
 TEST_CASE("cuda burnin refuses bad usage with exit 2 and the reason", "[cuda_lib]") {
   const std::vector<std::vector<std::string>> cases = {
-      {"--dtype=fp64"},       // the cpu backend's dtype
-      {"--backend=cpu"},      // the other binary's backend
-      {"--size=1000"},        // not a multiple of 16
-      {"--duration=0"},
-      {"--bug-report=maybe"},
-      {"--hang-timeout=0.5"},
+      {"--dtype=fp64"},   // the cpu backend's dtype
+      {"--backend=cpu"},  // the other binary's backend
+      {"--size=1000"},    // not a multiple of 16
+      {"--duration=0"},  {"--bug-report=maybe"}, {"--hang-timeout=0.5"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {"burnin", "--jsonl"};
@@ -79,7 +78,8 @@ TEST_CASE("cuda burnin without a GPU writes not measured with the reason", "[cud
     WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
     return;
   }
-  LibRun r = RunSuiteFn(RunCudaBurnin, {"burnin", "--duration=2", "--size=1024", "--jsonl"});
+  LibRun r =
+      RunSuiteFn(RunCudaBurnin, {"burnin", "--duration=2", "--size=1024", "--jsonl"});
   cmax::testing::CheckNotMeasured(r);
 }
 
@@ -89,12 +89,14 @@ TEST_CASE("cuda burnin on a GPU runs, verifies and reports per GPU", "[gpu]") {
     WARN("SKIPPED: no usable GPU (" << why << ")");
     return;
   }
-  LibRun r = RunSuiteFn(RunCudaBurnin,
-                        {"burnin", "--duration=3", "--size=2048", "--gpus=0", "--jsonl"}, 300);
+  LibRun r =
+      RunSuiteFn(RunCudaBurnin,
+                 {"burnin", "--duration=3", "--size=2048", "--gpus=0", "--jsonl"}, 300);
   CHECK(r.exit_code == 0);
   std::map<std::string, double> metrics;
   for (const auto& rec : r.records) {
-    if (rec.has_measurement()) metrics[rec.measurement().metric()] = rec.measurement().value();
+    if (rec.has_measurement())
+      metrics[rec.measurement().metric()] = rec.measurement().value();
   }
   REQUIRE(metrics.count("burnin_tflops_mean") == 1);
   CHECK(metrics["burnin_tflops_mean"] > 0);

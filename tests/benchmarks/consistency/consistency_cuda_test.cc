@@ -1,11 +1,12 @@
 // cmax_consistency_cuda alone (linked into this test, not through
 // cmax-bench-cuda): usage errors, the no-GPU path, and on a GPU machine
 // digests that repeat.
+#include "benchmarks/consistency/cuda/consistency_cuda.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "benchmarks/consistency/cuda/consistency_cuda.h"
 #include "tests/benchmarks/cuda/lib_run.h"
 
 using cmax::bench::RunCudaConsistency;
@@ -25,7 +26,8 @@ TEST_CASE("cuda consistency refuses bad usage with exit 2 and the reason", "[cud
   CHECK_THAT(u.err, Catch::Contains("threads"));
 }
 
-TEST_CASE("cuda consistency without a GPU writes not measured with the reason", "[cuda_lib]") {
+TEST_CASE("cuda consistency without a GPU writes not measured with the reason",
+          "[cuda_lib]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) > 0) {
     WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
@@ -46,7 +48,8 @@ TEST_CASE("cuda consistency digests repeat on one GPU", "[gpu]") {
   CHECK(r.exit_code == 0);
   int digests = 0;
   for (const auto& rec : r.records) {
-    if (rec.has_measurement() && rec.measurement().metric() == "consistency_digest") ++digests;
+    if (rec.has_measurement() && rec.measurement().metric() == "consistency_digest")
+      ++digests;
   }
   CHECK(digests > 0);
 }

@@ -86,8 +86,9 @@ inline int UsableGpusInChild(std::string* why) {
     close(fds[0]);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    std::string msg = e == cudaSuccess ? (n == 0 ? std::string("no device") : std::string())
-                                       : std::string(cudaGetErrorName(e));
+    std::string msg = e == cudaSuccess
+                          ? (n == 0 ? std::string("no device") : std::string())
+                          : std::string(cudaGetErrorName(e));
     std::string line = std::to_string(e == cudaSuccess ? n : 0) + " " + msg;
     (void)!write(fds[1], line.data(), line.size());
     _exit(0);
@@ -96,7 +97,8 @@ inline int UsableGpusInChild(std::string* why) {
   std::string got;
   char buf[256];
   ssize_t k;
-  while ((k = read(fds[0], buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(k));
+  while ((k = read(fds[0], buf, sizeof(buf))) > 0)
+    got.append(buf, static_cast<size_t>(k));
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);

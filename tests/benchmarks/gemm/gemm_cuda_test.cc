@@ -1,11 +1,12 @@
 // cmax_gemm_cuda alone (linked into this test, not through cmax-bench-cuda):
 // its flag parsing and usage errors, the no-GPU path, and on a GPU machine a
 // small verified GEMM.
+#include "benchmarks/gemm/cuda/gemm_cuda.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "benchmarks/gemm/cuda/gemm_cuda.h"
 #include "tests/benchmarks/cuda/lib_run.h"
 
 using cmax::bench::CudaGemmArgs;
@@ -84,7 +85,8 @@ TEST_CASE("cuda gemm without a GPU writes not measured with the reason", "[cuda_
     WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
     return;
   }
-  LibRun r = RunSuiteFn(RunCudaGemm, {"gemm", "--m=256", "--n=256", "--k=256", "--jsonl"});
+  LibRun r =
+      RunSuiteFn(RunCudaGemm, {"gemm", "--m=256", "--n=256", "--k=256", "--jsonl"});
   cmax::testing::CheckNotMeasured(r);
 }
 
@@ -94,8 +96,9 @@ TEST_CASE("cuda gemm on a GPU is measured and verified", "[gpu]") {
     WARN("SKIPPED: no usable GPU (" << why << ")");
     return;
   }
-  LibRun r = RunSuiteFn(RunCudaGemm, {"gemm", "--dtype=fp32", "--m=1024", "--n=1024", "--k=1024",
-                                      "--iters=2", "--warmup=1", "--gpus=0", "--jsonl"},
+  LibRun r = RunSuiteFn(RunCudaGemm,
+                        {"gemm", "--dtype=fp32", "--m=1024", "--n=1024", "--k=1024",
+                         "--iters=2", "--warmup=1", "--gpus=0", "--jsonl"},
                         300);
   CHECK(r.exit_code == 0);
   bool tflops = false;

@@ -1,11 +1,12 @@
 // cmax_memory_cuda alone (linked into this test, not through
 // cmax-bench-cuda): usage errors, the no-GPU path, and on a GPU machine
 // verified device bandwidth.
+#include "benchmarks/memory/cuda/memory_cuda.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "benchmarks/memory/cuda/memory_cuda.h"
 #include "tests/benchmarks/cuda/lib_run.h"
 
 using cmax::bench::RunCudaMemory;
@@ -46,8 +47,9 @@ TEST_CASE("cuda memory measures device bandwidth on one GPU", "[gpu]") {
     WARN("SKIPPED: no usable GPU (" << why << ")");
     return;
   }
-  LibRun r = RunSuiteFn(RunCudaMemory, {"memory", "--size=64M", "--iters=3", "--warmup=1",
-                                        "--tests=d2d,hbm,h2d", "--gpus=0", "--jsonl"},
+  LibRun r = RunSuiteFn(RunCudaMemory,
+                        {"memory", "--size=64M", "--iters=3", "--warmup=1",
+                         "--tests=d2d,hbm,h2d", "--gpus=0", "--jsonl"},
                         300);
   CHECK(r.exit_code == 0);
   int measured = 0;
