@@ -234,8 +234,14 @@ class Parser {
           CMAX_ASSIGN_OR_RETURN(std::string pval, Scalar(p.second, pkey));
           (*out->mutable_params())[pkey] = pval;
           std::map<std::string, std::string> one = {{pkey, pval}};
-          auto args = BuildSuiteArgs(*info, one);
+          // Each value alone here (the error at its own line); the rules
+          // across values (SuiteInfo::check) once all are read, below.
+          auto args = BuildSuiteArgs(*info, one, /*check_across=*/false);
           if (!args.ok()) return Error(p.first, std::string(args.status().message()));
+        }
+        std::map<std::string, std::string> all(out->params().begin(), out->params().end());
+        if (auto args = BuildSuiteArgs(*info, all); !args.ok()) {
+          return Error(v, std::string(args.status().message()));
         }
       } else if (key == "retries") {
         CMAX_ASSIGN_OR_RETURN(int64_t n, Int(v, key, 0, 10));

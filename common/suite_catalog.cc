@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 
 namespace cmax {
 namespace {
@@ -18,6 +19,42 @@ using v1::SCOPE_BARRIER;
 using v1::SCOPE_GANG;
 using v1::SCOPE_NODE;
 using v1::SCOPE_PAIRS;
+
+// A check for a suite whose backends are different binaries with different
+// parsers (SuiteInfo::check): the backend is params["backend"] or
+// `default_backend`; `only` maps a parameter to the one backend whose binary
+// takes it; `dtypes` lists, per backend, the dtype values its binary runs.
+// Each binary's own parser refuses the others (exit 2), so the plan must not
+// be accepted with them.
+std::function<absl::Status(const std::map<std::string, std::string>&)> BackendRule(
+    std::string suite, std::string default_backend, std::map<std::string, std::string> only,
+    std::map<std::string, std::vector<std::string>> dtypes) {
+  return [suite = std::move(suite), default_backend = std::move(default_backend),
+          only = std::move(only),
+          dtypes = std::move(dtypes)](const std::map<std::string, std::string>& params) {
+    auto b = params.find("backend");
+    const std::string backend = b == params.end() ? default_backend : b->second;
+    for (const auto& [param, owner] : only) {
+      if (params.count(param) && owner != backend) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "suite '", suite, "': parameter '", param, "' applies to backend ", owner,
+            " only, and this task's backend is ", backend,
+            b == params.end() ? " (the default)" : ""));
+      }
+    }
+    auto d = params.find("dtype");
+    auto allowed = dtypes.find(backend);
+    if (d != params.end() && allowed != dtypes.end() &&
+        std::find(allowed->second.begin(), allowed->second.end(), d->second) ==
+            allowed->second.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "suite '", suite, "': dtype '", d->second, "' is not run by backend ", backend,
+          b == params.end() ? " (the default)" : "", "; it runs ",
+          absl::StrJoin(allowed->second, ", ")));
+    }
+    return absl::OkStatus();
+  };
+}
 
 std::vector<SuiteInfo> MakeCatalog() {
   std::vector<SuiteInfo> c;
@@ -101,10 +138,11 @@ std::vector<SuiteInfo> MakeCatalog() {
           },
   });
 
-  // GEMM per GPU (cuBLASLt, cmax-bench-cuda) or on the host CPU (OpenBLAS,
-  // cmax-bench): --backend picks the binary (SuiteBinary). gpus applies to
-  // the cuda backend only, threads to the cpu backend only; each binary
-  // refuses the other's flag (exit 2).
+  // GEMM per GPU (cuBLASLt, cmax-bench-cuda gemm: benchmarks/gemm/cuda/) or
+  // on the host CPU (OpenBLAS, cmax-bench gemm): --backend picks the binary
+  // (SuiteBinary). gpus applies to the cuda backend only, threads to the cpu
+  // backend only, and the cpu backend runs fp32 and fp64 only; each binary
+  // refuses the rest (exit 2), so `check` refuses them in the plan.
   c.push_back({
       .name = "gemm",
       .binary = "cmax-bench-cuda",
@@ -136,8 +174,11 @@ std::vector<SuiteInfo> MakeCatalog() {
                .help = "OpenBLAS threads, 0 for all (cpu backend)", .min = 0, .max = 65536},
           },
       .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
+      .check = BackendRule("gemm", "cuda", {{"gpus", "cuda"}, {"threads", "cpu"}},
+                           {{"cpu", {"fp32", "fp64"}}}),
   });
 
+  // GPU memory bandwidth (benchmarks/memory/cuda/): cmax-bench-cuda only.
   c.push_back({
       .name = "memory",
       .binary = "cmax-bench-cuda",
@@ -207,9 +248,12 @@ std::vector<SuiteInfo> MakeCatalog() {
   });
 
   // Burn-in (benchmarks/burnin): sustained verified GEMM. --backend picks the
-  // binary (cmax-bench-cuda burnin for cuda); run by hand, cmax-bench burnin
-  // --backend cuda still hands over to cmax-bench-cuda. threads applies to the
-  // cpu backend, gpus to the cuda backend; each binary refuses the other's flag.
+  // binary: cmax-bench burnin for cpu (the default), cmax-bench-cuda burnin
+  // (benchmarks/burnin/cuda/) for cuda; this is the only way to the GPU
+  // burn-in (cmax-bench burnin --backend cuda does not hand over). threads
+  // applies to the cpu backend, gpus and bug-report to the cuda backend; the
+  // cpu backend runs fp32 and fp64, the cuda backend bf16 and fp32. Each
+  // binary refuses the rest (exit 2), so `check` refuses them in the plan.
   c.push_back({
       .name = "burnin",
       .binary = "cmax-bench",
@@ -235,10 +279,15 @@ std::vector<SuiteInfo> MakeCatalog() {
                .choices = {"on", "off"}},
           },
       .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
+      .check = BackendRule("burnin", "cpu",
+                           {{"threads", "cpu"}, {"gpus", "cuda"}, {"bug-report", "cuda"}},
+                           {{"cpu", {"fp32", "fp64"}}, {"cuda", {"bf16", "fp32"}}}),
   });
 
   // Numerical consistency (benchmarks/consistency): digests of deterministic
   // workloads, compared across the fleet by reports/judges/consistency_judge.cc.
+  // cpu (the default) in cmax-bench, cuda in cmax-bench-cuda consistency
+  // (benchmarks/consistency/cuda/); gpus applies to the cuda backend only.
   c.push_back({
       .name = "consistency",
       .binary = "cmax-bench",
@@ -255,6 +304,7 @@ std::vector<SuiteInfo> MakeCatalog() {
                .help = "GPU indices or 'all' (cuda backend)"},
           },
       .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
+      .check = BackendRule("consistency", "cpu", {{"gpus", "cuda"}}, {}),
   });
 
   // NVIDIA DCGM's diagnostic (benchmarks/dcgm): opt-in, stresses the GPUs
@@ -366,7 +416,7 @@ std::vector<SuiteInfo> MakeCatalog() {
                             .help = "launcher mpirun: interfaces or CIDRs for Open MPI's TCP "
                                     "traffic (btl_tcp_if_include and oob_tcp_if_include)"});
   }
-  // Collectives (benchmarks/collective, benchmarks/cuda/collective_nccl.cc):
+  // Collectives (benchmarks/collective, benchmarks/collective/cuda/collective_nccl.cc):
   // nccl-tests' flags in their long forms (-b/-e/-f/-n/-w/-c/-d are the same
   // options); --backend picks the binary. expect-gdr applies to nccl only.
   c.push_back({
@@ -563,7 +613,8 @@ absl::Status ValidateParam(const ParamSpec& spec, const std::string& value) {
 }
 
 absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
-    const SuiteInfo& suite, const std::map<std::string, std::string>& params) {
+    const SuiteInfo& suite, const std::map<std::string, std::string>& params,
+    bool check_across) {
   std::vector<std::string> args;
   for (const auto& [name, value] : params) {  // std::map: sorted by name
     // Through a plain reference: clang before 16 cannot capture a structured
@@ -587,11 +638,13 @@ absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
       args.push_back(absl::StrCat("--", name, "=", value));
     }
   }
+  if (check_across && suite.check) CMAX_RETURN_IF_ERROR(suite.check(params));
   return args;
 }
 
 absl::Status ValidateSuiteArgs(const SuiteInfo& suite, const std::vector<std::string>& args) {
   std::set<std::string> seen;
+  std::map<std::string, std::string> params;  // for suite.check
   for (const auto& arg : args) {
     if (!absl::StartsWith(arg, "--")) {
       return absl::InvalidArgumentError(absl::StrCat("argument '", arg, "' is not a --flag"));
@@ -612,13 +665,16 @@ absl::Status ValidateSuiteArgs(const SuiteInfo& suite, const std::vector<std::st
       if (eq != std::string::npos) {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
       }
+      params[name] = "true";
       continue;
     }
     if (eq == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
     }
     if (auto s = ValidateParam(*it, body.substr(eq + 1)); !s.ok()) return s;
+    params[name] = body.substr(eq + 1);
   }
+  if (suite.check) CMAX_RETURN_IF_ERROR(suite.check(params));
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 #ifndef CMAX_COMMON_SUITE_CATALOG_H_
 #define CMAX_COMMON_SUITE_CATALOG_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -51,6 +52,13 @@ struct SuiteInfo {
   // cmax-bench-cuda, cpu in cmax-bench): the value of --backend -> binary.
   // Empty for most suites. Use SuiteBinary() rather than `binary` directly.
   std::map<std::string, std::string> binary_by_backend;
+  // Rules across parameters that their types cannot say, for values one
+  // backend's binary accepts and the other refuses (burnin: dtype fp64 on the
+  // cpu backend only, threads on cpu only, gpus on cuda only). Called by
+  // BuildSuiteArgs and ValidateSuiteArgs with the valid params (name ->
+  // value; a flag given as "true"). OK or INVALID_ARGUMENT with the reason.
+  // Null for most suites.
+  std::function<absl::Status(const std::map<std::string, std::string>& params)> check;
 };
 
 // Every suite, in catalog order.
@@ -69,9 +77,13 @@ std::string SuiteBinary(const SuiteInfo& suite, const std::vector<std::string>& 
 absl::Status ValidateParam(const ParamSpec& spec, const std::string& value);
 
 // Validates `params` (unknown ones are errors) and returns the suite's flags
-// ("--name=value", or "--name" for flags), sorted by name.
+// ("--name=value", or "--name" for flags), sorted by name. With
+// `check_across` (the default) the suite's rules across parameters
+// (SuiteInfo::check) apply too; false checks each value alone, for a caller
+// that gives one parameter at a time and then the whole set.
 absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
-    const SuiteInfo& suite, const std::map<std::string, std::string>& params);
+    const SuiteInfo& suite, const std::map<std::string, std::string>& params,
+    bool check_across = true);
 
 // Agent side: every arg must be "--name=value" or "--name" for a declared
 // parameter with a valid value.

@@ -1,11 +1,12 @@
-// burnin: sustained verified load. --backend cpu runs GEMM on the host here;
-// --backend cuda hands over to cmax-bench-cuda burnin.
+// burnin: sustained verified load. --backend cpu runs GEMM on the host here.
+// The GPU burn-in is cmax-bench-cuda burnin (benchmarks/burnin/cuda/), which
+// the agent runs for backend cuda (the catalog's binary_by_backend); this
+// binary does not hand over to it.
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "benchmarks/burnin/cpu_burnin.h"
-#include "benchmarks/burnin/cuda_delegate.h"
 #include "benchmarks/suite.h"
 #include "common/args.h"
 #include "common/record_io.h"
@@ -32,7 +33,8 @@ int RunBurnin(int argc, char** argv) {
       "differing element fails the run. Samples once a second (GFLOP/s, CPU frequency, hwmon\n"
       "temperatures), progress every few seconds, then mean and minimum-window GFLOP/s, their\n"
       "coefficient of variation and the mismatched elements.\n"
-      "--backend cuda runs cmax-bench-cuda burnin (installed next to cmax-bench).\n"
+      "The GPU burn-in is `cmax-bench-cuda burnin`; --backend cuda here writes a not-measured\n"
+      "record naming it and exits 2.\n"
       "--fault-inject N is TEST-ONLY: it corrupts one output element at iteration N so tests can\n"
       "check that a mismatch is detected and named. Never use it in an evaluation.\n"
       "Exit: 0 verified, 1 mismatches, 2 could not run.");
@@ -46,12 +48,14 @@ int RunBurnin(int argc, char** argv) {
   if (auto rc = ParseSuiteFlags(args, "burnin", argc, argv)) return *rc;
   RecordWriter out("burnin", jsonl ? stdout : nullptr);
   if (backend == "cuda") {
-    std::string why;
-    ExecCudaSuite("burnin", argc, argv, {"backend", "threads"}, &why);
+    const std::string why =
+        "backend 'cuda' is not in this binary: cmax-bench burnin measures the cpu backend; the "
+        "GPU burn-in is cmax-bench-cuda burnin";
     out.Log("error", absl::StrCat("burnin --backend cuda not measured: ", why));
     out.NotMeasured("burnin.not_measured", "reliability", "node",
-                    "not measured: the GPU burn-in could not start", why,
-                    "install cmax-bench-cuda next to cmax-bench (a build with CUDA)");
+                    "not measured: the GPU burn-in is not in cmax-bench", why,
+                    "run cmax-bench-cuda burnin (a build with CUDA); a plan with backend: cuda "
+                    "runs it");
     std::fprintf(stderr, "burnin: %s\n", why.c_str());
     return kExitCouldNotRun;
   }

@@ -1,6 +1,6 @@
 // What the collective runner (runner.h) needs from a communication library:
 // gloo and Open MPI on the host (benchmarks/collective/), NCCL on GPUs
-// (benchmarks/cuda/collective_nccl.cc). A backend is created connected (its
+// (benchmarks/collective/cuda/collective_nccl.cc). A backend is created connected (its
 // group formed) and is used by one thread.
 #ifndef CMAX_BENCHMARKS_COLLECTIVE_COMMON_BACKEND_H_
 #define CMAX_BENCHMARKS_COLLECTIVE_COMMON_BACKEND_H_

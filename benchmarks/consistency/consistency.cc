@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "benchmarks/burnin/cuda_delegate.h"
 #include "benchmarks/consistency/workloads.h"
 #include "benchmarks/suite.h"
 #include "common/args.h"
@@ -68,7 +67,8 @@ int RunConsistency(int argc, char** argv) {
       "reduces each output to a digest (FNV-1a 64). Each is repeated; repeats that differ on\n"
       "this node fail at once. The coordinator compares digests across the fleet: machines of\n"
       "the same model and versions must agree bit for bit.\n"
-      "--backend cuda runs cmax-bench-cuda consistency (installed next to cmax-bench).");
+      "The GPU workloads are `cmax-bench-cuda consistency`; --backend cuda here writes a\n"
+      "not-measured record naming it and exits 2.");
   args.AddString("backend", &backend, "cpu or cuda (default cpu)");
   args.AddInt("repeats", &repeats, "runs of each workload (default 2)");
   args.AddInt("seed", &seed, "input seed (default 1234567; peers must use the same)");
@@ -76,12 +76,14 @@ int RunConsistency(int argc, char** argv) {
   if (auto rc = ParseSuiteFlags(args, "consistency", argc, argv)) return *rc;
   RecordWriter out("consistency", jsonl ? stdout : nullptr);
   if (backend == "cuda") {
-    std::string why;
-    ExecCudaSuite("consistency", argc, argv, {"backend"}, &why);
+    const std::string why =
+        "backend 'cuda' is not in this binary: cmax-bench consistency runs the cpu backend; the "
+        "GPU workloads are cmax-bench-cuda consistency";
     out.Log("error", absl::StrCat("consistency --backend cuda not measured: ", why));
     out.NotMeasured("consistency.not_measured", "reliability", "node",
-                    "not measured: the GPU consistency check could not start", why,
-                    "install cmax-bench-cuda next to cmax-bench (a build with CUDA)");
+                    "not measured: the GPU consistency check is not in cmax-bench", why,
+                    "run cmax-bench-cuda consistency (a build with CUDA); a plan with "
+                    "backend: cuda runs it");
     std::fprintf(stderr, "consistency: %s\n", why.c_str());
     return kExitCouldNotRun;
   }

@@ -1,20 +1,21 @@
 // cmax-bench-cuda: the GPU suites, usable alone like nccl-tests.
 //   cmax-bench-cuda <suite> [options]     (cmax-bench-cuda <suite> --help)
 // No gRPC and no MPI: ranks, when a suite needs them, come from the
-// environment (DESIGN.md).
+// environment (DESIGN.md). Each suite's GPU half is a library in its own
+// folder (benchmarks/<suite>/cuda/); this file is only their table.
 #include <cstdio>
 
+#include "benchmarks/burnin/cuda/burnin_cuda.h"
+#include "benchmarks/consistency/cuda/consistency_cuda.h"
+#include "benchmarks/gemm/cuda/gemm_cuda.h"
+#include "benchmarks/memory/cuda/memory_cuda.h"
 #include "benchmarks/suite.h"
 #include "common/version.h"
+#ifdef CMAX_HAVE_NCCL
+#include "benchmarks/collective/cuda/collective_cuda.h"
+#endif
 
 namespace cmax::bench {
-int RunCudaGemm(int argc, char** argv);
-int RunCudaMemory(int argc, char** argv);
-int RunCudaBurnin(int argc, char** argv);
-int RunCudaConsistency(int argc, char** argv);
-#ifdef CMAX_HAVE_NCCL
-int RunCudaCollective(int argc, char** argv);
-#endif
 
 namespace {
 const SuiteEntry kSuites[] = {

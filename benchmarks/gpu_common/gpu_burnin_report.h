@@ -1,4 +1,4 @@
-// Host-side logic of `cmax-bench-cuda burnin` (benchmarks/cuda/gpu_burnin.cc),
+// Host-side logic of `cmax-bench-cuda burnin` (benchmarks/burnin/cuda/gpu_burnin.cc),
 // kept free of CUDA so it is tested on machines without a GPU: throttle
 // reason accounting, telemetry windows (Samples with min/mean/max), the
 // per-GPU figures, and the verdict (Measurements, Findings, an Artifact).

@@ -37,6 +37,7 @@
 #include "benchmarks/consistency/workloads.h"
 #include "benchmarks/cuda/cublaslt_loader.h"
 #include "benchmarks/cuda/cuda_env.h"
+#include "benchmarks/consistency/cuda/consistency_cuda.h"
 #include "benchmarks/cuda/kernels.h"
 #include "benchmarks/cuda/lt_gemm.h"
 #include "benchmarks/suite.h"

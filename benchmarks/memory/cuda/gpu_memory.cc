@@ -30,6 +30,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/cuda/cuda_env.h"
+#include "benchmarks/memory/cuda/memory_cuda.h"
 #include "benchmarks/cuda/kernels.h"
 #include "benchmarks/cuda/pattern.h"
 #include "benchmarks/gpu_common/gemm_check.h"

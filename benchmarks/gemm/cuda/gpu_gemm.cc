@@ -28,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "benchmarks/cuda/cublaslt_loader.h"
+#include "benchmarks/gemm/cuda/gemm_cuda.h"
 #include "benchmarks/cuda/cuda_env.h"
 #include "benchmarks/cuda/kernels.h"
 #include "benchmarks/cuda/lt_gemm.h"
@@ -344,10 +345,12 @@ std::string Percent(double tflops, const std::string& model, const std::string& 
 
 }  // namespace
 
-int RunCudaGemm(int argc, char** argv) {
-  std::string backend = "cuda", dtype_name = "bf16", gpus_arg = "all";
-  int64_t m = 0, n = 0, k = 0, iters = 20, warmup = 5;
-  bool jsonl = false, fault_inject = false;
+std::optional<int> ParseCudaGemmArgs(int argc, char** argv, CudaGemmArgs* a) {
+  std::string backend = "cuda";
+  std::string& dtype_name = a->dtype_name;
+  std::string& gpus_arg = a->gpus;
+  int64_t &m = a->m, &n = a->n, &k = a->k, &iters = a->iters, &warmup = a->warmup;
+  bool &jsonl = a->jsonl, &fault_inject = a->fault_inject;
   ArgParser args(
       "cmax-bench-cuda gemm [--dtype bf16|fp16|fp8|tf32|fp32|fp64] [--m M --n N --k K] "
       "[--gpus all|0,1] [options]",
@@ -382,6 +385,17 @@ int RunCudaGemm(int argc, char** argv) {
                  "0 <= warmup; sizes <= 65536)\n");
     return kExitCouldNotRun;
   }
+  return std::nullopt;
+}
+
+int RunCudaGemm(int argc, char** argv) {
+  CudaGemmArgs a;
+  if (auto rc = ParseCudaGemmArgs(argc, argv, &a)) return *rc;
+  const std::string& dtype_name = a.dtype_name;
+  const std::string& gpus_arg = a.gpus;
+  const int64_t m = a.m, n = a.n, k = a.k, iters = a.iters, warmup = a.warmup;
+  const bool jsonl = a.jsonl, fault_inject = a.fault_inject;
+  auto dtype = ParseGemmDtype(dtype_name);
 
   const absl::Status lt_loaded = LoadCublasLt();  // before the versions: they name it
   DriverProbe probe = ProbeDriver();

@@ -1,4 +1,4 @@
-#include "benchmarks/cuda/nccl_loader.h"
+#include "benchmarks/collective/cuda/nccl_loader.h"
 
 #include <dlfcn.h>
 #include <nccl.h>

@@ -46,6 +46,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "benchmarks/burnin/cuda/burnin_cuda.h"
 #include "benchmarks/cuda/cublaslt_loader.h"
 #include "benchmarks/cuda/cuda_env.h"
 #include "benchmarks/cuda/kernels.h"
@@ -74,17 +75,6 @@ constexpr int kHeuristicAlgos = 16;
 constexpr double kProgressEverySeconds = 5;
 // Kernel log lines kept as evidence for a mismatch or CUDA error.
 constexpr size_t kRecentKernelLines = 100;
-
-struct BurninOptions {
-  GemmDtype dtype = GemmDtype::kBf16;
-  std::string dtype_name = "bf16";
-  double duration_s = 60;
-  int64_t size = 8192;
-  int64_t fault_inject = 0;  // TEST ONLY: corrupt one element at this iteration (0: never)
-  std::string bug_report = "off";  // on: nvidia-bug-report.sh after a failure
-  std::string artifact_dir;        // where its report goes (BugReportDir)
-  double hang_timeout_s = 60;      // a batch not done by then is a hang (burnin.gpu_hang)
-};
 
 // What a GPU thread shares with the telemetry loop while it runs.
 struct LiveState {
@@ -339,10 +329,11 @@ void UpdateTelemetry(const GpuTelemetry& t, double dt_s, GpuBurninResult* r) {
 
 }  // namespace
 
-int RunCudaBurnin(int argc, char** argv) {
-  std::string backend = "cuda", gpus_arg = "all";
-  BurninOptions o;
-  bool jsonl = false;
+std::optional<int> ParseCudaBurninArgs(int argc, char** argv, CudaBurninArgs* a) {
+  std::string backend = "cuda";
+  BurninOptions& o = a->o;
+  std::string& gpus_arg = a->gpus;
+  bool& jsonl = a->jsonl;
   ArgParser args(
       "cmax-bench-cuda burnin --duration SECONDS [--gpus all|0,1] [--dtype bf16|fp32] [--jsonl]",
       "Sustained GEMM load on every selected GPU at once (cuBLASLt, random operands, one\n"
@@ -383,6 +374,15 @@ int RunCudaBurnin(int argc, char** argv) {
     return kExitCouldNotRun;
   }
   o.dtype = *dtype;
+  return std::nullopt;
+}
+
+int RunCudaBurnin(int argc, char** argv) {
+  CudaBurninArgs a;
+  if (auto rc = ParseCudaBurninArgs(argc, argv, &a)) return *rc;
+  const BurninOptions& o = a.o;
+  const std::string& gpus_arg = a.gpus;
+  const bool jsonl = a.jsonl;
 
   const absl::Status lt_loaded = LoadCublasLt();  // before the versions: they name it
   DriverProbe probe = ProbeDriver();

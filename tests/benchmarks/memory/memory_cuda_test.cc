@@ -1,0 +1,63 @@
+// cmax_memory_cuda alone (linked into this test, not through
+// cmax-bench-cuda): usage errors, the no-GPU path, and on a GPU machine
+// verified device bandwidth.
+#include "benchmarks/memory/cuda/memory_cuda.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/benchmarks/cuda/lib_run.h"
+
+using cmax::bench::RunCudaMemory;
+using cmax::testing::LibRun;
+using cmax::testing::RunSuiteFn;
+
+TEST_CASE("cuda memory refuses bad usage with exit 2 and the reason", "[cuda_lib]") {
+  LibRun t = RunSuiteFn(RunCudaMemory, {"memory", "--tests=h2d,nvme", "--jsonl"});
+  CHECK(t.exit_code == 2);
+  CHECK_THAT(t.err, Catch::Contains("unknown test 'nvme'"));
+  CHECK(t.records.empty());
+  // Sizes round down to whole MiB: 4K is none.
+  for (const std::string bad : {"--size=4K", "--iters=0", "--warmup=-1"}) {
+    INFO(bad);
+    LibRun r = RunSuiteFn(RunCudaMemory, {"memory", bad, "--jsonl"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--size must be at least 1M"));
+    CHECK(r.records.empty());
+  }
+  LibRun s = RunSuiteFn(RunCudaMemory, {"memory", "--size=lots"});
+  CHECK(s.exit_code == 2);
+  CHECK_THAT(s.err, Catch::Contains("size"));
+}
+
+TEST_CASE("cuda memory without a GPU writes not measured with the reason", "[cuda_lib]") {
+  std::string why;
+  if (cmax::testing::UsableGpusInChild(&why) > 0) {
+    WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
+    return;
+  }
+  LibRun r = RunSuiteFn(RunCudaMemory, {"memory", "--size=16M", "--jsonl"});
+  cmax::testing::CheckNotMeasured(r);
+}
+
+TEST_CASE("cuda memory measures device bandwidth on one GPU", "[gpu]") {
+  std::string why;
+  if (cmax::testing::UsableGpusInChild(&why) == 0) {
+    WARN("SKIPPED: no usable GPU (" << why << ")");
+    return;
+  }
+  LibRun r = RunSuiteFn(RunCudaMemory,
+                        {"memory", "--size=64M", "--iters=3", "--warmup=1",
+                         "--tests=d2d,hbm,h2d", "--gpus=0", "--jsonl"},
+                        300);
+  CHECK(r.exit_code == 0);
+  int measured = 0;
+  for (const auto& rec : r.records) {
+    if (!rec.has_measurement()) continue;
+    CHECK(rec.measurement().metric() == "memory_bandwidth_gbps");
+    CHECK(rec.measurement().value() > 0);
+    ++measured;
+  }
+  CHECK(measured >= 3);
+}
