@@ -93,7 +93,10 @@ CoordinatorCore::CoordinatorCore(CoreOptions options, std::unique_ptr<Store> sto
 
 CoordinatorCore::~CoordinatorCore() { Stop(); }
 
-void CoordinatorCore::Start() { thread_ = std::thread([this] { Loop(); }); }
+void CoordinatorCore::Start() {
+  scorecard_thread_ = std::thread([this] { ScorecardLoop(); });
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void CoordinatorCore::Stop() {
   {
@@ -101,6 +104,11 @@ void CoordinatorCore::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  {
+    absl::MutexLock lock(&scorecard_mu_);
+    scorecard_stop_ = true;
+  }
+  if (scorecard_thread_.joinable()) scorecard_thread_.join();
   if (slurm_) slurm_->Stop();
 }
 
@@ -121,7 +129,14 @@ void CoordinatorCore::Loop() {
       if (stopping_) return;
       work.swap(queue_);
     }
+    // One store transaction for the records of every batch in this round
+    // (group commit: one fsync instead of one a batch); their acks go out
+    // after it. The batches point into `work`, so this runs before it goes.
+    batching_ = true;
     for (auto& fn : work) fn();
+    batching_ = false;
+    FlushIngest();
+    FlushAgents();
     Tick();
   }
 }
@@ -222,6 +237,7 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
   const int64_t mono = MonotonicNs();
   const int64_t now = NowUnixNs();
   if (message.has_hello()) {
+    FlushIngest();
     const v1::Hello& hello = message.hello();
     if (!IsValidNodeName(hello.node_name())) {
       Log()->warn("refusing agent from {}: invalid node name", session->peer());
@@ -242,7 +258,11 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
     row.inventory = hello.inventory();
     row.addresses.assign(hello.addresses().begin(), hello.addresses().end());
     row.last_seen_ns = now;
-    if (auto s = store_->PutAgent(row); !s.ok()) Log()->error("persisting agent: {}", s.ToString());
+    // In the loop, the Hellos of one round are persisted in one transaction
+    // (FlushAgents); the agent row is a cache of its last Hello, which the
+    // agent sends again on every connection.
+    pending_agents_.push_back(std::move(row));
+    if (!batching_) FlushAgents();
     v1::CoordinatorMessage welcome;
     welcome.mutable_welcome()->set_coordinator_version(kCmaxVersion);
     welcome.mutable_welcome()->set_heartbeat_interval_ms(
@@ -267,6 +287,9 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
   // it must not overtake the records it follows (the agent sends both again
   // on its next stream, records first).
   if (failed_sessions_.count(session.get()) && !message.has_pong()) return;
+  // A status (or anything else) must see this stream's earlier records
+  // stored and acknowledged, as it did when each batch was its own commit.
+  if (!message.has_records() && !message.has_pong()) FlushIngest();
   switch (message.msg_case()) {
     case v1::AgentMessage::kPong:
       registry_.OnPong(session.get(), message.pong(), NowUnixNs());
@@ -376,54 +399,99 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
     Log()->warn("agent {}: dropped {} records of unknown tasks or tasks not on this node", node,
                 refused);
   }
-  auto added = store_->InsertRecords(rows);
+  PendingIngest p;
+  p.session = sessions_.count(session) ? sessions_[session] : nullptr;
+  p.raw = session;
+  p.node = node;
+  p.rows = std::move(rows);
+  p.next = std::move(next);
+  p.findings = std::move(findings);
+  p.refused = refused;
+  p.arrived_ns = arrived_ns;
+  pending_rows_ += p.rows.size();
+  pending_ingest_.push_back(std::move(p));
+  // Inside the loop, batches wait for one transaction at the end of the
+  // loop's round (or before anything that must see them stored).
+  if (!batching_ || pending_rows_ >= kMaxPendingRows) FlushIngest();
+}
+
+void CoordinatorCore::FlushAgents() {
+  if (pending_agents_.empty()) return;
+  if (auto s = store_->PutAgents(pending_agents_); !s.ok()) {
+    Log()->error("persisting {} agents: {}", pending_agents_.size(), s.ToString());
+  }
+  pending_agents_.clear();
+}
+
+void CoordinatorCore::FlushIngest() {
+  if (pending_ingest_.empty()) return;
+  std::vector<PendingIngest> pending;
+  pending.swap(pending_ingest_);
+  pending_rows_ = 0;
+  std::vector<const std::vector<RecordToStore>*> groups;
+  groups.reserve(pending.size());
+  for (const auto& p : pending) groups.push_back(&p.rows);
+  auto added = store_->InsertRecordGroups(groups);
   if (!added.ok()) {
-    // Not acknowledged, and nothing later on this stream may be either: a
-    // cumulative ack for a later batch would cover these. Close the stream;
-    // the agent reconnects and resends from its last ack.
-    Log()->error("agent {}: storing {} records failed: {}; closing its stream so it resends",
-                 node, rows.size(), added.status().ToString());
-    failed_sessions_.insert(session);
-    session->Close(absl::StrCat("the coordinator could not store records: ",
+    // Not acknowledged, and nothing later on these streams may be either: a
+    // cumulative ack for a later batch would cover these. Close the streams;
+    // the agents reconnect and resend from their last ack.
+    for (const auto& p : pending) {
+      if (failed_sessions_.count(p.raw)) continue;
+      Log()->error("agent {}: storing {} records failed: {}; closing its stream so it resends",
+                   p.node, p.rows.size(), added.status().ToString());
+      failed_sessions_.insert(p.raw);
+      p.raw->Close(absl::StrCat("the coordinator could not store records: ",
                                 added.status().message()));
+    }
     return;
   }
-  for (const auto& [key, next_seq] : next) {
-    v1::CoordinatorMessage m;
-    auto* ack = m.mutable_ack();
-    ack->set_task_id(std::get<0>(key));
-    ack->set_attempt(std::get<1>(key));
-    ack->set_rank(std::get<2>(key));
-    ack->set_next_seq(next_seq);
-    session->Send(m);
-  }
-  if (!findings.empty() && !rows.empty()) {
-    RunRow* run = scheduler_.FindRun(rows.front().run_id);
-    if (run) {
-      for (const auto& f : findings) {
-        v1::RunEvent ev;
-        *ev.mutable_run() = run->info;
-        *ev.mutable_finding() = f;
-        ev.set_node(node);
-        Broadcast(run->info.run_id(), ev);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PendingIngest& p = pending[i];
+    AgentSession* session = p.raw;
+    const std::string& node = p.node;
+    const auto& rows = p.rows;
+    const auto& findings = p.findings;
+    const int refused = p.refused;
+    const int new_rows = (*added)[i];
+    for (const auto& [key, next_seq] : p.next) {
+      v1::CoordinatorMessage m;
+      auto* ack = m.mutable_ack();
+      ack->set_task_id(std::get<0>(key));
+      ack->set_attempt(std::get<1>(key));
+      ack->set_rank(std::get<2>(key));
+      ack->set_next_seq(next_seq);
+      session->Send(m);
+    }
+    if (!findings.empty() && !rows.empty()) {
+      RunRow* run = scheduler_.FindRun(rows.front().run_id);
+      if (run) {
+        for (const auto& f : findings) {
+          v1::RunEvent ev;
+          *ev.mutable_run() = run->info;
+          *ev.mutable_finding() = f;
+          ev.set_node(node);
+          Broadcast(run->info.run_id(), ev);
+        }
       }
     }
-  }
-  // Records the store already held (resent after a reconnect or restart) are
-  // dropped by it; benchmarks/chaos/analyze.py reads these lines. Info level
-  // only when there were some, so a steady stream does not flood the log.
-  const int received = static_cast<int>(rows.size());
-  const int duplicates = received - *added;
-  records_stored_ += static_cast<uint64_t>(*added);
-  records_duplicate_ += static_cast<uint64_t>(duplicates);
-  records_refused_ += static_cast<uint64_t>(refused);
-  batch_seconds_.Observe(static_cast<double>(MonotonicNs() - arrived_ns) / 1e9);
-  if (duplicates > 0) {
-    Log()->info("agent {}: records: {} received, {} new, {} duplicates", node, received, *added,
-                duplicates);
-  } else {
-    Log()->debug("agent {}: records: {} received, {} new, {} duplicates", node, received,
-                 *added, duplicates);
+    // Records the store already held (resent after a reconnect or restart)
+    // are dropped by it; benchmarks/chaos/analyze.py reads these lines. Info
+    // level only when there were some, so a steady stream does not flood the
+    // log.
+    const int received = static_cast<int>(rows.size());
+    const int duplicates = received - new_rows;
+    records_stored_ += static_cast<uint64_t>(new_rows);
+    records_duplicate_ += static_cast<uint64_t>(duplicates);
+    records_refused_ += static_cast<uint64_t>(refused);
+    batch_seconds_.Observe(static_cast<double>(MonotonicNs() - p.arrived_ns) / 1e9);
+    if (duplicates > 0) {
+      Log()->info("agent {}: records: {} received, {} new, {} duplicates", node, received,
+                  new_rows, duplicates);
+    } else {
+      Log()->debug("agent {}: records: {} received, {} new, {} duplicates", node, received,
+                   new_rows, duplicates);
+    }
   }
 }
 
@@ -451,6 +519,7 @@ void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
 }
 
 void CoordinatorCore::HandleStreamEnded(const std::shared_ptr<AgentSession>& session) {
+  FlushIngest();
   std::string node = registry_.OnStreamEnded(session.get(), MonotonicNs());
   sessions_.erase(session.get());
   failed_sessions_.erase(session.get());
@@ -465,33 +534,107 @@ v1::RunEvent CoordinatorCore::RunEventFor(const RunRow& run) {
 
 void CoordinatorCore::FinishRun(const std::string& run_id) {
   RunRow* run = scheduler_.FindRun(run_id);
-  if (!run) return;
+  if (!run || building_.count(run_id)) return;
   reports::RunData data;
   data.run = run->info;
   data.plan = run->plan;
   data.nodes = run->nodes;
   for (TaskRow* t : scheduler_.TasksOf(run_id)) data.tasks.push_back(t->info);
-  auto scan = store_->ScanRecords(run_id, [&](const v1::ExportedRecord& r) {
-    data.records.push_back(r);
-    return true;
-  });
-  if (!scan.ok()) Log()->error("run {}: reading records: {}", run_id, scan.ToString());
   for (const auto& node : run->nodes) {
     if (const AgentEntry* e = registry_.Find(node)) data.inventories[node] = e->inventory;
   }
-  v1::Scorecard card = reports::BuildScorecard(data);
-  std::string dir = absl::StrCat(options_.data_dir, "/reports/", run_id);
-  mkdir(dir.c_str(), 0750);
-  bool written = true;
+  if (!scorecard_thread_.joinable()) {
+    CompleteRun(BuildScorecardFiles(std::move(data), store_.get(), [] { return false; }));
+    return;
+  }
+  building_.insert(run_id);
+  Log()->info("run {} {}: building its scorecard", run_id, run->info.state());
+  absl::MutexLock lock(&scorecard_mu_);
+  scorecard_jobs_.push_back(std::move(data));
+}
+
+void CoordinatorCore::ScorecardLoop() {
+  std::unique_ptr<Store> reader;
+  auto stopping = [this] {
+    absl::MutexLock lock(&scorecard_mu_);
+    return scorecard_stop_;
+  };
+  for (;;) {
+    reports::RunData job;
+    {
+      absl::MutexLock lock(&scorecard_mu_);
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(scorecard_mu_) {
+        return !scorecard_jobs_.empty() || scorecard_stop_;
+      };
+      scorecard_mu_.Await(absl::Condition(&ready));
+      if (scorecard_stop_) return;
+      job = std::move(scorecard_jobs_.front());
+      scorecard_jobs_.pop_front();
+    }
+    if (!reader) {
+      auto r = Store::OpenReader(db_path_);
+      if (!r.ok()) {
+        Log()->error("scorecard thread: {}", r.status().ToString());
+      } else {
+        reader = std::move(*r);
+      }
+    }
+    BuiltScorecard built = BuildScorecardFiles(std::move(job), reader.get(), stopping);
+    if (built.aborted) return;
+    auto shared = std::make_shared<BuiltScorecard>(std::move(built));
+    Post([this, shared] {
+      building_.erase(shared->run_id);
+      CompleteRun(std::move(*shared));
+    });
+  }
+}
+
+CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
+    reports::RunData data, Store* store, const std::function<bool()>& stopping) {
+  BuiltScorecard built;
+  built.run_id = data.run.run_id();
+  const std::string& run_id = built.run_id;
+  if (store == nullptr) {
+    Log()->error("run {}: no store connection to read its records from", run_id);
+  } else {
+    int64_t scanned = 0;
+    auto scan = store->ScanRecords(run_id, [&](const v1::ExportedRecord& r) {
+      data.records.push_back(r);
+      // Checked now and then: a stop must not wait for a long scan.
+      if ((++scanned & 0xffff) == 0 && stopping()) {
+        built.aborted = true;
+        return false;
+      }
+      return true;
+    });
+    if (!scan.ok()) Log()->error("run {}: reading records: {}", run_id, scan.ToString());
+    if (built.aborted) return built;
+  }
+  built.card = reports::BuildScorecard(std::move(data));
+  built.dir = absl::StrCat(options_.data_dir, "/reports/", run_id);
+  mkdir(built.dir.c_str(), 0750);
+  built.written = true;
+  const v1::Scorecard& card = built.card;
   for (const auto& [ext, content] :
        std::vector<std::pair<std::string, std::string>>{{"json", reports::RenderJson(card)},
                                                         {"md", reports::RenderMarkdown(card)},
                                                         {"html", reports::RenderHtml(card)}}) {
-    if (auto s = WriteFileAtomically(absl::StrCat(dir, "/scorecard.", ext), content); !s.ok()) {
+    if (auto s = WriteFileAtomically(absl::StrCat(built.dir, "/scorecard.", ext), content);
+        !s.ok()) {
       Log()->error("run {}: writing scorecard: {}", run_id, s.ToString());
-      written = false;
+      built.written = false;
     }
   }
+  return built;
+}
+
+void CoordinatorCore::CompleteRun(BuiltScorecard built) {
+  const std::string& run_id = built.run_id;
+  RunRow* run = scheduler_.FindRun(run_id);
+  if (!run) return;
+  const v1::Scorecard& card = built.card;
+  const std::string& dir = built.dir;
+  const bool written = built.written;
   int nodes_failed = 0;
   for (const auto& n : card.nodes()) nodes_failed += n.verdict() == "fail";
   LastScorecard last{run_id, card.tier(), {}, {}};
@@ -627,6 +770,10 @@ absl::StatusOr<v1::GetRunResponse> CoordinatorCore::HandleGetRun(const std::stri
 }
 
 absl::StatusOr<v1::CancelRunResponse> CoordinatorCore::HandleCancelRun(const std::string& run_id) {
+  if (building_.count(run_id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " has already ended (its scorecard is being built)"));
+  }
   Changes changes;
   auto n = scheduler_.Cancel(run_id, NowUnixNs(), &changes);
   if (!n.ok()) {

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +28,7 @@
 #include "coordinator/scheduler.h"
 #include "coordinator/slurm_drain.h"
 #include "coordinator/store.h"
+#include "reports/run_data.h"
 
 namespace cmax::coordinator {
 
@@ -108,7 +110,27 @@ class CoordinatorCore {
   void SendTo(const std::string& node, const v1::CoordinatorMessage& message);
   void OnRecords(AgentSession* session, const std::string& node, const v1::RecordBatch& batch);
   void OnStatus(AgentSession* session, const std::string& node, const v1::TaskStatus& status);
+  // Stores every pending record batch in one transaction, then acknowledges
+  // them (group commit); on failure closes their streams unacknowledged.
+  void FlushIngest();
+  void FlushAgents();  // persists the pending Hellos' agent rows
+  // A run ended: its scorecard is built from a read-only store connection
+  // on the scorecard thread (heartbeats, acks and other runs go on meanwhile),
+  // then CompleteRun records it here. Without a started core (tests calling
+  // the handlers directly) it is built in place.
   void FinishRun(const std::string& run_id);
+  struct BuiltScorecard {
+    std::string run_id, dir;
+    v1::Scorecard card;
+    bool written = false;
+    bool aborted = false;  // the coordinator stopped while it was built
+  };
+  // Scans the run's records from `store` into `data`, builds, renders and
+  // writes the scorecard files. Any thread; touches no member but options_.
+  BuiltScorecard BuildScorecardFiles(reports::RunData data, Store* store,
+                                     const std::function<bool()>& stopping);
+  void CompleteRun(BuiltScorecard built);  // core thread
+  void ScorecardLoop();                    // the scorecard thread
   void Broadcast(const std::string& run_id, const v1::RunEvent& event);
   v1::RunEvent RunEventFor(const RunRow& run);
   std::string NewRunId();
@@ -136,6 +158,23 @@ class CoordinatorCore {
   };
   std::map<std::string, RecordBudget> record_budgets_;
   int64_t last_ping_ns_ = 0;
+  // Group commit (core thread): record batches of one loop round wait here
+  // for FlushIngest. `rows` point into the messages of that round.
+  struct PendingIngest {
+    std::shared_ptr<AgentSession> session;  // keeps it alive until the acks
+    AgentSession* raw = nullptr;
+    std::string node;
+    std::vector<RecordToStore> rows;
+    std::map<std::tuple<std::string, int, int>, int64_t> next;  // acks to send
+    std::vector<v1::Finding> findings;
+    int refused = 0;
+    int64_t arrived_ns = 0;
+  };
+  static constexpr size_t kMaxPendingRows = 50000;
+  bool batching_ = false;
+  std::vector<PendingIngest> pending_ingest_;
+  size_t pending_rows_ = 0;
+  std::vector<AgentRow> pending_agents_;
   // Metrics (core thread).
   uint64_t records_stored_ = 0;      // new records stored and acknowledged
   uint64_t records_duplicate_ = 0;   // resent records the store already held
@@ -156,6 +195,13 @@ class CoordinatorCore {
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
+
+  // Runs whose scorecard is being built (core thread).
+  std::set<std::string> building_;
+  absl::Mutex scorecard_mu_;
+  std::deque<reports::RunData> scorecard_jobs_ ABSL_GUARDED_BY(scorecard_mu_);
+  bool scorecard_stop_ ABSL_GUARDED_BY(scorecard_mu_) = false;
+  std::thread scorecard_thread_;
 };
 
 }  // namespace cmax::coordinator

@@ -89,6 +89,19 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return store;
 }
 
+absl::StatusOr<std::unique_ptr<Store>> Store::OpenReader(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::InternalError(absl::StrCat("open database ", path, " read-only: ", msg));
+  }
+  std::unique_ptr<Store> store(new Store(db));
+  sqlite3_busy_timeout(db, 5000);
+  return store;
+}
+
 Store::~Store() { sqlite3_close(db_); }
 
 absl::Status Store::Error(const std::string& what, int rc) {
@@ -121,6 +134,22 @@ absl::Status Store::PutAgent(const AgentRow& a) {
   s.Int(4, a.last_seen_ns);
   int rc = sqlite3_step(s.get());
   return rc == SQLITE_DONE ? absl::OkStatus() : Error("put agent", rc);
+}
+
+absl::Status Store::PutAgents(const std::vector<AgentRow>& agents) {
+  if (agents.empty()) return absl::OkStatus();
+  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  for (const AgentRow& a : agents) {
+    if (auto s = PutAgent(a); !s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+  }
+  if (auto s = Exec("COMMIT"); !s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<AgentRow>> Store::LoadAgents() {
@@ -254,29 +283,44 @@ absl::StatusOr<std::vector<TaskRow>> Store::LoadTasks(const std::string& run_id)
 
 absl::StatusOr<int> Store::InsertRecords(const std::vector<RecordToStore>& records) {
   if (records.empty()) return 0;
+  auto added = InsertRecordGroups({&records});
+  if (!added.ok()) return added.status();
+  return added->front();
+}
+
+absl::StatusOr<std::vector<int>> Store::InsertRecordGroups(
+    const std::vector<const std::vector<RecordToStore>*>& groups) {
+  std::vector<int> added(groups.size(), 0);
+  size_t total = 0;
+  for (const auto* g : groups) total += g->size();
+  if (total == 0) return added;
   CMAX_RETURN_IF_ERROR(Fault("insert_records"));
   CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   Stmt s(db_, "INSERT OR IGNORE INTO records(task_id, attempt, rank, seq, run_id, node, suite, "
               "late, record) VALUES(?,?,?,?,?,?,?,?,?)");
-  int added = 0;
-  for (const auto& r : records) {
-    sqlite3_reset(s.get());
-    s.Text(1, r.record->task_id());
-    s.Int(2, r.record->attempt());
-    s.Int(3, r.record->rank());
-    s.Int(4, r.record->seq());
-    s.Text(5, r.run_id);
-    s.Text(6, r.node);
-    s.Text(7, r.suite);
-    s.Int(8, r.late ? 1 : 0);
-    s.Blob(9, r.record->record().SerializeAsString());
-    int rc = sqlite3_step(s.get());
-    if (rc != SQLITE_DONE) {
-      absl::Status st = Error("insert record", rc);
-      (void)Exec("ROLLBACK");
-      return st;
+  std::string blob;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (const auto& r : *groups[g]) {
+      sqlite3_reset(s.get());
+      s.Text(1, r.record->task_id());
+      s.Int(2, r.record->attempt());
+      s.Int(3, r.record->rank());
+      s.Int(4, r.record->seq());
+      s.Text(5, r.run_id);
+      s.Text(6, r.node);
+      s.Text(7, r.suite);
+      s.Int(8, r.late ? 1 : 0);
+      blob.clear();
+      r.record->record().SerializeToString(&blob);
+      s.Blob(9, blob);
+      int rc = sqlite3_step(s.get());
+      if (rc != SQLITE_DONE) {
+        absl::Status st = Error("insert record", rc);
+        (void)Exec("ROLLBACK");
+        return st;
+      }
+      added[g] += sqlite3_changes(db_);
     }
-    added += sqlite3_changes(db_);
   }
   if (auto st = Exec("COMMIT"); !st.ok()) {
     (void)Exec("ROLLBACK");

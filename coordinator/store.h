@@ -62,11 +62,18 @@ class Store {
   // Opens or creates `path`. Fails when the file is not a cmax database or
   // fails SQLite's quick_check.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  // A second, read-only connection to an existing store (WAL: it reads the
+  // last committed state while the writer goes on). No quick_check, no
+  // schema changes; only the reads below work on it. For the thread that
+  // builds scorecards (core.h).
+  static absl::StatusOr<std::unique_ptr<Store>> OpenReader(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   absl::Status PutAgent(const AgentRow& agent);
+  // Several agents in one transaction (one fsync for a burst of Hellos).
+  absl::Status PutAgents(const std::vector<AgentRow>& agents);
   absl::StatusOr<std::vector<AgentRow>> LoadAgents();
 
   absl::Status PutRun(const RunRow& run);
@@ -83,6 +90,10 @@ class Store {
   // Inserts in one transaction; duplicates of (task, attempt, rank, seq) are
   // ignored. Returns how many were new.
   absl::StatusOr<int> InsertRecords(const std::vector<RecordToStore>& records);
+  // Several agents' batches in one transaction (group commit); how many of
+  // each group were new. All or nothing.
+  absl::StatusOr<std::vector<int>> InsertRecordGroups(
+      const std::vector<const std::vector<RecordToStore>*>& groups);
   // Every record of a run in (task, attempt, rank, seq) order; `fn` returning
   // false stops the scan.
   absl::Status ScanRecords(const std::string& run_id,

@@ -28,7 +28,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-coord=$build/bin/cmax-coordinator
+# CMAX_SCALE_COORDINATOR: another coordinator binary (to compare builds).
+coord=${CMAX_SCALE_COORDINATOR:-$build/bin/cmax-coordinator}
 sim=$build/bin/cmax-scale-agents
 for b in "$coord" "$sim"; do
   [[ -x $b ]] || { echo "run.sh: $b not built (cmake --build build --target $(basename "$b"))" >&2; exit 2; }

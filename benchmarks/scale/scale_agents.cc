@@ -14,6 +14,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <optional>
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -32,6 +34,7 @@
 #include "absl/strings/str_format.h"
 #include "benchmarks/scale/sim_node.h"
 #include "cmax/v1/service.grpc.pb.h"
+#include "common/flag_names.h"
 #include "common/plan_parser.h"
 #include "common/time_util.h"
 
@@ -223,7 +226,11 @@ class SimAgent : public std::enable_shared_from_this<SimAgent> {
           break;  // the same assignment again after a reconnect
         }
         stats_->assignments++;
-        if (tasks_done_ == 0 && !task_) {
+        // The next assignment can overtake the last task's StatusAck (the
+        // coordinator schedules before it acknowledges).
+        if (task_ && end_sent_) awaiting_ack_[task_->task_id()] = task_->attempt();
+        if (!first_assigned_) {
+          first_assigned_ = true;
           stats_->with_assignment++;
           stats_->last_first_assign_ns = NowUnixNs();
         }
@@ -257,13 +264,17 @@ class SimAgent : public std::enable_shared_from_this<SimAgent> {
       }
       case v1::CoordinatorMessage::kStatusAck: {
         const auto& a = m.status_ack();
-        if (!task_ || a.task_id() != task_->task_id() || a.attempt() != task_->attempt() ||
-            !end_sent_) {
+        if (auto it = awaiting_ack_.find(a.task_id());
+            it != awaiting_ack_.end() && it->second == a.attempt()) {
+          awaiting_ack_.erase(it);
+        } else if (!task_ || a.task_id() != task_->task_id() ||
+                   a.attempt() != task_->attempt() || !end_sent_) {
           break;
+        } else {
+          task_.reset();
         }
         stats_->status_acked++;
         stats_->last_status_ack_ns = NowUnixNs();
-        task_.reset();
         ++tasks_done_;
         break;
       }
@@ -340,7 +351,9 @@ class SimAgent : public std::enable_shared_from_this<SimAgent> {
       stream_->Push(std::move(m));
     }
     if (next_seq_ >= count_ && !end_sent_ && !ended_) {
-      if (node_.hang && tasks_done_ == 0) {
+      if (hung_) return;
+      if (node_.hang && !hung_once_) {
+        hung_once_ = true;
         hung_ = true;  // never ends by itself; the coordinator times it out
         return;
       }
@@ -379,7 +392,7 @@ class SimAgent : public std::enable_shared_from_this<SimAgent> {
   std::mutex mu_;
   Stream* stream_ = nullptr;
   bool welcomed_ = false, ever_welcomed_ = false, stopping_ = false;
-  bool dropping_ = false, dropped_once_ = false, hung_ = false;
+  bool dropping_ = false, dropped_once_ = false, hung_ = false, hung_once_ = false;
   int boot_ = 0;
   std::optional<v1::TaskAssignment> task_;
   int64_t count_ = 0, next_seq_ = 0, acked_ = 0, started_ns_ = 0;
@@ -387,6 +400,8 @@ class SimAgent : public std::enable_shared_from_this<SimAgent> {
   v1::TaskState end_state_ = v1::TASK_COMPLETED;
   std::string end_message_;
   int tasks_done_ = 0;
+  bool first_assigned_ = false;
+  std::map<std::string, int> awaiting_ack_;  // ended tasks whose StatusAck is due
 
  public:
   int64_t batch_ = 500, max_unacked_ = 2000;
@@ -738,6 +753,7 @@ int main(int argc, char** argv) {
       "Hosts N simulated agents (8 simulated GPUs each, every record marked simulated) over "
       "real gRPC, submits the plan and prints connect time, idle CPU, memory per agent, "
       "ingest rate and scorecard time. See benchmarks/scale/README.md.");
-  absl::ParseCommandLine(argc, argv);
+  cmax::DashedFlags flags(argc, argv);  // --coordinator-pid as well as --coordinator_pid
+  absl::ParseCommandLine(flags.argc(), flags.argv());
   return cmax::scale::Main();
 }
