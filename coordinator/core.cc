@@ -132,12 +132,21 @@ void CoordinatorCore::Loop() {
     // One store transaction for the records of every batch in this round
     // (group commit: one fsync instead of one a batch); their acks go out
     // after it. The batches point into `work`, so this runs before it goes.
+    //
+    // The whole round is one store transaction (Store::BeginRound): the
+    // tasks, runs, agents and records it writes cost one fsync. Whatever
+    // says "durable" to someone -- record acks, status acks, assignments --
+    // waits in deferred_ until EndRound has committed.
+    if (auto st = store_->BeginRound(); !st.ok()) {
+      Log()->error("store: cannot begin a transaction: {}", st.ToString());
+    }
     batching_ = true;
     for (auto& fn : work) fn();
-    batching_ = false;
     FlushIngest();
     FlushAgents();
     Tick();
+    batching_ = false;
+    EndRound();
   }
 }
 
@@ -149,7 +158,7 @@ void CoordinatorCore::Tick() {
     v1::CoordinatorMessage ping;
     for (const auto& node : registry_.ConnectedNodes()) {
       ping.mutable_ping()->set_t1_ns(NowUnixNs());
-      SendTo(node, ping);
+      SendNow(node, ping);  // not deferred: the round trip times the clock offset
     }
   }
   Changes changes;
@@ -167,11 +176,26 @@ void CoordinatorCore::Tick() {
     *m.mutable_rendezvous() = r.reply;
     SendTo(r.node, m);
   }
-  scheduler_.Schedule(registry_, now, &changes);
+  // Scheduling costs a pass over every task: once a round when something
+  // that can free a node or a task happened in it (a status, a Hello, a
+  // stream that ended, a loss, an expiry), and at least once a second.
+  if (schedule_pending_ || !changes.tasks.empty() || mono - last_schedule_ns_ >= 1000000000) {
+    schedule_pending_ = false;
+    last_schedule_ns_ = mono;
+    scheduler_.Schedule(registry_, now, &changes);
+  }
   Apply(changes);
 }
 
 void CoordinatorCore::SendTo(const std::string& node, const v1::CoordinatorMessage& message) {
+  if (store_->in_round()) {
+    deferred_.push_back({node, nullptr, nullptr, message});
+    return;
+  }
+  SendNow(node, message);
+}
+
+void CoordinatorCore::SendNow(const std::string& node, const v1::CoordinatorMessage& message) {
   const AgentEntry* e = registry_.Find(node);
   if (e && e->session && e->state == AgentState::kConnected) e->session->Send(message);
 }
@@ -273,7 +297,12 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
     session->Send(ping);
     Changes changes;
     scheduler_.OnHello(hello.node_name(), hello, &changes);
-    scheduler_.Schedule(registry_, now, &changes);
+    // In the loop, Tick schedules once for the whole round.
+    if (batching_) {
+      schedule_pending_ = true;
+    } else {
+      scheduler_.Schedule(registry_, now, &changes);
+    }
     Apply(changes);
     return;
   }
@@ -461,7 +490,7 @@ void CoordinatorCore::FlushIngest() {
       ack->set_attempt(std::get<1>(key));
       ack->set_rank(std::get<2>(key));
       ack->set_next_seq(next_seq);
-      session->Send(m);
+      SendAck(p.session, session, m);
     }
     if (!findings.empty() && !rows.empty()) {
       RunRow* run = scheduler_.FindRun(rows.front().run_id);
@@ -505,7 +534,11 @@ void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
     if (auto n = store_->CountRecords(t->info.task_id()); n.ok()) t->info.set_records(*n);
     changes.tasks.insert(t->info.task_id());
   }
-  scheduler_.Schedule(registry_, now, &changes);
+  if (batching_) {
+    schedule_pending_ = true;  // Tick schedules once for the whole round
+  } else {
+    scheduler_.Schedule(registry_, now, &changes);
+  }
   const bool persisted = Apply(changes);
   // Acknowledged only once durable: otherwise the agent sends it again.
   if (persisted && IsTerminal(status.state())) {
@@ -514,12 +547,13 @@ void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
     ack->set_task_id(status.task_id());
     ack->set_attempt(status.attempt());
     ack->set_rank(status.rank());
-    session->Send(m);
+    SendAck(sessions_.count(session) ? sessions_[session] : nullptr, session, m);
   }
 }
 
 void CoordinatorCore::HandleStreamEnded(const std::shared_ptr<AgentSession>& session) {
   FlushIngest();
+  schedule_pending_ = true;
   std::string node = registry_.OnStreamEnded(session.get(), MonotonicNs());
   sessions_.erase(session.get());
   failed_sessions_.erase(session.get());
@@ -549,8 +583,54 @@ void CoordinatorCore::FinishRun(const std::string& run_id) {
   }
   building_.insert(run_id);
   Log()->info("run {} {}: building its scorecard", run_id, run->info.state());
-  absl::MutexLock lock(&scorecard_mu_);
-  scorecard_jobs_.push_back(std::move(data));
+  // Handed over once this round is committed: the scorecard thread reads
+  // the store through its own connection, which sees only committed data.
+  scorecard_ready_.push_back(std::move(data));
+  if (!store_->in_round()) EndRound();
+}
+
+void CoordinatorCore::SendAck(const std::shared_ptr<AgentSession>& keep, AgentSession* session,
+                              const v1::CoordinatorMessage& message) {
+  if (store_->in_round()) {
+    deferred_.push_back({"", keep, session, message});
+    return;
+  }
+  session->Send(message);
+}
+
+void CoordinatorCore::EndRound() {
+  absl::Status committed = store_->CommitRound();
+  if (!committed.ok()) {
+    Log()->error("store: committing this round failed: {}; its acknowledgements are withheld "
+                 "and those agents' streams closed so they resend",
+                 committed.ToString());
+  }
+  std::vector<Deferred> out;
+  out.swap(deferred_);
+  for (auto& d : out) {
+    if (d.session == nullptr) {
+      SendNow(d.node, d.message);  // as Apply always did, stored or not
+    } else if (committed.ok()) {
+      d.session->Send(d.message);
+    } else if (!failed_sessions_.count(d.session)) {
+      failed_sessions_.insert(d.session);
+      d.session->Close(absl::StrCat("the coordinator could not store what it received: ",
+                                    committed.message()));
+    }
+  }
+  if (!scorecard_ready_.empty()) {
+    absl::MutexLock lock(&scorecard_mu_);
+    for (auto& d : scorecard_ready_) scorecard_jobs_.push_back(std::move(d));
+    scorecard_ready_.clear();
+  }
+}
+
+void CoordinatorCore::Checkpoint() {
+  if (!store_->in_round()) return;
+  EndRound();
+  if (auto st = store_->BeginRound(); !st.ok()) {
+    Log()->error("store: cannot begin a transaction: {}", st.ToString());
+  }
 }
 
 void CoordinatorCore::ScorecardLoop() {
@@ -741,6 +821,7 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
   Changes sched;
   scheduler_.Schedule(registry_, NowUnixNs(), &sched);
   Apply(sched);
+  Checkpoint();  // the caller is told "submitted" once it is durable
   return resp;
 }
 
@@ -784,6 +865,7 @@ absl::StatusOr<v1::CancelRunResponse> CoordinatorCore::HandleCancelRun(const std
   }
   Log()->info("run {} cancelled: {} tasks stopped", run_id, *n);
   Apply(changes);
+  Checkpoint();
   v1::CancelRunResponse resp;
   resp.set_tasks_cancelled(*n);
   return resp;

@@ -107,7 +107,17 @@ class CoordinatorCore {
   // Persists, broadcasts and sends what a scheduler call changed. False when
   // the tasks could not be persisted (the caller then acknowledges nothing).
   bool Apply(Changes& changes);
+  // In a round (Loop), deferred until EndRound; otherwise sent now.
   void SendTo(const std::string& node, const v1::CoordinatorMessage& message);
+  void SendNow(const std::string& node, const v1::CoordinatorMessage& message);
+  // An ack (records or status): only once what it acknowledges is durable.
+  void SendAck(const std::shared_ptr<AgentSession>& keep, AgentSession* session,
+               const v1::CoordinatorMessage& message);
+  // Commits the round's transaction, then sends what waited for it (acks
+  // are withheld and their streams closed when the commit failed) and hands
+  // finished runs to the scorecard thread.
+  void EndRound();
+  void Checkpoint();  // EndRound and begin the next round at once
   void OnRecords(AgentSession* session, const std::string& node, const v1::RecordBatch& batch);
   void OnStatus(AgentSession* session, const std::string& node, const v1::TaskStatus& status);
   // Stores every pending record batch in one transaction, then acknowledges
@@ -172,9 +182,19 @@ class CoordinatorCore {
   };
   static constexpr size_t kMaxPendingRows = 50000;
   bool batching_ = false;
+  bool schedule_pending_ = true;   // Tick: Schedule this round
+  int64_t last_schedule_ns_ = 0;
   std::vector<PendingIngest> pending_ingest_;
   size_t pending_rows_ = 0;
   std::vector<AgentRow> pending_agents_;
+  struct Deferred {
+    std::string node;                       // SendTo; empty for an ack
+    std::shared_ptr<AgentSession> keep;     // an ack: its stream, kept alive
+    AgentSession* session = nullptr;
+    v1::CoordinatorMessage message;
+  };
+  std::vector<Deferred> deferred_;
+  std::vector<reports::RunData> scorecard_ready_;  // handed over by EndRound
   // Metrics (core thread).
   uint64_t records_stored_ = 0;      // new records stored and acknowledged
   uint64_t records_duplicate_ = 0;   // resent records the store already held

@@ -125,6 +125,55 @@ absl::Status Store::Exec(const std::string& sql) {
   return absl::OkStatus();
 }
 
+absl::Status Store::BeginRound() {
+  if (in_round_) return absl::OkStatus();
+  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  in_round_ = true;
+  round_failed_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status Store::CommitRound() {
+  if (!in_round_) return absl::OkStatus();
+  in_round_ = false;
+  // SQLite rolls a whole transaction back on some errors (SQLITE_FULL,
+  // IOERR, BUSY, NOMEM): then there is nothing to commit, and what the
+  // round wrote before the error is gone.
+  if (round_failed_ || sqlite3_get_autocommit(db_)) {
+    if (!sqlite3_get_autocommit(db_)) (void)Exec("ROLLBACK");
+    return absl::InternalError(
+        "the store's transaction for this round was rolled back after an error");
+  }
+  if (auto s = Exec("COMMIT"); !s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::Begin() {
+  if (!in_round_) return Exec("BEGIN IMMEDIATE");
+  if (sqlite3_get_autocommit(db_)) round_failed_ = true;  // the round's transaction is gone
+  absl::Status s = Exec("SAVEPOINT w");
+  if (!s.ok()) round_failed_ = true;
+  return s;
+}
+
+absl::Status Store::Commit() {
+  if (!in_round_) return Exec("COMMIT");
+  absl::Status s = Exec("RELEASE w");
+  if (!s.ok()) round_failed_ = true;
+  return s;
+}
+
+void Store::Rollback() {
+  if (!in_round_) {
+    (void)Exec("ROLLBACK");
+    return;
+  }
+  if (!Exec("ROLLBACK TO w").ok() || !Exec("RELEASE w").ok()) round_failed_ = true;
+}
+
 absl::Status Store::PutAgent(const AgentRow& a) {
   Stmt s(db_, "INSERT OR REPLACE INTO agents(node, inventory, addresses, last_seen_ns) "
               "VALUES(?,?,?,?)");
@@ -138,15 +187,15 @@ absl::Status Store::PutAgent(const AgentRow& a) {
 
 absl::Status Store::PutAgents(const std::vector<AgentRow>& agents) {
   if (agents.empty()) return absl::OkStatus();
-  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  CMAX_RETURN_IF_ERROR(Begin());
   for (const AgentRow& a : agents) {
     if (auto s = PutAgent(a); !s.ok()) {
-      (void)Exec("ROLLBACK");
+      Rollback();
       return s;
     }
   }
-  if (auto s = Exec("COMMIT"); !s.ok()) {
-    (void)Exec("ROLLBACK");
+  if (auto s = Commit(); !s.ok()) {
+    Rollback();
     return s;
   }
   return absl::OkStatus();
@@ -232,15 +281,15 @@ absl::Status Store::PutTaskLocked(const TaskRow& t) {
 absl::Status Store::PutTask(const TaskRow& t) { return PutTaskLocked(t); }
 
 absl::Status Store::PutTasks(const std::vector<const TaskRow*>& tasks) {
-  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  CMAX_RETURN_IF_ERROR(Begin());
   for (const TaskRow* t : tasks) {
     if (auto s = PutTaskLocked(*t); !s.ok()) {
-      (void)Exec("ROLLBACK");
+      Rollback();
       return s;
     }
   }
-  if (auto s = Exec("COMMIT"); !s.ok()) {
-    (void)Exec("ROLLBACK");
+  if (auto s = Commit(); !s.ok()) {
+    Rollback();
     return s;
   }
   return absl::OkStatus();
@@ -295,7 +344,7 @@ absl::StatusOr<std::vector<int>> Store::InsertRecordGroups(
   for (const auto* g : groups) total += g->size();
   if (total == 0) return added;
   CMAX_RETURN_IF_ERROR(Fault("insert_records"));
-  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  CMAX_RETURN_IF_ERROR(Begin());
   Stmt s(db_, "INSERT OR IGNORE INTO records(task_id, attempt, rank, seq, run_id, node, suite, "
               "late, record) VALUES(?,?,?,?,?,?,?,?,?)");
   std::string blob;
@@ -316,14 +365,14 @@ absl::StatusOr<std::vector<int>> Store::InsertRecordGroups(
       int rc = sqlite3_step(s.get());
       if (rc != SQLITE_DONE) {
         absl::Status st = Error("insert record", rc);
-        (void)Exec("ROLLBACK");
+        Rollback();
         return st;
       }
       added[g] += sqlite3_changes(db_);
     }
   }
-  if (auto st = Exec("COMMIT"); !st.ok()) {
-    (void)Exec("ROLLBACK");
+  if (auto st = Commit(); !st.ok()) {
+    Rollback();
     return st;
   }
   return added;

@@ -100,6 +100,16 @@ class Store {
                            const std::function<bool(const v1::ExportedRecord&)>& fn);
   absl::StatusOr<int64_t> CountRecords(const std::string& task_id);
 
+  // Group commit: from BeginRound to CommitRound every write above is part
+  // of one transaction (the methods' own transactions become savepoints
+  // inside it), so a round of the coordinator's loop costs one fsync.
+  // Nothing written in a round is durable before CommitRound returns OK;
+  // when it fails, nothing of the round is stored. Outside a round each
+  // write is its own transaction, as before.
+  absl::Status BeginRound();
+  absl::Status CommitRound();
+  bool in_round() const { return in_round_; }
+
   // PRAGMA integrity_check == "ok".
   absl::Status CheckIntegrity();
 
@@ -115,6 +125,11 @@ class Store {
   absl::Status Exec(const std::string& sql);
   absl::Status Error(const std::string& what, int rc);
   absl::Status PutTaskLocked(const TaskRow& task);
+  absl::Status Begin();   // BEGIN IMMEDIATE, or a savepoint in a round
+  absl::Status Commit();
+  void Rollback();
+  bool in_round_ = false;
+  bool round_failed_ = false;
   absl::Status Fault(const std::string& op) const {
     return fault_hook_ ? fault_hook_(op) : absl::OkStatus();
   }
