@@ -86,6 +86,7 @@ CoordinatorCore::CoordinatorCore(CoreOptions options, std::unique_ptr<Store> sto
       rendezvous_([this](const std::string& node,
                          int64_t unix_ns) { return registry_.ToAgentClock(node, unix_ns); },
                   options_.barrier_lead_ms * 1000000) {
+  ping_period_ms_ = options_.ping_interval_ms;
   if (!options_.slurm_scontrol.empty()) {
     slurm_ = std::make_unique<SlurmDrainer>(options_.slurm_scontrol);
   }
@@ -153,17 +154,38 @@ void CoordinatorCore::Loop() {
 void CoordinatorCore::Tick() {
   const int64_t mono = MonotonicNs();
   const int64_t now = NowUnixNs();
-  if (mono - last_ping_ns_ >= options_.ping_interval_ms * 1000000) {
-    last_ping_ns_ = mono;
+  // Heartbeats: every connected agent is pinged once a period, spread over
+  // the period (a slice every round) rather than all in one burst. The
+  // period is --ping interval until that would be more than
+  // kMaxPingsPerSecond, then grows with the fleet (at 50,000 agents, 20 s),
+  // and the loss timeout with it (at least 3 periods). A pong is also the
+  // clock sample; any message counts as heard.
+  if (mono - ping_period_checked_ns_ >= 1000000000) {
+    ping_period_checked_ns_ = mono;
+    connected_ = registry_.ConnectedCount();
+    const int64_t wanted_ms = static_cast<int64_t>(connected_) * 1000 / kMaxPingsPerSecond;
+    ping_period_ms_ = std::max<int64_t>(options_.ping_interval_ms,
+                                        std::min<int64_t>(wanted_ms, kMaxPingPeriodMs));
+    registry_.set_timeout_ns(
+        std::max<int64_t>(options_.heartbeat_timeout_ms, 3 * ping_period_ms_) * 1000000);
+  }
+  if (last_ping_ns_ == 0) last_ping_ns_ = mono;
+  ping_credit_ += static_cast<double>(connected_) * static_cast<double>(mono - last_ping_ns_) /
+                  (static_cast<double>(ping_period_ms_) * 1e6);
+  ping_credit_ = std::min(ping_credit_, static_cast<double>(connected_));
+  last_ping_ns_ = mono;
+  if (ping_credit_ >= 1) {
+    const size_t n = static_cast<size_t>(ping_credit_);
+    ping_credit_ -= static_cast<double>(n);
     v1::CoordinatorMessage ping;
-    for (const auto& node : registry_.ConnectedNodes()) {
+    for (const auto& node : registry_.NextToPing(n)) {
       ping.mutable_ping()->set_t1_ns(NowUnixNs());
       SendNow(node, ping);  // not deferred: the round trip times the clock offset
     }
   }
   Changes changes;
   for (const auto& node : registry_.ExpireSilent(mono)) {
-    Log()->warn("agent {} lost: nothing heard for {} ms", node, options_.heartbeat_timeout_ms);
+    Log()->warn("agent {} lost: nothing heard for {} ms", node, registry_.timeout_ns() / 1000000);
     const AgentEntry* e = registry_.Find(node);
     if (e && e->session) e->session->Close("heartbeat timeout");
     scheduler_.OnNodeLost(node, now, &changes);
@@ -289,8 +311,7 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
     if (!batching_) FlushAgents();
     v1::CoordinatorMessage welcome;
     welcome.mutable_welcome()->set_coordinator_version(kCmaxVersion);
-    welcome.mutable_welcome()->set_heartbeat_interval_ms(
-        static_cast<int>(options_.ping_interval_ms));
+    welcome.mutable_welcome()->set_heartbeat_interval_ms(static_cast<int>(ping_period_ms_));
     session->Send(welcome);
     v1::CoordinatorMessage ping;
     ping.mutable_ping()->set_t1_ns(NowUnixNs());

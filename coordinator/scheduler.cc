@@ -250,6 +250,7 @@ absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registr
     changes->tasks.insert(t->info.task_id());
     tasks_[t->info.task_id()] = std::move(t);
   }
+  tasks_of_.erase(run_id);
   return out;
 }
 
@@ -264,6 +265,7 @@ void Scheduler::Restore(RunRow run, std::vector<TaskRow> tasks) {
     std::string tid = t.info.task_id();
     tasks_[tid] = std::make_unique<TaskRow>(std::move(t));
   }
+  tasks_of_.erase(id);
 }
 
 bool Scheduler::NodeBusy(const std::string& node) const {
@@ -716,8 +718,10 @@ TaskRow* Scheduler::FindTask(const std::string& task_id) {
   return it == tasks_.end() ? nullptr : it->second.get();
 }
 
-std::vector<TaskRow*> Scheduler::TasksOf(const std::string& run_id) {
-  std::vector<TaskRow*> out;
+const std::vector<TaskRow*>& Scheduler::TasksOf(const std::string& run_id) {
+  auto [cached, inserted] = tasks_of_.try_emplace(run_id);
+  if (!inserted) return cached->second;
+  std::vector<TaskRow*>& out = cached->second;
   // Task ids start with the run id followed by '.'.
   std::string prefix = run_id + ".";
   for (auto it = tasks_.lower_bound(prefix);
@@ -727,6 +731,11 @@ std::vector<TaskRow*> Scheduler::TasksOf(const std::string& run_id) {
   std::stable_sort(out.begin(), out.end(), [](const TaskRow* a, const TaskRow* b) {
     return a->info.suite_index() < b->info.suite_index();
   });
+  if (out.empty()) {
+    tasks_of_.erase(cached);  // no such run (yet): nothing to cache
+    static const std::vector<TaskRow*> kNone;
+    return kNone;
+  }
   return out;
 }
 
@@ -743,6 +752,7 @@ void Scheduler::Forget(const std::string& run_id) {
     local_sizes_.erase(t->info.task_id());
     tasks_.erase(t->info.task_id());
   }
+  tasks_of_.erase(run_id);
   runs_.erase(run_id);
   run_order_.erase(std::remove(run_order_.begin(), run_order_.end(), run_id), run_order_.end());
 }
