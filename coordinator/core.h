@@ -124,6 +124,9 @@ class CoordinatorCore {
   // them (group commit); on failure closes their streams unacknowledged.
   void FlushIngest();
   void FlushAgents();  // persists the pending Hellos' agent rows
+  // PutRun now when the run's state changed (or `now`), else marks it for
+  // Tick within kRunPersistEveryNs.
+  void PersistRun(const RunRow& run, bool now);
   // A run ended: its scorecard is built from a read-only store connection
   // on the scorecard thread (heartbeats, acks and other runs go on meanwhile),
   // then CompleteRun records it here. Without a started core (tests calling
@@ -191,6 +194,14 @@ class CoordinatorCore {
   bool batching_ = false;
   bool schedule_pending_ = true;   // Tick: Schedule this round
   int64_t last_schedule_ns_ = 0;
+  int64_t last_sweep_ns_ = 0;
+  struct RunPersist {
+    std::string state;
+    int64_t written_ns = 0;
+    bool dirty = false;
+  };
+  static constexpr int64_t kRunPersistEveryNs = 1000000000;
+  std::map<std::string, RunPersist> run_persist_;
   std::vector<PendingIngest> pending_ingest_;
   size_t pending_rows_ = 0;
   std::vector<AgentRow> pending_agents_;

@@ -127,15 +127,30 @@ absl::Status Store::Exec(const std::string& sql) {
 
 absl::Status Store::BeginRound() {
   if (in_round_) return absl::OkStatus();
-  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  // The transaction itself starts with the round's first write (a round of
+  // pongs writes nothing and costs no lock and no commit).
   in_round_ = true;
+  round_txn_ = false;
   round_failed_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status Store::EnsureRoundTxn() {
+  if (!in_round_ || round_txn_) return absl::OkStatus();
+  absl::Status s = Exec("BEGIN IMMEDIATE");
+  if (!s.ok()) {
+    round_failed_ = true;
+    return s;
+  }
+  round_txn_ = true;
   return absl::OkStatus();
 }
 
 absl::Status Store::CommitRound() {
   if (!in_round_) return absl::OkStatus();
   in_round_ = false;
+  if (!round_txn_ && !round_failed_) return absl::OkStatus();  // nothing written
+  round_txn_ = false;
   // SQLite rolls a whole transaction back on some errors (SQLITE_FULL,
   // IOERR, BUSY, NOMEM): then there is nothing to commit, and what the
   // round wrote before the error is gone.
@@ -153,6 +168,7 @@ absl::Status Store::CommitRound() {
 
 absl::Status Store::Begin() {
   if (!in_round_) return Exec("BEGIN IMMEDIATE");
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
   if (sqlite3_get_autocommit(db_)) round_failed_ = true;  // the round's transaction is gone
   absl::Status s = Exec("SAVEPOINT w");
   if (!s.ok()) round_failed_ = true;
@@ -175,6 +191,7 @@ void Store::Rollback() {
 }
 
 absl::Status Store::PutAgent(const AgentRow& a) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
   Stmt s(db_, "INSERT OR REPLACE INTO agents(node, inventory, addresses, last_seen_ns) "
               "VALUES(?,?,?,?)");
   s.Text(1, a.node);
@@ -218,6 +235,7 @@ absl::StatusOr<std::vector<AgentRow>> Store::LoadAgents() {
 }
 
 absl::Status Store::PutRun(const RunRow& r) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
   Stmt s(db_, "INSERT OR REPLACE INTO runs(run_id, created_ns, state, info, plan, nodes, "
               "cancel_requested) VALUES(?,?,?,?,?,?,?)");
   s.Text(1, r.info.run_id());

@@ -128,7 +128,9 @@ class Store {
   absl::Status Begin();   // BEGIN IMMEDIATE, or a savepoint in a round
   absl::Status Commit();
   void Rollback();
+  absl::Status EnsureRoundTxn();  // in a round: BEGIN IMMEDIATE before its first write
   bool in_round_ = false;
+  bool round_txn_ = false;
   bool round_failed_ = false;
   absl::Status Fault(const std::string& op) const {
     return fault_hook_ ? fault_hook_(op) : absl::OkStatus();

@@ -71,6 +71,9 @@ if [[ -f $data/cmax.db ]]; then
   echo "store_records                            $(sqlite3 -readonly "$data/cmax.db" 'SELECT COUNT(*) FROM records' 2>/dev/null || echo '?')"
   echo "store_bytes                              $(du -cb "$data"/cmax.db* | tail -1 | cut -f1)"
 fi
-warns=$(grep -c '\] \[warning\]\|\[warn' "$data/coordinator.log" 2>/dev/null || true)
-echo "coordinator_warnings                     ${warns:-0} (first: $(grep -m1 'warn' "$data/coordinator.log" 2>/dev/null | cut -c1-160))"
+log=$data/coordinator.log
+lost=$(grep -c ' lost: nothing heard' "$log" 2>/dev/null || true)
+echo "coordinator_log_agents_lost              ${lost:-0}"
+warns=$(grep ' warning \| error ' "$log" 2>/dev/null | grep -vc 'INSECURE: --no-token' || true)
+echo "coordinator_log_warnings_errors          ${warns:-0} $(grep ' warning \| error ' "$log" 2>/dev/null | grep -v 'INSECURE' | head -1 | cut -c1-150)"
 exit $rc
