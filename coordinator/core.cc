@@ -1,5 +1,6 @@
 #include "coordinator/core.h"
 
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -725,7 +726,11 @@ void CoordinatorCore::ScorecardLoop() {
         reader = std::move(*r);
       }
     }
+    // Memory the core thread's arenas freed (record batches, gRPC buffers)
+    // is not reused by this thread's arena: give it back first, then after.
+    malloc_trim(0);
     BuiltScorecard built = BuildScorecardFiles(std::move(job), reader.get(), stopping);
+    malloc_trim(0);
     if (built.aborted) return;
     auto shared = std::make_shared<BuiltScorecard>(std::move(built));
     Post([this, shared] {
