@@ -171,8 +171,13 @@ void CoordinatorCore::Tick() {
     const int64_t wanted_ms = static_cast<int64_t>(connected_) * 1000 / kMaxPingsPerSecond;
     ping_period_ms_ = std::max<int64_t>(options_.ping_interval_ms,
                                         std::min<int64_t>(wanted_ms, kMaxPingPeriodMs));
+    // The loss timeout follows the period up at once, and down by at most
+    // a second a second: agents pinged on the longer period must not turn
+    // lost because the fleet shrank (streams ending) in the meantime.
+    const int64_t target_ns =
+        std::max<int64_t>(options_.heartbeat_timeout_ms, 3 * ping_period_ms_) * 1000000;
     registry_.set_timeout_ns(
-        std::max<int64_t>(options_.heartbeat_timeout_ms, 3 * ping_period_ms_) * 1000000);
+        std::max(target_ns, registry_.timeout_ns() - 1000000000));
   }
   if (last_ping_ns_ == 0) last_ping_ns_ = mono;
   ping_credit_ += static_cast<double>(connected_) * static_cast<double>(mono - last_ping_ns_) /
