@@ -135,14 +135,12 @@ void CoordinatorCore::Loop() {
       if (stopping_) return;
       work.swap(queue_);
     }
-    // One store transaction for the records of every batch in this round
-    // (group commit: one fsync instead of one a batch); their acks go out
-    // after it. The batches point into `work`, so this runs before it goes.
-    //
     // The whole round is one store transaction (Store::BeginRound): the
-    // tasks, runs, agents and records it writes cost one fsync. Whatever
-    // says "durable" to someone -- record acks, status acks, assignments --
-    // waits in deferred_ until EndRound has committed.
+    // tasks, runs, agents and records it writes cost one fsync (group
+    // commit). Whatever says "durable" to someone -- record acks, status
+    // acks, assignments -- waits in deferred_ until EndRound has committed.
+    // The pending record batches point into `work`: FlushIngest runs before
+    // it goes.
     if (auto st = store_->BeginRound(); !st.ok()) {
       Log()->error("store: cannot begin a transaction: {}", st.ToString());
     }
