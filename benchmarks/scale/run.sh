@@ -24,7 +24,7 @@ while [[ $# -gt 0 ]]; do
     --no-run) run_plan=0; shift ;;
     --keep) keep=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | cut -c3-; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -30,6 +30,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "benchmarks/scale/sim_node.h"
@@ -519,6 +521,18 @@ int Main() {
     std::fprintf(stderr, "cmax-scale-agents: --agents must be 1..1000000\n");
     return 2;
   }
+  for (double f : {absl::GetFlag(FLAGS_slow_gpu), absl::GetFlag(FLAGS_flap_port),
+                   absl::GetFlag(FLAGS_sdc), absl::GetFlag(FLAGS_hang),
+                   absl::GetFlag(FLAGS_disconnect)}) {
+    if (f < 0 || f > 1) {
+      std::fprintf(stderr, "cmax-scale-agents: fault fractions must be 0..1\n");
+      return 2;
+    }
+  }
+  if (absl::GetFlag(FLAGS_batch) < 1 || absl::GetFlag(FLAGS_max_unacked) < 1) {
+    std::fprintf(stderr, "cmax-scale-agents: --batch and --max-unacked must be >= 1\n");
+    return 2;
+  }
   int channels = absl::GetFlag(FLAGS_channels);
   if (channels <= 0) channels = std::min(64, std::max(1, n / 500));
   if (channels > 64) {
@@ -763,6 +777,14 @@ int main(int argc, char** argv) {
       "Hosts N simulated agents (8 simulated GPUs each, every record marked simulated) over "
       "real gRPC, submits the plan and prints connect time, idle CPU, memory per agent, "
       "ingest rate and scorecard time. See benchmarks/scale/README.md.");
+  // --help lists this file's flags (absl matches files named after the
+  // program by default).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "scale/scale_agents.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   cmax::DashedFlags flags(argc, argv);  // --coordinator-pid as well as --coordinator_pid
   absl::ParseCommandLine(flags.argc(), flags.argv());
   return cmax::scale::Main();

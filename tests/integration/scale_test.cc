@@ -206,3 +206,43 @@ TEST_CASE("scale: 500 simulated agents, every record stored once, the scorecard 
   CHECK(sdc > 0);
   CHECK(fail >= sdc);
 }
+
+TEST_CASE("scale: every simulated record and inventory says simulated, faults show in the data",
+          "[scale]") {
+  cmax::scale::SimFaults f;
+  f.slow_gpu = f.flap_port = f.sdc = 1;  // every node has them
+  const cmax::scale::SimNode n = cmax::scale::MakeSimNode(3, "sim", f);
+  CHECK(n.name == "sim00003");
+  CHECK(cmax::scale::SimInventory(n).facts().at("simulated") == "true");
+  CHECK(cmax::scale::SimInventory(n).gpu_count() == 8);
+  int64_t total = 0;
+  bool slow = false, flap = false, sdc = false;
+  for (const std::string suite : {"health", "gemm", "collective", "consistency", "storage"}) {
+    const int64_t count = cmax::scale::SimRecordCount(n, suite);
+    CHECK(count > 0);
+    total += count;
+    for (int64_t i = 0; i < count; ++i) {
+      const cmax::v1::Record r = cmax::scale::SimRecordAt(n, suite, i, 1);
+      INFO(suite << " record " << i << ": " << r.ShortDebugString());
+      if (r.has_measurement()) CHECK(r.measurement().simulated());
+      if (r.has_finding()) CHECK(r.finding().simulated());
+      if (r.has_log()) CHECK(r.log().message().rfind("simulated: ", 0) == 0);
+      CHECK((r.has_measurement() || r.has_finding() || r.has_log()));
+      if (r.has_measurement() && r.measurement().metric() == "gemm_tflops" &&
+          r.measurement().labels().at("gpu") == "3") {
+        slow = slow || r.measurement().value() < 0.75 * 720;
+      }
+      flap = flap || (r.has_finding() && r.finding().subject() == "port:mlx5_2/1");
+      sdc = sdc || (r.has_finding() && r.finding().check_id() == "consistency.nondeterministic");
+    }
+  }
+  CHECK(slow);
+  CHECK(flap);
+  CHECK(sdc);
+  CHECK(total > 180);
+  // Without faults none of them appear.
+  const cmax::scale::SimNode clean = cmax::scale::MakeSimNode(3, "sim", {});
+  CHECK(cmax::scale::SimRecordCount(clean, "health") + 1 == cmax::scale::SimRecordCount(n, "health"));
+  CHECK(cmax::scale::SimRecordCount(clean, "consistency") + 1 ==
+        cmax::scale::SimRecordCount(n, "consistency"));
+}
