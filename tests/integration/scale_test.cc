@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "benchmarks/scale/sim_node.h"
+#include "common/plan_parser.h"
 #include "coordinator/store.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -245,4 +246,91 @@ TEST_CASE("scale: every simulated record and inventory says simulated, faults sh
   CHECK(cmax::scale::SimRecordCount(clean, "health") + 1 == cmax::scale::SimRecordCount(n, "health"));
   CHECK(cmax::scale::SimRecordCount(clean, "consistency") + 1 ==
         cmax::scale::SimRecordCount(n, "consistency"));
+}
+
+namespace {
+
+// `nodes` nodes that all carry node 0's simulated records (the same
+// per-node data), as the coordinator would hand them to the scorecard.
+cmax::reports::RunData SameDataOn(int nodes, const cmax::v1::Plan& plan) {
+  cmax::reports::RunData d;
+  d.run.set_run_id("r1");
+  d.run.set_plan_name(plan.name());
+  d.run.set_state("completed");
+  d.run.set_created_unix_ns(1000000000);
+  d.run.set_finished_unix_ns(2000000000);
+  d.plan = plan;
+  const cmax::scale::SimNode node0 = cmax::scale::MakeSimNode(0, "sim", {});
+  for (int i = 0; i < nodes; ++i) {
+    const cmax::scale::SimNode n = cmax::scale::MakeSimNode(i, "sim", {});
+    d.nodes.push_back(n.name);
+    d.inventories[n.name] = cmax::scale::SimInventory(node0);
+    for (int s = 0; s < plan.suites_size(); ++s) {
+      const std::string& suite = plan.suites(s).suite();
+      cmax::v1::TaskInfo t;
+      t.set_task_id(absl::StrCat("r1.", s, ".", n.name));
+      t.set_run_id("r1");
+      t.set_suite(suite);
+      t.set_name(plan.suites(s).name());
+      t.set_node(n.name);
+      t.set_state(cmax::v1::TASK_COMPLETED);
+      t.set_attempt(1);
+      t.set_suite_index(s);
+      const int64_t count = cmax::scale::SimRecordCount(node0, suite);
+      t.set_records(count);
+      d.tasks.push_back(t);
+      for (int64_t q = 0; q < count; ++q) {
+        cmax::v1::ExportedRecord r;
+        r.set_task_id(t.task_id());
+        r.set_attempt(1);
+        r.set_seq(q);
+        r.set_node(n.name);
+        r.set_suite(suite);
+        *r.mutable_record() = cmax::scale::SimRecordAt(node0, suite, q, 1500000000);
+        d.records.push_back(std::move(r));
+      }
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("scale: a 1-node and a 1,000-node scorecard agree for the same per-node data",
+          "[scale]") {
+  auto plan = cmax::LoadPlanFile(Cluster::SourceDir() + "/benchmarks/scale/scale.yaml");
+  REQUIRE(plan.ok());
+  const cmax::v1::Scorecard one = cmax::reports::BuildScorecard(SameDataOn(1, *plan));
+  const cmax::v1::Scorecard many = cmax::reports::BuildScorecard(SameDataOn(1000, *plan));
+  REQUIRE(one.nodes_size() == 1);
+  REQUIRE(many.nodes_size() == 1000);
+  CHECK(one.tier() == many.tier());
+  REQUIRE(one.categories_size() == many.categories_size());
+  // The grades agree, except where only fleet-wide consistency rules (one
+  // node has nothing to compare with: inventory or version drift across
+  // nodes) evaluate a category: not measured on one node, graded on many.
+  for (int c = 0; c < one.categories_size(); ++c) {
+    const auto& a = one.categories(c);
+    const auto& b = many.categories(c);
+    INFO(a.name() << ": " << a.grade() << " vs " << b.grade() << "; " << b.ShortDebugString().substr(0, 800));
+    if (a.grade() == b.grade()) continue;
+    CHECK(a.grade() == "not measured");
+    CHECK(b.rules_size() > 0);
+    for (const auto& r : b.rules()) CHECK(r.node().empty());
+  }
+  // Every node of the big run gets the one node's verdict and reasons.
+  int differing = 0;
+  for (const auto& n : many.nodes()) {
+    if (n.verdict() != one.nodes(0).verdict() ||
+        std::vector<std::string>(n.reasons().begin(), n.reasons().end()) !=
+            std::vector<std::string>(one.nodes(0).reasons().begin(),
+                                     one.nodes(0).reasons().end())) {
+      if (++differing <= 3) {
+        UNSCOPED_INFO(n.node() << ": " << n.verdict() << " " << n.ShortDebugString().substr(0, 600)
+                               << "\n  vs one node: " << one.nodes(0).verdict() << " "
+                               << one.nodes(0).ShortDebugString().substr(0, 600));
+      }
+    }
+  }
+  CHECK(differing == 0);
 }
