@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +28,7 @@
 #include "coordinator/scheduler.h"
 #include "coordinator/slurm_drain.h"
 #include "coordinator/store.h"
+#include "reports/run_data.h"
 
 namespace cmax::coordinator {
 
@@ -116,10 +118,43 @@ class CoordinatorCore {
   // Persists, broadcasts and sends what a scheduler call changed. False when
   // the tasks could not be persisted (the caller then acknowledges nothing).
   bool Apply(Changes& changes);
+  // In a round (Loop), deferred until EndRound; otherwise sent now.
   void SendTo(const std::string& node, const v1::CoordinatorMessage& message);
+  void SendNow(const std::string& node, const v1::CoordinatorMessage& message);
+  // An ack (records or status): only once what it acknowledges is durable.
+  void SendAck(const std::shared_ptr<AgentSession>& keep, AgentSession* session,
+               const v1::CoordinatorMessage& message);
+  // Commits the round's transaction, then sends what waited for it (acks
+  // are withheld and their streams closed when the commit failed) and hands
+  // finished runs to the scorecard thread.
+  void EndRound();
+  void Checkpoint();  // EndRound and begin the next round at once
   void OnRecords(AgentSession* session, const std::string& node, const v1::RecordBatch& batch);
   void OnStatus(AgentSession* session, const std::string& node, const v1::TaskStatus& status);
+  // Stores every pending record batch in one transaction, then acknowledges
+  // them (group commit); on failure closes their streams unacknowledged.
+  void FlushIngest();
+  void FlushAgents();  // persists the pending Hellos' agent rows
+  // PutRun now when the run's state changed (or `now`), else marks it for
+  // Tick within kRunPersistEveryNs.
+  void PersistRun(const RunRow& run, bool now);
+  // A run ended: its scorecard is built from a read-only store connection
+  // on the scorecard thread (heartbeats, acks and other runs go on meanwhile),
+  // then CompleteRun records it here. Without a started core (tests calling
+  // the handlers directly) it is built in place.
   void FinishRun(const std::string& run_id);
+  struct BuiltScorecard {
+    std::string run_id, dir;
+    v1::Scorecard card;
+    bool written = false;
+    bool aborted = false;  // the coordinator stopped while it was built
+  };
+  // Scans the run's records from `store` into `data`, builds, renders and
+  // writes the scorecard files. Any thread; touches no member but options_.
+  BuiltScorecard BuildScorecardFiles(reports::RunData data, Store* store,
+                                     const std::function<bool()>& stopping);
+  void CompleteRun(BuiltScorecard built);  // core thread
+  void ScorecardLoop();                    // the scorecard thread
   void Broadcast(const std::string& run_id, const v1::RunEvent& event);
   v1::RunEvent RunEventFor(const RunRow& run);
   std::string NewRunId();
@@ -147,6 +182,48 @@ class CoordinatorCore {
   };
   std::map<std::string, RecordBudget> record_budgets_;
   int64_t last_ping_ns_ = 0;
+  // Heartbeat pacing (Tick): pings owed, the period, when it was last sized.
+  static constexpr int64_t kMaxPingsPerSecond = 2500;
+  static constexpr int64_t kMaxPingPeriodMs = 20000;  // agents give up after 30 s of silence
+  double ping_credit_ = 0;
+  size_t connected_ = 0;
+  int64_t ping_period_ms_ = 1000;
+  int64_t ping_period_checked_ns_ = 0;
+  // Group commit (core thread): record batches of one loop round wait here
+  // for FlushIngest. `rows` point into the messages of that round.
+  struct PendingIngest {
+    std::shared_ptr<AgentSession> session;  // keeps it alive until the acks
+    AgentSession* raw = nullptr;
+    std::string node;
+    std::vector<RecordToStore> rows;
+    std::map<std::tuple<std::string, int, int>, int64_t> next;  // acks to send
+    std::vector<v1::Finding> findings;
+    int refused = 0;
+    int64_t arrived_ns = 0;
+  };
+  static constexpr size_t kMaxPendingRows = 50000;
+  bool batching_ = false;
+  bool schedule_pending_ = true;   // Tick: Schedule this round
+  int64_t last_schedule_ns_ = 0;
+  int64_t last_sweep_ns_ = 0;
+  struct RunPersist {
+    std::string state;
+    int64_t written_ns = 0;
+    bool dirty = false;
+  };
+  static constexpr int64_t kRunPersistEveryNs = 1000000000;
+  std::map<std::string, RunPersist> run_persist_;
+  std::vector<PendingIngest> pending_ingest_;
+  size_t pending_rows_ = 0;
+  std::vector<AgentRow> pending_agents_;
+  struct Deferred {
+    std::string node;                       // SendTo; empty for an ack
+    std::shared_ptr<AgentSession> keep;     // an ack: its stream, kept alive
+    AgentSession* session = nullptr;
+    v1::CoordinatorMessage message;
+  };
+  std::vector<Deferred> deferred_;
+  std::vector<reports::RunData> scorecard_ready_;  // handed over by EndRound
   // Metrics (core thread).
   uint64_t records_stored_ = 0;      // new records stored and acknowledged
   uint64_t records_duplicate_ = 0;   // resent records the store already held
@@ -167,6 +244,13 @@ class CoordinatorCore {
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
+
+  // Runs whose scorecard is being built (core thread).
+  std::set<std::string> building_;
+  absl::Mutex scorecard_mu_;
+  std::deque<reports::RunData> scorecard_jobs_ ABSL_GUARDED_BY(scorecard_mu_);
+  bool scorecard_stop_ ABSL_GUARDED_BY(scorecard_mu_) = false;
+  std::thread scorecard_thread_;
 };
 
 // The rule every run id from outside passes before it names a file or a

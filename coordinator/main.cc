@@ -42,7 +42,8 @@ ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "CA (PEM) whose client certificates agents and cmaxctl must present (mutual TLS)");
 ABSL_FLAG(int, heartbeat_timeout, 15,
-          "seconds without word from an agent before it is lost and its tasks with it");
+          "seconds without word from an agent before it is lost and its tasks with it (above "
+          "2,500 agents at least 3 heartbeat periods, which grow with the fleet: docs/scale.md)");
 ABSL_FLAG(int, min_free_mb, 64,
           "refuse new runs while the data directory has less free space than this (MiB)");
 ABSL_FLAG(bool, allow_insecure, false,

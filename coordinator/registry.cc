@@ -149,6 +149,27 @@ std::vector<std::string> Registry::ConnectedNodes() const {
   return out;
 }
 
+std::vector<std::string> Registry::NextToPing(size_t n) {
+  std::vector<std::string> out;
+  if (n == 0 || agents_.empty()) return out;
+  auto it = agents_.upper_bound(ping_cursor_);
+  // At most one full turn: each node once per call.
+  for (size_t seen = 0; seen < agents_.size() && out.size() < n; ++seen, ++it) {
+    if (it == agents_.end()) it = agents_.begin();
+    if (it->second.state == AgentState::kConnected && it->second.session) {
+      out.push_back(it->first);
+    }
+    ping_cursor_ = it->first;
+  }
+  return out;
+}
+
+size_t Registry::ConnectedCount() const {
+  size_t n = 0;
+  for (const auto& [node, e] : agents_) n += e.state == AgentState::kConnected && e.session;
+  return n;
+}
+
 int64_t Registry::ToAgentClock(const std::string& node, int64_t unix_ns) const {
   const AgentEntry* e = Find(node);
   if (!e || e->rtt_ns < 0) return unix_ns;

@@ -79,6 +79,14 @@ class Registry {
   std::vector<const AgentEntry*> All() const;
   std::vector<std::string> ConnectedNodes() const;
 
+  // Up to `n` connected nodes after the last one this returned, wrapping
+  // around: successive calls sweep every connected node in turn.
+  std::vector<std::string> NextToPing(size_t n);
+  size_t ConnectedCount() const;
+  // The silence after which ExpireSilent declares a node lost.
+  void set_timeout_ns(int64_t ns) { timeout_ns_ = ns; }
+  int64_t timeout_ns() const { return timeout_ns_; }
+
   // Agent clock time corresponding to coordinator wall time `unix_ns`.
   int64_t ToAgentClock(const std::string& node, int64_t unix_ns) const;
 
@@ -86,6 +94,7 @@ class Registry {
   int64_t timeout_ns_;
   std::map<std::string, AgentEntry> agents_;
   std::map<AgentSession*, std::string> by_session_;
+  std::string ping_cursor_;  // NextToPing resumes after this node
 };
 
 // Node names agents may use: [A-Za-z0-9_.-]{1,64}.

@@ -90,7 +90,10 @@ class Scheduler {
 
   RunRow* FindRun(const std::string& run_id);
   TaskRow* FindTask(const std::string& task_id);
-  std::vector<TaskRow*> TasksOf(const std::string& run_id);
+  // The run's tasks by plan entry, then id. Cached per run until the run's
+  // tasks change (CreateRun, Restore, Forget): the reference stays valid
+  // until then.
+  const std::vector<TaskRow*>& TasksOf(const std::string& run_id);
   std::vector<RunRow*> Runs();
   // Drops a finished run from memory (it stays in the store).
   void Forget(const std::string& run_id);
@@ -121,6 +124,7 @@ class Scheduler {
 
   std::map<std::string, std::unique_ptr<RunRow>> runs_;
   std::map<std::string, std::unique_ptr<TaskRow>> tasks_;
+  std::map<std::string, std::vector<TaskRow*>> tasks_of_;  // TasksOf's cache, by run
   std::vector<std::string> run_order_;  // creation order
   // Per group task: end statuses per rank received so far.
   std::map<std::string, std::map<int, v1::TaskStatus>> rank_ends_;

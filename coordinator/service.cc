@@ -250,9 +250,10 @@ class ExportReactor final : public grpc::ServerWriteReactor<v1::ExportedRecord> 
         Finish(ToGrpc(run.status()));
         return;
       }
-      // A second, read-only connection would let this run off the core
-      // thread; a scan of one run is short enough for now.
-      auto store = Store::Open(core->db_path());
+      // A second, read-only connection (it sees what is committed; the core
+      // holds its round's write transaction meanwhile). Reading it off the
+      // core thread is the next step (docs/scale.md).
+      auto store = Store::OpenReader(core->db_path());
       if (!store.ok()) {
         Finish(ToGrpc(store.status()));
         return;

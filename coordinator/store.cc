@@ -89,6 +89,19 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return store;
 }
 
+absl::StatusOr<std::unique_ptr<Store>> Store::OpenReader(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::InternalError(absl::StrCat("open database ", path, " read-only: ", msg));
+  }
+  std::unique_ptr<Store> store(new Store(db));
+  sqlite3_busy_timeout(db, 5000);
+  return store;
+}
+
 Store::~Store() { sqlite3_close(db_); }
 
 absl::Status Store::Error(const std::string& what, int rc) {
@@ -112,7 +125,73 @@ absl::Status Store::Exec(const std::string& sql) {
   return absl::OkStatus();
 }
 
+absl::Status Store::BeginRound() {
+  if (in_round_) return absl::OkStatus();
+  // The transaction itself starts with the round's first write (a round of
+  // pongs writes nothing and costs no lock and no commit).
+  in_round_ = true;
+  round_txn_ = false;
+  round_failed_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status Store::EnsureRoundTxn() {
+  if (!in_round_ || round_txn_) return absl::OkStatus();
+  absl::Status s = Exec("BEGIN IMMEDIATE");
+  if (!s.ok()) {
+    round_failed_ = true;
+    return s;
+  }
+  round_txn_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Store::CommitRound() {
+  if (!in_round_) return absl::OkStatus();
+  in_round_ = false;
+  if (!round_txn_ && !round_failed_) return absl::OkStatus();  // nothing written
+  round_txn_ = false;
+  // SQLite rolls a whole transaction back on some errors (SQLITE_FULL,
+  // IOERR, BUSY, NOMEM): then there is nothing to commit, and what the
+  // round wrote before the error is gone.
+  if (round_failed_ || sqlite3_get_autocommit(db_)) {
+    if (!sqlite3_get_autocommit(db_)) (void)Exec("ROLLBACK");
+    return absl::InternalError(
+        "the store's transaction for this round was rolled back after an error");
+  }
+  if (auto s = Exec("COMMIT"); !s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::Begin() {
+  if (!in_round_) return Exec("BEGIN IMMEDIATE");
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
+  if (sqlite3_get_autocommit(db_)) round_failed_ = true;  // the round's transaction is gone
+  absl::Status s = Exec("SAVEPOINT w");
+  if (!s.ok()) round_failed_ = true;
+  return s;
+}
+
+absl::Status Store::Commit() {
+  if (!in_round_) return Exec("COMMIT");
+  absl::Status s = Exec("RELEASE w");
+  if (!s.ok()) round_failed_ = true;
+  return s;
+}
+
+void Store::Rollback() {
+  if (!in_round_) {
+    (void)Exec("ROLLBACK");
+    return;
+  }
+  if (!Exec("ROLLBACK TO w").ok() || !Exec("RELEASE w").ok()) round_failed_ = true;
+}
+
 absl::Status Store::PutAgent(const AgentRow& a) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
   Stmt s(db_, "INSERT OR REPLACE INTO agents(node, inventory, addresses, last_seen_ns) "
               "VALUES(?,?,?,?)");
   s.Text(1, a.node);
@@ -121,6 +200,22 @@ absl::Status Store::PutAgent(const AgentRow& a) {
   s.Int(4, a.last_seen_ns);
   int rc = sqlite3_step(s.get());
   return rc == SQLITE_DONE ? absl::OkStatus() : Error("put agent", rc);
+}
+
+absl::Status Store::PutAgents(const std::vector<AgentRow>& agents) {
+  if (agents.empty()) return absl::OkStatus();
+  CMAX_RETURN_IF_ERROR(Begin());
+  for (const AgentRow& a : agents) {
+    if (auto s = PutAgent(a); !s.ok()) {
+      Rollback();
+      return s;
+    }
+  }
+  if (auto s = Commit(); !s.ok()) {
+    Rollback();
+    return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<AgentRow>> Store::LoadAgents() {
@@ -140,6 +235,7 @@ absl::StatusOr<std::vector<AgentRow>> Store::LoadAgents() {
 }
 
 absl::Status Store::PutRun(const RunRow& r) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
   Stmt s(db_, "INSERT OR REPLACE INTO runs(run_id, created_ns, state, info, plan, nodes, "
               "cancel_requested) VALUES(?,?,?,?,?,?,?)");
   s.Text(1, r.info.run_id());
@@ -203,15 +299,15 @@ absl::Status Store::PutTaskLocked(const TaskRow& t) {
 absl::Status Store::PutTask(const TaskRow& t) { return PutTaskLocked(t); }
 
 absl::Status Store::PutTasks(const std::vector<const TaskRow*>& tasks) {
-  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  CMAX_RETURN_IF_ERROR(Begin());
   for (const TaskRow* t : tasks) {
     if (auto s = PutTaskLocked(*t); !s.ok()) {
-      (void)Exec("ROLLBACK");
+      Rollback();
       return s;
     }
   }
-  if (auto s = Exec("COMMIT"); !s.ok()) {
-    (void)Exec("ROLLBACK");
+  if (auto s = Commit(); !s.ok()) {
+    Rollback();
     return s;
   }
   return absl::OkStatus();
@@ -254,32 +350,47 @@ absl::StatusOr<std::vector<TaskRow>> Store::LoadTasks(const std::string& run_id)
 
 absl::StatusOr<int> Store::InsertRecords(const std::vector<RecordToStore>& records) {
   if (records.empty()) return 0;
+  auto added = InsertRecordGroups({&records});
+  if (!added.ok()) return added.status();
+  return added->front();
+}
+
+absl::StatusOr<std::vector<int>> Store::InsertRecordGroups(
+    const std::vector<const std::vector<RecordToStore>*>& groups) {
+  std::vector<int> added(groups.size(), 0);
+  size_t total = 0;
+  for (const auto* g : groups) total += g->size();
+  if (total == 0) return added;
   CMAX_RETURN_IF_ERROR(Fault("insert_records"));
-  CMAX_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  CMAX_RETURN_IF_ERROR(Begin());
   Stmt s(db_, "INSERT OR IGNORE INTO records(task_id, attempt, rank, seq, run_id, node, suite, "
               "late, record) VALUES(?,?,?,?,?,?,?,?,?)");
-  int added = 0;
-  for (const auto& r : records) {
-    sqlite3_reset(s.get());
-    s.Text(1, r.record->task_id());
-    s.Int(2, r.record->attempt());
-    s.Int(3, r.record->rank());
-    s.Int(4, r.record->seq());
-    s.Text(5, r.run_id);
-    s.Text(6, r.node);
-    s.Text(7, r.suite);
-    s.Int(8, r.late ? 1 : 0);
-    s.Blob(9, r.record->record().SerializeAsString());
-    int rc = sqlite3_step(s.get());
-    if (rc != SQLITE_DONE) {
-      absl::Status st = Error("insert record", rc);
-      (void)Exec("ROLLBACK");
-      return st;
+  std::string blob;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (const auto& r : *groups[g]) {
+      sqlite3_reset(s.get());
+      s.Text(1, r.record->task_id());
+      s.Int(2, r.record->attempt());
+      s.Int(3, r.record->rank());
+      s.Int(4, r.record->seq());
+      s.Text(5, r.run_id);
+      s.Text(6, r.node);
+      s.Text(7, r.suite);
+      s.Int(8, r.late ? 1 : 0);
+      blob.clear();
+      r.record->record().SerializeToString(&blob);
+      s.Blob(9, blob);
+      int rc = sqlite3_step(s.get());
+      if (rc != SQLITE_DONE) {
+        absl::Status st = Error("insert record", rc);
+        Rollback();
+        return st;
+      }
+      added[g] += sqlite3_changes(db_);
     }
-    added += sqlite3_changes(db_);
   }
-  if (auto st = Exec("COMMIT"); !st.ok()) {
-    (void)Exec("ROLLBACK");
+  if (auto st = Commit(); !st.ok()) {
+    Rollback();
     return st;
   }
   return added;

@@ -62,11 +62,18 @@ class Store {
   // Opens or creates `path`. Fails when the file is not a cmax database or
   // fails SQLite's quick_check.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  // A second, read-only connection to an existing store (WAL: it reads the
+  // last committed state while the writer goes on). No quick_check, no
+  // schema changes; only the reads below work on it. For the thread that
+  // builds scorecards (core.h).
+  static absl::StatusOr<std::unique_ptr<Store>> OpenReader(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   absl::Status PutAgent(const AgentRow& agent);
+  // Several agents in one transaction (one fsync for a burst of Hellos).
+  absl::Status PutAgents(const std::vector<AgentRow>& agents);
   absl::StatusOr<std::vector<AgentRow>> LoadAgents();
 
   absl::Status PutRun(const RunRow& run);
@@ -83,11 +90,25 @@ class Store {
   // Inserts in one transaction; duplicates of (task, attempt, rank, seq) are
   // ignored. Returns how many were new.
   absl::StatusOr<int> InsertRecords(const std::vector<RecordToStore>& records);
+  // Several agents' batches in one transaction (group commit); how many of
+  // each group were new. All or nothing.
+  absl::StatusOr<std::vector<int>> InsertRecordGroups(
+      const std::vector<const std::vector<RecordToStore>*>& groups);
   // Every record of a run in (task, attempt, rank, seq) order; `fn` returning
   // false stops the scan.
   absl::Status ScanRecords(const std::string& run_id,
                            const std::function<bool(const v1::ExportedRecord&)>& fn);
   absl::StatusOr<int64_t> CountRecords(const std::string& task_id);
+
+  // Group commit: from BeginRound to CommitRound every write above is part
+  // of one transaction (the methods' own transactions become savepoints
+  // inside it), so a round of the coordinator's loop costs one fsync.
+  // Nothing written in a round is durable before CommitRound returns OK;
+  // when it fails, nothing of the round is stored. Outside a round each
+  // write is its own transaction, as before.
+  absl::Status BeginRound();
+  absl::Status CommitRound();
+  bool in_round() const { return in_round_; }
 
   // PRAGMA integrity_check == "ok".
   absl::Status CheckIntegrity();
@@ -104,6 +125,13 @@ class Store {
   absl::Status Exec(const std::string& sql);
   absl::Status Error(const std::string& what, int rc);
   absl::Status PutTaskLocked(const TaskRow& task);
+  absl::Status Begin();   // BEGIN IMMEDIATE, or a savepoint in a round
+  absl::Status Commit();
+  void Rollback();
+  absl::Status EnsureRoundTxn();  // in a round: BEGIN IMMEDIATE before its first write
+  bool in_round_ = false;
+  bool round_txn_ = false;
+  bool round_failed_ = false;
   absl::Status Fault(const std::string& op) const {
     return fault_hook_ ? fault_hook_(op) : absl::OkStatus();
   }

@@ -27,7 +27,10 @@ bool Evaluates(const v1::ExportedRecord& rec) {
   return false;
 }
 
-JudgedView MakeJudgedView(const RunData& data) {
+namespace {
+
+// `move_from` is `data` when its records may be moved, null to copy them.
+JudgedView MakeView(const RunData& data, RunData* move_from) {
   JudgedView view;
   view.data.run = data.run;
   view.data.plan = data.plan;
@@ -52,7 +55,8 @@ JudgedView MakeJudgedView(const RunData& data) {
   // (node, task) -> records left out, by reason.
   std::map<std::pair<std::string, std::string>, std::pair<int, int>> dropped;  // (earlier, late)
   view.data.records.reserve(data.records.size());
-  for (const auto& rec : data.records) {
+  for (size_t i = 0; i < data.records.size(); ++i) {
+    const v1::ExportedRecord& rec = data.records[i];
     const std::string suite = rec.suite();
     if (suite == kSelftestSuite) continue;  // never graded, nothing to tell
     auto it = tasks.find(rec.task_id());
@@ -62,7 +66,15 @@ JudgedView MakeJudgedView(const RunData& data) {
       (earlier ? d.first : d.second)++;
       continue;
     }
-    view.data.records.push_back(rec);
+    if (move_from) {
+      view.data.records.push_back(std::move(move_from->records[i]));
+    } else {
+      view.data.records.push_back(rec);
+    }
+  }
+  if (move_from) {
+    move_from->records.clear();
+    move_from->records.shrink_to_fit();
   }
   for (const auto& [key, counts] : dropped) {
     const auto& [node, task_id] = key;
@@ -80,5 +92,10 @@ JudgedView MakeJudgedView(const RunData& data) {
   }
   return view;
 }
+
+}  // namespace
+
+JudgedView MakeJudgedView(const RunData& data) { return MakeView(data, nullptr); }
+JudgedView MakeJudgedView(RunData&& data) { return MakeView(data, &data); }
 
 }  // namespace cmax::reports

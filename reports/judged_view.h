@@ -27,6 +27,10 @@ struct JudgedView {
 // Pure. A record is kept unless its task is known and the record belongs to
 // an earlier attempt, it is flagged late, or it is selftest's.
 JudgedView MakeJudgedView(const RunData& data);
+// The same view, moving the kept records out of `data` instead of copying
+// them (the coordinator's scorecard holds each record once); `data` keeps
+// everything else, its `records` are left empty.
+JudgedView MakeJudgedView(RunData&& data);
 
 // True when `rec` evaluated the cluster: a Measurement, or a Finding whose
 // outcome came from evidence (not_measured unset). Progress, Log, Sample and

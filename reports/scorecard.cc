@@ -274,7 +274,11 @@ v1::Finding TaskFinding(const v1::RuleResult& r) {
 
 }  // namespace
 
-v1::Scorecard BuildScorecard(const RunData& input) {
+namespace {
+
+// `owned` is `input` when its records may be moved into the judged view (the
+// rvalue overload), null to copy them. Either way the card is the same.
+v1::Scorecard Build(const RunData& input, RunData* owned) {
   v1::Scorecard card;
   card.set_run_id(input.run.run_id());
   card.set_plan(!input.plan.name().empty() ? input.plan.name() : input.run.plan_name());
@@ -285,7 +289,8 @@ v1::Scorecard BuildScorecard(const RunData& input) {
   card.set_generated(FormatRfc3339(NowUnixNs()));
 
   // Judged: each task's last attempt, no late records, no selftest records.
-  const JudgedView view = MakeJudgedView(input);
+  std::vector<v1::BarrierStart> barrier_starts = BarrierStarts(input);
+  const JudgedView view = owned ? MakeJudgedView(std::move(*owned)) : MakeJudgedView(input);
   const RunData& data = view.data;
 
   std::vector<v1::RuleResult> results;
@@ -397,7 +402,7 @@ v1::Scorecard BuildScorecard(const RunData& input) {
   card.set_tier(tier.tier);
   card.set_tier_reason(card.simulated() ? absl::StrCat(kSimulatedBanner, "; ", tier.reason)
                                         : tier.reason);
-  for (auto& b : BarrierStarts(input)) *card.add_barrier_starts() = std::move(b);
+  for (auto& b : barrier_starts) *card.add_barrier_starts() = std::move(b);
 
   // Nodes: the run's selection first, then any other node that shows up.
   // A node has data when a record evaluated it or one of its tasks completed.
@@ -424,13 +429,21 @@ v1::Scorecard BuildScorecard(const RunData& input) {
     if (seen.insert(n).second) nodes.push_back(n);
   }
 
+  // Each node's tasks in the run's order, indexed once (looking through
+  // every task for every node was nodes x tasks).
+  std::map<std::string, std::vector<const v1::TaskInfo*>> tasks_of_node;
+  for (const auto& t : data.tasks) {
+    for (const auto& n : SplitNodes(t.node())) {
+      auto& list = tasks_of_node[n];
+      if (list.empty() || list.back() != &t) list.push_back(&t);
+    }
+  }
   for (const auto& node : nodes) {
     v1::NodeVerdict* v = card.add_nodes();
     v->set_node(node);
     bool any_task_broken = false;
-    for (const auto& t : data.tasks) {
-      const auto ns = SplitNodes(t.node());
-      if (std::find(ns.begin(), ns.end(), node) == ns.end()) continue;
+    for (const v1::TaskInfo* tp : tasks_of_node[node]) {
+      const v1::TaskInfo& t = *tp;
       *v->add_tasks() = Summarize(t);
       if (TaskBroke(t) && TaskBlames(t, node)) any_task_broken = true;
     }
@@ -492,6 +505,11 @@ v1::Scorecard BuildScorecard(const RunData& input) {
   *card.mutable_cost() = ComputeCost(card, input.plan.price_per_gpu_hour(), "plan");
   return card;
 }
+
+}  // namespace
+
+v1::Scorecard BuildScorecard(const RunData& input) { return Build(input, nullptr); }
+v1::Scorecard BuildScorecard(RunData&& input) { return Build(input, &input); }
 
 std::string RenderJson(const v1::Scorecard& card) {
   // Like MessageToJsonLine(card, true), but fields at their default value

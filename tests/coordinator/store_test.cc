@@ -126,3 +126,78 @@ TEST_CASE("a file that is not a database is refused", "[store]") {
 
 }  // namespace
 }  // namespace cmax::coordinator
+
+namespace cmax::coordinator {
+namespace {
+
+int64_t CountWith(Store* store, const std::string& run_id) {
+  int64_t n = 0;
+  REQUIRE(store->ScanRecords(run_id, [&](const v1::ExportedRecord&) {
+                 ++n;
+                 return true;
+               }).ok());
+  return n;
+}
+
+TEST_CASE("a round is one transaction: a reader sees its writes only after CommitRound",
+          "[store]") {
+  std::string dir = TempDir();
+  auto store = Store::Open(dir + "/cmax.db");
+  REQUIRE(store.ok());
+  auto reader = Store::OpenReader(dir + "/cmax.db");
+  REQUIRE(reader.ok());
+  TaskRow t;
+  t.info.set_task_id("r1.0.a");
+  t.info.set_run_id("r1");
+  t.nodes = {"a"};
+
+  REQUIRE((*store)->BeginRound().ok());
+  CHECK((*store)->in_round());
+  REQUIRE((*store)->PutTasks({&t}).ok());
+  std::vector<v1::SpooledRecord> a = {Rec("r1.0.a", 1, 0, 0, 1), Rec("r1.0.a", 1, 0, 1, 2)};
+  std::vector<v1::SpooledRecord> b = {Rec("r1.0.a", 1, 0, 1, 2), Rec("r1.0.a", 1, 0, 2, 3)};
+  std::vector<RecordToStore> ga, gb;
+  for (const auto& r : a) ga.push_back({&r, "r1", "a", "selftest", false});
+  for (const auto& r : b) gb.push_back({&r, "r1", "a", "selftest", false});
+  auto added = (*store)->InsertRecordGroups({&ga, &gb});
+  REQUIRE(added.ok());
+  // seq 1 is in both groups: new in the first, a duplicate in the second.
+  CHECK(*added == std::vector<int>{2, 1});
+  // The writer sees its round; another connection does not, yet.
+  CHECK(CountWith(store->get(), "r1") == 3);
+  CHECK(CountWith(reader->get(), "r1") == 0);
+  CHECK(absl::IsNotFound((*reader)->GetTask("r1.0.a").status()));
+  REQUIRE((*store)->CommitRound().ok());
+  CHECK_FALSE((*store)->in_round());
+  CHECK(CountWith(reader->get(), "r1") == 3);
+  CHECK((*reader)->GetTask("r1.0.a").ok());
+  // A round that writes nothing commits nothing and succeeds.
+  REQUIRE((*store)->BeginRound().ok());
+  REQUIRE((*store)->CommitRound().ok());
+}
+
+TEST_CASE("an insert refused in a round leaves the round's other writes to commit",
+          "[store]") {
+  std::string dir = TempDir();
+  auto store = Store::Open(dir + "/cmax.db");
+  REQUIRE(store.ok());
+  int calls = 0;
+  (*store)->SetFaultHookForTesting([&](const std::string& op) {
+    return op == "insert_records" && calls++ == 1 ? absl::UnavailableError("busy")
+                                                  : absl::OkStatus();
+  });
+  std::vector<v1::SpooledRecord> a = {Rec("t", 1, 0, 0, 1)};
+  std::vector<v1::SpooledRecord> b = {Rec("t", 1, 0, 1, 1)};
+  std::vector<RecordToStore> ga = {{&a[0], "r1", "a", "selftest", false}};
+  std::vector<RecordToStore> gb = {{&b[0], "r1", "a", "selftest", false}};
+  REQUIRE((*store)->BeginRound().ok());
+  REQUIRE((*store)->InsertRecordGroups({&ga}).ok());
+  CHECK_FALSE((*store)->InsertRecordGroups({&gb}).ok());
+  REQUIRE((*store)->CommitRound().ok());
+  auto reader = Store::OpenReader(dir + "/cmax.db");
+  REQUIRE(reader.ok());
+  CHECK(CountWith(reader->get(), "r1") == 1);
+}
+
+}  // namespace
+}  // namespace cmax::coordinator

@@ -216,6 +216,7 @@ void Cluster::StopAgent(int i, int sig) {
 }
 
 pid_t Cluster::agent_pid(int i) const { return agents_[i] ? agents_[i]->pid() : -1; }
+pid_t Cluster::coordinator_pid() const { return coordinator_ ? coordinator_->pid() : -1; }
 
 absl::Status Cluster::WaitForAgents(int n, const std::string& state,
                                     std::chrono::seconds timeout) {
