@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -119,80 +122,76 @@ v1::CostSummary ComputeCost(const v1::Scorecard& card, double price, const std::
 
 std::string RenderCostText(const v1::CostSummary& c) { return c.summary(); }
 
+namespace {
+
+// The rows of the cost table, shared by Markdown and HTML; `lost_nodes`
+// formats the node names for the medium.
+std::vector<std::pair<std::string, std::string>> CostRows(const v1::CostSummary& c,
+                                                          const std::string& lost_nodes) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  rows.emplace_back("price per GPU-hour",
+                    c.price_per_gpu_hour() > 0
+                        ? absl::StrCat(Usd(c.price_per_gpu_hour()), " (", c.price_source(), ")")
+                        : "not given");
+  rows.emplace_back("BF16 TFLOP/s per GPU",
+                    c.bf16_measured() ? absl::StrFormat("%.1f (median of %d GPUs)",
+                                                        c.bf16_tflops_per_gpu(), c.gpus_measured())
+                                      : "not measured");
+  rows.emplace_back("USD per delivered PFLOP-hour", c.price_per_gpu_hour() <= 0 ? "no price"
+                                                    : c.bf16_measured() ? Usd(c.usd_per_pflop_hour())
+                                                                        : "not measured");
+  rows.emplace_back("GPU-hours of the run", absl::StrFormat("%.2f (%d GPUs x %.3f h)", c.gpu_hours(),
+                                                            c.gpus_total(), c.run_hours()));
+  std::string lost = absl::StrFormat("%.2f", c.lost_gpu_hours());
+  if (!lost_nodes.empty()) absl::StrAppend(&lost, " (", lost_nodes, ")");
+  rows.emplace_back("GPU-hours lost to failed nodes", lost);
+  if (c.price_per_gpu_hour() > 0) rows.emplace_back("cost of the lost GPU-hours", Usd(c.lost_usd()));
+  return rows;
+}
+
+// Shown at all: a price was given or GPUs were counted.
+bool HasCost(const v1::Scorecard& card) {
+  return card.has_cost() &&
+         (card.cost().price_per_gpu_hour() > 0 || card.cost().gpus_total() > 0);
+}
+
+}  // namespace
+
 std::string RenderCostMarkdown(const v1::Scorecard& card) {
-  if (!card.has_cost()) return "";
+  if (!HasCost(card)) return "";
   const v1::CostSummary& c = card.cost();
-  if (c.price_per_gpu_hour() <= 0 && c.gpus_total() == 0) return "";
   std::string out = "## Cost\n\n";
   if (c.simulated()) absl::StrAppend(&out, "**SIMULATED DATA \u2014 not a measurement**\n\n");
   absl::StrAppend(&out, "| figure | value |\n| --- | --- |\n");
-  auto row = [&out](const std::string& k, const std::string& v) {
-    absl::StrAppend(&out, "| ", k, " | ", v, " |\n");
-  };
-  row("price per GPU-hour",
-      c.price_per_gpu_hour() > 0 ? absl::StrCat(Usd(c.price_per_gpu_hour()), " (",
-                                                c.price_source(), ")")
-                                 : "not given");
-  row("BF16 TFLOP/s per GPU",
-      c.bf16_measured()
-          ? absl::StrFormat("%.1f (median of %d GPUs)", c.bf16_tflops_per_gpu(), c.gpus_measured())
-          : "not measured");
-  row("USD per delivered PFLOP-hour",
-      c.price_per_gpu_hour() <= 0 ? "no price"
-      : c.bf16_measured()         ? Usd(c.usd_per_pflop_hour())
-                                  : "not measured");
-  row("GPU-hours of the run", absl::StrFormat("%.2f (%d GPUs x %.3f h)", c.gpu_hours(),
-                                              c.gpus_total(), c.run_hours()));
-  std::string lost = absl::StrFormat("%.2f", c.lost_gpu_hours());
-  if (c.lost_nodes_size() > 0) {
-    // Node names come from the data: escape what Markdown would read.
-    std::vector<std::string> names;
-    for (const auto& n : c.lost_nodes()) {
-      std::string e;
-      for (char ch : n) {
-        if (std::string("\\`*_{}[]<>()#+-.!|").find(ch) != std::string::npos) e.push_back('\\');
-        e.push_back(ch);
-      }
-      names.push_back(e);
+  // Node names come from the data: escape what Markdown would read.
+  std::vector<std::string> names;
+  for (const auto& n : c.lost_nodes()) {
+    std::string e;
+    for (char ch : n) {
+      if (std::string("\\`*_{}[]<>()#+-.!|").find(ch) != std::string::npos) e.push_back('\\');
+      e.push_back(ch);
     }
-    absl::StrAppend(&lost, " (", absl::StrJoin(names, ", "), ")");
+    names.push_back(e);
   }
-  row("GPU-hours lost to failed nodes", lost);
-  if (c.price_per_gpu_hour() > 0) row("cost of the lost GPU-hours", Usd(c.lost_usd()));
+  for (const auto& [k, v] : CostRows(c, absl::StrJoin(names, ", "))) {
+    absl::StrAppend(&out, "| ", k, " | ", v, " |\n");
+  }
   absl::StrAppend(&out, "\nFormula: ", c.formula(), ".\n\n");
   return out;
 }
 
 std::string RenderCostHtml(const v1::Scorecard& card) {
-  if (!card.has_cost()) return "";
+  if (!HasCost(card)) return "";
   const v1::CostSummary& c = card.cost();
-  if (c.price_per_gpu_hour() <= 0 && c.gpus_total() == 0) return "";
-  auto H = EscapeHtml;
   std::string out = "<section id=\"cost\"><h2>Cost</h2>\n";
-  if (c.simulated()) absl::StrAppend(&out, "<p><strong>SIMULATED DATA \u2014 not a measurement</strong></p>\n");
+  if (c.simulated()) {
+    absl::StrAppend(&out, "<p><strong>SIMULATED DATA \u2014 not a measurement</strong></p>\n");
+  }
   absl::StrAppend(&out, "<table>\n");
-  auto row = [&out, &H](const std::string& k, const std::string& v) {
-    absl::StrAppend(&out, "<tr><th>", H(k), "</th><td>", H(v), "</td></tr>\n");
-  };
-  row("price per GPU-hour",
-      c.price_per_gpu_hour() > 0 ? absl::StrCat(Usd(c.price_per_gpu_hour()), " (",
-                                                c.price_source(), ")")
-                                 : "not given");
-  row("BF16 TFLOP/s per GPU",
-      c.bf16_measured()
-          ? absl::StrFormat("%.1f (median of %d GPUs)", c.bf16_tflops_per_gpu(), c.gpus_measured())
-          : "not measured");
-  row("USD per delivered PFLOP-hour",
-      c.price_per_gpu_hour() <= 0 ? "no price"
-      : c.bf16_measured()         ? Usd(c.usd_per_pflop_hour())
-                                  : "not measured");
-  row("GPU-hours of the run", absl::StrFormat("%.2f (%d GPUs x %.3f h)", c.gpu_hours(),
-                                              c.gpus_total(), c.run_hours()));
-  std::string lost = absl::StrFormat("%.2f", c.lost_gpu_hours());
-  if (c.lost_nodes_size() > 0) absl::StrAppend(&lost, " (", absl::StrJoin(c.lost_nodes(), ", "), ")");
-  row("GPU-hours lost to failed nodes", lost);
-  if (c.price_per_gpu_hour() > 0) row("cost of the lost GPU-hours", Usd(c.lost_usd()));
-  absl::StrAppend(&out, "</table>\n<p>Formula: ", H(c.formula()), ".</p>\n</section>\n");
+  for (const auto& [k, v] : CostRows(c, absl::StrJoin(c.lost_nodes(), ", "))) {
+    absl::StrAppend(&out, "<tr><th>", EscapeHtml(k), "</th><td>", EscapeHtml(v), "</td></tr>\n");
+  }
+  absl::StrAppend(&out, "</table>\n<p>Formula: ", EscapeHtml(c.formula()), ".</p>\n</section>\n");
   return out;
 }
 

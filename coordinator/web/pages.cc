@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "reports/judge_util.h"
 
 namespace cmax::coordinator::web {
 namespace {
@@ -121,29 +122,6 @@ bool IsLocalPath(absl::string_view next) {
   return true;
 }
 
-std::string TaskStateName(v1::TaskState state) {
-  switch (state) {
-    case v1::TASK_PENDING:
-      return "pending";
-    case v1::TASK_ASSIGNED:
-      return "assigned";
-    case v1::TASK_RUNNING:
-      return "running";
-    case v1::TASK_COMPLETED:
-      return "completed";
-    case v1::TASK_FAILED:
-      return "failed";
-    case v1::TASK_TIMED_OUT:
-      return "timed out";
-    case v1::TASK_LOST:
-      return "lost";
-    case v1::TASK_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
-}
-
 RunProgress Summarize(const v1::GetRunResponse& run) {
   RunProgress p;
   p.run = run.run();
@@ -201,7 +179,7 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
       f.name = t.name();
       f.node = t.node();
       f.state =
-          t.state() == v1::TASK_COMPLETED ? "found failures" : TaskStateName(t.state());
+          t.state() == v1::TASK_COMPLETED ? "found failures" : reports::TaskStateName(t.state());
       f.message = t.message();
       f.stderr_tail = t.stderr_tail();
       f.blamed_nodes = t.blamed_nodes();
