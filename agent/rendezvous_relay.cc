@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,7 +17,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/fnv1a.h"
 #include "common/logging.h"
+#include "common/secrets.h"
 #include "common/time_util.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -34,36 +35,13 @@ absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
 }
 
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  std::string out;
-  for (unsigned char ch : raw) absl::StrAppendFormat(&out, "%02x", ch);
-  return out;
-}
-
-// FNV-1a, 64 bits: a short, stable file name for a group.
+// A short, stable file name for a group (FNV-1a 64).
 std::string ShortHash(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return absl::StrFormat("%016x", h);
+  Fnv1a64 h;
+  h.Update(text);
+  return h.Hex();
 }
 
-bool ConstantTimeEqual(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 std::string ReplyLine(const v1::RendezvousReply& reply) {
   std::string line;
@@ -213,7 +191,10 @@ absl::StatusOr<RelayEndpoint> RendezvousRelay::Open(const std::string& group,
                                   : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     g->tcp_address = family == AF_INET6 ? absl::StrCat("[", tcp_host, "]:", port)
                                         : absl::StrCat(tcp_host, ":", port);
-    g->secret = RandomHex(16);
+    // A failed getrandom is an error, never a guessable secret.
+    auto secret = RandomHex(16);
+    if (!secret.ok()) return fail(secret.status());
+    g->secret = std::move(*secret);
     ep.tcp_address = g->tcp_address;
     ep.secret = g->secret;
     ep.address = "tcp://" + g->tcp_address;
@@ -410,7 +391,7 @@ void RendezvousRelay::HandleLineLocked(Conn& c, const std::string& line) {
       auto f = hello.fields().find("secret");
       if (f != hello.fields().end()) secret = f->second.string_value();
     }
-    if (secret.empty() || !ConstantTimeEqual(secret, g.secret)) {
+    if (secret.empty() || !SameSecret(secret, g.secret)) {
       Log()->warn("group {}: a TCP connection sent a wrong secret; closed", g.name);
       ErrorLocked(c, 0, "wrong or missing rendezvous secret");
       c.close_after_flush = true;
