@@ -17,6 +17,7 @@
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
 #include "reports/stats.h"
+#include "reports/svg.h"
 
 namespace cmax::reports {
 namespace {
@@ -89,22 +90,6 @@ bool KeyLabel(const FleetMetric* fleet, const std::string& k) {
 }
 
 }  // namespace
-
-std::string EscapeHtml(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  for (char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(ch);
-    }
-  }
-  return out;
-}
 
 std::string MetricBetter(const std::string& metric) {
   if (const FleetMetric* f = FindFleetMetric(metric)) {
@@ -422,7 +407,7 @@ std::string RenderCompareJson(const Comparison& c) {
 }
 
 std::string RenderCompareHtml(const Comparison& c) {
-  auto H = EscapeHtml;
+  auto H = HtmlEscape;
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";

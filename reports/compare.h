@@ -59,8 +59,6 @@ std::string RenderCompareJson(const Comparison& c);
 // One self-contained HTML page (inline CSS, no script); every text escaped.
 std::string RenderCompareHtml(const Comparison& c);
 
-// HTML-escapes & < > " '.
-std::string EscapeHtml(const std::string& text);
 
 }  // namespace cmax::reports
 

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "reports/compare.h"
 #include "reports/stats.h"
+#include "reports/svg.h"
 
 namespace cmax::reports {
 namespace {
@@ -189,9 +190,9 @@ std::string RenderCostHtml(const v1::Scorecard& card) {
   }
   absl::StrAppend(&out, "<table>\n");
   for (const auto& [k, v] : CostRows(c, absl::StrJoin(c.lost_nodes(), ", "))) {
-    absl::StrAppend(&out, "<tr><th>", EscapeHtml(k), "</th><td>", EscapeHtml(v), "</td></tr>\n");
+    absl::StrAppend(&out, "<tr><th>", HtmlEscape(k), "</th><td>", HtmlEscape(v), "</td></tr>\n");
   }
-  absl::StrAppend(&out, "</table>\n<p>Formula: ", EscapeHtml(c.formula()), ".</p>\n</section>\n");
+  absl::StrAppend(&out, "</table>\n<p>Formula: ", HtmlEscape(c.formula()), ".</p>\n</section>\n");
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "reports/judge_util.h"
+#include "reports/svg.h"
 
 namespace cmax::coordinator::web {
 namespace {
@@ -84,31 +85,10 @@ google::protobuf::Value Bool(bool b) {
 
 }  // namespace
 
+// One escaper for every page cmax writes (reports/svg.h); Debian's Abseil
+// string_view is not std::string_view, hence the conversion.
 std::string HtmlEscape(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return reports::HtmlEscape(std::string_view(text.data(), text.size()));
 }
 
 bool IsLocalPath(absl::string_view next) {
