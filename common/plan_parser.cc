@@ -308,6 +308,8 @@ class Parser {
       plan.set_source(source_);
       if (!root["name"]) return Error(root, "the plan needs a 'name'");
       CMAX_ASSIGN_OR_RETURN(std::string name, Scalar(root["name"], "name"));
+      // As ValidatePlan demands (the fuzzer found `name: !tag` giving "").
+      if (name.empty()) return Error(root["name"], "the plan's 'name' is empty");
       plan.set_name(name);
       if (root["description"]) {
         CMAX_ASSIGN_OR_RETURN(std::string d, Scalar(root["description"], "description"));
