@@ -129,15 +129,16 @@ TEST_CASE("the web view follows a run live in headless Chromium", "[integration]
   // Three entries on every node, ending at different times over several
   // seconds; the last cannot run (exit 2), so failures arrive while the page
   // is open. The browser starts right after the submit: on CI's busy 2-core
-  // machine Chromium took 3 s to start and the whole run once ended before.
+  // machine Chromium took 3 s to start and the whole run once ended before;
+  // the first entry lasts 10 s so the page sees it running, then done 3.
   std::string plan = c.WritePlan("web", R"(name: web
 suites:
   - suite: selftest
     name: first
-    params: {mode: ok, records: 10, seconds: 3}
+    params: {mode: ok, records: 10, seconds: 10}
   - suite: selftest
     name: second
-    params: {mode: ok, records: 10, seconds: 15}
+    params: {mode: ok, records: 10, seconds: 8}
   - suite: selftest
     name: broken
     params: {mode: error}
