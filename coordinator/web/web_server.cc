@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/http_server.h"
+#include "common/logging.h"
 #include "common/net_address.h"
 #include "common/secrets.h"
 #include "coordinator/core.h"
@@ -256,6 +257,9 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     // The pre-routing check refused a token in the query, so this one came
     // in the body.
     if (!SameSecret(req.get_param_value("token"), options.token)) {
+      // The audit trail names the caller, never what it sent.
+      GetLogger("web")->warn("sign-in refused (wrong token) from {}:{}", req.remote_addr,
+                             req.remote_port);
       // A pause per wrong guess (this thread only) slows guessing down.
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
       res.status = 401;
@@ -267,6 +271,8 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
       Error(req, res, session.status(), true);
       return;
     }
+    GetLogger("web")->info("signed in a browser session from {}:{}", req.remote_addr,
+                           req.remote_port);
     res.set_header("Set-Cookie",
                    absl::StrCat(kCookie, "=", *session, CookieAttributes(), "; Max-Age=",
                                 absl::ToInt64Seconds(options.session_lifetime)));

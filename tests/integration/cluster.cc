@@ -1,11 +1,13 @@
 #include "tests/integration/cluster.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -217,6 +219,53 @@ void Cluster::StopAgent(int i, int sig) {
 
 pid_t Cluster::agent_pid(int i) const { return agents_[i] ? agents_[i]->pid() : -1; }
 pid_t Cluster::coordinator_pid() const { return coordinator_ ? coordinator_->pid() : -1; }
+
+namespace {
+
+std::string ProcFile(pid_t pid, const char* name) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/", name), std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t ParentOf(pid_t pid) {
+  // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces.
+  const std::string stat = ProcFile(pid, "stat");
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 > stat.size()) return -1;
+  std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
+  int ppid = -1;
+  if (f.size() < 2 || !absl::SimpleAtoi(f[1], &ppid)) return -1;
+  return ppid;
+}
+
+}  // namespace
+
+pid_t Cluster::SuiteProcessOf(int i, const std::string& cmdline_part) const {
+  const pid_t root = agent_pid(i);
+  if (root <= 0) return -1;
+  std::map<pid_t, pid_t> parent;
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      int pid = 0;
+      if (absl::SimpleAtoi(e->d_name, &pid)) parent[pid] = ParentOf(pid);
+    }
+    closedir(d);
+  }
+  for (const auto& [pid, ppid] : parent) {
+    bool under = false;
+    for (pid_t p = ppid; p > 1 && !under; p = parent.count(p) ? parent[p] : -1) {
+      under = p == root;
+    }
+    if (!under) continue;
+    const std::string cmd = ProcFile(pid, "cmdline");
+    if (absl::StrContains(cmd, "cmax-bench") && absl::StrContains(cmd, cmdline_part)) {
+      return pid;
+    }
+  }
+  return -1;
+}
 
 absl::Status Cluster::WaitForAgents(int n, const std::string& state,
                                     std::chrono::seconds timeout) {

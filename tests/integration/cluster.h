@@ -93,6 +93,9 @@ class Cluster {
   std::string shared_storage_dir() const { return dir_ + "/shared-storage"; }
   std::string token_file() const { return dir_ + "/token"; }
   pid_t agent_pid(int i) const;
+  // A suite process (cmax-bench*) that agent i runs, whose command line holds
+  // `cmdline_part` (e.g. "--soak="), or -1 when there is none now.
+  pid_t SuiteProcessOf(int i, const std::string& cmdline_part) const;
   pid_t coordinator_pid() const;  // -1 when it is not running
   // Writes a plan file into the cluster's dir and returns its path.
   std::string WritePlan(const std::string& name, const std::string& yaml) const;

@@ -5,7 +5,6 @@
 // stopped rank's node, not its neighbours; with one node's link slowed
 // (tests/hosts.sh slow) mid-soak, the scorecard names the dropped intervals.
 #include <catch2/catch.hpp>
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -54,38 +53,6 @@ std::string SoakPlan(const std::string& soak_s, const std::string& timeout = "2m
                                      absl::StrCat("    timeout: ", timeout,
                                                   "\n    env: {GLOO_SOCKET_IFNAME: eth0}\n")}});
   return plan;
-}
-
-pid_t ParentOf(pid_t pid) {
-  // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces.
-  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
-  int ppid = -1;
-  if (f.size() < 2 || !absl::SimpleAtoi(f[1], &ppid)) return -1;
-  return ppid;
-}
-
-// The soak's suite process among the descendants of `root` (the agent),
-// or -1.
-pid_t FindSuiteUnder(pid_t root) {
-  std::map<pid_t, pid_t> parent;
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return -1;
-  while (dirent* e = readdir(d)) {
-    int pid = 0;
-    if (absl::SimpleAtoi(e->d_name, &pid)) parent[pid] = ParentOf(pid);
-  }
-  closedir(d);
-  for (const auto& [pid, ppid] : parent) {
-    bool under = false;
-    for (pid_t p = ppid; p > 1 && !under; p = parent.count(p) ? parent[p] : -1) under = p == root;
-    if (!under) continue;
-    const std::string cmd = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
-    if (absl::StrContains(cmd, "cmax-bench") && absl::StrContains(cmd, "--soak=")) return pid;
-  }
-  return -1;
 }
 
 std::string EnvOf(pid_t pid, const std::string& var) {
@@ -170,7 +137,7 @@ TEST_CASE("a SIGSTOPped rank is named by the soak's stall, its neighbours were w
   std::thread ctl([&] { r = c.Ctl({"run", "--plan", plan}, 180s); });
   pid_t suite = -1;
   for (int i = 0; i < 600 && suite < 0; ++i) {
-    suite = FindSuiteUnder(c.agent_pid(2));
+    suite = c.SuiteProcessOf(2, "--soak=");
     if (suite < 0) std::this_thread::sleep_for(100ms);
   }
   std::string rank;
@@ -236,7 +203,7 @@ TEST_CASE("a link slowed mid-soak is named as a drop with its intervals",
   std::thread ctl([&] { r = c.Ctl({"run", "--plan", plan}, 240s); });
   pid_t suite = -1;
   for (int i = 0; i < 600 && suite < 0; ++i) {
-    suite = FindSuiteUnder(c.agent_pid(2));
+    suite = c.SuiteProcessOf(2, "--soak=");
     if (suite < 0) std::this_thread::sleep_for(100ms);
   }
   absl::Status slowed = absl::UnknownError("no suite process found under node-2's agent");

@@ -5,6 +5,7 @@
 // token. Screenshots (run-page.png, index.png) and the run page's DOM go to
 // <build>/test-output/web/ (CMAX_TEST_OUTPUT_DIR/web/ when set). Without chromium the
 // test fails: a browser test that did not run is not a pass.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -128,17 +130,15 @@ TEST_CASE("the web view follows a run live in headless Chromium", "[integration]
 
   // Three entries on every node, ending at different times over several
   // seconds; the last cannot run (exit 2), so failures arrive while the page
-  // is open. The browser starts right after the submit: on CI's busy 2-core
-  // machine Chromium took 3 s to start and the whole run once ended before;
-  // the first entry lasts 10 s so the page sees it running, then done 3.
+  // is open.
   std::string plan = c.WritePlan("web", R"(name: web
 suites:
   - suite: selftest
     name: first
-    params: {mode: ok, records: 10, seconds: 10}
+    params: {mode: ok, records: 7, seconds: 7}
   - suite: selftest
     name: second
-    params: {mode: ok, records: 10, seconds: 8}
+    params: {mode: ok, records: 6, seconds: 6}
   - suite: selftest
     name: broken
     params: {mode: error}
@@ -149,14 +149,47 @@ suites:
   const std::string run_id = Cluster::RunIdFrom(submit.out);
   REQUIRE_FALSE(run_id.empty());
 
+  // The first entry's processes are held (SIGSTOP) until the browser has
+  // signed in, so the page finds the run going on however long Chromium
+  // takes to start: on CI's busy 2-core machine it once took longer than
+  // the whole run.
+  std::vector<pid_t> held;
+  for (int i = 0; i < 3; ++i) {
+    pid_t p = -1;
+    for (auto until = std::chrono::steady_clock::now() + 30s;
+         p < 0 && std::chrono::steady_clock::now() < until;) {
+      p = c.SuiteProcessOf(i, "--seconds=7");
+      if (p < 0) std::this_thread::sleep_for(50ms);
+    }
+    INFO("the first entry's process on " << c.node(i));
+    REQUIRE(p > 0);
+    REQUIRE(kill(p, SIGSTOP) == 0);
+    held.push_back(p);
+  }
+
   // The browser opens the run page while the run goes on. The page's script
   // follows /api/runs/ID (each answer held up to 1 s while nothing changes,
   // so Chromium's virtual time keeps pace with the run) and notes every
   // state it saw in #update-log; the run ends well within the budget.
-  auto dom = c.OnHub(Chromium(c.dir() + "/profile-live",
-                              {"--virtual-time-budget=40000", "--dump-dom",
-                               WriteSignIn(c, "live", token, "/runs/" + run_id)}),
-                     150s);
+  CommandResult dom;
+  std::thread browser([&] {
+    dom = c.OnHub(Chromium(c.dir() + "/profile-live",
+                           {"--virtual-time-budget=40000", "--dump-dom",
+                            WriteSignIn(c, "live", token, "/runs/" + run_id)}),
+                  150s);
+  });
+  // The coordinator logs each sign-in; a moment later the page is following.
+  bool signed_in = false;
+  for (auto until = std::chrono::steady_clock::now() + 120s;
+       !signed_in && std::chrono::steady_clock::now() < until;) {
+    signed_in = absl::StrContains(Slurp(c.dir() + "/coordinator.log"),
+                                  "signed in a browser session from 127.0.0.1");
+    if (!signed_in) std::this_thread::sleep_for(100ms);
+  }
+  if (signed_in) std::this_thread::sleep_for(2s);
+  for (pid_t p : held) kill(p, SIGCONT);
+  browser.join();
+  REQUIRE(signed_in);
   INFO("chromium stderr: " << dom.err.substr(0, 4000));
   REQUIRE(dom.exit.code == 0);
   std::ofstream(out_dir + "/run-page.dom.html") << dom.out;
@@ -177,7 +210,7 @@ suites:
   REQUIRE(states.size() >= 3);
   CHECK(absl::StartsWith(states.front(), "running"));
   // Progress seen changing while the run went on, not only one state and
-  // the end (Chromium may start after the first entry ended on a busy machine).
+  // the end: done 0 while the first entry was held, done 3 after it.
   CHECK(running_done.size() >= 2);
   CHECK(absl::StartsWith(states.back(), "completed done 6 failed 3"));
   CHECK(dom.out.find("data-final=\"1\"") != std::string::npos);
