@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/args.h"
+#include "common/suite_catalog.h"
 
 namespace cmax::bench {
 
@@ -21,28 +22,15 @@ inline constexpr int kExitPassed = 0;        // ran and passed
 inline constexpr int kExitFoundFailures = 1; // ran and found failures; records complete
 inline constexpr int kExitCouldNotRun = 2;   // usage, missing hardware or tool, error
 
-// Parses a suite's flags the same way for every suite. nullopt: go on. A
-// value: the exit code to return now -- kExitCouldNotRun after printing
-// "<suite>: <error>" to stderr, kExitPassed after printing --help.
-inline std::optional<int> ParseSuiteFlags(ArgParser& args, const char* suite, int argc,
-                                          char** argv) {
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "%s: %s\n", suite, std::string(s.message()).c_str());
-    return kExitCouldNotRun;
-  }
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
-    return kExitPassed;
-  }
-  return std::nullopt;
-}
+// A suite's flags: common/suite_flags.h (SuiteFlags), read from its
+// declaration.
 
 using SuiteMain = int (*)(int argc, char** argv);
 
+// A suite a binary links; its summary comes from the suite's declaration.
 struct SuiteEntry {
   const char* name;
   SuiteMain main;
-  const char* summary;
 };
 
 // A suite binary (cmax-bench, cmax-bench-cuda): `<name> <suite> [options]`
@@ -64,7 +52,9 @@ inline void PrintSuiteUsage(const SuiteBinary& b, FILE* out) {
     width = std::max(width, static_cast<int>(std::strlen(b.suites[i].name)));
   }
   for (size_t i = 0; i < b.count; ++i) {
-    std::fprintf(out, "  %-*s  %s\n", width, b.suites[i].name, b.suites[i].summary);
+    const SuiteInfo* info = FindSuite(b.suites[i].name);
+    const std::string summary = info != nullptr ? SuiteSummary(*info, b.name) : "";
+    std::fprintf(out, "  %-*s  %s\n", width, b.suites[i].name, summary.c_str());
   }
 }
 

@@ -38,6 +38,13 @@ void ArgParser::AddCount(const std::string& name, const std::string& short_name,
   options_.push_back({name, short_name, Kind::kCount, out, help});
 }
 
+bool ArgParser::SetCheck(const std::string& name, Check check) {
+  Option* o = Find(name, false);
+  if (o == nullptr) return false;
+  o->check = std::move(check);
+  return true;
+}
+
 ArgParser::Option* ArgParser::Find(const std::string& name, bool is_short) {
   for (auto& o : options_) {
     if (is_short ? o.short_name == name : o.name == name) return &o;
@@ -121,10 +128,13 @@ absl::Status ArgParser::Parse(const std::vector<std::string>& args) {
         if (value != "true" && value != "false") {
           return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
         }
-        *static_cast<bool*>(opt->out) = value == "true";
       } else {
-        *static_cast<bool*>(opt->out) = true;
+        value = "true";
       }
+      if (opt->check) {
+        if (auto s = opt->check(value); !s.ok()) return s;
+      }
+      *static_cast<bool*>(opt->out) = value == "true";
       continue;
     }
     if (opt->kind == Kind::kCount) {
@@ -136,6 +146,9 @@ absl::Status ArgParser::Parse(const std::vector<std::string>& args) {
         return absl::InvalidArgumentError(absl::StrCat("option '", a, "' needs a value"));
       }
       value = args[++i];
+    }
+    if (opt->check) {
+      if (auto s = opt->check(value); !s.ok()) return s;
     }
     if (auto s = Set(*opt, value); !s.ok()) return s;
   }

@@ -5,6 +5,7 @@
 #define CMAX_COMMON_ARGS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,13 @@ class ArgParser {
   void AddCount(const std::string& name, const std::string& short_name, int* out,
                 const std::string& help);
 
+  // A check of an option's value as given (a flag's: "true" or "false"),
+  // run before the value is taken; its error is Parse's.
+  using Check = std::function<absl::Status(const std::string& value)>;
+  // Sets the check of the option `name` (registered before). False when
+  // there is no such option.
+  bool SetCheck(const std::string& name, Check check);
+
   // Parses argv[first..argc). INVALID_ARGUMENT names the bad option. Sets
   // help_requested() for -h/--help (and returns OK).
   absl::Status Parse(int argc, char** argv, int first = 1);
@@ -49,6 +57,7 @@ class ArgParser {
     Kind kind;
     void* out;
     std::string help;
+    Check check = nullptr;
   };
   Option* Find(const std::string& name, bool is_short);
   absl::Status Set(Option& opt, const std::string& value);

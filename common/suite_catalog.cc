@@ -20,387 +20,8 @@ using v1::SCOPE_GANG;
 using v1::SCOPE_NODE;
 using v1::SCOPE_PAIRS;
 
-// A check for a suite whose backends are different binaries with different
-// parsers (SuiteInfo::check): the backend is params["backend"] or
-// `default_backend`; `only` maps a parameter to the one backend whose binary
-// takes it; `dtypes` lists, per backend, the dtype values its binary runs.
-// Each binary's own parser refuses the others (exit 2), so the plan must not
-// be accepted with them.
-std::function<absl::Status(const std::map<std::string, std::string>&)> BackendRule(
-    std::string suite, std::string default_backend, std::map<std::string, std::string> only,
-    std::map<std::string, std::vector<std::string>> dtypes) {
-  return [suite = std::move(suite), default_backend = std::move(default_backend),
-          only = std::move(only),
-          dtypes = std::move(dtypes)](const std::map<std::string, std::string>& params) {
-    auto b = params.find("backend");
-    const std::string backend = b == params.end() ? default_backend : b->second;
-    for (const auto& [param, owner] : only) {
-      if (params.count(param) && owner != backend) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "suite '", suite, "': parameter '", param, "' applies to backend ", owner,
-            " only, and this task's backend is ", backend,
-            b == params.end() ? " (the default)" : ""));
-      }
-    }
-    auto d = params.find("dtype");
-    auto allowed = dtypes.find(backend);
-    if (d != params.end() && allowed != dtypes.end() &&
-        std::find(allowed->second.begin(), allowed->second.end(), d->second) ==
-            allowed->second.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "suite '", suite, "': dtype '", d->second, "' is not run by backend ", backend,
-          b == params.end() ? " (the default)" : "", "; it runs ",
-          absl::StrJoin(allowed->second, ", ")));
-    }
-    return absl::OkStatus();
-  };
-}
-
 std::vector<SuiteInfo> MakeCatalog() {
-  std::vector<SuiteInfo> c;
-
-  c.push_back({
-      .name = "hostcheck",
-      .binary = "cmax-bench",
-      .category = "reliability",
-      .help = "inventory and basic node sanity (GPUs on the bus, driver, memory, swap, disk, clock, GPU-NIC topology)",
-      .scopes = {SCOPE_NODE},
-      .default_timeout_s = 120,
-      .exclusive = false,
-      .takes_root = true,
-      .params =
-          {
-              {.name = "expect-gpus", .type = ParamType::kInt, .help = "GPUs expected per node",
-               .min = 0, .max = 1024},
-              {.name = "expect-gpu-model", .type = ParamType::kToken,
-               .help = "substring of the expected GPU model"},
-              {.name = "min-cpu-cores", .type = ParamType::kInt, .help = "minimum CPU cores",
-               .min = 0, .max = 1 << 20},
-              {.name = "min-memory-gib", .type = ParamType::kNumber,
-               .help = "minimum memory in GiB", .min = 0, .max = 1 << 30},
-              {.name = "min-free-root-pct", .type = ParamType::kNumber,
-               .help = "warn below this free percentage of /", .min = 0, .max = 100},
-          },
-  });
-
-  // A diagnostic suite that exercises the pipeline itself: records, slow,
-  // hanging, failing and crashing suites. Its records say "selftest".
-  c.push_back({
-      .name = "selftest",
-      .binary = "cmax-bench",
-      .category = "reliability",
-      .help = "pipeline self-test: writes records, sleeps, fails or crashes on request",
-      .scopes = {SCOPE_NODE, SCOPE_BARRIER, SCOPE_GANG},
-      .default_timeout_s = 60,
-      .exclusive = true,
-      .params =
-          {
-              {.name = "mode", .type = ParamType::kEnum, .help = "what to do",
-               .choices = {"ok", "records", "sleep", "fail", "error", "crash", "barrier",
-                           "orphan"}},
-              {.name = "records", .type = ParamType::kInt, .help = "records to write",
-               .min = 0, .max = 10000000},
-              {.name = "seconds", .type = ParamType::kNumber, .help = "time to take",
-               .min = 0, .max = 86400},
-              {.name = "rate", .type = ParamType::kNumber, .help = "records per second (0: as fast as possible)",
-               .min = 0, .max = 1e7},
-              {.name = "fail-rank", .type = ParamType::kInt,
-               .help = "group tasks: this rank exits 3 (a crash) after its first record",
-               .min = 0, .max = 1 << 20},
-              {.name = "declare", .type = ParamType::kFlag,
-               .help = "first write how many records this run writes in all"},
-          },
-  });
-
-  // Full-mesh TCP reachability, round-trip time and a short transfer between
-  // every pair of ranks of a gang (benchmarks/connectivity), one rank per node
-  // by default; judged by reports/judges/connectivity_judge.cc.
-  c.push_back({
-      .name = "connectivity",
-      .binary = "cmax-bench",
-      .category = "networking",
-      .help = "full-mesh TCP reachability, round-trip time and transfer rate between nodes",
-      .scopes = {SCOPE_GANG},
-      .default_timeout_s = 300,
-      .exclusive = false,
-      .params =
-          {
-              {.name = "port-range", .type = ParamType::kToken,
-               .help = "LOW-HIGH: listen on the first free port of this range (default: any)"},
-              {.name = "bytes", .type = ParamType::kBytes,
-               .help = "bytes per transfer measurement (default 4M)", .min = 1024,
-               .max = 1LL << 30},
-              {.name = "pings", .type = ParamType::kInt,
-               .help = "ping-pongs per pair; the RTT is their median (default 20)", .min = 1,
-               .max = 10000},
-              {.name = "timeout", .type = ParamType::kNumber,
-               .help = "seconds per connection attempt (default 2)", .min = 0.1, .max = 60},
-          },
-  });
-
-  // GEMM per GPU (cuBLASLt, cmax-bench-cuda gemm: benchmarks/gemm/cuda/) or
-  // on the host CPU (OpenBLAS, cmax-bench gemm): --backend picks the binary
-  // (SuiteBinary). gpus applies to the cuda backend only, threads to the cpu
-  // backend only, and the cpu backend runs fp32 and fp64 only; each binary
-  // refuses the rest (exit 2), so `check` refuses them in the plan.
-  c.push_back({
-      .name = "gemm",
-      .binary = "cmax-bench-cuda",
-      .category = "compute",
-      .help = "verified GEMM throughput per GPU (cuBLASLt) or on the host (OpenBLAS)",
-      .scopes = {SCOPE_NODE},
-      .default_timeout_s = 1800,
-      .exclusive = true,
-      .params =
-          {
-              {.name = "backend", .type = ParamType::kEnum,
-               .help = "cuda (every GPU, default) or cpu (OpenBLAS on all cores)",
-               .choices = {"cuda", "cpu"}},
-              {.name = "dtype", .type = ParamType::kEnum,
-               .help = "data type (cpu: fp32 or fp64)",
-               .choices = {"bf16", "fp16", "fp8", "tf32", "fp32", "fp64"}},
-              {.name = "m", .type = ParamType::kInt, .help = "rows of C", .min = 1, .max = 65536},
-              {.name = "n", .type = ParamType::kInt, .help = "columns of C", .min = 1,
-               .max = 65536},
-              {.name = "k", .type = ParamType::kInt, .help = "inner dimension", .min = 1,
-               .max = 65536},
-              {.name = "gpus", .type = ParamType::kIntList,
-               .help = "GPU indices or 'all' (cuda backend)"},
-              {.name = "iters", .type = ParamType::kInt, .help = "timed iterations", .min = 1,
-               .max = 100000},
-              {.name = "warmup", .type = ParamType::kInt, .help = "warm-up iterations", .min = 0,
-               .max = 10000},
-              {.name = "threads", .type = ParamType::kInt,
-               .help = "OpenBLAS threads, 0 for all (cpu backend)", .min = 0, .max = 65536},
-          },
-      .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
-      .check = BackendRule("gemm", "cuda", {{"gpus", "cuda"}, {"threads", "cpu"}},
-                           {{"cpu", {"fp32", "fp64"}}}),
-  });
-
-  // GPU memory bandwidth (benchmarks/memory/cuda/): cmax-bench-cuda only.
-  c.push_back({
-      .name = "memory",
-      .binary = "cmax-bench-cuda",
-      .category = "compute",
-      .help = "host<->device (pinned, NUMA-local), device, HBM and peer-to-peer bandwidth, verified",
-      .scopes = {SCOPE_NODE},
-      .default_timeout_s = 1200,
-      .exclusive = true,
-      .params =
-          {
-              {.name = "gpus", .type = ParamType::kIntList, .help = "GPU indices or 'all'"},
-              {.name = "size", .type = ParamType::kBytes, .help = "bytes per copy",
-               .min = 1 << 20, .max = 64.0 * (1LL << 30)},
-              {.name = "iters", .type = ParamType::kInt, .help = "timed iterations", .min = 1,
-               .max = 100000},
-              {.name = "warmup", .type = ParamType::kInt, .help = "warm-up iterations", .min = 0,
-               .max = 10000},
-              {.name = "tests", .type = ParamType::kEnumList, .help = "tests to run (default all)",
-               .choices = {"h2d", "d2h", "h2d_all", "d2h_all", "d2d", "hbm", "p2p"}},
-          },
-  });
-
-  // Software versions against advisories, InfiniBand and tenant isolation.
-  c.push_back({
-      .name = "audit",
-      .binary = "cmax-bench",
-      .category = "security",
-      .help = "component versions against advisories (distribution backports included), "
-              "driver branch lifecycle, P_Key/M_Key isolation, forbidden targets",
-      .scopes = {SCOPE_NODE},
-      .default_timeout_s = 300,
-      .exclusive = false,
-      .takes_root = true,
-      .params =
-          {
-              {.name = "advisories", .type = ParamType::kPath,
-               .help = "advisory file replacing the installed one"},
-              {.name = "tenancy", .type = ParamType::kEnum,
-               .help = "shared: an unpartitioned fabric fails; single: it is informational",
-               .choices = {"shared", "single"}},
-              {.name = "forbidden", .type = ParamType::kToken,
-               .help = "comma-separated host:port targets a tenant must not reach"},
-          },
-  });
-
-  // Passive health (benchmarks/health): NVML, kernel log Xids, InfiniBand.
-  c.push_back({
-      .name = "health",
-      .binary = "cmax-bench",
-      .category = "reliability",
-      .help = "passive health: GPUs through NVML, Xid/SXid in the kernel log, InfiniBand/RoCE ports",
-      .scopes = {SCOPE_NODE},
-      .default_timeout_s = 300,
-      .exclusive = false,
-      .takes_root = true,
-      .params =
-          {
-              {.name = "expect-gpus", .type = ParamType::kInt, .help = "GPUs expected per node",
-               .min = 0, .max = 1024},
-              {.name = "expect-ib-rate", .type = ParamType::kNumber,
-               .help = "expected rate of every RDMA port in Gb/s", .min = 0, .max = 1e5},
-              {.name = "thresholds", .type = ParamType::kPath,
-               .help = "YAML file on the node overriding health thresholds"},
-              {.name = "set", .type = ParamType::kToken,
-               .help = "threshold overrides section.key:value,... (e.g. nvlink.crc_flit_warn:500)"},
-          },
-  });
-
-  // Burn-in (benchmarks/burnin): sustained verified GEMM. --backend picks the
-  // binary: cmax-bench burnin for cpu (the default), cmax-bench-cuda burnin
-  // (benchmarks/burnin/cuda/) for cuda; this is the only way to the GPU
-  // burn-in (cmax-bench burnin --backend cuda does not hand over). threads
-  // applies to the cpu backend, gpus and bug-report to the cuda backend; the
-  // cpu backend runs fp32 and fp64, the cuda backend bf16 and fp32. Each
-  // binary refuses the rest (exit 2), so `check` refuses them in the plan.
-  c.push_back({
-      .name = "burnin",
-      .binary = "cmax-bench",
-      .category = "reliability",
-      .help = "sustained verified GEMM load with telemetry (host or GPUs)",
-      .scopes = {SCOPE_NODE, SCOPE_BARRIER},
-      .default_timeout_s = 7200,
-      .exclusive = true,
-      .params =
-          {
-              {.name = "backend", .type = ParamType::kEnum, .help = "cpu or cuda",
-               .choices = {"cpu", "cuda"}},
-              {.name = "duration", .type = ParamType::kNumber, .help = "seconds of load",
-               .min = 1, .max = 7 * 86400},
-              {.name = "threads", .type = ParamType::kInt,
-               .help = "host threads (cpu backend; 0: all cores)", .min = 0, .max = 4096},
-              {.name = "dtype", .type = ParamType::kEnum, .help = "element type",
-               .choices = {"fp32", "fp64", "bf16"}},
-              {.name = "gpus", .type = ParamType::kIntList,
-               .help = "GPU indices or 'all' (cuda backend)"},
-              {.name = "bug-report", .type = ParamType::kEnum,
-               .help = "on: nvidia-bug-report.sh after a failure (cuda backend)",
-               .choices = {"on", "off"}},
-          },
-      .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
-      .check = BackendRule("burnin", "cpu",
-                           {{"threads", "cpu"}, {"gpus", "cuda"}, {"bug-report", "cuda"}},
-                           {{"cpu", {"fp32", "fp64"}}, {"cuda", {"bf16", "fp32"}}}),
-  });
-
-  // Numerical consistency (benchmarks/consistency): digests of deterministic
-  // workloads, compared across the fleet by reports/judges/consistency_judge.cc.
-  // cpu (the default) in cmax-bench, cuda in cmax-bench-cuda consistency
-  // (benchmarks/consistency/cuda/); gpus applies to the cuda backend only.
-  c.push_back({
-      .name = "consistency",
-      .binary = "cmax-bench",
-      .category = "reliability",
-      .help = "deterministic workloads reduced to digests (silent data corruption check)",
-      .scopes = {SCOPE_NODE, SCOPE_BARRIER},
-      .default_timeout_s = 900,
-      .exclusive = true,
-      .params =
-          {
-              {.name = "backend", .type = ParamType::kEnum, .help = "cpu or cuda",
-               .choices = {"cpu", "cuda"}},
-              {.name = "gpus", .type = ParamType::kIntList,
-               .help = "GPU indices or 'all' (cuda backend)"},
-          },
-      .binary_by_backend = {{"cuda", "cmax-bench-cuda"}, {"cpu", "cmax-bench"}},
-      .check = BackendRule("consistency", "cpu", {{"gpus", "cuda"}}, {}),
-  });
-
-  // NVIDIA DCGM's diagnostic (benchmarks/dcgm): opt-in, stresses the GPUs
-  // at levels 2 and 3, so exclusive. Where DCGM is missing it says so (exit 2).
-  c.push_back({
-      .name = "dcgm",
-      .binary = "cmax-bench",
-      .category = "reliability",
-      .help = "NVIDIA DCGM diagnostic (dcgmi diag -r LEVEL -j) as findings per test and GPU",
-      .scopes = {SCOPE_NODE},
-      .default_timeout_s = 6000,
-      .exclusive = true,
-      .params =
-          {
-              {.name = "level", .type = ParamType::kInt, .help = "diagnostic run level",
-               .min = 1, .max = 3},
-          },
-  });
-
-  // perftest between the two nodes of a pair, rail by rail (benchmarks/rdma,
-  // issue 20 item 2): rank 0 serves, rank 1 connects; judged by
-  // reports/judges/rdma_judge.cc against the port rate and the fleet.
-  // Exclusive: it saturates the node's NICs.
-  c.push_back({
-      .name = "rdma",
-      .binary = "cmax-bench",
-      .category = "networking",
-      .help = "perftest ib_write_bw, ib_read_bw and ib_write_lat per rail between node pairs",
-      .scopes = {SCOPE_PAIRS},
-      .default_timeout_s = 1800,
-      .exclusive = true,
-      .takes_root = true,
-      .params =
-          {
-              {.name = "tests", .type = ParamType::kEnumList, .help = "perftest runs per rail",
-               .choices = {"write_bw", "read_bw", "write_lat", "all"}},
-              {.name = "duration", .type = ParamType::kInt,
-               .help = "seconds per bandwidth run (-D, default 5)", .min = 0, .max = 3600},
-              {.name = "iters", .type = ParamType::kInt, .help = "iterations per run (-n)",
-               .min = 1, .max = 100000000},
-              {.name = "size", .type = ParamType::kBytes, .help = "message size (-s)", .min = 2,
-               .max = 1 << 30},
-              {.name = "port", .type = ParamType::kInt,
-               .help = "first TCP port for perftest's exchange (-p, default 18515)",
-               .min = 1024, .max = 65435},
-              {.name = "gid-index", .type = ParamType::kInt, .help = "RoCE GID index (-x)",
-               .min = 0, .max = 255},
-              {.name = "cuda", .type = ParamType::kEnum,
-               .help = "GPU memory through --use_cuda: auto, on, off",
-               .choices = {"auto", "on", "off"}},
-              {.name = "timeout", .type = ParamType::kNumber,
-               .help = "seconds one perftest run may take", .min = 1, .max = 86400},
-              {.name = "min-rate-fraction", .type = ParamType::kNumber,
-               .help = "bandwidth floor as a fraction of the port rate (default 0.9)",
-               .min = 0.1, .max = 1},
-          },
-  });
-
-  // Storage through fio (benchmarks/storage): honest data, direct I/O where
-  // allowed; with scope barrier every node starts its measured phase at once.
-  c.push_back({
-      .name = "storage",
-      .binary = "cmax-bench",
-      .category = "storage",
-      .help = "storage bandwidth, IOPS, latency, metadata, checkpoint and restore through fio",
-      .scopes = {SCOPE_NODE, SCOPE_BARRIER},
-      .default_timeout_s = 3600,
-      .exclusive = true,
-      .params =
-          {
-              {.name = "path", .type = ParamType::kPath, .help = "directory to measure"},
-              {.name = "pattern", .type = ParamType::kEnumList, .help = "patterns to run",
-               .choices = {"seq-write", "seq-read", "rand-read", "rand-write", "metadata",
-                           "checkpoint", "restore", "all"}},
-              {.name = "size", .type = ParamType::kBytes, .help = "bytes per job and file",
-               .min = 4096, .max = 1e15},
-              {.name = "block-size", .type = ParamType::kBytes, .help = "block size",
-               .min = 512, .max = 1 << 30},
-              {.name = "queue-depth", .type = ParamType::kInt, .help = "I/O depth per job",
-               .min = 1, .max = 4096},
-              {.name = "jobs", .type = ParamType::kInt, .help = "parallel jobs (one file each)",
-               .min = 1, .max = 1024},
-              {.name = "duration", .type = ParamType::kNumber,
-               .help = "seconds per time-based pattern", .min = 1, .max = 86400},
-              {.name = "files", .type = ParamType::kInt, .help = "files per job (metadata)",
-               .min = 1, .max = 10000000},
-              {.name = "direct", .type = ParamType::kFlag, .help = "O_DIRECT (default)"},
-              {.name = "buffered", .type = ParamType::kFlag, .help = "use the page cache"},
-              {.name = "verify", .type = ParamType::kFlag, .help = "crc32c on every block"},
-              {.name = "keep", .type = ParamType::kFlag,
-               .help = "leave the files (a checkpoint for another node's restore)"},
-              {.name = "shard-from", .type = ParamType::kToken,
-               .help = "restore: the node whose kept shard to read, or 'next'"},
-          },
-  });
-
+  std::vector<SuiteInfo> c = RegisteredSuites();
   // Every suite that can run as a gang may be launched by mpirun; these are
   // the only mpirun options a plan can set (ValidateMpirunOption).
   for (SuiteInfo& suite : c) {
@@ -416,63 +37,6 @@ std::vector<SuiteInfo> MakeCatalog() {
                             .help = "launcher mpirun: interfaces or CIDRs for Open MPI's TCP "
                                     "traffic (btl_tcp_if_include and oob_tcp_if_include)"});
   }
-  // Collectives (benchmarks/collective, benchmarks/collective/cuda/collective_nccl.cc):
-  // nccl-tests' flags in their long forms (-b/-e/-f/-n/-w/-c/-d are the same
-  // options); --backend picks the binary. expect-gdr applies to nccl only.
-  c.push_back({
-      .name = "collective",
-      .binary = "cmax-bench-cuda",
-      .category = "networking",
-      .help = "collectives timed and verified like nccl-tests: NCCL per GPU (with the transport "
-              "NCCL used), gloo or Open MPI on the host",
-      .scopes = {SCOPE_GANG, SCOPE_PAIRS, SCOPE_NODE},
-      .default_timeout_s = 1800,
-      .exclusive = true,
-      .params =
-          {
-              {.name = "backend", .type = ParamType::kEnum,
-               .help = "nccl (GPUs, default), gloo (host, agents launcher) or mpi (host, mpirun)",
-               .choices = {"nccl", "gloo", "mpi"}},
-              {.name = "op", .type = ParamType::kEnumList, .help = "operations, or all",
-               .choices = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast",
-                           "sendrecv", "all"}},
-              {.name = "min-bytes", .type = ParamType::kBytes, .help = "smallest size (-b)",
-               .min = 1, .max = 1e12},
-              {.name = "max-bytes", .type = ParamType::kBytes, .help = "largest size (-e)",
-               .min = 1, .max = 1e12},
-              {.name = "factor", .type = ParamType::kInt, .help = "size multiplier (-f)",
-               .min = 2, .max = 1024},
-              {.name = "iters", .type = ParamType::kInt, .help = "timed iterations (-n)",
-               .min = 1, .max = 100000},
-              {.name = "warmup", .type = ParamType::kInt, .help = "warm-up iterations (-w)",
-               .min = 0, .max = 10000},
-              {.name = "check-iters", .type = ParamType::kInt,
-               .help = "verified iterations per size (-c)", .min = 0, .max = 1000},
-              {.name = "dtype", .type = ParamType::kEnum, .help = "element type (-d)",
-               .choices = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
-                           "float", "double", "bfloat16"}},
-              {.name = "timeout", .type = ParamType::kNumber,
-               .help = "seconds one collective may take", .min = 1, .max = 86400},
-              {.name = "expect-gdr", .type = ParamType::kFlag,
-               .help = "nccl: inter-node traffic must use GPUDirect RDMA"},
-              // Soak (benchmarks/collective_common/soak.h): one op at one
-              // size (min-bytes = max-bytes) for `soak` seconds. The suite
-              // refuses (exit 2) a soak shorter than two intervals.
-              {.name = "soak", .type = ParamType::kNumber,
-               .help = "seconds to run one op at one size (min-bytes = max-bytes), busbw per "
-                       "interval; the task timeout must exceed it",
-               .min = 2, .max = 7 * 86400},
-              {.name = "interval", .type = ParamType::kNumber,
-               .help = "soak: seconds per busbw interval (default 10)", .min = 1, .max = 86400},
-              {.name = "stall", .type = ParamType::kNumber,
-               .help = "soak: seconds without a completed iteration on a rank that count as a "
-                       "stall (default 60)",
-               .min = 1, .max = 86400},
-          },
-      .binary_by_backend = {{"nccl", "cmax-bench-cuda"}, {"gloo", "cmax-bench"},
-                            {"mpi", "cmax-bench"}},
-  });
-
   return c;
 }
 
@@ -510,10 +74,75 @@ const SuiteInfo* FindSuite(const std::string& name) {
 std::string SuiteBinary(const SuiteInfo& suite, const std::vector<std::string>& args) {
   for (const auto& arg : args) {
     if (!absl::StartsWith(arg, "--backend=")) continue;
-    auto it = suite.binary_by_backend.find(arg.substr(10));
-    if (it != suite.binary_by_backend.end()) return it->second;
+    for (const BackendSpec& b : suite.backends) {
+      if (b.name == arg.substr(10)) return b.binary;
+    }
   }
-  return suite.binary;
+  return suite.backends.empty() ? suite.binary : suite.backends.front().binary;
+}
+
+std::vector<std::string> SuiteBinaries(const SuiteInfo& suite) {
+  std::vector<std::string> out;
+  for (const BackendSpec& b : suite.backends) {
+    if (std::find(out.begin(), out.end(), b.binary) == out.end()) out.push_back(b.binary);
+  }
+  if (out.empty()) out.push_back(suite.binary);
+  return out;
+}
+
+std::vector<std::string> BackendsServedBy(const SuiteInfo& suite, const std::string& binary) {
+  std::vector<std::string> out;
+  for (const BackendSpec& b : suite.backends) {
+    if (b.binary == binary) out.push_back(b.name);
+  }
+  return out;
+}
+
+std::string SuiteSummary(const SuiteInfo& suite, const std::string& binary) {
+  for (const BackendSpec& b : suite.backends) {
+    if (b.binary == binary && !b.summary.empty()) return b.summary;
+  }
+  return suite.help;
+}
+
+const MetricSpec* FindSuiteMetric(const SuiteInfo& suite, const std::string& metric) {
+  for (const MetricSpec& m : suite.metrics) {
+    if (m.name == metric) return &m;
+  }
+  return nullptr;
+}
+
+absl::Status CheckAcrossParams(const SuiteInfo& suite,
+                               const std::map<std::string, std::string>& params) {
+  if (!suite.backends.empty()) {
+    auto b = params.find("backend");
+    const bool defaulted = b == params.end();
+    const std::string backend = defaulted ? suite.backends.front().name : b->second;
+    const char* how = defaulted ? " (the default)" : "";
+    for (const ParamSpec& spec : suite.params) {
+      auto given = params.find(spec.name);
+      if (given == params.end()) continue;
+      if (!spec.backends.empty() &&
+          std::find(spec.backends.begin(), spec.backends.end(), backend) ==
+              spec.backends.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "suite '", suite.name, "': parameter '", spec.name, "' applies to backend ",
+            absl::StrJoin(spec.backends, ", "), " only, and this task's backend is ", backend,
+            how));
+      }
+      auto allowed = spec.choices_by_backend.find(backend);
+      if (allowed != spec.choices_by_backend.end() &&
+          std::find(allowed->second.begin(), allowed->second.end(), given->second) ==
+              allowed->second.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("suite '", suite.name, "': ", spec.name, " '", given->second,
+                         "' is not run by backend ", backend, how, "; it runs ",
+                         absl::StrJoin(allowed->second, ", ")));
+      }
+    }
+  }
+  if (suite.check) CMAX_RETURN_IF_ERROR(suite.check(params));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> ParseBytes(const std::string& text) {
@@ -638,7 +267,7 @@ absl::StatusOr<std::vector<std::string>> BuildSuiteArgs(
       args.push_back(absl::StrCat("--", name, "=", value));
     }
   }
-  if (check_across && suite.check) CMAX_RETURN_IF_ERROR(suite.check(params));
+  if (check_across) CMAX_RETURN_IF_ERROR(CheckAcrossParams(suite, params));
   return args;
 }
 
@@ -674,8 +303,7 @@ absl::Status ValidateSuiteArgs(const SuiteInfo& suite, const std::vector<std::st
     if (auto s = ValidateParam(*it, body.substr(eq + 1)); !s.ok()) return s;
     params[name] = body.substr(eq + 1);
   }
-  if (suite.check) CMAX_RETURN_IF_ERROR(suite.check(params));
-  return absl::OkStatus();
+  return CheckAcrossParams(suite, params);
 }
 
 absl::Status ValidateSuiteEnv(const std::string& name, const std::string& value) {

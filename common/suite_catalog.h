@@ -1,9 +1,15 @@
-// The suites cmax knows, their binaries, scopes and parameters. The
-// coordinator validates a plan against it and turns params into flags; the
-// agent validates every assignment against it again before it spawns
-// anything: a suite not in this table, or a flag not declared for it, is never
-// run. Values are checked by type, so no argument can smuggle a program,
-// a library or a shell word.
+// The suites cmax knows, their binaries, scopes, parameters and metrics.
+// Each suite declares itself once, in its own folder
+// (benchmarks/<suite>/<suite>_declaration.cc: cmax::suites::<suite>::
+// Declaration()), and benchmarks/CMakeLists.txt registers it with one line;
+// everything else reads that declaration: the coordinator validates a plan
+// against it and turns params into flags; the agent validates every
+// assignment against it again before it spawns anything (a suite not in this
+// table, or a flag not declared for it, is never run); the suite binaries
+// parse their flags and print --help from it (common/suite_flags.h) and list
+// it in their suite tables; the scorecard takes its fleet metrics from it.
+// Values are checked by type, so no argument can smuggle a program, a
+// library or a shell word.
 #ifndef CMAX_COMMON_SUITE_CATALOG_H_
 #define CMAX_COMMON_SUITE_CATALOG_H_
 
@@ -36,41 +42,93 @@ struct ParamSpec {
   std::vector<std::string> choices;
   double min = 0;
   double max = 0;  // 0 and 0: unbounded
+  // The backends (SuiteInfo::backends) whose binary takes this parameter;
+  // empty: every backend. A plan that gives it to another backend is refused.
+  std::vector<std::string> backends = {};
+  // Per backend, the subset of `choices` its binary runs (burnin: dtype
+  // fp64 on cpu only); a backend not listed runs every choice.
+  std::map<std::string, std::vector<std::string>> choices_by_backend = {};
+};
+
+// One way to run a suite: the value of its --backend parameter and the
+// binary that serves it, with that binary's one-line summary for its suite
+// table (empty: the suite's `help`) and its --help text.
+struct BackendSpec {
+  std::string name;
+  std::string binary;  // "cmax-bench" or "cmax-bench-cuda"
+  std::string summary = "";
+  std::string details = "";  // that binary's --help text (empty: the suite's)
+};
+
+enum class MetricBetter { kHigher, kLower };
+
+// A metric a suite writes (Measurement.metric). With `fleet_group_keys`
+// set (fleet = true), the fleet judge compares each node's value against the
+// fleet's, among values whose labels `fleet_group_keys` agree (for "job"
+// and "gpu" only the kind matters: "all" or one of them).
+struct MetricSpec {
+  std::string name;
+  std::string unit;
+  MetricBetter better = MetricBetter::kHigher;
+  bool fleet = false;
+  std::vector<std::string> fleet_group_keys = {};
+  std::string help = "";
 };
 
 struct SuiteInfo {
   std::string name;
-  std::string binary;      // "cmax-bench" or "cmax-bench-cuda"
-  std::string category;    // the scorecard category it mainly feeds
-  std::string help;
+  std::string binary;      // the binary of a suite without backends
+  std::string category;    // the scorecard category it mainly feeds (lower case)
+  std::string help;        // one line: catalog, README, the binaries' suite tables
+  std::string details = "";  // the rest of `<binary> <suite> --help`
   std::vector<v1::Scope> scopes;  // allowed scopes; the first is the default
   int default_timeout_s = 600;
   bool exclusive = true;   // takes the node (GPU- or storage-heavy)
   bool takes_root = false; // accepts --root (fixture trees)
   std::vector<ParamSpec> params;
   // Suites whose backends live in different binaries (gemm: cuda in
-  // cmax-bench-cuda, cpu in cmax-bench): the value of --backend -> binary.
-  // Empty for most suites. Use SuiteBinary() rather than `binary` directly.
-  std::map<std::string, std::string> binary_by_backend;
-  // Rules across parameters that their types cannot say, for values one
-  // backend's binary accepts and the other refuses (burnin: dtype fp64 on the
-  // cpu backend only, threads on cpu only, gpus on cuda only). Called by
-  // BuildSuiteArgs and ValidateSuiteArgs with the valid params (name ->
-  // value; a flag given as "true"). OK or INVALID_ARGUMENT with the reason.
-  // Null for most suites.
-  std::function<absl::Status(const std::map<std::string, std::string>& params)> check;
+  // cmax-bench-cuda, cpu in cmax-bench), the first being the default when a
+  // plan names none. Empty for most suites. Use SuiteBinary() rather than
+  // `binary` directly.
+  std::vector<BackendSpec> backends = {};
+  std::vector<MetricSpec> metrics = {};
+  // Rules across parameters that their types, `backends` and
+  // `choices_by_backend` cannot say. Called by BuildSuiteArgs,
+  // ValidateSuiteArgs and SuiteFlags with the valid params (name -> value; a
+  // flag given as "true"). OK or INVALID_ARGUMENT with the reason. Null for
+  // most suites.
+  std::function<absl::Status(const std::map<std::string, std::string>& params)> check = nullptr;
 };
+
+// The declarations in registration order (generated by
+// benchmarks/CMakeLists.txt from its suite list; SuiteCatalog() adds the
+// mpirun options to every suite that can run as a gang).
+std::vector<SuiteInfo> RegisteredSuites();
 
 // Every suite, in catalog order.
 const std::vector<SuiteInfo>& SuiteCatalog();
 // nullptr when unknown.
 const SuiteInfo* FindSuite(const std::string& name);
 
-// The binary that runs `suite` with these (validated) args: the entry of
-// binary_by_backend for a "--backend=<value>" arg when there is one, else
+// The binary that runs `suite` with these (validated) args: the backend's
+// for a "--backend=<value>" arg, else the default backend's, else
 // `suite.binary`. E.g. gemm with "--backend=cpu" -> "cmax-bench", gemm
 // without --backend or with "--backend=cuda" -> "cmax-bench-cuda".
 std::string SuiteBinary(const SuiteInfo& suite, const std::vector<std::string>& args);
+// Every binary that serves `suite`, in backend order.
+std::vector<std::string> SuiteBinaries(const SuiteInfo& suite);
+// The backends `binary` serves for `suite` (empty for a suite without backends).
+std::vector<std::string> BackendsServedBy(const SuiteInfo& suite, const std::string& binary);
+// The one-line summary `binary` lists for `suite`.
+std::string SuiteSummary(const SuiteInfo& suite, const std::string& binary);
+// The declared metric, or nullptr.
+const MetricSpec* FindSuiteMetric(const SuiteInfo& suite, const std::string& metric);
+
+// The rules of `backends` and `choices_by_backend` for these params, then
+// `check`: OK or INVALID_ARGUMENT naming the suite, the parameter and the
+// backend.
+absl::Status CheckAcrossParams(const SuiteInfo& suite,
+                               const std::map<std::string, std::string>& params);
 
 // Checks one value against its spec. INVALID_ARGUMENT names the parameter,
 // the value and what was expected.

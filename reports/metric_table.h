@@ -1,4 +1,5 @@
-// Metrics judged against the fleet (fleet_judge.cc): which category each
+// Metrics judged against the fleet (fleet_judge.cc), from the suites'
+// declarations (MetricSpec::fleet): which category each
 // feeds, which direction is better, and which labels define comparable
 // groups (a 4 KiB and a 16 GiB all_reduce are never compared).
 #ifndef CMAX_REPORTS_METRIC_TABLE_H_

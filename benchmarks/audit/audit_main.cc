@@ -8,7 +8,7 @@
 #include "benchmarks/audit/audit.h"
 #include "benchmarks/suite.h"
 #include "common/allowed_files.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 
 namespace cmax::bench {
 namespace {
@@ -41,30 +41,15 @@ int RunAudit(int argc, char** argv) {
   std::string forbidden;
   bool jsonl = false;
   int verbose = 0;
-  ArgParser args(
-      "cmax-bench audit [--root DIR] [--advisories FILE] [--tenancy shared|single] "
-      "[--forbidden host:port,...] [--jsonl] [-v|-vv]",
-      "Checks every component's version against its advisories (distribution packages\n"
-      "against their distribution's fixed version), the NVIDIA driver branch, the kernel,\n"
-      "InfiniBand partitions and management keys, and tenant isolation.\n"
-      "Status per check: PASS, INFO, WARN, FAIL, CRITICAL, UNKNOWN (could not tell),\n"
-      "SKIPPED (does not apply). SKIPPED checks and checks that could not run (smpquery\n"
-      "missing or refused, opensm.conf unreadable) are written as not measured.\n"
-      "Exit 0 nothing failed, 1 a check failed, 2 could not run.");
+  SuiteFlags flags("audit", "cmax-bench");
+  flags.Bind("advisories", &advisories);
+  flags.Bind("tenancy", &tenancy);
+  flags.Bind("forbidden", &forbidden);
+  ArgParser& args = flags.extra();
   args.AddString("root", &root, "root of the system to audit (fixture trees; default /)");
-  args.AddString("advisories", &advisories,
-                 "advisory file (default: share/cmax/advisories.yaml next to the binary); "
-                 "absolute, at most 1 MiB; run by the agent: under its --allow-read "
-                 "directories and world-readable");
-  args.AddString("tenancy", &tenancy,
-                 "shared: the fabric is shared between tenants (an unpartitioned P_Key table "
-                 "fails); single: one tenant (it is informational)");
-  args.AddString("forbidden", &forbidden,
-                 "comma-separated host:port targets a tenant must not reach (a connection "
-                 "within 1 s is critical)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
   args.AddCount("verbose", "v", &verbose, "-v: advisory ids and links; -vv: description and fix");
-  if (auto s = args.Parse(argc, argv); !s.ok()) {
+  if (auto s = flags.ParseArgs(argc, argv); !s.ok()) {
     RecordWriter none("audit", nullptr);
     return CouldNotRun(none, false, "audit.usage", std::string(s.message()));
   }

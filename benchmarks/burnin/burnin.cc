@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "benchmarks/burnin/cpu_burnin.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 
 namespace cmax::bench {
@@ -25,27 +25,15 @@ int RunBurnin(int argc, char** argv) {
   bool jsonl = false;
   burnin::CpuBurninOptions o;
   int64_t threads = 0, size = o.size, fault = 0;
-  ArgParser args(
-      "cmax-bench burnin --backend cpu|cuda --duration SECONDS [--threads N] [--dtype fp32|fp64] "
-      "[--size N] [--jsonl]",
-      "Sustained GEMM load on random data for --duration seconds; every iteration's output is\n"
-      "compared with the first one's (tolerance 1e-3 relative for fp32, 1e-7 for fp64) and a\n"
-      "differing element fails the run. Samples once a second (GFLOP/s, CPU frequency, hwmon\n"
-      "temperatures), progress every few seconds, then mean and minimum-window GFLOP/s, their\n"
-      "coefficient of variation and the mismatched elements.\n"
-      "The GPU burn-in is `cmax-bench-cuda burnin`; --backend cuda here writes a not-measured\n"
-      "record naming it and exits 2.\n"
-      "--fault-inject N is TEST-ONLY: it corrupts one output element at iteration N so tests can\n"
-      "check that a mismatch is detected and named. Never use it in an evaluation.\n"
-      "Exit: 0 verified, 1 mismatches, 2 could not run.");
-  args.AddString("backend", &backend, "cpu or cuda (default cpu)");
-  args.AddDouble("duration", &o.duration_s, "seconds of load (default 10)");
-  args.AddInt("threads", &threads, "host threads, 0 for every core (default 0)");
-  args.AddString("dtype", &o.dtype, "fp32 or fp64 (default fp32)");
-  args.AddInt("size", &size, "matrix size n (default 1024)");
-  args.AddInt("fault-inject", &fault, "TEST ONLY: corrupt one element at iteration N");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "burnin", argc, argv)) return *rc;
+  SuiteFlags flags("burnin", "cmax-bench", "--backend cpu|cuda --duration SECONDS [options]");
+  flags.Bind("backend", &backend);
+  flags.Bind("duration", &o.duration_s);
+  flags.Bind("threads", &threads);
+  flags.Bind("dtype", &o.dtype);
+  flags.extra().AddInt("size", &size, "matrix size n (default 1024)");
+  flags.extra().AddInt("fault-inject", &fault, "TEST ONLY: corrupt one element at iteration N");
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   RecordWriter out("burnin", jsonl ? stdout : nullptr);
   if (backend == "cuda") {
     const std::string why =

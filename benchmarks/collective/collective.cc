@@ -25,22 +25,11 @@ int RunCollective(int argc, char** argv) {
   collective::Flags flags;
   flags.backend = "gloo";
   std::string gloo_address;
-  ArgParser parser("cmax-bench collective [options]",
-                   "Host collectives timed and verified like nccl-tests: gloo (TCP, under the "
-                   "agents launcher; its store is the group's rendezvous) or mpi (Open MPI, "
-                   "under mpirun). Every element of every rank's output is checked; a wrong "
-                   "element fails the run (exit 1).\n"
-                   "  --backend gloo|mpi\n"
-                   "Flags as nccl-tests: -b -e -f -n -w -c -d, and --op NAME|list|all.\n"
-                   "--soak SECONDS runs one op at one size (-b = -e) for that long, busbw per "
-                   "--interval (default 10 s), and a rank with no completed iteration for "
-                   "--stall seconds (default 60) reports the stall and exits 1.\n"
-                   "gloo listens on $GLOO_SOCKET_IFNAME when set, else --gloo-address, else the "
-                   "host name.");
+  SuiteFlags parser("collective", "cmax-bench");
   collective::AddFlags(&parser, &flags);
-  parser.AddString("gloo-address", &gloo_address,
+  parser.extra().AddString("gloo-address", &gloo_address,
                    "address or host name gloo listens on (default: the host name)");
-  if (auto rc = ParseSuiteFlags(parser, "collective", argc, argv)) return *rc;
+  if (auto rc = parser.Parse(argc, argv)) return *rc;
   RecordWriter out("collective", flags.jsonl ? stdout : nullptr);
   auto options = collective::ResolveOptions(flags);
   if (!options.ok()) {

@@ -596,35 +596,26 @@ int RunSoak(RunState& st) {
 
 }  // namespace
 
-void AddFlags(ArgParser* p, Flags* f) {
-  p->AddString("backend", &f->backend, "communication library (see the suite's help)");
-  p->AddString("op", &f->op,
-               "all_reduce, all_gather, reduce_scatter, alltoall, broadcast, sendrecv, a "
-               "comma-separated list, or all");
-  p->AddBytes("min-bytes", &f->min_bytes, "smallest size in bytes (nccl-tests -b)", "b");
-  p->AddBytes("max-bytes", &f->max_bytes, "largest size in bytes (nccl-tests -e)", "e");
-  p->AddInt("factor", &f->factor, "size multiplier between steps, >= 2 (-f)", "f");
-  p->AddInt("iters", &f->iters, "timed iterations per size (-n)", "n");
-  p->AddInt("warmup", &f->warmup, "warm-up iterations at the largest and smallest size (-w)",
-            "w");
-  p->AddInt("check-iters", &f->check_iters,
-            "verified iterations per size, every element checked; 0 skips the check (-c)", "c");
-  p->AddString("dtype", &f->dtype,
-               "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 (-d)", "d");
-  p->AddDouble("timeout", &f->timeout_s, "seconds one collective may take before the run fails");
-  p->AddDouble("soak", &f->soak_s,
-               "soak: run the one op at one size (min-bytes = max-bytes) for this many seconds, "
-               "busbw per interval; 0 (default) runs the size sweep");
-  p->AddDouble("interval", &f->interval_s,
-               "soak: seconds per interval, one busbw figure each (default 10; the soak must "
-               "last at least two)");
-  p->AddDouble("stall", &f->stall_s,
-               "soak: seconds without a completed iteration on a rank that count as a stall: the "
-               "rank writes collective.soak_stall and exits 1 (default 60)");
-  p->AddFlag("jsonl", &f->jsonl, "write cmax.v1.Record JSON lines instead of the table");
-  p->AddFlag("fault-inject", &f->fault_inject,
-             "TEST-ONLY: the last rank corrupts one element of its output before the check "
-             "(proves that wrong elements are detected; never use it for a real measurement)");
+void AddFlags(SuiteFlags* p, Flags* f) {
+  // Help texts: the suite's declaration (benchmarks/collective/collective_declaration.cc).
+  p->Bind("backend", &f->backend);
+  p->Bind("op", &f->op);
+  p->Bind("min-bytes", &f->min_bytes, "b");
+  p->Bind("max-bytes", &f->max_bytes, "e");
+  p->Bind("factor", &f->factor, "f");
+  p->Bind("iters", &f->iters, "n");
+  p->Bind("warmup", &f->warmup, "w");
+  p->Bind("check-iters", &f->check_iters, "c");
+  p->Bind("dtype", &f->dtype, "d");
+  p->Bind("timeout", &f->timeout_s);
+  p->Bind("soak", &f->soak_s);
+  p->Bind("interval", &f->interval_s);
+  p->Bind("stall", &f->stall_s);
+  p->extra().AddFlag("jsonl", &f->jsonl, "write cmax.v1.Record JSON lines instead of the table");
+  p->extra().AddFlag("fault-inject", &f->fault_inject,
+                     "TEST-ONLY: the last rank corrupts one element of its output before the "
+                     "check (proves that wrong elements are detected; never use it for a real "
+                     "measurement)");
 }
 
 absl::StatusOr<Options> ResolveOptions(const Flags& f) {

@@ -30,7 +30,7 @@
 #include "benchmarks/collective_common/backend.h"
 #include "benchmarks/collective_common/collective_types.h"
 #include "benchmarks/collective_common/soak.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 
 namespace cmax::collective {
@@ -56,7 +56,7 @@ struct Flags {
 };
 
 // Registers the flags above (and --jsonl) on `parser`.
-void AddFlags(ArgParser* parser, Flags* flags);
+void AddFlags(SuiteFlags* parser, Flags* flags);
 
 struct Options {
   size_t min_bytes = 0, max_bytes = 0;

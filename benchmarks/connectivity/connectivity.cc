@@ -29,7 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "benchmarks/connectivity/peer_link.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/rendezvous_client.h"
 #include "common/secrets.h"
@@ -90,22 +90,18 @@ int RunConnectivity(int argc, char** argv) {
   int64_t pings = 20;
   double timeout = 2;
   bool jsonl = false;
-  ArgParser args("cmax-bench connectivity [options]",
-                 "Full-mesh TCP reachability, RTT and transfer rate between the ranks of a\n"
-                 "gang (cmax runs it with scope gang, one rank per node). It needs the\n"
-                 "group's rendezvous (CMAX_RENDEZVOUS, set by the agent): run alone it\n"
-                 "exits 2.");
-  args.AddString("port-range", &port_range, "LOW-HIGH: listen on the first free port of it");
-  args.AddBytes("bytes", &bytes, "bytes per transfer measurement (default 4M)");
-  args.AddInt("pings", &pings, "ping-pongs per pair (default 20)");
-  args.AddDouble("timeout", &timeout, "seconds per connection attempt (default 2)");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  SuiteFlags flags("connectivity", "cmax-bench");
+  flags.Bind("port-range", &port_range);
+  flags.Bind("bytes", &bytes);
+  flags.Bind("pings", &pings);
+  flags.Bind("timeout", &timeout);
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
   const std::string node = NodeName();
-  absl::Status parsed = args.Parse(argc, argv);
+  absl::Status parsed = flags.ParseArgs(argc, argv);
   RecordWriter out("connectivity", jsonl ? stdout : nullptr, {{"node", node}});
   if (!parsed.ok()) return CouldNotRun(out, std::string(parsed.message()));
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
     return kExitPassed;
   }
   int low = 0, high = 0;

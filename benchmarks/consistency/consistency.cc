@@ -12,7 +12,7 @@
 #include "absl/strings/strip.h"
 #include "benchmarks/consistency/workloads.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/sysroot.h"
 #include "common/version.h"
@@ -60,20 +60,12 @@ int RunConsistency(int argc, char** argv) {
   bool jsonl = false;
   int64_t repeats = 2;
   int64_t seed = 1234567;
-  ArgParser args(
-      "cmax-bench consistency --backend cpu|cuda [--repeats N] [--jsonl]",
-      "Runs deterministic workloads with fixed seeds and fixed algorithms (GEMM fp32 and fp64 in\n"
-      "a fixed loop order, a long fp32 reduction, an fp64 FMA chain, a memory pattern) and\n"
-      "reduces each output to a digest (FNV-1a 64). Each is repeated; repeats that differ on\n"
-      "this node fail at once. The coordinator compares digests across the fleet: machines of\n"
-      "the same model and versions must agree bit for bit.\n"
-      "The GPU workloads are `cmax-bench-cuda consistency`; --backend cuda here writes a\n"
-      "not-measured record naming it and exits 2.");
-  args.AddString("backend", &backend, "cpu or cuda (default cpu)");
-  args.AddInt("repeats", &repeats, "runs of each workload (default 2)");
-  args.AddInt("seed", &seed, "input seed (default 1234567; peers must use the same)");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "consistency", argc, argv)) return *rc;
+  SuiteFlags flags("consistency", "cmax-bench", "[--backend cpu|cuda] [options]");
+  flags.Bind("backend", &backend);
+  flags.extra().AddInt("repeats", &repeats, "runs of each workload (default 2)");
+  flags.extra().AddInt("seed", &seed, "input seed (default 1234567; peers must use the same)");
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   RecordWriter out("consistency", jsonl ? stdout : nullptr);
   if (backend == "cuda") {
     const std::string why =

@@ -2,32 +2,15 @@
 //   cmax-bench-cuda <suite> [options]     (cmax-bench-cuda <suite> --help)
 // No gRPC and no MPI: ranks, when a suite needs them, come from the
 // environment (DESIGN.md). Each suite's GPU half is a library in its own
-// folder (benchmarks/<suite>/cuda/); this file is only their table.
+// folder (benchmarks/<suite>/cuda/); their table is generated from the
+// suite list in benchmarks/CMakeLists.txt.
 #include <cstdio>
 
-#include "benchmarks/burnin/cuda/burnin_cuda.h"
-#include "benchmarks/consistency/cuda/consistency_cuda.h"
-#include "benchmarks/gemm/cuda/gemm_cuda.h"
-#include "benchmarks/memory/cuda/memory_cuda.h"
 #include "benchmarks/suite.h"
 #include "common/version.h"
-#ifdef CMAX_HAVE_NCCL
-#include "benchmarks/collective/cuda/collective_cuda.h"
-#endif
 
 namespace cmax::bench {
-
-namespace {
-const SuiteEntry kSuites[] = {
-    {"gemm", RunCudaGemm, "GEMM per GPU through cuBLASLt, verified (bf16 fp16 fp8 tf32 fp32 fp64)"},
-    {"memory", RunCudaMemory, "H2D/D2H (NUMA-local pinned), D2D, HBM and P2P bandwidth, verified"},
-    {"burnin", RunCudaBurnin, "sustained GEMM on every GPU, outputs checked bit for bit, NVML telemetry"},
-    {"consistency", RunCudaConsistency, "deterministic GPU workloads reduced to digests (SDC check)"},
-#ifdef CMAX_HAVE_NCCL
-    {"collective", RunCudaCollective, "NCCL collectives like nccl-tests, verified; transport check"},
-#endif
-};
-}  // namespace
+#include "cuda_suites.inc"  // generated: benchmarks/CMakeLists.txt
 }  // namespace cmax::bench
 
 int main(int argc, char** argv) {

@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "benchmarks/dcgm/dcgm_diag.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/subprocess.h"
 
@@ -56,21 +56,14 @@ int RunDcgm(int argc, char** argv) {
   double timeout_s = 0;
   bool jsonl = false;
   std::string dcgmi = "dcgmi";
-  ArgParser args("cmax-bench dcgm [--level 1|2|3] [--timeout SECONDS] [--jsonl]",
-                 "Runs NVIDIA DCGM's diagnostic (dcgmi diag -r LEVEL -j) and turns its JSON into\n"
-                 "records: a Finding per failing or warning test and GPU, a Measurement per\n"
-                 "result. Needs DCGM (dcgmi and a running nv-hostengine). A diagnostic\n"
-                 "that hangs past its time limit, is killed by a signal or prints nothing\n"
-                 "parseable FAILS the node (dcgm.diag_wedged, dcgm.diag_killed,\n"
-                 "dcgm.diag_unparseable). Exit: 0 passed, 1 a test failed or the diagnostic\n"
-                 "wedged, 2 could not run (dcgmi not installed, could not start, nv-hostengine\n"
-                 "not reachable: not measured).");
-  args.AddInt("level", &level, "diagnostic run level 1, 2 or 3 (default 1)");
-  args.AddDouble("timeout", &timeout_s,
-                 "seconds before dcgmi diag counts as wedged (default by level: 300, 1200, 5400)");
-  args.AddString("dcgmi", &dcgmi, "dcgmi executable (default: dcgmi on PATH)");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "dcgm", argc, argv)) return *rc;
+  SuiteFlags flags("dcgm", "cmax-bench");
+  flags.Bind("level", &level);
+  flags.extra().AddDouble(
+      "timeout", &timeout_s,
+      "seconds before dcgmi diag counts as wedged (default by level: 300, 1200, 5400)");
+  flags.extra().AddString("dcgmi", &dcgmi, "dcgmi executable (default: dcgmi on PATH)");
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   if (level < 1 || level > 3 || timeout_s < 0 || timeout_s > 86400) {
     std::fprintf(stderr, "dcgm: --level must be 1, 2 or 3 and --timeout in [0, 86400]\n");
     return kExitCouldNotRun;

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "benchmarks/gemm/host_gemm.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 
 namespace cmax::bench {
@@ -19,25 +19,19 @@ int RunGemm(int argc, char** argv) {
   std::string dtype_name = "fp64";
   int64_t m = 4096, n = 4096, k = 4096, iters = 5, warmup = 1, threads = 0;
   bool fault_inject = false, jsonl = false;
-  ArgParser args(
-      "cmax-bench gemm --backend cpu [--dtype fp32|fp64] [--m M --n N --k K] [options]",
-      "Host GEMM through OpenBLAS (cblas_sgemm/cblas_dgemm, row-major C = A*B) on all\n"
-      "cores: random inputs, warm-up, median of the timed iterations, GFLOP/s = 2mnk/t.\n"
-      "256 sampled output elements are recomputed in long double; a wrong element\n"
-      "is a FAIL finding and exit code 1. The GPU GEMM is `cmax-bench-cuda gemm`.");
-  args.AddString("backend", &backend, "cpu (the only backend of this binary; default cpu)");
-  args.AddString("dtype", &dtype_name, "fp32 or fp64 (default fp64)");
-  args.AddInt("m", &m, "rows of A and C (default 4096)");
-  args.AddInt("n", &n, "columns of B and C (default 4096)");
-  args.AddInt("k", &k, "columns of A, rows of B (default 4096)");
-  args.AddInt("iters", &iters, "timed iterations (default 5)");
-  args.AddInt("warmup", &warmup, "untimed warm-up iterations (default 1)");
-  args.AddInt("threads", &threads, "OpenBLAS threads (default 0: every CPU)");
-  args.AddFlag("fault-inject",
-               &fault_inject,
-               "TEST ONLY: corrupt one output element before verification (must FAIL)");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "gemm", argc, argv)) return *rc;
+  SuiteFlags flags("gemm", "cmax-bench", "--backend cpu [--dtype fp32|fp64] [--m M --n N --k K] [options]");
+  flags.Bind("backend", &backend);
+  flags.Bind("dtype", &dtype_name);
+  flags.Bind("m", &m);
+  flags.Bind("n", &n);
+  flags.Bind("k", &k);
+  flags.Bind("iters", &iters);
+  flags.Bind("warmup", &warmup);
+  flags.Bind("threads", &threads);
+  flags.extra().AddFlag("fault-inject", &fault_inject,
+                        "TEST ONLY: corrupt one output element before verification (must FAIL)");
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   RecordWriter out("gemm", jsonl ? stdout : nullptr);
   auto could_not_run = [&](const std::string& why) {
     std::fprintf(stderr, "gemm: %s\n", why.c_str());

@@ -26,7 +26,7 @@
 #include "benchmarks/health/xid_checks.h"
 #include "benchmarks/suite.h"
 #include "common/allowed_files.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/sysroot.h"
 
@@ -131,33 +131,14 @@ int RunHealth(int argc, char** argv) {
   double expect_ib_rate = 0;
   std::string thresholds_file;
   std::string threshold_overrides;
-  ArgParser args(
-      "cmax-bench health [--root DIR] [--jsonl] [--expect-gpus N] [--expect-ib-rate GBPS] "
-      "[--thresholds FILE] [--set SECTION.KEY:VALUE,...]",
-      "Passive node health, one shot: GPUs through NVML (ECC, row remapping, PCIe, throttling,\n"
-      "temperature, persistence, MIG, other processes, the driver's recovery action, NVLink\n"
-      "state and error counters, link count and speed against the platform), the Fabric Manager\n"
-      "and fabric registration where NVSwitches are present, each GPU's NVLink domain (cluster\n"
-      "UUID, clique id) and fabric health mask, the IMEX service (nvidia-imex and\n"
-      "/etc/nvidia-imex/nodes_config.cfg) on multi-node NVLink trays, NVIDIA Xid/SXid events in the kernel log since boot (/dev/kmsg, else the\n"
-      "journal), InfiniBand/RoCE port state, rate and error counters. Thresholds: the compiled-in\n"
-      "defaults, then --thresholds, then --set. Findings carry a suggested action. An unreadable\n"
-      "kernel "
-      "log or a missing NVML library is reported as not measured, never as healthy.\n"
-      "Exit: 0 no failures, 1 a fail or critical finding, 2 nothing could be measured (a\n"
-      "root with no sys, proc, dev or cmax-fixture; GPUs on the bus with neither NVML nor the\n"
-      "kernel log readable).");
-  args.AddString("root", &root_dir, "system root to read (fixture trees); default /");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  args.AddInt("expect-gpus", &expect_gpus, "GPUs expected on this node");
-  args.AddDouble("expect-ib-rate", &expect_ib_rate, "expected rate of every RDMA port, Gb/s");
-  args.AddString("thresholds", &thresholds_file,
-                 "YAML file overriding thresholds (absolute path, at most 1 MiB; run by the "
-                 "agent: under its --allow-read directories and world-readable)");
-  args.AddString("set", &threshold_overrides,
-                 "threshold overrides after --thresholds, e.g. gpu.pcie_replay_warn:50,"
-                 "nvlink.crc_flit_warn:500 (keys of data/thresholds.yaml)");
-  if (auto rc = ParseSuiteFlags(args, "health", argc, argv)) return *rc;
+  SuiteFlags flags("health", "cmax-bench");
+  flags.Bind("expect-gpus", &expect_gpus);
+  flags.Bind("expect-ib-rate", &expect_ib_rate);
+  flags.Bind("thresholds", &thresholds_file);
+  flags.Bind("set", &threshold_overrides);
+  flags.extra().AddString("root", &root_dir, "system root to read (fixture trees); default /");
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   auto thresholds = health::DefaultThresholds();
   if (thresholds.ok() && !thresholds_file.empty()) {
     // A plan names this file and the suite runs as root: only where the

@@ -32,7 +32,7 @@
 #include "benchmarks/hostcheck/topology.h"
 #include "benchmarks/suite.h"
 #include "cmax/v1/inventory.pb.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/sysroot.h"
 
@@ -867,34 +867,18 @@ void PrintTable(const Facts& f, const Options& o, const std::vector<Row>& rows) 
 
 int RunHostcheck(int argc, char** argv) {
   Options o;
-  ArgParser args(
-      "cmax-bench hostcheck [--jsonl] [--root DIR] [--expect-gpus N] [--expect-gpu-model "
-      "S] "
-      "[--min-cpu-cores N] [--min-memory-gib X] [--min-free-root-pct X] [--inventory]",
-      "Inventory and sanity of this node: NVIDIA GPUs on the PCI bus, the NVIDIA "
-      "driver,\n"
-      "CPUs, memory, swap, free space on /, clock synchronisation, and the GPU-NIC\n"
-      "topology: each GPU's PCIe path, the RDMA NICs (port rate, PCIe link), which NIC\n"
-      "shares a PCIe switch with which GPU, ACS redirect on the bridges between them\n"
-      "(needs root to read config space) and the IOMMU mode. Reads everything\n"
-      "under --root (default /), so it also runs on a copied or fixture tree.\n"
-      "--inventory prints one cmax.v1.Inventory JSON line instead of checking (with\n"
-      "the fact gpu_nic_map, e.g. 0000:18:00.0=mlx5_0,..., where RDMA NICs exist, and\n"
-      "nvlink_domain / nvlink_clique, the GPUs' NVLink cluster UUID and clique ids from\n"
-      "NVML's fabric query, on nodes with NVIDIA GPUs and no NVSwitch on the bus, such as\n"
-      "GB200 / GB300 NVL72 trays, whose GPUs report a multi-node NVLink domain).");
+  SuiteFlags flags("hostcheck", "cmax-bench");
+  flags.Bind("expect-gpus", &o.expect_gpus);
+  flags.Bind("expect-gpu-model", &o.expect_gpu_model);
+  flags.Bind("min-cpu-cores", &o.min_cpu_cores);
+  flags.Bind("min-memory-gib", &o.min_memory_gib);
+  flags.Bind("min-free-root-pct", &o.min_free_root_pct);
+  ArgParser& args = flags.extra();
   args.AddFlag("jsonl", &o.jsonl, "write cmax.v1.Record JSON lines instead of a table");
   args.AddFlag("inventory", &o.inventory, "print the node's Inventory as one JSON line");
   args.AddString("root", &o.root,
                  "system root to read /sys, /proc and /etc under (default /)");
-  args.AddInt("expect-gpus", &o.expect_gpus, "GPUs expected; fewer fail the node");
-  args.AddString("expect-gpu-model", &o.expect_gpu_model,
-                 "text every GPU's model must contain (case, spaces and dashes ignored)");
-  args.AddInt("min-cpu-cores", &o.min_cpu_cores, "minimum logical CPUs online");
-  args.AddDouble("min-memory-gib", &o.min_memory_gib, "minimum MemTotal in GiB");
-  args.AddDouble("min-free-root-pct", &o.min_free_root_pct,
-                 "warn below this free percentage of / (default 10; below 2 fails)");
-  if (auto rc = ParseSuiteFlags(args, "hostcheck", argc, argv)) return *rc;
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   if (!args.positional().empty()) {
     std::fprintf(stderr, "hostcheck: unexpected argument '%s'\n",
                  args.positional()[0].c_str());

@@ -59,7 +59,7 @@
 #include "benchmarks/rdma/perftest_report.h"
 #include "benchmarks/rdma/rails.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/rendezvous_client.h"
 #include "common/subprocess.h"
@@ -646,43 +646,20 @@ int RunRdma(int argc, char** argv) {
   std::string cuda = "auto";
   int64_t duration = 5, iters = 0, size = 0, port = 18515, gid = -1;
   double timeout = 0, fraction = kDefaultMinRateFraction;
-  ArgParser args(
-      "cmax-bench rdma [options]",
-      "perftest (ib_write_bw, ib_read_bw, ib_write_lat) between the two nodes of a "
-      "pair,\n"
-      "rail by rail: rail k is the k-th ACTIVE port under /sys/class/infiniband, ordered "
-      "by\n"
-      "the GPU the GPU-NIC map pairs with its NIC. Rank 0 runs the servers, rank 1 the\n"
-      "clients; they meet through the group's rendezvous (cmax runs it with scope "
-      "pairs).\n"
-      "Run alone it exits 2. Each run: <test> -d <hca> -i <port> -F -p <tcp port>\n"
-      "[--report_gbits] [-x <gid>] [-D s | -n iters] [-s bytes] [--use_cuda=<gpu>].");
-  args.AddString("root", &s.root,
-                 "root directory for /sys and /dev (fixture trees); default /");
-  args.AddString("tests", &tests,
-                 "comma-separated: write_bw, read_bw, write_lat, or all (default)");
-  args.AddInt("duration", &duration,
-              "seconds per bandwidth run (-D, default 5; 0: perftest's iteration count)");
-  args.AddInt("iters", &iters,
-              "iterations per run (-n); with it, bandwidth runs drop -D");
-  args.AddBytes(
-      "size", &size,
-      "message size (-s; default perftest's: 65536 for bandwidth, 2 for latency)");
-  args.AddInt("port", &port,
-              "first TCP port tried for perftest's exchange (-p, default 18515)");
-  args.AddInt("gid-index", &gid,
-              "RoCE GID index (-x); default: the first RoCE v2 GID of the port");
-  args.AddString(
-      "cuda", &cuda,
-      "auto (default: --use_cuda where a GPU is paired with the NIC, a driver is "
-      "present and perftest supports it), on (required), off");
-  args.AddDouble("timeout", &timeout,
-                 "seconds one perftest run may take (default 60 + 2x duration)");
-  args.AddDouble(
-      "min-rate-fraction", &fraction,
-      "bandwidth floor as a fraction of the port rate, for the judge (default 0.9)");
-  args.AddFlag("jsonl", &s.jsonl, "write records as JSON lines");
-  absl::Status parsed = args.Parse(argc, argv);
+  SuiteFlags flags("rdma", "cmax-bench");
+  flags.Bind("tests", &tests);
+  flags.Bind("duration", &duration);
+  flags.Bind("iters", &iters);
+  flags.Bind("size", &size);
+  flags.Bind("port", &port);
+  flags.Bind("gid-index", &gid);
+  flags.Bind("cuda", &cuda);
+  flags.Bind("timeout", &timeout);
+  flags.Bind("min-rate-fraction", &fraction);
+  flags.extra().AddString("root", &s.root,
+                          "root directory for /sys and /dev (fixture trees); default /");
+  flags.extra().AddFlag("jsonl", &s.jsonl, "write records as JSON lines");
+  absl::Status parsed = flags.ParseArgs(argc, argv);
   RecordWriter out("rdma", s.jsonl ? stdout : nullptr, {{"node", NodeName()}});
   auto usage = [&](const std::string& why) {
     std::fprintf(stderr, "rdma: %s\n", why.c_str());
@@ -692,8 +669,8 @@ int RunRdma(int argc, char** argv) {
     return kExitCouldNotRun;
   };
   if (!parsed.ok()) return usage(std::string(parsed.message()));
-  if (args.help_requested()) {
-    std::fputs(args.Help().c_str(), stdout);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
     return kExitPassed;
   }
   for (absl::string_view name : absl::StrSplit(tests, ',', absl::SkipEmpty())) {

@@ -14,9 +14,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
 #include "common/record_io.h"
 #include "common/rendezvous_client.h"
+#include "common/suite_flags.h"
 #include "common/time_util.h"
 
 namespace cmax::bench {
@@ -87,37 +87,17 @@ int RunSelftest(int argc, char** argv) {
   double seconds = 0;
   double rate = 0;
   bool jsonl = false;
-  ArgParser args("cmax-bench selftest [--mode ok|records|sleep|fail|error|crash|barrier|orphan] [options]",
-                 "Checks the pipeline from suite to scorecard. Modes:\n"
-                 "  ok       write --records records over --seconds, exit 0\n"
-                 "  records  same as ok (for long record streams; see --rate)\n"
-                 "  sleep    write one record, then sleep --seconds (for timeouts)\n"
-                 "  fail     write records and a FAIL finding, exit 1\n"
-                 "  error    print a reason to stderr, exit 2 (could not run)\n"
-                 "  crash    write records, print to stderr, then abort (SIGABRT)\n"
-                 "  barrier  group tasks: prepare for --seconds x rank, wait at the\n"
-                 "           rendezvous barrier, start at its instant; records\n"
-                 "           barrier_{prepare,ready,start,end}_ns (unix ns, this host)\n"
-                 "  orphan   write one record, leave a child behind that writes\n"
-                 "           --records more after --seconds, and exit 0 at once (checks\n"
-                 "           that the agent stops what a suite leaves running)\n"
-                 "--fail-rank N: in a group task, rank N writes one record and a FAIL\n"
-                 "finding, then exits 3 (a crash), so the group is stopped.\n"
-                 "--declare: first write selftest_declared_records, the number of\n"
-                 "records this run writes in all, itself included (modes ok, records,\n"
-                 "fail, crash and sleep), so a reader can tell a lost record from one\n"
-                 "never written (benchmarks/chaos/analyze.py).");
   int64_t fail_rank = -1;
   bool declare = false;
-  args.AddInt("fail-rank", &fail_rank, "this rank exits 3 after its first record");
-  args.AddFlag("declare", &declare,
-               "first write how many records this run writes (selftest_declared_records)");
-  args.AddString("mode", &mode, "what to do (default ok)");
-  args.AddInt("records", &records, "records to write (default 10)");
-  args.AddDouble("seconds", &seconds, "time to take (default 0)");
-  args.AddDouble("rate", &rate, "records per second, 0 for as fast as possible");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "selftest", argc, argv)) return *rc;
+  SuiteFlags flags("selftest", "cmax-bench", "[--mode MODE] [options]");
+  flags.Bind("mode", &mode);
+  flags.Bind("records", &records);
+  flags.Bind("seconds", &seconds);
+  flags.Bind("rate", &rate);
+  flags.Bind("fail-rank", &fail_rank);
+  flags.Bind("declare", &declare);
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   RecordWriter out("selftest", jsonl ? stdout : nullptr);
   auto pause_between = [&](int64_t i) {
     if (rate > 0) {

@@ -32,7 +32,7 @@
 #include "benchmarks/storage/storage_run.h"
 #include "benchmarks/storage/work_dir.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/subprocess.h"
 
@@ -42,50 +42,24 @@ int RunStorage(int argc, char** argv) {
   storage::Config cfg;
   std::string pattern = "all";
   bool buffered = false, direct_flag = false;
-  ArgParser args(
-      "cmax-bench storage --path DIR [--pattern NAME|all] [options]",
-      "Measures the storage under --path with fio: sequential and random reads and\n"
-      "writes, metadata rates, checkpoint write and restore. Data is incompressible\n"
-      "and non-repeating, every file is written before it is read, direct I/O is\n"
-      "used where the file system allows it. The suite writes only inside\n"
-      "<path>/cmax-storage-<node>-<pid>/ and removes it afterwards (also on\n"
-      "SIGTERM/SIGINT) unless --keep is given.\n"
-      "Patterns: seq-write, seq-read, rand-read, rand-write, metadata, checkpoint,\n"
-      "restore, or all (a comma-separated list is accepted).\n"
-      "Verification across runs: `--pattern seq-write --verify --keep` leaves the\n"
-      "files; `--pattern seq-read --verify --reuse <that dir>` checks every block.\n"
-      "Restore: `--pattern checkpoint --keep` on one node, then `--pattern restore\n"
-      "--shard-from NODE` (or `next`: the next node by name with a kept shard) on\n"
-      "another. Without --shard-from, restore reads this run's own checkpoint and\n"
-      "says that the client cache may serve it.\n"
-      "In a group task (scope barrier) every node lays out its files, waits at the\n"
-      "rendezvous barrier storage/<pattern> and starts the measured run at its common\n"
-      "instant; restore without --shard-from reads the shard of rank (rank+1) mod world.\n"
-      "The node name (work directory, pairing) is $CMAX_NODE_NAME (set by the agent), else\n"
-      "$CMAX_NODE, else the host name.");
-  args.AddString("path", &cfg.path,
-                 "directory to measure (required by hand; under the agent default "
-                 "$CMAX_STORAGE_DIR, and only under its $CMAX_STORAGE_ROOTS, created there "
-                 "when missing; never a system directory)");
-  args.AddString("pattern", &pattern, "pattern(s) to run, or all (default all)");
-  args.AddBytes("size", &cfg.size, "bytes per job and file (default 1G)");
-  args.AddBytes("block-size", &cfg.block_size,
-                "block size (default: 1M sequential, 4K random, 4M checkpoint/restore)");
-  args.AddInt("queue-depth", &cfg.queue_depth, "I/O depth per job (default 16)");
-  args.AddInt("jobs", &cfg.jobs, "parallel jobs, one file each (default 4)");
-  args.AddDouble("duration", &cfg.duration_s,
-                 "seconds per time-based pattern (default 30; seq/rand patterns)");
-  args.AddFlag("direct", &direct_flag, "O_DIRECT where the file system allows it (default)");
-  args.AddFlag("buffered", &buffered, "use the page cache (no O_DIRECT)");
-  args.AddFlag("verify", &cfg.verify,
-               "crc32c on every block; a bad block fails naming file and offset");
-  args.AddInt("files", &cfg.metadata_files, "files per job for metadata (default 1000)");
-  args.AddFlag("keep", &cfg.keep, "leave the work directory (for restore or --reuse)");
-  args.AddString("reuse", &cfg.reuse, "use this kept cmax-storage-* directory under --path");
-  args.AddString("shard-from", &cfg.shard_from,
-                 "restore: read the shard kept by this node (or 'next')");
-  args.AddFlag("jsonl", &cfg.jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "storage", argc, argv)) return *rc;
+  SuiteFlags flags("storage", "cmax-bench", "--path DIR [--pattern NAME|all] [options]");
+  flags.Bind("path", &cfg.path);
+  flags.Bind("pattern", &pattern);
+  flags.Bind("size", &cfg.size);
+  flags.Bind("block-size", &cfg.block_size);
+  flags.Bind("queue-depth", &cfg.queue_depth);
+  flags.Bind("jobs", &cfg.jobs);
+  flags.Bind("duration", &cfg.duration_s);
+  flags.Bind("direct", &direct_flag);
+  flags.Bind("buffered", &buffered);
+  flags.Bind("verify", &cfg.verify);
+  flags.Bind("files", &cfg.metadata_files);
+  flags.Bind("keep", &cfg.keep);
+  flags.Bind("shard-from", &cfg.shard_from);
+  flags.extra().AddString("reuse", &cfg.reuse,
+                          "use this kept cmax-storage-* directory under --path");
+  flags.extra().AddFlag("jsonl", &cfg.jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   if (buffered && direct_flag) {
     std::fprintf(stderr, "storage: --direct and --buffered exclude each other\n");
     return kExitCouldNotRun;

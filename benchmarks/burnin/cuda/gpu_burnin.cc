@@ -59,7 +59,7 @@
 #include "benchmarks/health/kmsg_follower.h"
 #include "benchmarks/health/xid_catalog.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -334,27 +334,16 @@ std::optional<int> ParseCudaBurninArgs(int argc, char** argv, CudaBurninArgs* a)
   BurninOptions& o = a->o;
   std::string& gpus_arg = a->gpus;
   bool& jsonl = a->jsonl;
-  ArgParser args(
-      "cmax-bench-cuda burnin --duration SECONDS [--gpus all|0,1] [--dtype bf16|fp32] [--jsonl]",
-      "Sustained GEMM load on every selected GPU at once (cuBLASLt, random operands, one\n"
-      "algorithm kept for the run). Every iteration's output is compared bit for bit with the\n"
-      "first iteration's on the GPU; a differing element is a CRITICAL finding (silent data\n"
-      "corruption suspect). Telemetry through NVML once a second (temperature, memory\n"
-      "temperature, power, SM clock, clock event reasons, ECC counters) as Samples; runs\n"
-      "longer than 600 s write about 600 windows a metric (min/mean/max). At the end, per GPU: mean and\n"
-      "slowest-window TFLOP/s, their coefficient of variation, maximum temperatures, time\n"
-      "throttled and why, mismatched elements, new ECC errors.\n"
-      "--fault-inject N is TEST-ONLY: it corrupts one output element at iteration N so tests\n"
-      "can check that the mismatch is detected. Never use it in an evaluation.\n"
-      "Exit: 0 passed, 1 found failures, 2 could not run.");
-  args.AddString("backend", &backend, "cuda (the only backend of this binary)");
-  args.AddDouble("duration", &o.duration_s, "seconds of load (default 60)");
-  args.AddString("gpus", &gpus_arg, "GPU indices (0,1,...) or all (default all)");
-  args.AddString("dtype", &o.dtype_name, "bf16 or fp32 (default bf16)");
+  SuiteFlags flags("burnin", "cmax-bench-cuda",
+                   "--duration SECONDS [--gpus all|0,1] [--dtype bf16|fp32] [options]");
+  flags.Bind("backend", &backend);
+  flags.Bind("duration", &o.duration_s);
+  flags.Bind("gpus", &gpus_arg);
+  flags.Bind("dtype", &o.dtype_name);
+  flags.Bind("bug-report", &o.bug_report);
+  ArgParser& args = flags.extra();
   args.AddInt("size", &o.size, "n of the n x n x n GEMM (default 8192)");
   args.AddInt("fault-inject", &o.fault_inject, "TEST ONLY: corrupt one element at iteration N");
-  args.AddString("bug-report", &o.bug_report,
-                 "on: run nvidia-bug-report.sh when a GPU fails (default off)");
   args.AddDouble("hang-timeout", &o.hang_timeout_s,
                  "seconds a batch of GEMMs (about 50 ms of work) may take before the GPU is "
                  "reported hung (burnin.gpu_hang, exit 1; default 60)");
@@ -362,7 +351,7 @@ std::optional<int> ParseCudaBurninArgs(int argc, char** argv, CudaBurninArgs* a)
                  "directory for the bug report (default: beside the agent's task "
                  "directories, else /var/lib/cmax/artifacts/<node>-<unix time>)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "burnin", argc, argv)) return *rc;
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   auto dtype = ParseGemmDtype(o.dtype_name);
   if (backend != "cuda" || !dtype || (*dtype != GemmDtype::kBf16 && *dtype != GemmDtype::kFp32) ||
       o.duration_s <= 0 || o.size < 256 || o.size > 32768 || o.size % 16 != 0 ||

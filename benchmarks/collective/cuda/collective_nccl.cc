@@ -479,22 +479,11 @@ int RunCudaCollective(int argc, char** argv) {
   flags.max_bytes = 128 << 20;
   std::string gpus_arg = "all";
   bool expect_gdr = false;
-  ArgParser parser("cmax-bench-cuda collective [options]",
-                   "NCCL collectives, one rank per GPU, timed and verified like nccl-tests. A rank "
-                   "of a group task (CMAX_RENDEZVOUS) drives the GPU of its local rank; run by "
-                   "hand, one thread per GPU of --gpus. NCCL's INFO log goes to "
-                   "$CMAX_TASK_DIR/nccl-debug.<host>.<pid>.log and is checked for the transport, "
-                   "GPUDirect RDMA and NVLS. NCCL (libnccl.so.2) is loaded from the node at start-up "
-                   "(cmax-bench-cuda --help says where it looks); without it the suite is not "
-                   "measured (exit 2). Communicators are created non-blocking and a rank that "
-                   "does not join within --timeout is reported by rank. --soak SECONDS runs one op "
-                   "at one size (-b = -e) for that long, busbw per --interval, and a rank with "
-                   "no completed iteration for --stall seconds reports the stall and exits 1.");
+  SuiteFlags parser("collective", "cmax-bench-cuda");
   collective::AddFlags(&parser, &flags);
-  parser.AddString("gpus", &gpus_arg, "GPU indices or 'all' (run by hand)");
-  parser.AddFlag("expect-gdr", &expect_gdr,
-                 "inter-node traffic must use GPUDirect RDMA (a finding fails otherwise)");
-  if (auto rc = ParseSuiteFlags(parser, "collective", argc, argv)) return *rc;
+  parser.extra().AddString("gpus", &gpus_arg, "GPU indices or 'all' (run by hand)");
+  parser.Bind("expect-gdr", &expect_gdr);
+  if (auto rc = parser.Parse(argc, argv)) return *rc;
   if (flags.backend != "nccl") {
     std::fprintf(stderr, "collective: cmax-bench-cuda runs --backend nccl; gloo and mpi are in "
                          "cmax-bench\n");

@@ -41,7 +41,7 @@
 #include "benchmarks/cuda/kernels.h"
 #include "benchmarks/cuda/lt_gemm.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/status_macros.h"
 
@@ -279,20 +279,13 @@ int RunCudaConsistency(int argc, char** argv) {
   std::string backend = "cuda", gpus_arg = "all";
   int64_t repeats = 2, seed = 1234567;
   bool jsonl = false;
-  ArgParser args(
-      "cmax-bench-cuda consistency [--gpus all|0,1] [--repeats N] [--seed S] [--jsonl]",
-      "Deterministic GPU workloads with fixed seeds and fixed algorithms (a cuBLASLt GEMM per\n"
-      "supported dtype with one algorithm chosen deterministically and no split-K reduction,\n"
-      "a long fp32 reduction in a fixed tree order, fp32/fp64 FMA chains, an HBM pattern copy),\n"
-      "each output reduced to an FNV-1a 64 digest. Each runs --repeats times per GPU; repeats\n"
-      "that differ fail at once. The coordinator compares digests across the fleet: GPUs of\n"
-      "the same model and driver/CUDA/cuBLAS versions must agree bit for bit.");
-  args.AddString("backend", &backend, "cuda (the only backend of this binary)");
-  args.AddString("gpus", &gpus_arg, "GPU indices (0,1,...) or all (default all)");
-  args.AddInt("repeats", &repeats, "runs of each workload per GPU (default 2)");
-  args.AddInt("seed", &seed, "input seed (default 1234567; peers must use the same)");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "consistency", argc, argv)) return *rc;
+  SuiteFlags flags("consistency", "cmax-bench-cuda", "[--gpus all|0,1] [options]");
+  flags.Bind("backend", &backend);
+  flags.Bind("gpus", &gpus_arg);
+  flags.extra().AddInt("repeats", &repeats, "runs of each workload per GPU (default 2)");
+  flags.extra().AddInt("seed", &seed, "input seed (default 1234567; peers must use the same)");
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   if (backend != "cuda" || repeats < 1 || repeats > 100) {
     std::fprintf(stderr, "consistency: need --backend cuda and --repeats in [1, 100]\n");
     return kExitCouldNotRun;

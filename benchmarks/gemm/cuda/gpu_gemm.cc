@@ -34,7 +34,7 @@
 #include "benchmarks/cuda/lt_gemm.h"
 #include "benchmarks/gpu_common/gemm_check.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/status_macros.h"
 #include "common/record_io.h"
 #include "reports/gpu_specs.h"
@@ -351,31 +351,21 @@ std::optional<int> ParseCudaGemmArgs(int argc, char** argv, CudaGemmArgs* a) {
   std::string& gpus_arg = a->gpus;
   int64_t &m = a->m, &n = a->n, &k = a->k, &iters = a->iters, &warmup = a->warmup;
   bool &jsonl = a->jsonl, &fault_inject = a->fault_inject;
-  ArgParser args(
-      "cmax-bench-cuda gemm [--dtype bf16|fp16|fp8|tf32|fp32|fp64] [--m M --n N --k K] "
-      "[--gpus all|0,1] [options]",
-      "Dense GEMM through cuBLASLt on every selected GPU at once (a host thread and a\n"
-      "stream per GPU): random operands, 64 MiB workspace, the heuristic's top 8\n"
-      "algorithms timed and the fastest kept, median of the timed iterations, and 256\n"
-      "sampled output elements recomputed in fp64 (a wrong element is a FAIL, exit 1).\n"
-      "Default shapes: 8192^3 and three Llama-3 layer GEMMs; --m/--n/--k give one shape\n"
-      "(missing sizes default to 8192). FP8 (E4M3 in, bf16 out) needs compute\n"
-      "capability 8.9 or newer; every FP8 shape is timed twice, without and with fast\n"
-      "accumulation (label fp8_fast_accum false / true; the table shows fp8-fa).\n"
-      "tf32 uses the tensor cores, fp32 does not. Split-K reductions in a 16-bit\n"
-      "output type are not used (labels split_k, reduction_scheme say what ran).");
-  args.AddString("backend", &backend, "cuda (the only backend of this binary)");
-  args.AddString("dtype", &dtype_name, "bf16, fp16, fp8, tf32, fp32 or fp64 (default bf16)");
-  args.AddInt("m", &m, "rows of C");
-  args.AddInt("n", &n, "columns of C");
-  args.AddInt("k", &k, "inner dimension");
-  args.AddString("gpus", &gpus_arg, "GPU indices (0,1,...) or all (default all)");
-  args.AddInt("iters", &iters, "timed iterations (default 20)");
-  args.AddInt("warmup", &warmup, "warm-up iterations (default 5)");
-  args.AddFlag("fault-inject", &fault_inject,
-               "TEST ONLY: corrupt one output element before verification (must FAIL)");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "gemm", argc, argv)) return *rc;
+  SuiteFlags flags("gemm", "cmax-bench-cuda",
+                   "[--dtype bf16|fp16|fp8|tf32|fp32|fp64] [--m M --n N --k K] [--gpus all|0,1] "
+                   "[options]");
+  flags.Bind("backend", &backend);
+  flags.Bind("dtype", &dtype_name);
+  flags.Bind("m", &m);
+  flags.Bind("n", &n);
+  flags.Bind("k", &k);
+  flags.Bind("gpus", &gpus_arg);
+  flags.Bind("iters", &iters);
+  flags.Bind("warmup", &warmup);
+  flags.extra().AddFlag("fault-inject", &fault_inject,
+                        "TEST ONLY: corrupt one output element before verification (must FAIL)");
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   auto dtype = ParseGemmDtype(dtype_name);
   if (backend != "cuda" || !dtype || iters < 1 || warmup < 0 || m < 0 || n < 0 || k < 0 ||
       m > 65536 || n > 65536 || k > 65536) {

@@ -36,7 +36,7 @@
 #include "benchmarks/gpu_common/gemm_check.h"
 #include "benchmarks/gpu_common/numa_memory.h"
 #include "benchmarks/suite.h"
-#include "common/args.h"
+#include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/status_macros.h"
 
@@ -399,19 +399,14 @@ int RunCudaMemory(int argc, char** argv) {
   std::string gpus_arg = "all", tests_arg;
   int64_t size = int64_t{1} << 30, iters = 20, warmup = 3;
   bool jsonl = false;
-  ArgParser args("cmax-bench-cuda memory [--gpus all|0,1] [--size BYTES] [--tests LIST] [options]",
-                 "Host<->device (pinned memory on the GPU's NUMA node; each GPU alone and all\n"
-                 "at once), device-to-device copy, an HBM copy kernel and peer-to-peer copies\n"
-                 "between every pair of GPUs; every copy verified against a random pattern.\n"
-                 "d2d and hbm count bytes read + written. Tests: h2d d2h h2d_all d2h_all d2d\n"
-                 "hbm p2p (default all).");
-  args.AddString("gpus", &gpus_arg, "GPU indices (0,1,...) or all (default all)");
-  args.AddBytes("size", &size, "bytes per copy (default 1G; a multiple of 1M)");
-  args.AddInt("iters", &iters, "timed iterations (default 20)");
-  args.AddInt("warmup", &warmup, "warm-up iterations (default 3)");
-  args.AddString("tests", &tests_arg, "comma-separated tests (default all)");
-  args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  if (auto rc = ParseSuiteFlags(args, "memory", argc, argv)) return *rc;
+  SuiteFlags flags("memory", "cmax-bench-cuda");
+  flags.Bind("gpus", &gpus_arg);
+  flags.Bind("size", &size);
+  flags.Bind("iters", &iters);
+  flags.Bind("warmup", &warmup);
+  flags.Bind("tests", &tests_arg);
+  flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
+  if (auto rc = flags.Parse(argc, argv)) return *rc;
   MemOptions o;
   o.size = size / (int64_t{1} << 20) * (int64_t{1} << 20);
   o.iters = static_cast<int>(iters);

@@ -1,0 +1,40 @@
+// Software versions against advisories, InfiniBand and tenant isolation.
+#include "common/suite_catalog.h"
+
+namespace cmax::suites::audit {
+
+using v1::SCOPE_NODE;
+
+SuiteInfo Declaration() {
+  return {
+    .name = "audit",
+    .binary = "cmax-bench",
+    .category = "security",
+    .help = "component versions against advisories (distribution backports included), "
+            "driver branch lifecycle, P_Key/M_Key isolation, forbidden targets",
+    .details =
+        "Checks every component's version against its advisories (distribution packages\n"
+        "against their distribution's fixed version), the NVIDIA driver branch, the kernel,\n"
+        "InfiniBand partitions and management keys, and tenant isolation.\n"
+        "Status per check: PASS, INFO, WARN, FAIL, CRITICAL, UNKNOWN (could not tell),\n"
+        "SKIPPED (does not apply). SKIPPED checks and checks that could not run (smpquery\n"
+        "missing or refused, opensm.conf unreadable) are written as not measured.\n"
+        "Exit 0 nothing failed, 1 a check failed, 2 could not run.",
+    .scopes = {SCOPE_NODE},
+    .default_timeout_s = 300,
+    .exclusive = false,
+    .takes_root = true,
+    .params =
+        {
+            {.name = "advisories", .type = ParamType::kPath,
+             .help = "advisory file (default: share/cmax/advisories.yaml next to the binary); absolute, at most 1 MiB; run by the agent: under its --allow-read directories and world-readable"},
+            {.name = "tenancy", .type = ParamType::kEnum,
+             .help = "shared: the fabric is shared between tenants (an unpartitioned P_Key table fails); single: one tenant (it is informational)",
+             .choices = {"shared", "single"}},
+            {.name = "forbidden", .type = ParamType::kToken,
+             .help = "comma-separated host:port targets a tenant must not reach (a connection within 1 s is critical)"},
+        },
+  };
+}
+
+}  // namespace cmax::suites::audit

@@ -1,0 +1,80 @@
+// Burn-in (benchmarks/burnin): sustained verified GEMM. --backend picks the
+// binary: cmax-bench burnin for cpu (the default), cmax-bench-cuda burnin
+// (benchmarks/burnin/cuda/) for cuda; this is the only way to the GPU
+// burn-in (cmax-bench burnin --backend cuda does not hand over). threads
+// applies to the cpu backend, gpus and bug-report to the cuda backend; the
+// cpu backend runs fp32 and fp64, the cuda backend bf16 and fp32. Each
+// binary refuses the rest (exit 2), so the plan is refused them too.
+#include "common/suite_catalog.h"
+
+namespace cmax::suites::burnin {
+
+using v1::SCOPE_BARRIER;
+using v1::SCOPE_NODE;
+
+SuiteInfo Declaration() {
+  return {
+    .name = "burnin",
+    .binary = "cmax-bench",
+    .category = "reliability",
+    .help = "sustained verified GEMM load with telemetry (host or GPUs)",
+    .scopes = {SCOPE_NODE, SCOPE_BARRIER},
+    .default_timeout_s = 7200,
+    .exclusive = true,
+    .params =
+        {
+            {.name = "backend", .type = ParamType::kEnum, .help = "cpu or cuda (default cpu)",
+             .choices = {"cpu", "cuda"}},
+            {.name = "duration", .type = ParamType::kNumber, .help = "seconds of load",
+             .min = 1, .max = 7 * 86400},
+            {.name = "threads", .type = ParamType::kInt,
+             .help = "host threads, 0 for every core (default 0)", .min = 0, .max = 4096,
+             .backends = {"cpu"}},
+            {.name = "dtype", .type = ParamType::kEnum, .help = "element type",
+             .choices = {"fp32", "fp64", "bf16"},
+             .choices_by_backend = {{"cpu", {"fp32", "fp64"}}, {"cuda", {"bf16", "fp32"}}}},
+            {.name = "gpus", .type = ParamType::kIntList,
+             .help = "GPU indices or 'all' (cuda backend)", .backends = {"cuda"}},
+            {.name = "bug-report", .type = ParamType::kEnum,
+             .help = "on: nvidia-bug-report.sh after a failure (cuda backend)",
+             .choices = {"on", "off"}, .backends = {"cuda"}},
+        },
+    .backends =
+        {
+            {.name = "cpu", .binary = "cmax-bench",
+             .summary = "sustained verified load on the host",
+             .details =
+             "Sustained GEMM load on random data for --duration seconds; every iteration's output is\n"
+             "compared with the first one's (tolerance 1e-3 relative for fp32, 1e-7 for fp64) and a\n"
+             "differing element fails the run. Samples once a second (GFLOP/s, CPU frequency, hwmon\n"
+             "temperatures), progress every few seconds, then mean and minimum-window GFLOP/s, their\n"
+             "coefficient of variation and the mismatched elements.\n"
+             "The GPU burn-in is `cmax-bench-cuda burnin`; --backend cuda here writes a not-measured\n"
+             "record naming it and exits 2.\n"
+             "--fault-inject N is TEST-ONLY: it corrupts one output element at iteration N so tests can\n"
+             "check that a mismatch is detected and named. Never use it in an evaluation.\n"
+             "Exit: 0 verified, 1 mismatches, 2 could not run."},
+            {.name = "cuda", .binary = "cmax-bench-cuda",
+             .summary = "sustained GEMM on every GPU, outputs checked bit for bit, NVML telemetry",
+             .details =
+             "Sustained GEMM load on every selected GPU at once (cuBLASLt, random operands, one\n"
+             "algorithm kept for the run). Every iteration's output is compared bit for bit with the\n"
+             "first iteration's on the GPU; a differing element is a CRITICAL finding (silent data\n"
+             "corruption suspect). Telemetry through NVML once a second (temperature, memory\n"
+             "temperature, power, SM clock, clock event reasons, ECC counters) as Samples; runs\n"
+             "longer than 600 s write about 600 windows a metric (min/mean/max). At the end, per GPU: mean and\n"
+             "slowest-window TFLOP/s, their coefficient of variation, maximum temperatures, time\n"
+             "throttled and why, mismatched elements, new ECC errors.\n"
+             "--fault-inject N is TEST-ONLY: it corrupts one output element at iteration N so tests\n"
+             "can check that the mismatch is detected. Never use it in an evaluation.\n"
+             "Exit: 0 passed, 1 found failures, 2 could not run."},
+        },
+    .metrics =
+        {
+            {.name = "burnin_tflops_mean", .unit = "TFLOP/s", .fleet = true,
+             .help = "mean throughput over the burn-in"},
+        },
+  };
+}
+
+}  // namespace cmax::suites::burnin

@@ -1,0 +1,47 @@
+// Full-mesh TCP reachability, round-trip time and a short transfer between
+// every pair of ranks of a gang (benchmarks/connectivity), one rank per node
+// by default; judged by reports/judges/connectivity_judge.cc.
+#include "common/suite_catalog.h"
+
+namespace cmax::suites::connectivity {
+
+using v1::SCOPE_GANG;
+
+SuiteInfo Declaration() {
+  return {
+    .name = "connectivity",
+    .binary = "cmax-bench",
+    .category = "networking",
+    .help = "full-mesh TCP reachability, round-trip time and transfer rate between nodes",
+    .details =
+        "Full-mesh TCP reachability, RTT and transfer rate between the ranks of a\n"
+        "gang (cmax runs it with scope gang, one rank per node). It needs the\n"
+        "group's rendezvous (CMAX_RENDEZVOUS, set by the agent): run alone it\n"
+        "exits 2.",
+    .scopes = {SCOPE_GANG},
+    .default_timeout_s = 300,
+    .exclusive = false,
+    .params =
+        {
+            {.name = "port-range", .type = ParamType::kToken,
+             .help = "LOW-HIGH: listen on the first free port of this range (default: any)"},
+            {.name = "bytes", .type = ParamType::kBytes,
+             .help = "bytes per transfer measurement (default 4M)", .min = 1024,
+             .max = 1LL << 30},
+            {.name = "pings", .type = ParamType::kInt,
+             .help = "ping-pongs per pair; the RTT is their median (default 20)", .min = 1,
+             .max = 10000},
+            {.name = "timeout", .type = ParamType::kNumber,
+             .help = "seconds per connection attempt (default 2)", .min = 0.1, .max = 60},
+        },
+    // rtt_ms is judged per node pair by judges/connectivity_judge.cc, which
+    // blames the node behind the slow pairs rather than the pair's source.
+    .metrics =
+        {
+            {.name = "rtt_ms", .unit = "ms", .better = MetricBetter::kLower,
+             .help = "TCP round-trip time between two ranks"},
+        },
+  };
+}
+
+}  // namespace cmax::suites::connectivity

@@ -1,0 +1,45 @@
+#include "common/suite_catalog.h"
+
+namespace cmax::suites::hostcheck {
+
+using v1::SCOPE_NODE;
+
+SuiteInfo Declaration() {
+  return {
+    .name = "hostcheck",
+    .binary = "cmax-bench",
+    .category = "reliability",
+    .help = "inventory and basic node sanity (GPUs on the bus, driver, memory, swap, disk, clock, GPU-NIC topology)",
+    .details =
+        "Inventory and sanity of this node: NVIDIA GPUs on the PCI bus, the NVIDIA driver,\n"
+        "CPUs, memory, swap, free space on /, clock synchronisation, and the GPU-NIC\n"
+        "topology: each GPU's PCIe path, the RDMA NICs (port rate, PCIe link), which NIC\n"
+        "shares a PCIe switch with which GPU, ACS redirect on the bridges between them\n"
+        "(needs root to read config space) and the IOMMU mode. Reads everything\n"
+        "under --root (default /), so it also runs on a copied or fixture tree.\n"
+        "--inventory prints one cmax.v1.Inventory JSON line instead of checking (with\n"
+        "the fact gpu_nic_map, e.g. 0000:18:00.0=mlx5_0,..., where RDMA NICs exist, and\n"
+        "nvlink_domain / nvlink_clique, the GPUs' NVLink cluster UUID and clique ids from\n"
+        "NVML's fabric query, on nodes with NVIDIA GPUs and no NVSwitch on the bus, such as\n"
+        "GB200 / GB300 NVL72 trays, whose GPUs report a multi-node NVLink domain).",
+    .scopes = {SCOPE_NODE},
+    .default_timeout_s = 120,
+    .exclusive = false,
+    .takes_root = true,
+    .params =
+        {
+            {.name = "expect-gpus", .type = ParamType::kInt, .help = "GPUs expected; fewer fail the node",
+             .min = 0, .max = 1024},
+            {.name = "expect-gpu-model", .type = ParamType::kToken,
+             .help = "text every GPU's model must contain (case, spaces and dashes ignored)"},
+            {.name = "min-cpu-cores", .type = ParamType::kInt, .help = "minimum logical CPUs online",
+             .min = 0, .max = 1 << 20},
+            {.name = "min-memory-gib", .type = ParamType::kNumber,
+             .help = "minimum MemTotal in GiB", .min = 0, .max = 1 << 30},
+            {.name = "min-free-root-pct", .type = ParamType::kNumber,
+             .help = "warn below this free percentage of / (default 10; below 2 fails)", .min = 0, .max = 100},
+        },
+  };
+}
+
+}  // namespace cmax::suites::hostcheck

@@ -1,0 +1,45 @@
+// GPU memory bandwidth (benchmarks/memory/cuda/): cmax-bench-cuda only.
+#include "common/suite_catalog.h"
+
+namespace cmax::suites::memory {
+
+using v1::SCOPE_NODE;
+
+SuiteInfo Declaration() {
+  return {
+    .name = "memory",
+    .binary = "cmax-bench-cuda",
+    .category = "compute",
+    .help = "host<->device (pinned, NUMA-local), device, HBM and peer-to-peer bandwidth, verified",
+    .details =
+        "Host<->device (pinned memory on the GPU's NUMA node; each GPU alone and all\n"
+        "at once), device-to-device copy, an HBM copy kernel and peer-to-peer copies\n"
+        "between every pair of GPUs; every copy verified against a random pattern.\n"
+        "d2d and hbm count bytes read + written. Tests: h2d d2h h2d_all d2h_all d2d\n"
+        "hbm p2p (default all).",
+    .scopes = {SCOPE_NODE},
+    .default_timeout_s = 1200,
+    .exclusive = true,
+    .params =
+        {
+            {.name = "gpus", .type = ParamType::kIntList, .help = "GPU indices (0,1,...) or all (default all)"},
+            {.name = "size", .type = ParamType::kBytes, .help = "bytes per copy (default 1G; a multiple of 1M)",
+             .min = 1 << 20, .max = 64.0 * (1LL << 30)},
+            {.name = "iters", .type = ParamType::kInt, .help = "timed iterations (default 20)", .min = 1,
+             .max = 100000},
+            {.name = "warmup", .type = ParamType::kInt, .help = "warm-up iterations (default 3)", .min = 0,
+             .max = 10000},
+            {.name = "tests", .type = ParamType::kEnumList, .help = "comma-separated tests (default all)",
+             .choices = {"h2d", "d2h", "h2d_all", "d2h_all", "d2d", "hbm", "p2p"}},
+        },
+    // gpu: a copy on one GPU ("0") and on all at once ("all") differ.
+    .metrics =
+        {
+            {.name = "memory_bandwidth_gbps", .unit = "GB/s", .fleet = true,
+             .fleet_group_keys = {"test", "size_bytes", "gpu"},
+             .help = "copy bandwidth of one test at one size on one GPU or all"},
+        },
+  };
+}
+
+}  // namespace cmax::suites::memory
