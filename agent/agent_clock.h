@@ -26,7 +26,6 @@ class AgentClock {
   // An instant given in the agent's clock, in the real local clock (what a
   // rank that sleeps until it must use).
   int64_t ToRealNs(int64_t agent_ns) const { return agent_ns - offset_ns_; }
-  int64_t offset_ns() const { return offset_ns_; }
 
  private:
   int64_t offset_ns_;

@@ -3,7 +3,7 @@
 // first (compared in constant time), the checks on each request (a rank
 // this agent launched for the group, at most max_outstanding per
 // connection) before it becomes a pending request, and writing replies and
-// errors back (a rank that does not read more than 4 MiB of them loses its
+// errors back (a rank that leaves more than 4 MiB of them unread loses its
 // connection).
 #include <errno.h>
 #include <sys/socket.h>
