@@ -53,6 +53,58 @@ absl::Status WriteFirstSpoolLine(const std::string& path, const v1::Record& reco
   return absl::OkStatus();
 }
 
+// The suite's command line when the agent starts it itself (not through
+// mpirun): <bench-dir>/<binary> <suite> <args> --jsonl, and --root=<root>
+// for a suite that takes it when the agent has one.
+std::vector<std::string> DirectArgv(const v1::TaskAssignment& a, const SuiteInfo& suite,
+                                    const ExecutorOptions& options) {
+  std::vector<std::string> argv;
+  std::vector<std::string> args(a.args().begin(), a.args().end());
+  argv.push_back(absl::StrCat(options.bench_dir, "/", SuiteBinary(suite, args)));
+  argv.push_back(suite.name);
+  for (const std::string& arg : a.args()) argv.push_back(arg);
+  argv.push_back("--jsonl");
+  if (suite.takes_root && !options.root.empty()) {
+    argv.push_back(absl::StrCat("--root=", options.root));
+  }
+  return argv;
+}
+
+// A child's environment beyond what it inherits: the plan's variables, then
+// the task's CMAX_* ones and the agent's own limits, which the plan may
+// never set (ValidateSuiteEnv). The rendezvous variables come later
+// (PrepareRendezvous). `dir` is the task directory.
+std::map<std::string, std::string> ChildEnv(const v1::TaskAssignment& a, const TaskKey& key,
+                                            int32_t local_rank, const std::string& dir,
+                                            const ExecutorOptions& options) {
+  const bool mpirun = a.launcher() == "mpirun";
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : a.env()) env[k] = v;
+  const bool group = a.ranks_size() > 0;
+  env["CMAX_TASK_ID"] = a.task_id();
+  env["CMAX_ATTEMPT"] = absl::StrCat(a.attempt());
+  env["CMAX_NODE_NAME"] = options.node_name;
+  env["CMAX_TASK_DIR"] = dir;
+  // The agent's own limits on what a plan may make a suite read or write
+  // (common/allowed_files.h); set after the plan's environment.
+  env["CMAX_ALLOW_READ"] = absl::StrJoin(options.allow_read, ",");
+  env["CMAX_STORAGE_ROOTS"] = absl::StrJoin(options.storage_roots, ",");
+  env["CMAX_STORAGE_DIR"] = options.storage_roots.empty() ? "" : options.storage_roots.front();
+  if (!options.advertise.empty()) {
+    env["CMAX_ADVERTISE"] = absl::StrJoin(options.advertise, ",");
+  }
+  if (!mpirun) {
+    // Under mpirun every rank learns its place from Open MPI; mpirun's own
+    // environment reaches its local ranks and must not name a rank.
+    env["CMAX_RANK"] = absl::StrCat(key.rank);
+    env["CMAX_WORLD_SIZE"] = absl::StrCat(group ? a.world_size() : 1);
+    env["CMAX_LOCAL_RANK"] = absl::StrCat(local_rank);
+    env["CMAX_LOCAL_WORLD_SIZE"] = absl::StrCat(group ? a.local_world_size() : 1);
+  }
+  if (!a.group().empty()) env["CMAX_GROUP"] = a.group();
+  return env;
+}
+
 }  // namespace
 
 v1::Record TaskStartRecord(const std::string& suite, int64_t scheduled_unix_ns,
@@ -173,40 +225,10 @@ void Executor::StartChild(Task& t) {
     }
     spawn.argv = *std::move(argv);
   } else {
-    std::vector<std::string> args(a.args().begin(), a.args().end());
-    spawn.argv.push_back(absl::StrCat(options_.bench_dir, "/", SuiteBinary(*suite, args)));
-    spawn.argv.push_back(suite->name);
-    for (const std::string& arg : a.args()) spawn.argv.push_back(arg);
-    spawn.argv.push_back("--jsonl");
-    if (suite->takes_root && !options_.root.empty()) {
-      spawn.argv.push_back(absl::StrCat("--root=", options_.root));
-    }
+    spawn.argv = DirectArgv(a, *suite, options_);
   }
-  for (const auto& [k, v] : a.env()) spawn.env[k] = v;
   const std::string dir = store_.DirFor(t.key);
-  const bool group = a.ranks_size() > 0;
-  spawn.env["CMAX_TASK_ID"] = a.task_id();
-  spawn.env["CMAX_ATTEMPT"] = absl::StrCat(a.attempt());
-  spawn.env["CMAX_NODE_NAME"] = options_.node_name;
-  spawn.env["CMAX_TASK_DIR"] = dir;
-  // The agent's own limits on what a plan may make a suite read or write
-  // (common/allowed_files.h); set after the plan's environment.
-  spawn.env["CMAX_ALLOW_READ"] = absl::StrJoin(options_.allow_read, ",");
-  spawn.env["CMAX_STORAGE_ROOTS"] = absl::StrJoin(options_.storage_roots, ",");
-  spawn.env["CMAX_STORAGE_DIR"] =
-      options_.storage_roots.empty() ? "" : options_.storage_roots.front();
-  if (!options_.advertise.empty()) {
-    spawn.env["CMAX_ADVERTISE"] = absl::StrJoin(options_.advertise, ",");
-  }
-  if (!mpirun) {
-    // Under mpirun every rank learns its place from Open MPI; mpirun's own
-    // environment reaches its local ranks and must not name a rank.
-    spawn.env["CMAX_RANK"] = absl::StrCat(t.key.rank);
-    spawn.env["CMAX_WORLD_SIZE"] = absl::StrCat(group ? a.world_size() : 1);
-    spawn.env["CMAX_LOCAL_RANK"] = absl::StrCat(t.local_rank);
-    spawn.env["CMAX_LOCAL_WORLD_SIZE"] = absl::StrCat(group ? a.local_world_size() : 1);
-  }
-  if (!a.group().empty()) spawn.env["CMAX_GROUP"] = a.group();
+  spawn.env = ChildEnv(a, t.key, t.local_rank, dir, options_);
   if (absl::Status rv = PrepareRendezvous(t, &spawn.env); !rv.ok()) {
     v1::TaskStatus status;
     status.set_state(v1::TASK_FAILED);
