@@ -9,6 +9,7 @@
 #include "agent/host_info.h"
 #include "common/logging.h"
 #include "common/metrics_text.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 
 namespace cmax::agent {
@@ -73,7 +74,7 @@ absl::Status Agent::Start() {
       chmod(root.c_str(), 0700);
     }
   }
-  if (absl::Status s = executor_->LoadStoredTasks(); !s.ok()) return s;
+  CMAX_RETURN_IF_ERROR(executor_->LoadStoredTasks());
   inventory_ = GatherInventory(options_.bench_dir, options_.root,
                                std::chrono::milliseconds(options_.inventory_timeout_ms));
   if (auto it = inventory_.facts().find("inventory_error");
@@ -83,7 +84,7 @@ absl::Status Agent::Start() {
   Log()->info("node {}: {} GPUs ({}), {} CPU cores, {:.1f} GiB; agent {} boot {}",
               options_.node_name, inventory_.gpu_count(), inventory_.gpu_model(),
               inventory_.cpu_cores(), inventory_.memory_gib(), kCmaxVersion, boot_id_);
-  if (absl::Status s = relay_->Start(); !s.ok()) return s;
+  CMAX_RETURN_IF_ERROR(relay_->Start());
   executor_->Start();
   connection_->Start();
   started_ = true;

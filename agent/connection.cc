@@ -34,11 +34,9 @@ struct Connection::Stream {
 };
 
 Connection::Connection(ConnectionOptions options, ConnectionHandler* handler)
-    : options_(std::move(options)), handler_(handler) {}
+    : options_(std::move(options)), clock_(options_.clock_offset_ns), handler_(handler) {}
 
 Connection::~Connection() { Stop(); }
-
-int64_t Connection::AgentNowNs() const { return NowUnixNs() + options_.clock_offset_ns; }
 
 void Connection::Start() {
   if (supervisor_.joinable()) return;
@@ -219,7 +217,7 @@ bool Connection::RunStream() {
 void Connection::ReaderLoop(Stream* stream, uint64_t generation) {
   v1::CoordinatorMessage message;
   while (stream->rw->Read(&message)) {
-    const int64_t t2 = AgentNowNs();
+    const int64_t t2 = clock_.NowNs();
     {
       absl::MutexLock lock(&mu_);
       last_receive_mono_ns_ = MonotonicNs();
@@ -265,7 +263,7 @@ void Connection::WriterLoop(Stream* stream, uint64_t generation) {
       message = std::move(queue_.front().second);
       queue_.pop_front();
     }
-    if (message.has_pong()) message.mutable_pong()->set_t3_ns(AgentNowNs());
+    if (message.has_pong()) message.mutable_pong()->set_t3_ns(clock_.NowNs());
     if (!stream->rw->Write(message)) {
       absl::MutexLock lock(&mu_);
       broken_ = true;

@@ -36,6 +36,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/agent_clock.h"
 #include "agent/outbox.h"
 #include "cmax/v1/service.pb.h"
 
@@ -99,9 +100,9 @@ class Connection : public Outbox {
   void ReaderLoop(Stream* stream, uint64_t generation);
   // Sleeps up to `ms` or until Stop.
   void SleepUnlessStopped(int64_t ms);
-  int64_t AgentNowNs() const;
 
   const ConnectionOptions options_;
+  const AgentClock clock_;  // options_.clock_offset_ns
   ConnectionHandler* const handler_;
 
   mutable absl::Mutex mu_;

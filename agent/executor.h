@@ -33,6 +33,11 @@
 // about max_batch_bytes) while the outbox has room and fewer than
 // max_unacked_records are unacknowledged; after a reconnect every spool
 // rewinds to its acked seq and unacknowledged end statuses go out again.
+//
+// The code is split by idea (agent/executor_internal.h lists the files):
+// executor.cc (the thread, Tick, accepting and ending children),
+// assignment_validation.cc, executor_launch.cc, executor_records.cc and
+// executor_kill.cc.
 #ifndef CMAX_AGENT_EXECUTOR_H_
 #define CMAX_AGENT_EXECUTOR_H_
 
@@ -49,6 +54,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/agent_clock.h"
 #include "agent/outbox.h"
 #include "agent/rendezvous_relay.h"
 #include "agent/spool.h"
@@ -193,6 +199,12 @@ class Executor {
   void StartChild(Task& task);
   // Appends "<unix_ns> <pid>" to options_.kills_file (see ExecutorOptions).
   void NoteKill(pid_t pid);
+  // Starts stopping a running child: notes the kill, SIGTERM to its process
+  // group, SIGKILL due after kill_grace_ms.
+  void BeginKill(Task& task, int64_t now_mono_ns);
+  // A running child past its timeout starts being stopped; one still alive
+  // when its SIGKILL is due gets it.
+  void EnforceDeadline(Task& task, int64_t now_mono_ns);
   void OnExit(Task& task, const ExitInfo& info);
   // Ends a child that never ran or ran and ended: writes status.json when
   // it has a directory, queues the end status.
@@ -210,7 +222,6 @@ class Executor {
   void LoadDoneKeys();
   void RefreshHeld();
   void RefreshStats();
-  int64_t AgentNowNs() const;
 
   // Opens the rendezvous of the child's group task once per (task, attempt)
   // and sets the child's CMAX_RENDEZVOUS*; non-OK: the child cannot start.
@@ -219,6 +230,7 @@ class Executor {
   void CloseIdleRendezvous();
 
   const ExecutorOptions options_;
+  const AgentClock clock_;  // options_.clock_offset_ns
   Outbox* const outbox_;
   RendezvousEndpoints* const rendezvous_;
   // Executor thread only: open rendezvous endpoints by (task id, attempt).

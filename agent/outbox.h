@@ -11,7 +11,6 @@
 #include <cstdint>
 
 #include "cmax/v1/service.pb.h"
-#include "common/time_util.h"
 
 namespace cmax::agent {
 
@@ -26,19 +25,6 @@ class Outbox {
   // True while the stream of `generation` is up and its queue has room for
   // bulk data (record batches). Thread-safe.
   virtual bool HasRoom(uint64_t generation) const = 0;
-};
-
-// The agent's clock: real time shifted by --test-clock-offset-ms (0 in
-// production). Every time the agent reports or is given in its own clock
-// goes through it.
-class AgentClock {
- public:
-  explicit AgentClock(int64_t offset_ns = 0) : offset_ns_(offset_ns) {}
-  int64_t NowNs() const { return NowUnixNs() + offset_ns_; }
-  int64_t offset_ns() const { return offset_ns_; }
-
- private:
-  int64_t offset_ns_;
 };
 
 }  // namespace cmax::agent

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "common/allowed_files.h"
+#include "common/status_macros.h"
 
 namespace cmax::agent {
 
@@ -20,15 +21,15 @@ absl::Status ValidatePlanPaths(const v1::TaskAssignment& a,
     for (const ReadFlag& r : kReads) {
       const std::string prefix = std::string("--") + r.flag + "=";
       if (a.suite() != r.suite || !absl::StartsWith(arg, prefix)) continue;
-      auto checked = CheckPlanFile(r.flag, arg.substr(prefix.size()),
-                                   std::optional<std::vector<std::string>>(allow_read));
-      if (!checked.ok()) return checked.status();
+      CMAX_RETURN_IF_ERROR(CheckPlanFile(r.flag, arg.substr(prefix.size()),
+                                         std::optional<std::vector<std::string>>(allow_read))
+                               .status());
     }
     if (a.suite() == "storage" && absl::StartsWith(arg, "--path=")) {
-      auto checked = CheckStorageDir(arg.substr(7),
-                                     std::optional<std::vector<std::string>>(storage_roots),
-                                     /*create=*/false);
-      if (!checked.ok()) return checked.status();
+      CMAX_RETURN_IF_ERROR(
+          CheckStorageDir(arg.substr(7), std::optional<std::vector<std::string>>(storage_roots),
+                          /*create=*/false)
+              .status());
     }
   }
   return absl::OkStatus();

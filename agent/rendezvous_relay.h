@@ -32,6 +32,11 @@
 // Threads: one relay thread polls every socket. Open/Close are called from
 // the executor thread, OnReply/OnConnected from the connection's threads;
 // all are thread-safe and never block on a rank.
+//
+// The code is split by idea (agent/rendezvous_relay_internal.h lists the
+// files): rendezvous_relay.cc (the thread and its poll loop),
+// rendezvous_endpoints.cc (the group table), rendezvous_wire.cc (the ranks'
+// JSON lines) and rendezvous_requests.cc (the coordinator's side, timeouts).
 #ifndef CMAX_AGENT_RENDEZVOUS_RELAY_H_
 #define CMAX_AGENT_RENDEZVOUS_RELAY_H_
 
@@ -45,6 +50,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/agent_clock.h"
 #include "agent/outbox.h"
 #include "cmax/v1/service.pb.h"
 
@@ -132,6 +138,7 @@ class RendezvousRelay : public RendezvousEndpoints {
   void ExpireLocked(int64_t now_mono) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RelayOptions options_;
+  const AgentClock clock_;  // options_.clock_offset_ns
   Outbox* const outbox_;
   int wake_fds_[2] = {-1, -1};
   std::thread thread_;

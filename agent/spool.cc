@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/record_io.h"
+#include "common/status_macros.h"
 
 namespace cmax::agent {
 namespace {
@@ -126,33 +127,30 @@ absl::StatusOr<std::vector<SpoolEntry>> SpoolTailer::Read(size_t max_records,
   size_t bytes = 0;
   while (out.size() < max_records && (out.empty() || bytes < max_bytes)) {
     int64_t line_end = 0;
-    absl::StatusOr<bool> found = FindLineEnd(fd.get(), file_size, final, &line_end);
-    if (!found.ok()) return found.status();
-    if (!*found) break;
+    CMAX_ASSIGN_OR_RETURN(bool found, FindLineEnd(fd.get(), file_size, final, &line_end));
+    if (!found) break;
     const int64_t line_len = line_end - offset_;
     SpoolEntry entry;
     entry.seq = next_seq_;
     entry.line_bytes = static_cast<size_t>(line_len);
     if (line_len > static_cast<int64_t>(kMaxRecordLineBytes)) {
-      absl::StatusOr<std::string> prefix =
-          ReadRange(fd.get(), offset_, kQuotedPrefix, path_);
-      if (!prefix.ok()) return prefix.status();
+      CMAX_ASSIGN_OR_RETURN(std::string prefix,
+                            ReadRange(fd.get(), offset_, kQuotedPrefix, path_));
       entry.record =
           MalformedLineRecord(next_seq_,
                               absl::StrCat("record line of ", line_len, " bytes exceeds ",
                                            kMaxRecordLineBytes),
-                              *prefix);
+                              prefix);
       entry.line_bytes = kQuotedPrefix;  // what is actually sent
     } else {
-      absl::StatusOr<std::string> line =
-          ReadRange(fd.get(), offset_, static_cast<size_t>(line_len), path_);
-      if (!line.ok()) return line.status();
-      absl::StatusOr<v1::Record> record = ParseRecordLine(*line);
+      CMAX_ASSIGN_OR_RETURN(std::string line,
+                            ReadRange(fd.get(), offset_, static_cast<size_t>(line_len), path_));
+      absl::StatusOr<v1::Record> record = ParseRecordLine(line);
       if (record.ok()) {
         entry.record = *std::move(record);
       } else {
         entry.record =
-            MalformedLineRecord(next_seq_, std::string(record.status().message()), *line);
+            MalformedLineRecord(next_seq_, std::string(record.status().message()), line);
       }
     }
     bytes += entry.line_bytes;

@@ -15,6 +15,7 @@
 #include "agent/spool.h"
 #include "common/atomic_file.h"
 #include "common/record_io.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -54,12 +55,11 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 
 template <typename Message>
 absl::StatusOr<Message> ReadJsonMessage(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadWholeFile(path);
-  if (!text.ok()) return text.status();
+  CMAX_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
   Message message;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
-  auto status = google::protobuf::util::JsonStringToMessage(*text, &message, options);
+  auto status = google::protobuf::util::JsonStringToMessage(text, &message, options);
   if (!status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", std::string(status.message())));
@@ -120,8 +120,7 @@ absl::Status TaskStore::Create(const TaskKey& key,
     if (!made.ok() && !absl::IsAlreadyExists(made)) return made;
   }
   std::string dir = DirFor(key);
-  absl::Status made = MakeDir(dir);
-  if (!made.ok()) return made;
+  CMAX_RETURN_IF_ERROR(MakeDir(dir));
   absl::Status written = WriteFileAtomically(dir + "/assignment.json",
                                              MessageToJsonLine(assignment, true) + "\n");
   if (!written.ok()) {

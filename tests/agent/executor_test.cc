@@ -832,3 +832,65 @@ TEST_CASE("plan paths outside the agent's limits are rejected before anything is
   CHECK(ex.spawned_count() == 1);
   ex.Stop();
 }
+
+TEST_CASE("each kill the agent makes is noted in the kill log with its time and the suite's pid",
+          "[agent][executor]") {
+  TempDir dir;
+  FakeOutbox outbox;
+  auto opts = Options(dir.path());
+  // A directory that does not exist yet: the first kill makes it.
+  const std::string kills = dir.path() + "/run/kills";
+  opts.kills_file = kills;
+  // An agent clock an hour ahead: the log must still be in the real clock.
+  opts.clock_offset_ns = int64_t{3600} * 1000000000;
+  Executor ex(opts, &outbox);
+  ex.Start();
+  ex.OnConnected(1);
+  auto wait_end = [&](const std::string& task) {
+    REQUIRE(WaitFor([&] { return outbox.EndStatus(task).has_value(); }, 20s));
+    return *outbox.EndStatus(task);
+  };
+  // A suite that ends by itself is not noted.
+  ex.Assign(Selftest("ends", {"--mode=ok", "--records=2"}));
+  CHECK(wait_end("ends").state() == v1::TASK_COMPLETED);
+  CHECK_FALSE(std::filesystem::exists(kills));
+
+  // A cancelled one is, with the real clock (not the agent's) and its pid.
+  TaskStore store(dir.path());
+  const std::string task_dir = store.DirFor(TaskKey{"victim", 0, 0});
+  const std::string binary = std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench";
+  ex.Assign(Selftest("victim", {"--mode=sleep", "--seconds=30"}));
+  int pid = 0;
+  REQUIRE(WaitFor(
+      [&] {
+        pid = PidWithCwd(task_dir);
+        if (pid == 0) return false;
+        std::vector<std::string> argv = ProcList(pid, "cmdline");
+        return !argv.empty() && argv[0] == binary;
+      },
+      10s));
+  const int64_t before = cmax::NowUnixNs();
+  v1::CancelTask c;
+  c.set_task_id("victim");
+  c.set_reason("kill log test");
+  ex.Cancel(c);
+  CHECK(wait_end("victim").state() == v1::TASK_CANCELLED);
+  const int64_t after = cmax::NowUnixNs();
+  ex.Stop();
+  const std::string log = cmax::agent::testing::ReadFile(kills);
+  INFO("kill log: " << log);
+  std::vector<std::string> lines;
+  for (size_t start = 0, nl; (nl = log.find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(log.substr(start, nl - start));
+  }
+  REQUIRE(lines.size() == 1);
+  const size_t space = lines[0].find(' ');
+  REQUIRE(space != std::string::npos);
+  int64_t noted_ns = 0;
+  int noted_pid = 0;
+  REQUIRE(absl::SimpleAtoi(lines[0].substr(0, space), &noted_ns));
+  REQUIRE(absl::SimpleAtoi(lines[0].substr(space + 1), &noted_pid));
+  CHECK(noted_pid == pid);
+  CHECK(noted_ns >= before);
+  CHECK(noted_ns <= after);
+}
