@@ -5,6 +5,13 @@
 //
 // Thread: Start() creates the core thread, which owns every member below
 // except the queue. Post() is thread-safe.
+//
+// Sources, one idea each: core.cc (life cycle, the API handlers, the web
+// view's snapshots), core_dispatch.cc (the round loop, heartbeats, scheduling
+// and applying its changes, agent messages), core_ingest.cc (record ingest,
+// its group commit and the per-agent rate limiter), core_report.cc (the
+// scorecard thread: building and writing the scorecard files, completing the
+// run), core_metrics.cc (the Prometheus exposition).
 #ifndef CMAX_COORDINATOR_CORE_H_
 #define CMAX_COORDINATOR_CORE_H_
 
