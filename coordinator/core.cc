@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/plan_parser.h"
+#include "common/status_macros.h"
 #include "common/time_util.h"
 
 namespace cmax::coordinator {
@@ -42,24 +43,22 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   if (mkdir(reports.c_str(), 0750) != 0 && errno != EEXIST) {
     return absl::InternalError(absl::StrCat("cannot create ", reports, ": ", strerror(errno)));
   }
-  auto store = Store::Open(options.data_dir + "/cmax.db");
-  if (!store.ok()) return store.status();
+  CMAX_ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
+                        Store::Open(options.data_dir + "/cmax.db"));
   if (options.store_fault_for_testing) {
-    (*store)->SetFaultHookForTesting(options.store_fault_for_testing);
+    store->SetFaultHookForTesting(options.store_fault_for_testing);
   }
-  std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(options, std::move(*store)));
+  std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(options, std::move(store)));
   // Restore: unfinished runs go on; their nodes must come back within the
   // heartbeat timeout, counted from now.
   const int64_t now = MonotonicNs();
-  auto agents = core->store_->LoadAgents();
-  if (!agents.ok()) return agents.status();
-  for (const auto& a : *agents) core->registry_.AddRemembered(a.node, a.inventory, now);
-  auto runs = core->store_->ListRuns(0, /*unfinished_only=*/true);
-  if (!runs.ok()) return runs.status();
-  for (auto& run : *runs) {
-    auto tasks = core->store_->LoadTasks(run.info.run_id());
-    if (!tasks.ok()) return tasks.status();
-    Log()->info("resuming run {} ({} tasks)", run.info.run_id(), tasks->size());
+  CMAX_ASSIGN_OR_RETURN(std::vector<AgentRow> agents, core->store_->LoadAgents());
+  for (const auto& a : agents) core->registry_.AddRemembered(a.node, a.inventory, now);
+  CMAX_ASSIGN_OR_RETURN(std::vector<RunRow> runs,
+                        core->store_->ListRuns(0, /*unfinished_only=*/true));
+  for (auto& run : runs) {
+    CMAX_ASSIGN_OR_RETURN(std::vector<TaskRow> tasks, core->store_->LoadTasks(run.info.run_id()));
+    Log()->info("resuming run {} ({} tasks)", run.info.run_id(), tasks.size());
     // Rendezvous state lives in memory and does not survive a restart: the
     // groups of running tasks are reopened empty. Requests that were waiting
     // are re-sent by the agents after they reconnect, so a barrier in
@@ -68,14 +67,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     // retried where the plan allows). Keys are process-lifetime values (an
     // NCCL unique id, a listening address), which is why they are not made
     // durable: a group that has already exchanged them runs on unaffected.
-    for (const auto& t : *tasks) {
+    for (const auto& t : tasks) {
       auto st = t.info.state();
       if (!t.assignment.group().empty() &&
           (st == v1::TASK_ASSIGNED || st == v1::TASK_RUNNING)) {
         core->rendezvous_.Open(t.assignment.group(), t.assignment.world_size());
       }
     }
-    core->scheduler_.Restore(std::move(run), std::move(*tasks));
+    core->scheduler_.Restore(std::move(run), std::move(tasks));
   }
   return core;
 }
@@ -165,7 +164,7 @@ std::string CoordinatorCore::NewRunId() {
 
 absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
     const v1::SubmitRunRequest& request) {
-  if (auto s = ValidatePlan(request.plan()); !s.ok()) return s;
+  CMAX_RETURN_IF_ERROR(ValidatePlan(request.plan()));
   struct statvfs vfs;
   if (statvfs(options_.data_dir.c_str(), &vfs) == 0) {
     int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
@@ -178,12 +177,12 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
   }
   Changes changes;
   const std::string run_id = NewRunId();
-  auto run = scheduler_.CreateRun(request.plan(), registry_, NowUnixNs(), run_id, &changes);
-  if (!run.ok()) return run.status();
+  CMAX_ASSIGN_OR_RETURN(RunRow * run, scheduler_.CreateRun(request.plan(), registry_,
+                                                           NowUnixNs(), run_id, &changes));
   // Persist the whole run before anything is assigned; undo on failure.
   std::vector<const TaskRow*> rows;
   for (TaskRow* t : scheduler_.TasksOf(run_id)) rows.push_back(t);
-  absl::Status st = store_->PutRun(**run);
+  absl::Status st = store_->PutRun(*run);
   if (st.ok()) st = store_->PutTasks(rows);
   if (!st.ok()) {
     scheduler_.Forget(run_id);
@@ -192,9 +191,9 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
   v1::SubmitRunResponse resp;
   resp.set_run_id(run_id);
   resp.set_tasks(static_cast<int>(rows.size()));
-  for (const auto& n : (*run)->nodes) resp.add_nodes(n);
+  for (const auto& n : run->nodes) resp.add_nodes(n);
   Log()->info("run {} submitted: plan '{}', {} tasks on {} nodes", run_id, request.plan().name(),
-              rows.size(), (*run)->nodes.size());
+              rows.size(), run->nodes.size());
   Changes sched;
   scheduler_.Schedule(registry_, NowUnixNs(), &sched);
   Apply(sched);
@@ -204,10 +203,10 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
 
 absl::StatusOr<v1::ListRunsResponse> CoordinatorCore::HandleListRuns(
     const v1::ListRunsRequest& request) {
-  auto runs = store_->ListRuns(request.limit() > 0 ? request.limit() : 50, false);
-  if (!runs.ok()) return runs.status();
+  CMAX_ASSIGN_OR_RETURN(std::vector<RunRow> runs,
+                        store_->ListRuns(request.limit() > 0 ? request.limit() : 50, false));
   v1::ListRunsResponse resp;
-  for (auto& r : *runs) *resp.add_runs() = r.info;
+  for (auto& r : runs) *resp.add_runs() = r.info;
   return resp;
 }
 
@@ -218,12 +217,10 @@ absl::StatusOr<v1::GetRunResponse> CoordinatorCore::HandleGetRun(const std::stri
     for (TaskRow* t : scheduler_.TasksOf(run_id)) *resp.add_tasks() = t->info;
     return resp;
   }
-  auto run = store_->GetRun(run_id);
-  if (!run.ok()) return run.status();
-  *resp.mutable_run() = run->info;
-  auto tasks = store_->LoadTasks(run_id);
-  if (!tasks.ok()) return tasks.status();
-  for (auto& t : *tasks) *resp.add_tasks() = t.info;
+  CMAX_ASSIGN_OR_RETURN(RunRow run, store_->GetRun(run_id));
+  *resp.mutable_run() = run.info;
+  CMAX_ASSIGN_OR_RETURN(std::vector<TaskRow> tasks, store_->LoadTasks(run_id));
+  for (auto& t : tasks) *resp.add_tasks() = t.info;
   return resp;
 }
 
@@ -250,14 +247,13 @@ absl::StatusOr<v1::CancelRunResponse> CoordinatorCore::HandleCancelRun(const std
 
 absl::Status CoordinatorCore::HandleWatchRun(const std::string& run_id,
                                              std::shared_ptr<RunWatcher> watcher) {
-  auto current = HandleGetRun(run_id);
-  if (!current.ok()) return current.status();
+  CMAX_ASSIGN_OR_RETURN(v1::GetRunResponse current, HandleGetRun(run_id));
   v1::RunEvent first;
-  *first.mutable_run() = current->run();
+  *first.mutable_run() = current.run();
   watcher->OnEvent(first);
-  for (const auto& t : current->tasks()) {
+  for (const auto& t : current.tasks()) {
     v1::RunEvent ev;
-    *ev.mutable_run() = current->run();
+    *ev.mutable_run() = current.run();
     *ev.mutable_task() = t;
     watcher->OnEvent(ev);
   }

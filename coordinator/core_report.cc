@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/atomic_file.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "reports/scorecard.h"
 
 namespace cmax::coordinator {
@@ -181,8 +182,7 @@ absl::StatusOr<v1::GetReportResponse> CoordinatorCore::HandleGetReport(
   if (fmt != "json" && fmt != "md" && fmt != "html" && fmt != "xml") {
     return absl::InvalidArgumentError("format must be json, md, html or junit");
   }
-  auto run = store_->GetRun(request.run_id());
-  if (!run.ok()) return run.status();
+  CMAX_ASSIGN_OR_RETURN(RunRow run, store_->GetRun(request.run_id()));
   std::string path =
       absl::StrCat(options_.data_dir, "/reports/", request.run_id(), "/scorecard.", fmt);
   std::ifstream in(path, std::ios::binary);
@@ -194,7 +194,7 @@ absl::StatusOr<v1::GetReportResponse> CoordinatorCore::HandleGetReport(
   }
   if (!in) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "run ", request.run_id(), " has no scorecard yet (state ", run->info.state(), ")"));
+        "run ", request.run_id(), " has no scorecard yet (state ", run.info.state(), ")"));
   }
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   v1::GetReportResponse resp;
