@@ -1,9 +1,10 @@
 // The coordinator core's life cycle and its API: opening the store and
-// restoring unfinished runs (Create), the core and scorecard threads (Start,
-// Stop, Post), the handlers behind the gRPC API (agents, submit, list, get,
-// cancel, watch) and the web view's snapshots. The round loop and dispatch
-// are in core_dispatch.cc, record ingest in core_ingest.cc, the scorecard
-// and its files in core_report.cc, the metrics in core_metrics.cc.
+// restoring unfinished runs (Create), the core, scorecard and export threads
+// (Start, Stop, Post), the handlers behind the gRPC API (agents, submit,
+// list, get, cancel, watch) and the web view's snapshots. The round loop and
+// dispatch are in core_dispatch.cc, record ingest in core_ingest.cc, the
+// scorecard and its files in core_report.cc, export in core_export.cc, the
+// metrics in core_metrics.cc.
 #include "coordinator/core.h"
 
 #include <sys/stat.h>
@@ -101,6 +102,7 @@ void CoordinatorCore::Start() {
   // more than the work at 10,000 agents (perf: GraphCycles::GetId).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   scorecard_thread_ = std::thread([this] { ScorecardLoop(); });
+  export_thread_ = std::thread([this] { ExportLoop(); });
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -110,6 +112,12 @@ void CoordinatorCore::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  // After the core thread: nothing queues an export any more.
+  {
+    absl::MutexLock lock(&export_mu_);
+    export_stop_ = true;
+  }
+  if (export_thread_.joinable()) export_thread_.join();
   {
     absl::MutexLock lock(&scorecard_mu_);
     scorecard_stop_ = true;
