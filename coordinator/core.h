@@ -5,6 +5,14 @@
 //
 // Thread: Start() creates the core thread, which owns every member below
 // except the queue. Post() is thread-safe.
+//
+// Sources, one idea each: core.cc (life cycle, the API handlers, the web
+// view's snapshots), core_dispatch.cc (the round loop, heartbeats, scheduling
+// and applying its changes, agent messages), core_ingest.cc (record ingest,
+// its group commit and the per-agent rate limiter), core_report.cc (the
+// scorecard thread: building and writing the scorecard files, completing the
+// run), core_export.cc (the export thread: a run's records for the Export
+// call), core_metrics.cc (the Prometheus exposition).
 #ifndef CMAX_COORDINATOR_CORE_H_
 #define CMAX_COORDINATOR_CORE_H_
 
@@ -89,6 +97,14 @@ class CoordinatorCore {
   absl::StatusOr<v1::GetReportResponse> HandleGetReport(const v1::GetReportRequest& request);
   // Registers a watcher: it gets the current state at once, then every change.
   absl::Status HandleWatchRun(const std::string& run_id, std::shared_ptr<RunWatcher> watcher);
+  // Export: `done` gets every stored record of the run, read on the export
+  // thread through its own read-only store connection (it sees what is
+  // committed), never on the core thread; or the run lookup's error
+  // (NOT_FOUND), or UNAVAILABLE when the coordinator stops first. `done` is
+  // called once, on the export thread; without a started core (tests
+  // calling the handlers directly), in place.
+  using ExportDone = std::function<void(absl::StatusOr<std::vector<v1::ExportedRecord>>)>;
+  void HandleExport(const std::string& run_id, ExportDone done);
 
   const std::string& db_path() const { return db_path_; }
 
@@ -155,6 +171,7 @@ class CoordinatorCore {
                                      const std::function<bool()>& stopping);
   void CompleteRun(BuiltScorecard built);  // core thread
   void ScorecardLoop();                    // the scorecard thread
+  void ExportLoop();                       // the export thread
   void Broadcast(const std::string& run_id, const v1::RunEvent& event);
   v1::RunEvent RunEventFor(const RunRow& run);
   std::string NewRunId();
@@ -251,6 +268,16 @@ class CoordinatorCore {
   std::deque<reports::RunData> scorecard_jobs_ ABSL_GUARDED_BY(scorecard_mu_);
   bool scorecard_stop_ ABSL_GUARDED_BY(scorecard_mu_) = false;
   std::thread scorecard_thread_;
+
+  // Export jobs, queued by HandleExport (core thread) for the export thread.
+  struct ExportJob {
+    std::string run_id;
+    ExportDone done;
+  };
+  absl::Mutex export_mu_;
+  std::deque<ExportJob> export_jobs_ ABSL_GUARDED_BY(export_mu_);
+  bool export_stop_ ABSL_GUARDED_BY(export_mu_) = false;
+  std::thread export_thread_;
 };
 
 // The rule every run id from outside passes before it names a file or a

@@ -42,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "coordinator/registry.h"
 #include "coordinator/store.h"
+#include "coordinator/task_state.h"
 
 namespace cmax::coordinator {
 
@@ -59,8 +60,6 @@ struct Changes {
   std::vector<std::string> finished_runs;  // runs that just ended
 };
 
-bool IsTerminal(v1::TaskState state);
-const char* TaskStateName(v1::TaskState state);
 
 class Scheduler {
  public:

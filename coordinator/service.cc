@@ -236,7 +236,8 @@ void Watcher::Fail(const grpc::Status& status) {
   }
 }
 
-// Streams a run's stored records, read on the core thread first.
+// Streams a run's stored records. The core looks the run up and reads its
+// records on its export thread (core_export.cc); `done` runs there.
 class ExportReactor final : public grpc::ServerWriteReactor<v1::ExportedRecord> {
  public:
   ExportReactor(CoordinatorCore* core, const std::string& run_id, bool authorized) {
@@ -245,28 +246,15 @@ class ExportReactor final : public grpc::ServerWriteReactor<v1::ExportedRecord> 
       return;
     }
     core->Post([this, core, run_id] {
-      auto run = core->HandleGetRun(run_id);
-      if (!run.ok()) {
-        Finish(ToGrpc(run.status()));
-        return;
-      }
-      // A second, read-only connection (it sees what is committed; the core
-      // holds its round's write transaction meanwhile). Reading it off the
-      // core thread is the next step (docs/scale.md).
-      auto store = Store::OpenReader(core->db_path());
-      if (!store.ok()) {
-        Finish(ToGrpc(store.status()));
-        return;
-      }
-      auto s = (*store)->ScanRecords(run_id, [this](const v1::ExportedRecord& r) {
-        records_.push_back(r);
-        return true;
-      });
-      if (!s.ok()) {
-        Finish(ToGrpc(s));
-        return;
-      }
-      Next();
+      core->HandleExport(run_id,
+                         [this](absl::StatusOr<std::vector<v1::ExportedRecord>> records) {
+                           if (!records.ok()) {
+                             Finish(ToGrpc(records.status()));
+                             return;
+                           }
+                           records_ = std::move(*records);
+                           Next();
+                         });
     });
   }
   void OnWriteDone(bool ok) override {

@@ -350,9 +350,8 @@ absl::StatusOr<std::vector<TaskRow>> Store::LoadTasks(const std::string& run_id)
 
 absl::StatusOr<int> Store::InsertRecords(const std::vector<RecordToStore>& records) {
   if (records.empty()) return 0;
-  auto added = InsertRecordGroups({&records});
-  if (!added.ok()) return added.status();
-  return added->front();
+  CMAX_ASSIGN_OR_RETURN(std::vector<int> added, InsertRecordGroups({&records}));
+  return added.front();
 }
 
 absl::StatusOr<std::vector<int>> Store::InsertRecordGroups(

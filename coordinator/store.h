@@ -2,7 +2,9 @@
 // runs, tasks and every record, each (task, attempt, rank, seq) stored once.
 //
 // Thread: not thread-safe. Owned by the coordinator core thread (core.h);
-// cmaxctl-facing reads are posted to that thread too.
+// cmaxctl-facing reads are posted to that thread too, except the records of
+// a scorecard or an export, which the scorecard and export threads read
+// through read-only connections of their own (OpenReader).
 //
 // Errors: RESOURCE_EXHAUSTED when the disk is full (SQLITE_FULL), INTERNAL for
 // other SQLite errors, with the statement and SQLite's message. A failed
@@ -64,8 +66,8 @@ class Store {
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   // A second, read-only connection to an existing store (WAL: it reads the
   // last committed state while the writer goes on). No quick_check, no
-  // schema changes; only the reads below work on it. For the thread that
-  // builds scorecards (core.h).
+  // schema changes; only the reads below work on it. For the threads that
+  // build scorecards and serve exports (core.h).
   static absl::StatusOr<std::unique_ptr<Store>> OpenReader(const std::string& path);
   ~Store();
   Store(const Store&) = delete;

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/args.h"
+#include "common/status_macros.h"
 #include "coordinator/ctl/progress.h"
 #include "google/protobuf/util/json_util.h"
 #include "reports/baseline.h"
@@ -36,9 +37,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 absl::StatusOr<v1::Scorecard> LoadScorecard(const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  return ParseScorecardJson(*text, path);
+  CMAX_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseScorecardJson(text, path);
 }
 
 // The scorecard of `run_id` from the coordinator. `code` gets the exit code

@@ -14,9 +14,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& opti
   auto c = std::unique_ptr<Client>(new Client());
   c->address_ = options.coordinator;
   if (!options.token_file.empty()) {
-    auto t = ReadTokenFile(options.token_file);
-    if (!t.ok()) return t.status();
-    c->token_ = *t;
+    CMAX_ASSIGN_OR_RETURN(c->token_, ReadTokenFile(options.token_file));
   }
   const bool tls = !options.tls_ca.empty() || !options.tls_cert.empty();
   CMAX_RETURN_IF_ERROR(CheckTokenTransport("cmaxctl", options.coordinator, !c->token_.empty(),
@@ -30,17 +28,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& opti
   if (tls) {
     grpc::SslCredentialsOptions ssl;
     if (!options.tls_ca.empty()) {
-      auto ca = ReadSmallFile(options.tls_ca);
-      if (!ca.ok()) return ca.status();
-      ssl.pem_root_certs = *ca;
+      CMAX_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadSmallFile(options.tls_ca));
     }
     if (!options.tls_cert.empty() || !options.tls_key.empty()) {
-      auto cert = ReadSmallFile(options.tls_cert);
-      auto key = ReadSmallFile(options.tls_key);
-      if (!cert.ok()) return cert.status();
-      if (!key.ok()) return key.status();
-      ssl.pem_cert_chain = *cert;
-      ssl.pem_private_key = *key;
+      CMAX_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadSmallFile(options.tls_cert));
+      CMAX_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadSmallFile(options.tls_key));
     }
     creds = grpc::SslCredentials(ssl);
   }

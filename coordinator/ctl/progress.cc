@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "coordinator/scheduler.h"
+#include "coordinator/task_state.h"
 
 namespace cmax::ctl {
 namespace {

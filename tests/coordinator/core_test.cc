@@ -1,11 +1,15 @@
 // The core's record path when the store fails a task lookup: nothing is
-// acknowledged, the stream is closed, and the resent records arrive once.
+// acknowledged, the stream is closed, and the resent records arrive once;
+// and export, read off the core thread.
 #include "coordinator/core.h"
 
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
 #include <memory>
+#include <thread>
 
 #include "tests/coordinator/fake_session.h"
 
@@ -56,6 +60,28 @@ std::vector<v1::Ack> Acks(const FakeSession& s) {
   }
   return out;
 }
+
+// Stores `n` log records of task r1.0.n1 (seq 0..n-1), as ingest would.
+void SeedRecords(const std::string& dir, int n) {
+  auto store = Store::Open(dir + "/cmax.db");
+  REQUIRE(store.ok());
+  std::vector<v1::SpooledRecord> spooled(n);
+  std::vector<RecordToStore> rows;
+  for (int i = 0; i < n; ++i) {
+    spooled[i].set_task_id("r1.0.n1");
+    spooled[i].set_seq(i);
+    spooled[i].mutable_record()->mutable_log()->set_message("line " + std::to_string(i));
+    rows.push_back({&spooled[i], "r1", "n1", "selftest", false});
+  }
+  auto added = (*store)->InsertRecords(rows);
+  REQUIRE(added.ok());
+  REQUIRE(*added == n);
+}
+
+struct ExportResult {
+  std::thread::id thread;
+  absl::StatusOr<std::vector<v1::ExportedRecord>> records;
+};
 
 v1::AgentMessage Hello(const std::string& node) {
   v1::AgentMessage m;
@@ -125,6 +151,69 @@ TEST_CASE("records of a task the store does not know are acknowledged and droppe
   REQUIRE(acks.size() == 1);
   CHECK(acks[0].next_seq() == 3);  // the agent may delete them: there is no such task
   CHECK(s->closed.empty());
+}
+
+TEST_CASE("export reads the run's records on the export thread, not the core thread",
+          "[core][export]") {
+  const std::string dir = TempDir();
+  SeedFinishedTask(dir);
+  SeedRecords(dir, 3);
+  CoreOptions o;
+  o.data_dir = dir;
+  auto core = CoordinatorCore::Create(o);
+  REQUIRE(core.ok());
+  (*core)->Start();
+  CoordinatorCore* c = core->get();
+
+  std::promise<std::thread::id> core_thread;
+  c->Post([&core_thread] { core_thread.set_value(std::this_thread::get_id()); });
+  auto core_id = core_thread.get_future();
+  REQUIRE(core_id.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+
+  auto done = std::make_shared<std::promise<ExportResult>>();
+  c->Post([c, done] {
+    c->HandleExport("r1", [done](absl::StatusOr<std::vector<v1::ExportedRecord>> records) {
+      done->set_value({std::this_thread::get_id(), std::move(records)});
+    });
+  });
+  auto result = done->get_future();
+  REQUIRE(result.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  ExportResult r = result.get();
+  CHECK(r.thread != core_id.get());
+  CHECK(r.thread != std::this_thread::get_id());
+  REQUIRE(r.records.ok());
+  REQUIRE(r.records->size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK((*r.records)[i].task_id() == "r1.0.n1");
+    CHECK((*r.records)[i].seq() == i);
+    CHECK((*r.records)[i].node() == "n1");
+    CHECK((*r.records)[i].record().log().message() == "line " + std::to_string(i));
+  }
+  (*core)->Stop();
+}
+
+TEST_CASE("export of an unknown run answers NOT_FOUND and of a known one its records",
+          "[core][export]") {
+  const std::string dir = TempDir();
+  SeedFinishedTask(dir);
+  SeedRecords(dir, 2);
+  CoreOptions o;
+  o.data_dir = dir;
+  auto core = CoordinatorCore::Create(o);
+  REQUIRE(core.ok());
+  // Not started: the handler answers in place.
+  int calls = 0;
+  (*core)->HandleExport("r9", [&](absl::StatusOr<std::vector<v1::ExportedRecord>> records) {
+    ++calls;
+    CHECK(absl::IsNotFound(records.status()));
+  });
+  CHECK(calls == 1);
+  (*core)->HandleExport("r1", [&](absl::StatusOr<std::vector<v1::ExportedRecord>> records) {
+    ++calls;
+    REQUIRE(records.ok());
+    CHECK(records->size() == 2);
+  });
+  CHECK(calls == 2);
 }
 
 }  // namespace cmax::coordinator

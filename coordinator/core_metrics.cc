@@ -1,0 +1,126 @@
+// The coordinator core's Prometheus exposition (--metrics-listen): agents,
+// runs and tasks by state, record ingest counters and latency, the store's
+// size and the last scorecard's tier, grades and verdicts, rendered on the
+// core thread (RenderMetrics waits for it with a timeout).
+#include "coordinator/core.h"
+
+#include <sys/stat.h>
+
+#include "common/version.h"
+
+namespace cmax::coordinator {
+namespace {
+
+// A category grade as a number for dashboards: A 4 .. D 1, F 0; none for
+// "not measured" (a missing sample, never a zero that reads as a grade).
+std::optional<double> GradePoints(const std::string& grade) {
+  if (grade == "A") return 4;
+  if (grade == "B") return 3;
+  if (grade == "C") return 2;
+  if (grade == "D") return 1;
+  if (grade == "F") return 0;
+  return std::nullopt;
+}
+
+int64_t FileBytes(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CoordinatorCore::RenderMetrics(absl::Duration timeout) {
+  struct Reply {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    std::string text ABSL_GUARDED_BY(mu);
+  };
+  auto reply = std::make_shared<Reply>();
+  Post([this, reply] {
+    std::string text = MetricsText();
+    absl::MutexLock lock(&reply->mu);
+    reply->text = std::move(text);
+    reply->done = true;
+  });
+  absl::MutexLock lock(&reply->mu);
+  auto done = [r = reply.get()]() ABSL_SHARED_LOCKS_REQUIRED(r->mu) { return r->done; };
+  if (!reply->mu.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+    return absl::UnavailableError("the coordinator core did not answer in time");
+  }
+  return std::move(reply->text);
+}
+
+std::string CoordinatorCore::MetricsText() {
+  cmax::MetricsText m;
+  m.Family("cmax_build_info", "gauge", "cmax version of this coordinator");
+  m.Sample(1, {{"version", kCmaxVersion}});
+
+  std::map<std::string, int> agents = {{"connected", 0}, {"busy", 0}, {"disconnected", 0},
+                                       {"lost", 0}};
+  std::set<std::string> busy;
+  std::map<std::string, int> runs, tasks;
+  for (RunRow* run : scheduler_.Runs()) {
+    ++runs[run->info.state()];
+    for (TaskRow* t : scheduler_.TasksOf(run->info.run_id())) {
+      ++tasks[TaskStateName(t->info.state())];
+      if (t->info.state() == v1::TASK_ASSIGNED || t->info.state() == v1::TASK_RUNNING) {
+        busy.insert(t->nodes.begin(), t->nodes.end());
+      }
+    }
+  }
+  for (const AgentEntry* e : registry_.All()) {
+    std::string state = AgentStateName(e->state);
+    if (e->state == AgentState::kConnected && busy.count(e->node)) state = "busy";
+    ++agents[state];
+  }
+  m.Family("cmax_agents", "gauge", "agents known to the coordinator, by state");
+  for (const auto& [state, n] : agents) m.Sample(n, {{"state", state}});
+  m.Family("cmax_runs_active", "gauge", "runs not yet ended, by state");
+  for (const auto& [state, n] : runs) m.Sample(n, {{"state", state}});
+  m.Family("cmax_runs_ended_total", "counter",
+           "runs that ended since the coordinator started, by final state");
+  for (const auto& [state, n] : runs_ended_) m.Sample(static_cast<double>(n), {{"state", state}});
+  m.Family("cmax_tasks", "gauge", "tasks of the runs not yet ended, by state");
+  for (const auto& [state, n] : tasks) m.Sample(n, {{"state", state}});
+
+  m.Family("cmax_records_stored_total", "counter", "records stored and acknowledged");
+  m.Sample(static_cast<double>(records_stored_));
+  m.Family("cmax_records_duplicate_total", "counter",
+           "records resent by agents that the store already held (acknowledged again)");
+  m.Sample(static_cast<double>(records_duplicate_));
+  m.Family("cmax_records_refused_total", "counter",
+           "records of unknown tasks or of tasks not on the sending node (dropped)");
+  m.Sample(static_cast<double>(records_refused_));
+  m.Family("cmax_record_batch_ingest_seconds", "histogram",
+           "time from a record batch's arrival on the core thread until it is stored and "
+           "acknowledged");
+  m.Write(batch_seconds_);
+  m.Family("cmax_store_bytes", "gauge", "size of the SQLite store (database and WAL files)");
+  m.Sample(static_cast<double>(FileBytes(db_path_) + FileBytes(db_path_ + "-wal")));
+
+  if (last_scorecard_) {
+    const LastScorecard& c = *last_scorecard_;
+    m.Family("cmax_scorecard_tier", "gauge",
+             "tier of the last scorecard written (1 for its tier, labelled with the run)");
+    m.Sample(1, {{"run", c.run_id}, {"tier", c.tier}});
+    m.Family("cmax_scorecard_category_grade", "gauge",
+             "grade per category of the last scorecard (1 for its grade)");
+    for (const auto& [cat, grade] : c.grades) {
+      m.Sample(1, {{"run", c.run_id}, {"category", cat}, {"grade", grade}});
+    }
+    m.Family("cmax_scorecard_category_points", "gauge",
+             "grade per category of the last scorecard as a number: A 4, B 3, C 2, D 1, F 0; "
+             "no sample when not measured");
+    for (const auto& [cat, grade] : c.grades) {
+      if (auto p = GradePoints(grade)) m.Sample(*p, {{"run", c.run_id}, {"category", cat}});
+    }
+    m.Family("cmax_scorecard_node_verdict", "gauge",
+             "verdict per node of the last scorecard (1 for its verdict)");
+    for (const auto& [node, verdict] : c.verdicts) {
+      m.Sample(1, {{"run", c.run_id}, {"node", node}, {"verdict", verdict}});
+    }
+  }
+  return m.text();
+}
+
+}  // namespace cmax::coordinator
