@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/subprocess.h"
+#include "common/suite_catalog.h"
 #include "common/sysroot.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -63,15 +64,22 @@ v1::Inventory MinimalInventory(const std::string& root) {
 
 v1::Inventory GatherInventory(const std::string& bench_dir, const std::string& root,
                               std::chrono::milliseconds timeout) {
-  std::vector<std::string> argv = {absl::StrCat(bench_dir, "/cmax-bench"), "hostcheck",
-                                   "--inventory"};
+  // The suite that declares itself the inventory's (hostcheck).
+  const SuiteInfo* suite = InventorySuite();
+  const std::string name = suite != nullptr ? suite->name : "";
+  std::vector<std::string> argv = {
+      absl::StrCat(bench_dir, "/", suite != nullptr ? suite->binary : "cmax-bench"), name,
+      "--inventory"};
   if (!root.empty()) argv.push_back(absl::StrCat("--root=", root));
   std::string error;
-  absl::StatusOr<CommandResult> result = RunCommand(argv, timeout);
+  absl::StatusOr<CommandResult> result =
+      suite != nullptr ? RunCommand(argv, timeout)
+                       : absl::StatusOr<CommandResult>(absl::NotFoundError(
+                             "no registered suite declares itself the inventory's"));
   if (!result.ok()) {
     error = std::string(result.status().message());
   } else if (result->timed_out) {
-    error = absl::StrCat(argv[0], " hostcheck --inventory timed out after ",
+    error = absl::StrCat(argv[0], " ", name, " --inventory timed out after ",
                          timeout.count(), " ms");
   } else {
     absl::StatusOr<v1::Inventory> inv = ParseInventoryOutput(result->out);
@@ -80,7 +88,7 @@ v1::Inventory GatherInventory(const std::string& bench_dir, const std::string& r
     std::vector<std::string> err_lines =
         absl::StrSplit(result->err, '\n', absl::SkipWhitespace());
     std::string err_tail = err_lines.empty() ? "" : err_lines.back().substr(0, 300);
-    error = absl::StrCat(argv[0], " hostcheck --inventory (", result->exit.Describe(),
+    error = absl::StrCat(argv[0], " ", name, " --inventory (", result->exit.Describe(),
                          "): ", inv.status().message(),
                          err_tail.empty() ? "" : absl::StrCat("; stderr: ", err_tail));
   }

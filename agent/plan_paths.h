@@ -1,6 +1,6 @@
 // The agent's own check of the paths an assignment names, before it spawns
-// the suite: files to read (health --thresholds, audit --advisories) and the
-// storage directory (storage --path), against the agent's --allow-read and
+// the suite: the parameters its declaration marks as a file to read
+// (ParamSpec::PathUse::kReadsFile) or a storage directory (kStorageDir), against the agent's --allow-read and
 // --storage-roots (common/allowed_files.h). The suite checks again when it
 // opens them (the check that counts: realpath at the time of use).
 #ifndef CMAX_AGENT_PLAN_PATHS_H_

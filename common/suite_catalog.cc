@@ -50,9 +50,22 @@ absl::Status Bad(const ParamSpec& spec, const std::string& value, const std::str
       absl::StrCat("parameter '", spec.name, "': '", value, "' is not ", want));
 }
 
+// A bound as people write it: sizes in binary multiples (1M, 64G).
+std::string Bound(const ParamSpec& spec, double v) {
+  if (spec.type != ParamType::kBytes || v < 1024) return absl::StrCat(v);
+  static const char* kUnits[] = {"K", "M", "G", "T", "P"};
+  int unit = -1;
+  while (unit < 4 && v >= 1024 && std::fmod(v, 1024) == 0) {
+    v /= 1024;
+    ++unit;
+  }
+  return unit < 0 ? absl::StrCat(v) : absl::StrCat(v, kUnits[unit]);
+}
+
 absl::Status CheckRange(const ParamSpec& spec, const std::string& value, double v) {
   if ((spec.min != 0 || spec.max != 0) && (v < spec.min || v > spec.max)) {
-    return Bad(spec, value, absl::StrCat("within [", spec.min, ", ", spec.max, "]"));
+    return Bad(spec, value,
+               absl::StrCat("within [", Bound(spec, spec.min), ", ", Bound(spec, spec.max), "]"));
   }
   return absl::OkStatus();
 }
@@ -103,6 +116,18 @@ std::string SuiteSummary(const SuiteInfo& suite, const std::string& binary) {
     if (b.binary == binary && !b.summary.empty()) return b.summary;
   }
   return suite.help;
+}
+
+const SuiteInfo* InventorySuite() {
+  for (const auto& s : SuiteCatalog()) {
+    if (s.inventory) return &s;
+  }
+  return nullptr;
+}
+
+bool SuiteIsGraded(const std::string& suite) {
+  const SuiteInfo* s = FindSuite(suite);
+  return s == nullptr || s->graded;
 }
 
 const MetricSpec* FindSuiteMetric(const SuiteInfo& suite, const std::string& metric) {

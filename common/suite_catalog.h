@@ -48,6 +48,11 @@ struct ParamSpec {
   // Per backend, the subset of `choices` its binary runs (burnin: dtype
   // fp64 on cpu only); a backend not listed runs every choice.
   std::map<std::string, std::vector<std::string>> choices_by_backend = {};
+  // For kPath: what the suite does with the path, which the agent checks
+  // against its own lists before it spawns the suite (agent/plan_paths.cc).
+  // A kPath parameter without a use is refused there.
+  enum class PathUse { kNone, kReadsFile, kStorageDir };
+  PathUse path_use = PathUse::kNone;
 };
 
 // One way to run a suite: the value of its --backend parameter and the
@@ -60,7 +65,7 @@ struct BackendSpec {
   std::string details = "";  // that binary's --help text (empty: the suite's)
 };
 
-enum class MetricBetter { kHigher, kLower };
+enum class MetricBetter { kHigher, kLower, kNeither };
 
 // A metric a suite writes (Measurement.metric). With `fleet_group_keys`
 // set (fleet = true), the fleet judge compares each node's value against the
@@ -73,6 +78,9 @@ struct MetricSpec {
   bool fleet = false;
   std::vector<std::string> fleet_group_keys = {};
   std::string help = "";
+  // A Sample metric the HTML scorecard draws over time, per GPU or host, under
+  // this title (reports/charts.cc); empty: not drawn.
+  std::string chart_over_time = "";
 };
 
 struct SuiteInfo {
@@ -92,6 +100,12 @@ struct SuiteInfo {
   // `binary` directly.
   std::vector<BackendSpec> backends = {};
   std::vector<MetricSpec> metrics = {};
+  // False for a suite that measures nothing about the node (selftest): its
+  // records and entries are never graded or counted as coverage.
+  bool graded = true;
+  // True for the suite the agent runs with --inventory for its Hello
+  // (hostcheck; agent/host_info.cc).
+  bool inventory = false;
   // Rules across parameters that their types, `backends` and
   // `choices_by_backend` cannot say. Called by BuildSuiteArgs,
   // ValidateSuiteArgs and SuiteFlags with the valid params (name -> value; a
@@ -121,6 +135,10 @@ std::vector<std::string> SuiteBinaries(const SuiteInfo& suite);
 std::vector<std::string> BackendsServedBy(const SuiteInfo& suite, const std::string& binary);
 // The one-line summary `binary` lists for `suite`.
 std::string SuiteSummary(const SuiteInfo& suite, const std::string& binary);
+// The suite the agent runs for its inventory (SuiteInfo::inventory), or nullptr.
+const SuiteInfo* InventorySuite();
+// Whether records of `suite` are graded (SuiteInfo::graded; unknown: true).
+bool SuiteIsGraded(const std::string& suite);
 // The declared metric, or nullptr.
 const MetricSpec* FindSuiteMetric(const SuiteInfo& suite, const std::string& metric);
 

@@ -6,7 +6,7 @@
 // default); options of the binary alone, which no plan can give (--jsonl,
 // --root, -v), go to extra().
 //
-//   SuiteFlags flags(*FindSuite("selftest"), "cmax-bench");
+//   SuiteFlags flags("<suite>", "cmax-bench");
 //   flags.Bind("records", &records);
 //   flags.extra().AddFlag("jsonl", &jsonl, "write records as JSON lines");
 //   if (auto rc = flags.Parse(argc, argv)) return *rc;

@@ -12,12 +12,19 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/suite_catalog.h"
 #include "reports/gpu_specs.h"
 #include "reports/judge_util.h"
 #include "reports/stats.h"
 
 namespace cmax::reports {
 namespace {
+
+// Whether `suite` declares `metric` (its <suite>_declaration.cc).
+bool Declares(const std::string& suite, const std::string& metric) {
+  const SuiteInfo* info = FindSuite(suite);
+  return info != nullptr && FindSuiteMetric(*info, metric) != nullptr;
+}
 
 // "node-2" < "node-10": digits compare as numbers.
 bool NaturalLess(const std::string& a, const std::string& b) {
@@ -447,7 +454,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         l.node = node;
         l.points.emplace_back(size, m.value());
         if (m.simulated()) a.chart.set_simulated(true);
-      } else if ((metric == "rtt_ms" || metric == "reachable") && rec.suite() == "connectivity") {
+      } else if ((metric == "rtt_ms" || metric == "reachable") && Declares(rec.suite(), metric)) {
         const std::string src = LabelValue(m, "src").empty() ? node : LabelValue(m, "src");
         const std::string dst = LabelValue(m, "dst");
         if (dst.empty()) continue;
@@ -458,26 +465,20 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       }
     } else if (r.has_sample()) {
       const v1::Sample& s = r.sample();
-      static const std::map<std::string, std::pair<std::string, std::string>> kBurnin = {
-          // metric -> title, better
-          {"gpu_sm_clock_mhz", {"GPU SM clock over time", "higher"}},
-          {"gpu_temperature_c", {"GPU temperature over time", "lower"}},
-          {"gpu_power_w", {"GPU power over time", ""}},
-          {"burnin_gflops", {"CPU burn-in throughput over time", "higher"}},
-          {"cpu_freq_mhz", {"CPU frequency over time", "higher"}},
-          {"temperature_c", {"Host temperature over time", "lower"}},
-      };
-      auto kb = kBurnin.find(s.metric());
-      if (kb == kBurnin.end()) continue;
+      // Samples the suite declares to be drawn over time (MetricSpec::chart_over_time).
       const std::string suite = s.suite().empty() ? rec.suite() : s.suite();
-      if (suite != "burnin") continue;
-      SeriesAcc& a = series[absl::StrCat("burnin:", s.metric())];
+      const SuiteInfo* info = FindSuite(suite);
+      const MetricSpec* spec = info != nullptr ? FindSuiteMetric(*info, s.metric()) : nullptr;
+      if (spec == nullptr || spec->chart_over_time.empty()) continue;
+      SeriesAcc& a = series[absl::StrCat(suite, ":", s.metric())];
       if (a.chart.id().empty()) {
-        a.chart.set_id(absl::StrCat("burnin:", s.metric()));
-        a.chart.set_title(kb->second.first);
+        a.chart.set_id(absl::StrCat(suite, ":", s.metric()));
+        a.chart.set_title(spec->chart_over_time);
         a.chart.set_unit(s.unit());
-        a.chart.set_x_label("seconds since the burn-in began");
-        a.chart.set_better(kb->second.second);
+        a.chart.set_x_label("seconds since the task began");
+        a.chart.set_better(spec->better == MetricBetter::kHigher  ? "higher"
+                           : spec->better == MetricBetter::kLower ? "lower"
+                                                                  : "");
         a.chart.set_section("Reliability");
       }
       std::string name = node;

@@ -1,3 +1,4 @@
+#include "common/suite_catalog.h"
 #include "reports/coverage.h"
 
 #include <algorithm>
@@ -198,7 +199,7 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
   // Plan entries, in plan order, under their suite's category.
   for (int i = 0; i < data.plan.suites_size(); ++i) {
     const v1::SuiteSpec& spec = data.plan.suites(i);
-    if (spec.suite() == kSelftestSuite) continue;
+    if (!SuiteIsGraded(spec.suite())) continue;
     v1::EntryCoverage e;
     e.set_entry(spec.name().empty() ? spec.suite() : spec.name());
     e.set_suite(spec.suite());

@@ -1,3 +1,4 @@
+#include "common/suite_catalog.h"
 #include "reports/judged_view.h"
 
 #include "absl/strings/str_cat.h"
@@ -58,7 +59,7 @@ JudgedView MakeView(const RunData& data, RunData* move_from) {
   for (size_t i = 0; i < data.records.size(); ++i) {
     const v1::ExportedRecord& rec = data.records[i];
     const std::string suite = rec.suite();
-    if (suite == kSelftestSuite) continue;  // never graded, nothing to tell
+    if (!SuiteIsGraded(suite)) continue;  // never graded (selftest), nothing to tell
     auto it = tasks.find(rec.task_id());
     const bool earlier = it != tasks.end() && rec.attempt() != it->second->attempt();
     if (earlier || rec.late()) {

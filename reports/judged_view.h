@@ -13,9 +13,6 @@
 
 namespace cmax::reports {
 
-// The suite whose records are never graded.
-inline constexpr char kSelftestSuite[] = "selftest";
-
 struct JudgedView {
   RunData data;  // the input with `records` filtered as above
   // node -> what was left out, in words ("hostcheck: attempt 1 lost (agent

@@ -2,44 +2,26 @@
 
 namespace cmax::reports {
 
-// Declarations of the judges in judges/ (one line each).
+// The judges of no one suite (reports/judges/, one line each).
 void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void JudgeInventoryUniformity(const RunData& data, std::vector<v1::RuleResult>* out);
 void ComputeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out);
-void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out);
-void StorageJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out);
-void CollectiveJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void HealthChangeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void BurninJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 void BaselineJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 const std::vector<Judge>& AllJudges() {
-  static const std::vector<Judge> judges = {
-      &FindingsJudge,
-      &TasksJudge,
-      &ExpectationsJudge,
-      &FleetJudge,
-      &JudgeInventoryUniformity,
-      &ComputeJudge,
-      &JudgeAuditDrift,
-      &JudgeConsistency,
-      &StorageJudge,
-      &JudgeConnectivity,
-      &CollectiveJudge,
-      &HealthChangeJudge,
-      &BurninJudge,
-      &NvlinkDomainJudge,
-      &RdmaJudge,
-      &BaselineJudge,
-  };
-  return judges;
+  static const std::vector<Judge>* judges = [] {
+    auto* j = new std::vector<Judge>{&FindingsJudge, &TasksJudge, &ExpectationsJudge,
+                                     &FleetJudge, &ComputeJudge};
+    // Each suite's own judges, in its folder (cmax_suite_judge in its
+    // CMakeLists.txt), in registration order.
+    j->insert(j->end(), SuiteJudges().begin(), SuiteJudges().end());
+    // Last: the comparison against a saved baseline reads the others' view.
+    j->push_back(&BaselineJudge);
+    return j;
+  }();
+  return *judges;
 }
 
 }  // namespace cmax::reports

@@ -27,7 +27,8 @@ SuiteInfo Declaration() {
     .params =
         {
             {.name = "advisories", .type = ParamType::kPath,
-             .help = "advisory file (default: share/cmax/advisories.yaml next to the binary); absolute, at most 1 MiB; run by the agent: under its --allow-read directories and world-readable"},
+             .help = "advisory file (default: share/cmax/advisories.yaml next to the binary); absolute, at most 1 MiB; run by the agent: under its --allow-read directories and world-readable",
+             .path_use = ParamSpec::PathUse::kReadsFile},
             {.name = "tenancy", .type = ParamType::kEnum,
              .help = "shared: the fabric is shared between tenants (an unpartitioned P_Key table fails); single: one tenant (it is informational)",
              .choices = {"shared", "single"}},

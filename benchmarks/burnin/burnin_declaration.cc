@@ -73,6 +73,21 @@ SuiteInfo Declaration() {
         {
             {.name = "burnin_tflops_mean", .unit = "TFLOP/s", .fleet = true,
              .help = "mean throughput over the burn-in"},
+            // Samples, drawn over time per GPU or host in the HTML scorecard.
+            {.name = "gpu_sm_clock_mhz", .unit = "MHz", .help = "SM clock, once a second",
+             .chart_over_time = "GPU SM clock over time"},
+            {.name = "gpu_temperature_c", .unit = "C", .better = MetricBetter::kLower,
+             .help = "GPU temperature, once a second",
+             .chart_over_time = "GPU temperature over time"},
+            {.name = "gpu_power_w", .unit = "W", .better = MetricBetter::kNeither,
+             .help = "GPU power, once a second", .chart_over_time = "GPU power over time"},
+            {.name = "burnin_gflops", .unit = "GFLOP/s", .help = "host throughput, once a second",
+             .chart_over_time = "CPU burn-in throughput over time"},
+            {.name = "cpu_freq_mhz", .unit = "MHz", .help = "CPU frequency, once a second",
+             .chart_over_time = "CPU frequency over time"},
+            {.name = "temperature_c", .unit = "C", .better = MetricBetter::kLower,
+             .help = "hwmon temperatures, once a second",
+             .chart_over_time = "Host temperature over time"},
         },
   };
 }

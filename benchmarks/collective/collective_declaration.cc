@@ -94,7 +94,7 @@ SuiteInfo Declaration() {
              "reports the stall and exits 1.\n"
              "gloo listens on $GLOO_SOCKET_IFNAME when set, else --gloo-address, else the host name."},
         },
-    // busbw_gbps is not compared across the fleet here: judges/collective_judge.cc
+    // busbw_gbps is not compared across the fleet here: benchmarks/collective/collective_judge.cc
     // judges it (largest size per run, pairs), since a pair's record sits on
     // its rank-0 node, which is not the one to blame.
     .metrics =

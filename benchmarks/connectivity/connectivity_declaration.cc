@@ -1,6 +1,6 @@
 // Full-mesh TCP reachability, round-trip time and a short transfer between
 // every pair of ranks of a gang (benchmarks/connectivity), one rank per node
-// by default; judged by reports/judges/connectivity_judge.cc.
+// by default; judged by benchmarks/connectivity/connectivity_judge.cc.
 #include "common/suite_catalog.h"
 
 namespace cmax::suites::connectivity {
@@ -34,12 +34,14 @@ SuiteInfo Declaration() {
             {.name = "timeout", .type = ParamType::kNumber,
              .help = "seconds per connection attempt (default 2)", .min = 0.1, .max = 60},
         },
-    // rtt_ms is judged per node pair by judges/connectivity_judge.cc, which
+    // rtt_ms is judged per node pair by benchmarks/connectivity/connectivity_judge.cc, which
     // blames the node behind the slow pairs rather than the pair's source.
     .metrics =
         {
             {.name = "rtt_ms", .unit = "ms", .better = MetricBetter::kLower,
              .help = "TCP round-trip time between two ranks"},
+            {.name = "reachable", .unit = "bool",
+             .help = "1 when a rank reached the other, 0 when it could not"},
         },
   };
 }

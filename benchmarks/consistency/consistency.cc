@@ -1,5 +1,5 @@
 // consistency: deterministic workloads reduced to digests. The coordinator's
-// consistency judge (reports/judges/consistency_judge.cc) compares digests of
+// consistency judge (benchmarks/consistency/consistency_judge.cc) compares digests of
 // the same workload, CPU/GPU model and versions across the fleet.
 #include <sys/utsname.h>
 

@@ -1,5 +1,5 @@
 // Numerical consistency (benchmarks/consistency): digests of deterministic
-// workloads, compared across the fleet by reports/judges/consistency_judge.cc.
+// workloads, compared across the fleet by benchmarks/consistency/consistency_judge.cc.
 // cpu (the default) in cmax-bench, cuda in cmax-bench-cuda consistency
 // (benchmarks/consistency/cuda/); gpus applies to the cuda backend only.
 #include "common/suite_catalog.h"

@@ -28,7 +28,7 @@ inline constexpr std::chrono::milliseconds kBugReportTimeout = std::chrono::minu
 
 // Where the report goes: `flag_dir` when set. Else under the agent, whose
 // $CMAX_TASK_DIR (`task_dir`, "<work-dir>/tasks/<task>") is removed once the
-// task's records are delivered (agent/executor.cc, MaybeForget), so the
+// task's records are delivered (agent/executor_records.cc, MaybeForget), so the
 // report goes beside it: "<work-dir>/artifacts/<node>-<unix_s>". Else
 // "/var/lib/cmax/artifacts/<node>-<unix_s>".
 std::string BugReportDir(const std::string& flag_dir, const std::string& task_dir,

@@ -253,7 +253,7 @@ bool ReportGpuBurnin(const GpuBurninResult& r, const BurninContext& ctx, RecordW
   if (r.max_power_w) out->Measure("burnin_max_power_w", *r.max_power_w, "W", labels);
   if (r.telemetry_error.empty()) {
     out->Measure("burnin_throttled_s", r.throttle.throttled_s(), "s", labels);
-    // Split for the fleet analysis (reports/judges/burnin_judge.cc): heat or
+    // Split for the fleet analysis (benchmarks/burnin/burnin_judge.cc): heat or
     // power delivery, against the configured power cap.
     out->Measure("burnin_throttled_hot_s", r.throttle.seconds_for(kThermalOrHwPowerReasons), "s",
                  labels);

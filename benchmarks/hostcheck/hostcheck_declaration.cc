@@ -39,6 +39,8 @@ SuiteInfo Declaration() {
             {.name = "min-free-root-pct", .type = ParamType::kNumber,
              .help = "warn below this free percentage of / (default 10; below 2 fails)", .min = 0, .max = 100},
         },
+    // The agent runs `cmax-bench hostcheck --inventory` for its Hello.
+    .inventory = true,
   };
 }
 

@@ -1,6 +1,6 @@
 // perftest between the two nodes of a pair, rail by rail (benchmarks/rdma,
 // issue 20 item 2): rank 0 serves, rank 1 connects; judged by
-// reports/judges/rdma_judge.cc against the port rate and the fleet.
+// benchmarks/rdma/rdma_judge.cc against the port rate and the fleet.
 // Exclusive: it saturates the node's NICs.
 #include "common/suite_catalog.h"
 
@@ -49,7 +49,7 @@ SuiteInfo Declaration() {
              .help = "bandwidth floor as a fraction of the port rate, for the judge (default 0.9)",
              .min = 0.1, .max = 1},
         },
-    // Compared across the fleet per rail by judges/rdma_judge.cc: a record
+    // Compared across the fleet per rail by benchmarks/rdma/rdma_judge.cc: a record
     // sits on the pair's client node, and the judge blames the NIC or the link
     // from the evidence across pairs, not the record's node.
     .metrics =

@@ -68,6 +68,8 @@ SuiteInfo Declaration() {
              .help = "mode barrier: the barrier's start instant"},
             {.name = "barrier_end_ns", .unit = "ns", .help = "mode barrier: ended"},
         },
+    // It measures the pipeline, not the node: never graded.
+    .graded = false,
   };
 }
 

@@ -38,7 +38,8 @@ SuiteInfo Declaration() {
     .exclusive = true,
     .params =
         {
-            {.name = "path", .type = ParamType::kPath, .help = "directory to measure (required by hand; under the agent default $CMAX_STORAGE_DIR, and only under its $CMAX_STORAGE_ROOTS, created there when missing; never a system directory)"},
+            {.name = "path", .type = ParamType::kPath, .help = "directory to measure (required by hand; under the agent default $CMAX_STORAGE_DIR, and only under its $CMAX_STORAGE_ROOTS, created there when missing; never a system directory)",
+             .path_use = ParamSpec::PathUse::kStorageDir},
             {.name = "pattern", .type = ParamType::kEnumList, .help = "pattern(s) to run, or all (default all)",
              .choices = {"seq-write", "seq-read", "rand-read", "rand-write", "metadata",
                          "checkpoint", "restore", "all"}},

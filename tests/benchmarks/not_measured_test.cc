@@ -158,7 +158,7 @@ std::string CategoryName(const std::string& category) {
 
 // One task of `suite` on one node with the run's records: completed for exit
 // 0 and 1, failed with exit 2 ("could not run: <last stderr line>", the
-// agent's wording in agent/executor.cc) otherwise.
+// agent's wording in agent/executor_kill.cc) otherwise.
 reports::RunData DataFor(const std::string& suite, const SuiteRun& r) {
   reports::RunData d;
   d.run.set_run_id("run-nm");

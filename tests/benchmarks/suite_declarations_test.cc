@@ -79,6 +79,9 @@ TEST_CASE("every suite's declaration is whole and consistent", "[declarations]")
       if (p.type == ParamType::kEnum || p.type == ParamType::kEnumList) {
         CHECK_FALSE(p.choices.empty());
       }
+      // The agent checks a path against its own lists by what the suite
+      // does with it; a path without a declared use is refused there.
+      if (p.type == ParamType::kPath) CHECK(p.path_use != ParamSpec::PathUse::kNone);
       for (const std::string& b : p.backends) CHECK(backends.count(b) == 1);
       for (const auto& [b, subset] : p.choices_by_backend) {
         CHECK(backends.count(b) == 1);

@@ -1,5 +1,5 @@
 // cmax-bench-cuda consistency: deterministic GPU workloads reduced to digests.
-// The coordinator's consistency judge (reports/judges/consistency_judge.cc)
+// The coordinator's consistency judge (benchmarks/consistency/consistency_judge.cc)
 // compares digests of the same workload, GPU model and versions across the
 // fleet; here each workload runs twice per GPU and a same-GPU disagreement
 // fails at once.

@@ -55,10 +55,11 @@ TEST_CASE("cuda gemm refuses bad usage with exit 2 and the reason", "[cuda_lib]"
   };
   const std::vector<Case> cases = {
       {{"--backend=cpu"}, "backend must be cuda"},
-      {{"--dtype=int8"}, "dtype one of bf16 fp16 fp8 tf32 fp32 fp64"},
-      {{"--iters=0"}, "1 <= iters"},
-      {{"--warmup=-1"}, "0 <= warmup"},
-      {{"--m=70000"}, "sizes <= 65536"},
+      // The declaration's ranges and choices, in the plan catalog's words.
+      {{"--dtype=int8"}, "'int8' is not one of bf16, fp16, fp8, tf32, fp32, fp64"},
+      {{"--iters=0"}, "parameter 'iters': '0' is not within [1, 100000]"},
+      {{"--warmup=-1"}, "parameter 'warmup': '-1' is not within [0, 10000]"},
+      {{"--m=70000"}, "parameter 'm': '70000' is not within [1, 65536]"},
       {{"--threads=4"}, "threads"},  // the cpu backend's flag: not this binary's
   };
   for (const auto& c : cases) {

@@ -1,4 +1,4 @@
-// The scorecard's NVLink domain judge (reports/judges/nvlink_domain_judge.cc)
+// The scorecard's NVLink domain judge (benchmarks/health/nvlink_domain_judge.cc)
 // on an NVL72-like rack built here from 18 copies of the GB200 tray fixture
 // (tests/fixtures/health/gb200_tray), each run through the health suite's
 // own fabric check (CheckFabricDomain) as a node of its own.
