@@ -45,15 +45,8 @@ absl::StatusOr<v1::Record> ParseRecordLine(std::string_view line) {
   return record;
 }
 
-std::string SeverityName(v1::Severity severity) {
-  switch (severity) {
-    case v1::SEVERITY_INFO: return "info";
-    case v1::SEVERITY_WARN: return "warn";
-    case v1::SEVERITY_FAIL: return "fail";
-    case v1::SEVERITY_CRITICAL: return "critical";
-    default: return "unspecified";
-  }
-}
+// SeverityName (declared in record_io.h) is defined in common/severity.cc,
+// next to ParseSeverity.
 
 RecordWriter::RecordWriter(std::string suite, FILE* out,
                            std::map<std::string, std::string> labels)

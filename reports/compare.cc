@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/record_io.h"
+#include "common/severity.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/json_util.h"
 #include "reports/judge_util.h"
@@ -43,16 +44,6 @@ int TierRank(const std::string& tier) {
     if (tier == order[i]) return static_cast<int>(order.size() - i);
   }
   return 0;
-}
-
-std::string SeverityText(v1::Severity s) {
-  switch (s) {
-    case v1::SEVERITY_INFO: return "info";
-    case v1::SEVERITY_WARN: return "warn";
-    case v1::SEVERITY_FAIL: return "fail";
-    case v1::SEVERITY_CRITICAL: return "critical";
-    default: return "unspecified";
-  }
 }
 
 std::string FindingNode(const v1::Finding& f) {
@@ -298,7 +289,7 @@ Comparison CompareScorecards(const v1::Scorecard& a, const v1::Scorecard& b,
     out->set_change(change);
     out->set_node(FindingNode(f));
     out->set_check_id(f.check_id());
-    out->set_severity(SeverityText(f.severity()));
+    out->set_severity(SeverityName(f.severity()));
     out->set_category(f.category());
     out->set_subject(f.subject());
     out->set_title(f.title());

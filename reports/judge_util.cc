@@ -174,19 +174,4 @@ std::string LabelValue(const v1::Measurement& m, const std::string& key) {
   return LabelValue(m.labels(), key);
 }
 
-std::string SeverityName(v1::Severity severity) {
-  switch (severity) {
-    case v1::SEVERITY_INFO:
-      return "info";
-    case v1::SEVERITY_WARN:
-      return "warn";
-    case v1::SEVERITY_FAIL:
-      return "fail";
-    case v1::SEVERITY_CRITICAL:
-      return "critical";
-    default:
-      return "unspecified";
-  }
-}
-
 }  // namespace cmax::reports

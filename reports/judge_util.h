@@ -10,6 +10,7 @@
 #include "cmax/v1/record.pb.h"
 #include "cmax/v1/scorecard.pb.h"
 #include "cmax/v1/service.pb.h"
+#include "common/severity.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
@@ -81,8 +82,7 @@ std::string FormatValue(double v, const std::string& unit);
 // "lost", "timed_out", ... for a task state.
 std::string TaskStateName(v1::TaskState state);
 
-// "info", "warn", "fail", "critical" ("unspecified" otherwise).
-std::string SeverityName(v1::Severity severity);
+// A severity's name: cmax::SeverityName (common/severity.h, included above).
 
 }  // namespace cmax::reports
 

@@ -3,19 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/median.h"
+
 namespace cmax::reports {
-namespace {
-
-double Quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  double pos = q * static_cast<double>(sorted.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(pos));
-  size_t hi = std::min(lo + 1, sorted.size() - 1);
-  double frac = pos - static_cast<double>(lo);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
-}
-
-}  // namespace
 
 FleetStats ComputeFleetStats(std::vector<double> values) {
   FleetStats s;
@@ -30,9 +20,10 @@ FleetStats ComputeFleetStats(std::vector<double> values) {
   double var = 0;
   for (double v : values) var += (v - s.mean) * (v - s.mean);
   s.stddev = s.n > 1 ? std::sqrt(var / static_cast<double>(s.n - 1)) : 0;
-  s.median = Quantile(values, 0.5);
-  s.q1 = Quantile(values, 0.25);
-  s.q3 = Quantile(values, 0.75);
+  // The one quantile (common/median.h): the fleet's median is the suites'.
+  s.median = SortedQuantile(values, 0.5);
+  s.q1 = SortedQuantile(values, 0.25);
+  s.q3 = SortedQuantile(values, 0.75);
   s.iqr = s.q3 - s.q1;
   s.low_mild = s.q1 - 1.5 * s.iqr;
   s.low_extreme = s.q1 - 3 * s.iqr;

@@ -19,7 +19,8 @@ struct FleetStats {
 };
 
 // Quartiles by linear interpolation between order statistics (the same as
-// numpy's default). Empty input gives n == 0 and zeros.
+// numpy's default; cmax::SortedQuantile, common/median.h, so the median is
+// cmax::Median's). Empty input gives n == 0 and zeros.
 FleetStats ComputeFleetStats(std::vector<double> values);
 
 // One value of one subject (a GPU, a node, a pair) for outlier detection.

@@ -31,6 +31,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/median.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
@@ -55,13 +56,6 @@ struct PairData {
   std::vector<double> mbps;
   std::set<std::string> addresses;  // dst_addr labels
 };
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size() / 2;
-  return v.size() % 2 ? v[n] : (v[n - 1] + v[n]) / 2;
-}
 
 std::string PairName(const std::string& a, const std::string& b) {
   return absl::StrCat(a, " -> ", b);

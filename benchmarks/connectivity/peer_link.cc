@@ -20,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/median.h"
 #include "common/secrets.h"
 #include "common/time_util.h"
 
@@ -347,11 +348,7 @@ ProbeResult Probe(const std::vector<std::string>& addresses, int port, int expec
     }
     if (i > 0) rtts.push_back(static_cast<double>(MonotonicNs() - t0) / 1e6);
   }
-  if (!rtts.empty()) {
-    std::sort(rtts.begin(), rtts.end());
-    size_t m = rtts.size() / 2;
-    result.rtt_ms = rtts.size() % 2 ? rtts[m] : (rtts[m - 1] + rtts[m]) / 2;
-  }
+  if (!rtts.empty()) result.rtt_ms = Median(rtts);
   if (result.error.empty() && options.transfer_bytes > 0) {
     // Random bytes (nothing on the path may compress them).
     std::vector<char> buf(static_cast<size_t>(std::min<int64_t>(options.transfer_bytes, 1 << 20)));

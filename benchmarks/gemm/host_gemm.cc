@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/median.h"
 
 namespace cmax::bench {
 namespace {

@@ -120,11 +120,4 @@ std::vector<std::pair<int64_t, int64_t>> PickSamplePositions(int64_t m, int64_t 
   return out;
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
 }  // namespace cmax::bench

@@ -83,9 +83,6 @@ GemmVerdict CheckGemmSamples(GemmDtype dtype, int64_t k, const std::vector<GemmS
 std::vector<std::pair<int64_t, int64_t>> PickSamplePositions(int64_t m, int64_t n, int count,
                                                              uint64_t seed);
 
-// Median of the values (mean of the middle two for an even count); 0 when empty.
-double Median(std::vector<double> values);
-
 // 2*m*n*k floating-point operations.
 inline double GemmFlops(int64_t m, int64_t n, int64_t k) {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);

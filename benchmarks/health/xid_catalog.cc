@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmarks/health/embedded_data.h"
+#include "common/severity.h"
 #include "yaml-cpp/yaml.h"
 
 namespace cmax::health {
@@ -37,14 +38,6 @@ absl::Status FillInfo(const YAML::Node& node, const std::string& where, XidInfo*
 }
 
 }  // namespace
-
-v1::Severity ParseSeverity(const std::string& word) {
-  if (word == "info") return v1::SEVERITY_INFO;
-  if (word == "warn") return v1::SEVERITY_WARN;
-  if (word == "fail") return v1::SEVERITY_FAIL;
-  if (word == "critical") return v1::SEVERITY_CRITICAL;
-  return v1::SEVERITY_UNSPECIFIED;
-}
 
 std::string ActionWords(const std::string& action) {
   if (action == "reboot") return "reboot";

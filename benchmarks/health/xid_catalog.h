@@ -42,8 +42,8 @@ class XidCatalog {
 
 // "reset GPU", "reboot", "drain and inspect hardware", "check the application".
 std::string ActionWords(const std::string& action);
-// "info" | "warn" | "fail" | "critical" -> Severity; UNSPECIFIED when unknown.
-v1::Severity ParseSeverity(const std::string& word);
+// A catalog entry's severity word is read by cmax::ParseSeverity
+// (common/severity.h).
 
 }  // namespace cmax::health
 

@@ -45,6 +45,16 @@ bool IsUnder(const std::string& path, const std::string& mount) {
 
 }  // namespace
 
+bool IsPseudoFs(const std::string& type) {
+  static const char* kPseudo[] = {"proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs",
+                                  "tracefs", "securityfs", "pstore", "bpf", "configfs",
+                                  "mqueue", "fusectl", "binfmt_misc", "autofs", "devtmpfs"};
+  for (const char* p : kPseudo) {
+    if (type == p) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<MountEntry> FindMount(const std::string& mountinfo, const std::string& path) {
   if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat("not an absolute path: '", path, "'"));

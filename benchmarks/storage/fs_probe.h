@@ -39,6 +39,10 @@ std::string FsTypeFromMagic(int64_t magic);
 // "unknown". `source` helps for fuse and nfs mounts of VAST and Weka.
 std::string StorageClass(const std::string& fs_type, const std::string& source);
 
+// A pseudo file system (proc, sysfs, cgroup, ...) that cannot hold the
+// suite's files.
+bool IsPseudoFs(const std::string& type);
+
 // Free bytes for an unprivileged writer (statvfs f_bavail * f_frsize).
 absl::StatusOr<uint64_t> FreeBytes(const std::string& path);
 

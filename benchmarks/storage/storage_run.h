@@ -17,6 +17,12 @@
 // checks pass; the work directory is removed on every exit path (unless
 // --keep), including SIGTERM/SIGINT, after which the suite re-raises the
 // signal.
+//
+// The members are defined in the file of their idea: storage_run.cc (Run,
+// its checks and exits, Cleanup), pattern_run.cc (SpecFor, RunPattern,
+// Layout, Measure), fio_outcome.cc (CheckFioRun), storage_records.cc
+// (Labels, Emit, EmitMetadata, EmitTimes, PrintTable), group_start.cc
+// (JoinGroup, SyncStart) and restore_shard.cc (PairShard, FindShard).
 #ifndef CMAX_BENCHMARKS_STORAGE_STORAGE_RUN_H_
 #define CMAX_BENCHMARKS_STORAGE_STORAGE_RUN_H_
 

@@ -5,23 +5,19 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/severity.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
 namespace {
 
+// A finding's severity as a rule outcome: warn, fail and critical keep their
+// name; info, and unspecified (a fact without a verdict), pass.
 std::string OutcomeFor(v1::Severity s) {
-  switch (s) {
-    case v1::SEVERITY_WARN:
-      return "warn";
-    case v1::SEVERITY_FAIL:
-      return "fail";
-    case v1::SEVERITY_CRITICAL:
-      return "critical";
-    default:  // info, and unspecified (a fact without a verdict)
-      return "pass";
-  }
+  const bool verdict =
+      s == v1::SEVERITY_WARN || s == v1::SEVERITY_FAIL || s == v1::SEVERITY_CRITICAL;
+  return verdict ? SeverityName(s) : "pass";
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "reports/stats.h"
 
 #include <catch2/catch.hpp>
+#include <limits>
+#include <vector>
+
+#include "common/median.h"
 
 using cmax::reports::Better;
 using cmax::reports::FindOutliers;
@@ -45,4 +49,16 @@ TEST_CASE("for latencies the high side is bad", "[stats]") {
   auto out = FindOutliers(rtts, Better::kLower);
   REQUIRE(out.size() == 1);
   CHECK(out[0].item.subject == "slow");
+}
+
+TEST_CASE("the fleet median is the one median of the suites", "[stats]") {
+  // reports/stats and common/median share one definition: a suite's figure
+  // and the judge's fleet median of the same values cannot disagree.
+  CHECK(cmax::reports::ComputeFleetStats({0.7, 0.1}).median == 0.4);
+  // On an order statistic next to an infinite value: the value (was NaN).
+  CHECK(cmax::reports::ComputeFleetStats({1, 2, std::numeric_limits<double>::infinity()}).median == 2);
+  for (const std::vector<double>& v : std::vector<std::vector<double>>{
+           {9.5, 1.25, 3, 8, 2.75, 6, 4.5, 7}, {2.550690257394217, 7.6377461897661405}, {1}}) {
+    CHECK(cmax::reports::ComputeFleetStats(v).median == cmax::Median(v));
+  }
 }

@@ -35,6 +35,7 @@
 #include "benchmarks/gpu_common/gemm_check.h"
 #include "benchmarks/suite.h"
 #include "common/suite_flags.h"
+#include "common/median.h"
 #include "common/status_macros.h"
 #include "common/record_io.h"
 #include "reports/gpu_specs.h"

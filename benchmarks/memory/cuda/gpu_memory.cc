@@ -37,6 +37,7 @@
 #include "benchmarks/gpu_common/numa_memory.h"
 #include "benchmarks/suite.h"
 #include "common/suite_flags.h"
+#include "common/median.h"
 #include "common/record_io.h"
 #include "common/status_macros.h"
 

@@ -78,8 +78,6 @@ TEST_CASE("sample positions, medians and dtype names", "[gemm_check]") {
     CHECK(j < 50);
   }
   CHECK(cmax::bench::PickSamplePositions(2, 2, 256, 1).size() == 4);
-  CHECK(cmax::bench::Median({3, 1, 2}) == 2);
-  CHECK(cmax::bench::Median({4, 1, 2, 3}) == 2.5);
   for (const char* name : {"bf16", "fp16", "fp8", "tf32", "fp32", "fp64"}) {
     auto d = cmax::bench::ParseGemmDtype(name);
     REQUIRE(d);

@@ -14,6 +14,7 @@
 #include "benchmarks/storage/fio_job.h"
 #include "benchmarks/storage/fio_result.h"
 #include "benchmarks/storage/fs_probe.h"
+#include "benchmarks/storage/run_helpers.h"
 #include "benchmarks/storage/work_dir.h"
 
 namespace st = cmax::storage;
@@ -222,4 +223,32 @@ TEST_CASE("work directories: names, checks, removal without following links", "[
   CHECK_FALSE(st::ResolveBase(base + "/missing").ok());
   st::RemoveTree(base).IgnoreError();
   st::RemoveTree(outside).IgnoreError();
+}
+
+TEST_CASE("run helpers: pseudo file systems, byte counts, tails, regular file sizes", "[storage]") {
+  CHECK(st::IsPseudoFs("proc"));
+  CHECK(st::IsPseudoFs("cgroup2"));
+  CHECK_FALSE(st::IsPseudoFs("ext4"));
+  CHECK_FALSE(st::IsPseudoFs("tmpfs"));  // tmpfs holds files: measured as local
+  CHECK(st::HumanBytes(512) == "512.0 B");
+  CHECK(st::HumanBytes(1536) == "1.5 KiB");
+  CHECK(st::HumanBytes(double(int64_t{1} << 30)) == "1.0 GiB");
+  CHECK(st::Tail("abcdef", 3) == "def");
+  CHECK(st::Tail("ab", 3) == "ab");
+
+  std::string dir = TempDir();
+  std::ofstream(dir + "/f") << "12345";
+  REQUIRE(symlink((dir + "/f").c_str(), (dir + "/link").c_str()) == 0);
+  int64_t size = -1;
+  CHECK(st::FileSize(dir + "/f", &size));
+  CHECK(size == 5);
+  CHECK_FALSE(st::FileSize(dir + "/link", &size));  // a link is not a regular file
+  CHECK_FALSE(st::FileSize(dir + "/missing", &size));
+  CHECK_FALSE(st::FileSize(dir, &size));
+
+  cmax::v1::Finding f = st::MakeFinding("storage.x", cmax::v1::SEVERITY_WARN, "path:/p", "t", "d");
+  CHECK(f.category() == "storage");
+  CHECK(f.check_id() == "storage.x");
+  CHECK(f.severity() == cmax::v1::SEVERITY_WARN);
+  st::RemoveTree(dir).IgnoreError();
 }
