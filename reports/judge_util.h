@@ -39,7 +39,7 @@ v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,
                         const std::string& outcome, const std::string& node,
                         const std::string& subject, const std::string& message = "");
 
-// How a plan entry (or its task) is named for people: "gemm", or
+// How a plan entry (or its task) is named for people: its suite, or
 // "burnin-fleet (burnin)" when the entry has a name of its own.
 std::string EntryLabel(const std::string& name, const std::string& suite);
 
