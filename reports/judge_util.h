@@ -10,6 +10,7 @@
 #include "cmax/v1/record.pb.h"
 #include "cmax/v1/scorecard.pb.h"
 #include "cmax/v1/service.pb.h"
+#include "reports/record_set.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {

@@ -77,13 +77,13 @@ v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std
 void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<std::pair<std::string, std::string>, PairData> pairs;  // (src, dst)
   std::set<std::string> nodes;
-  for (const auto& rec : data.records) {
-    if (rec.suite() != "connectivity" || !rec.record().has_measurement()) continue;
+  ForEachRecord(data, {v1::Record::kMeasurement, "connectivity"}, [&](const v1::ExportedRecord& rec) {
+    if (rec.suite() != "connectivity" || !rec.record().has_measurement()) return;
     const v1::Measurement& m = rec.record().measurement();
     std::string src = LabelValue(m, "src");
     std::string dst = LabelValue(m, "dst");
     if (src.empty()) src = RecordNode(rec);
-    if (src.empty() || dst.empty() || src == dst) continue;
+    if (src.empty() || dst.empty() || src == dst) return;
     nodes.insert(src);
     nodes.insert(dst);
     PairData& p = pairs[{src, dst}];
@@ -97,7 +97,7 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
     } else if (m.metric() == "transfer_mbps") {
       p.mbps.push_back(m.value());
     }
-  }
+  });
   if (nodes.empty()) return;
 
   auto reachable = [&](const std::string& a, const std::string& b) {

@@ -1,0 +1,124 @@
+#include "reports/record_set.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace cmax::reports {
+namespace {
+
+bool Matches(const RecordFilter& f, const v1::ExportedRecord& rec) {
+  if (f.kind != v1::Record::KIND_NOT_SET && rec.record().kind_case() != f.kind) return false;
+  if (!f.suite.empty() && rec.suite() != f.suite) return false;
+  if (!f.metric.empty() && RecordMetric(rec.record()) != f.metric) return false;
+  return true;
+}
+
+}  // namespace
+
+const std::string& RecordMetric(const v1::Record& r) {
+  static const std::string* const kEmpty = new std::string;
+  if (r.has_measurement()) return r.measurement().metric();
+  if (r.has_sample()) return r.sample().metric();
+  return *kEmpty;
+}
+
+uint32_t RecordSet::NameId(const std::string& name) {
+  auto [it, inserted] = name_ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
+  if (inserted) names_.push_back(name);
+  return it->second;
+}
+
+int64_t RecordSet::FindName(std::string_view name) const {
+  auto it = name_ids_.find(absl::string_view(name.data(), name.size()));
+  return it == name_ids_.end() ? -1 : static_cast<int64_t>(it->second);
+}
+
+void RecordSet::Add(const v1::ExportedRecord& rec) {
+  const size_t n = rec.ByteSizeLong();
+  if (chunks_.empty() || chunks_.back().size() + n > chunks_.back().capacity()) {
+    chunks_.emplace_back();
+    chunks_.back().reserve(std::max(kChunkBytes, n));
+  }
+  std::string& chunk = chunks_.back();
+  const size_t offset = chunk.size();
+  chunk.resize(offset + n);
+  rec.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(chunk.data() + offset));
+  Entry e;
+  e.chunk = static_cast<uint32_t>(chunks_.size() - 1);
+  e.offset = static_cast<uint32_t>(offset);
+  e.size = static_cast<uint32_t>(n);
+  e.metric = NameId(RecordMetric(rec.record()));
+  e.suite = NameId(rec.suite());
+  e.kind = static_cast<uint8_t>(rec.record().kind_case());
+  e.dropped = 0;
+  entries_.push_back(e);
+}
+
+size_t RecordSet::bytes() const {
+  size_t b = entries_.capacity() * sizeof(Entry);
+  for (const auto& c : chunks_) b += c.capacity();
+  for (const auto& n : names_) b += n.capacity() + sizeof(n);
+  return b;
+}
+
+void RecordSet::ForEach(const RecordFilter& filter,
+                        absl::FunctionRef<void(size_t, const v1::ExportedRecord&)> fn) const {
+  ForEachUntil(filter, [&](size_t i, const v1::ExportedRecord& rec) {
+    fn(i, rec);
+    return false;
+  });
+}
+
+bool RecordSet::ForEachUntil(const RecordFilter& filter,
+                             absl::FunctionRef<bool(size_t, const v1::ExportedRecord&)> fn) const {
+  int64_t suite = -1, metric = -1;
+  if (!filter.suite.empty() && (suite = FindName(filter.suite)) < 0) return false;
+  if (!filter.metric.empty() && (metric = FindName(filter.metric)) < 0) return false;
+  v1::ExportedRecord scratch;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if (e.dropped) continue;
+    if (filter.kind != v1::Record::KIND_NOT_SET && e.kind != filter.kind) continue;
+    if (suite >= 0 && e.suite != suite) continue;
+    if (metric >= 0 && e.metric != metric) continue;
+    if (!scratch.ParseFromArray(chunks_[e.chunk].data() + e.offset, static_cast<int>(e.size))) {
+      // Written by Add from a valid message: cannot fail short of memory
+      // corruption. Skipping would silently drop evidence, so stop loudly.
+      std::abort();
+    }
+    if (fn(i, scratch)) return true;
+  }
+  return false;
+}
+
+size_t RecordSet::kept() const {
+  size_t n = 0;
+  for (const auto& e : entries_) n += e.dropped == 0;
+  return n;
+}
+
+void ForEachRecord(const RunData& data, const RecordFilter& filter,
+                   absl::FunctionRef<void(const v1::ExportedRecord&)> fn) {
+  for (const auto& rec : data.records) {
+    if (Matches(filter, rec)) fn(rec);
+  }
+  if (data.record_set) {
+    data.record_set->ForEach(filter, [&](size_t, const v1::ExportedRecord& rec) { fn(rec); });
+  }
+}
+
+bool AnyRecord(const RunData& data, const RecordFilter& filter,
+               absl::FunctionRef<bool(const v1::ExportedRecord&)> pred) {
+  for (const auto& rec : data.records) {
+    if (Matches(filter, rec) && pred(rec)) return true;
+  }
+  return data.record_set != nullptr &&
+         data.record_set->ForEachUntil(
+             filter, [&](size_t, const v1::ExportedRecord& rec) { return pred(rec); });
+}
+
+size_t RecordCount(const RunData& data) {
+  return data.records.size() + (data.record_set ? data.record_set->kept() : 0);
+}
+
+}  // namespace cmax::reports
