@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
+
+#include "google/protobuf/arena.h"
 
 namespace cmax::reports {
 namespace {
@@ -10,6 +13,7 @@ bool Matches(const RecordFilter& f, const v1::ExportedRecord& rec) {
   if (f.kind != v1::Record::KIND_NOT_SET && rec.record().kind_case() != f.kind) return false;
   if (!f.suite.empty() && rec.suite() != f.suite) return false;
   if (!f.metric.empty() && RecordMetric(rec.record()) != f.metric) return false;
+  if (f.metric_in != nullptr && !f.metric_in(RecordMetric(rec.record()))) return false;
   return true;
 }
 
@@ -74,19 +78,36 @@ bool RecordSet::ForEachUntil(const RecordFilter& filter,
   int64_t suite = -1, metric = -1;
   if (!filter.suite.empty() && (suite = FindName(filter.suite)) < 0) return false;
   if (!filter.metric.empty() && (metric = FindName(filter.metric)) < 0) return false;
-  v1::ExportedRecord scratch;
+  // metric_in per name id, asked once a name: -1 not yet, 0 no, 1 yes.
+  std::vector<int8_t> metric_ok(filter.metric_in ? names_.size() : 0, -1);
+  // Each record is parsed into an arena that reuses one block: no malloc
+  // and free per string and map entry (most of a parse's cost).
+  constexpr size_t kBlock = size_t{256} << 10;
+  std::unique_ptr<char[]> block(new char[kBlock]);
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block.get();
+  options.initial_block_size = kBlock;
+  google::protobuf::Arena arena(options);
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
     if (e.dropped) continue;
     if (filter.kind != v1::Record::KIND_NOT_SET && e.kind != filter.kind) continue;
     if (suite >= 0 && e.suite != suite) continue;
     if (metric >= 0 && e.metric != metric) continue;
-    if (!scratch.ParseFromArray(chunks_[e.chunk].data() + e.offset, static_cast<int>(e.size))) {
+    if (filter.metric_in) {
+      int8_t& ok = metric_ok[e.metric];
+      if (ok < 0) ok = filter.metric_in(names_[e.metric]) ? 1 : 0;
+      if (ok == 0) continue;
+    }
+    auto* scratch = google::protobuf::Arena::CreateMessage<v1::ExportedRecord>(&arena);
+    if (!scratch->ParseFromArray(chunks_[e.chunk].data() + e.offset, static_cast<int>(e.size))) {
       // Written by Add from a valid message: cannot fail short of memory
       // corruption. Skipping would silently drop evidence, so stop loudly.
       std::abort();
     }
-    if (fn(i, scratch)) return true;
+    const bool stop = fn(i, *scratch);
+    arena.Reset();
+    if (stop) return true;
   }
   return false;
 }

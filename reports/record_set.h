@@ -27,6 +27,9 @@ struct RecordFilter {
   v1::Record::KindCase kind = v1::Record::KIND_NOT_SET;  // not set: any kind
   std::string_view suite;   // ExportedRecord.suite
   std::string_view metric;  // the Measurement's or Sample's metric
+  // When set, only records whose metric (as above, "" for other kinds)
+  // it accepts.
+  bool (*metric_in)(const std::string& metric) = nullptr;
 };
 
 class RecordSet {

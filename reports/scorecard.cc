@@ -304,9 +304,13 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
   // Records: what each category was fed, simulated data, findings, and the
   // key measurements. Only records that evaluated something feed a category.
   size_t measurements_total = 0;
+  // Nodes a record evaluated (used with the node verdicts below; gathered
+  // here to save a second pass over every record).
+  std::set<std::string> evaluated_by_records;
   ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
     const v1::Record& r = rec.record();
     const std::string node = RecordNode(rec);
+    if (!node.empty() && Evaluates(rec)) evaluated_by_records.insert(node);
     if (r.has_measurement()) {
       const v1::Measurement& m = r.measurement();
       CategoryWork& w = work[MeasurementCategory(m, rec.suite())];
@@ -419,13 +423,10 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
     for (const auto& n : SplitNodes(t.node())) extra.insert(n);
   }
   for (const auto& [n, rs] : by_node) extra.insert(n);
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
-    const std::string n = RecordNode(rec);
-    if (!n.empty() && Evaluates(rec)) {
-      extra.insert(n);
-      nodes_with_data.insert(n);
-    }
-  });
+  for (const auto& n : evaluated_by_records) {
+    extra.insert(n);
+    nodes_with_data.insert(n);
+  }
   for (const auto& n : extra) {
     if (seen.insert(n).second) nodes.push_back(n);
   }

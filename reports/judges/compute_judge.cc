@@ -68,7 +68,12 @@ using Key = std::tuple<std::string, std::string, std::string>;  // node, gpu, dt
 
 void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<Key, Best> gemm, memory;
-  ForEachRecord(data, {v1::Record::kMeasurement}, [&](const v1::ExportedRecord& er) {
+  // Only these two metrics are looked at below: the rest is not parsed.
+  RecordFilter filter{v1::Record::kMeasurement};
+  filter.metric_in = [](const std::string& metric) {
+    return metric == "gemm_tflops" || metric == "memory_bandwidth_gbps";
+  };
+  ForEachRecord(data, filter, [&](const v1::ExportedRecord& er) {
     if (!er.record().has_measurement()) return;
     const v1::Measurement& m = er.record().measurement();
     if (LabelValue(m, "model").empty()) return;

@@ -121,7 +121,10 @@ std::map<std::string, std::vector<Snapshot>> CollectSnapshots(const RunData& dat
     if (t.suite() == kSuite && t.state() == v1::TASK_COMPLETED) tasks[t.task_id()] = &t;
   }
   std::map<std::pair<std::string, std::string>, Snapshot> by_node_task;
-  ForEachRecord(data, {v1::Record::kMeasurement}, [&](const v1::ExportedRecord& rec) {
+  // Only the counters' metrics are looked at below: the rest is not parsed.
+  RecordFilter filter{v1::Record::kMeasurement};
+  filter.metric_in = [](const std::string& metric) { return RuleFor(metric) != nullptr; };
+  ForEachRecord(data, filter, [&](const v1::ExportedRecord& rec) {
     if (!rec.record().has_measurement()) return;
     auto task = tasks.find(rec.task_id());
     if (task == tasks.end()) return;  // unfinished tasks: the tasks judge says why
