@@ -388,7 +388,8 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       } else if (metric == "memory_bandwidth_gbps") {
         const std::string test = LabelValue(m, "test");
         const std::string gpu = LabelValue(m, "gpu");
-        if (test == "p2p" || gpu == "all" || test.empty()) return;  // pairs and aggregates
+        if (test == "p2p" || gpu == "all" || test.empty())
+          return;  // pairs and aggregates
         const bool pcie = absl::StartsWith(test, "h2d") || absl::StartsWith(test, "d2h");
         PerSubjectAcc& a = subject_chart(
             absl::StrCat("memory:", test),

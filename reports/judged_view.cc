@@ -84,8 +84,9 @@ JudgedView MakeView(const RunData& data, RunData* move_from) {
   // Records held compactly: the same filter, as marks on the set (moved
   // when it may be, else copied).
   if (data.record_set) {
-    std::shared_ptr<RecordSet> set = move_from ? std::move(move_from->record_set)
-                                               : std::make_shared<RecordSet>(*data.record_set);
+    std::shared_ptr<RecordSet> set = move_from
+                                         ? std::move(move_from->record_set)
+                                         : std::make_shared<RecordSet>(*data.record_set);
     set->ForEach({}, [&](size_t i, const v1::ExportedRecord& rec) {
       if (!judged(rec)) set->Drop(i);
     });

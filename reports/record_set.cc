@@ -10,7 +10,8 @@ namespace cmax::reports {
 namespace {
 
 bool Matches(const RecordFilter& f, const v1::ExportedRecord& rec) {
-  if (f.kind != v1::Record::KIND_NOT_SET && rec.record().kind_case() != f.kind) return false;
+  if (f.kind != v1::Record::KIND_NOT_SET && rec.record().kind_case() != f.kind)
+    return false;
   if (!f.suite.empty() && rec.suite() != f.suite) return false;
   if (!f.metric.empty() && RecordMetric(rec.record()) != f.metric) return false;
   if (f.metric_in != nullptr && !f.metric_in(RecordMetric(rec.record()))) return false;
@@ -65,16 +66,18 @@ size_t RecordSet::bytes() const {
   return b;
 }
 
-void RecordSet::ForEach(const RecordFilter& filter,
-                        absl::FunctionRef<void(size_t, const v1::ExportedRecord&)> fn) const {
+void RecordSet::ForEach(
+    const RecordFilter& filter,
+    absl::FunctionRef<void(size_t, const v1::ExportedRecord&)> fn) const {
   ForEachUntil(filter, [&](size_t i, const v1::ExportedRecord& rec) {
     fn(i, rec);
     return false;
   });
 }
 
-bool RecordSet::ForEachUntil(const RecordFilter& filter,
-                             absl::FunctionRef<bool(size_t, const v1::ExportedRecord&)> fn) const {
+bool RecordSet::ForEachUntil(
+    const RecordFilter& filter,
+    absl::FunctionRef<bool(size_t, const v1::ExportedRecord&)> fn) const {
   int64_t suite = -1, metric = -1;
   if (!filter.suite.empty() && (suite = FindName(filter.suite)) < 0) return false;
   if (!filter.metric.empty() && (metric = FindName(filter.metric)) < 0) return false;
@@ -100,7 +103,8 @@ bool RecordSet::ForEachUntil(const RecordFilter& filter,
       if (ok == 0) continue;
     }
     auto* scratch = google::protobuf::Arena::CreateMessage<v1::ExportedRecord>(&arena);
-    if (!scratch->ParseFromArray(chunks_[e.chunk].data() + e.offset, static_cast<int>(e.size))) {
+    if (!scratch->ParseFromArray(chunks_[e.chunk].data() + e.offset,
+                                 static_cast<int>(e.size))) {
       // Written by Add from a valid message: cannot fail short of memory
       // corruption. Skipping would silently drop evidence, so stop loudly.
       std::abort();
@@ -124,7 +128,8 @@ void ForEachRecord(const RunData& data, const RecordFilter& filter,
     if (Matches(filter, rec)) fn(rec);
   }
   if (data.record_set) {
-    data.record_set->ForEach(filter, [&](size_t, const v1::ExportedRecord& rec) { fn(rec); });
+    data.record_set->ForEach(filter,
+                             [&](size_t, const v1::ExportedRecord& rec) { fn(rec); });
   }
 }
 

@@ -25,7 +25,7 @@ namespace cmax::reports {
 // filters only save parsing the ones it skips at once.
 struct RecordFilter {
   v1::Record::KindCase kind = v1::Record::KIND_NOT_SET;  // not set: any kind
-  std::string_view suite;   // ExportedRecord.suite
+  std::string_view suite;                                // ExportedRecord.suite
   std::string_view metric;  // the Measurement's or Sample's metric
   // When set, only records whose metric (as above, "" for other kinds)
   // it accepts.

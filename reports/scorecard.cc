@@ -219,13 +219,15 @@ std::vector<v1::BarrierStart> BarrierStarts(const RunData& data) {
   std::map<int, std::map<std::string, double>> lag_s;  // entry -> node -> lag
   ForEachRecord(data, {v1::Record::kSample, {}, "cmax_task_start"},
                 [&](const v1::ExportedRecord& rec) {
-    if (!rec.record().has_sample() || rec.record().sample().metric() != "cmax_task_start") {
-      return;
-    }
-    auto it = tasks.find(rec.task_id());
-    if (it == tasks.end() || it->second->attempt() != rec.attempt()) return;
-    lag_s[it->second->suite_index()].try_emplace(rec.node(), rec.record().sample().value());
-  });
+                  if (!rec.record().has_sample() ||
+                      rec.record().sample().metric() != "cmax_task_start") {
+                    return;
+                  }
+                  auto it = tasks.find(rec.task_id());
+                  if (it == tasks.end() || it->second->attempt() != rec.attempt()) return;
+                  lag_s[it->second->suite_index()].try_emplace(
+                      rec.node(), rec.record().sample().value());
+                });
   for (int i = 0; i < data.plan.suites_size(); ++i) {
     const v1::SuiteSpec& spec = data.plan.suites(i);
     if (spec.scope() != v1::SCOPE_BARRIER) continue;

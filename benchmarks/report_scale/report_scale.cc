@@ -75,17 +75,19 @@ int main(int argc, char** argv) {
   int64_t nodes = 1000, gpus = 8, samples = 12;
   std::string out;
   bool record_set = false, check_same = false;
-  cmax::ArgParser p("cmax-report-scale [--nodes N] [--gpus G] [--samples S] [--record-set] "
-                    "[--check-same] --out DIR",
-                    "Builds and renders the scorecard of a generated, SIMULATED N-node run; "
-                    "prints times and file sizes.");
+  cmax::ArgParser p(
+      "cmax-report-scale [--nodes N] [--gpus G] [--samples S] [--record-set] "
+      "[--check-same] --out DIR",
+      "Builds and renders the scorecard of a generated, SIMULATED N-node run; "
+      "prints times and file sizes.");
   p.AddInt("nodes", &nodes, "nodes in the generated run (default 1000)");
   p.AddInt("gpus", &gpus, "GPUs per node (default 8)");
   p.AddInt("samples", &samples, "burn-in Samples per GPU and metric (default 12)");
   p.AddString("out", &out, "folder for scorecard.{json,md,html,xml} (must exist)");
-  p.AddFlag("record-set", &record_set,
-            "hold the records in a compact RecordSet, as the coordinator does, and print the "
-            "peak RSS while the scorecard is built");
+  p.AddFlag(
+      "record-set", &record_set,
+      "hold the records in a compact RecordSet, as the coordinator does, and print the "
+      "peak RSS while the scorecard is built");
   p.AddFlag("check-same", &check_same,
             "with --record-set (implied): also build the card from the records as parsed "
             "messages; exit 1 if the two differ");
@@ -106,8 +108,8 @@ int main(int argc, char** argv) {
   if (check_same) record_set = true;  // the record-set card against the parsed one
   using Clock = std::chrono::steady_clock;
   const auto a = Clock::now();
-  RunData data = cmax::report_scale::Generate(static_cast<int>(nodes), static_cast<int>(gpus),
-                                              static_cast<int>(samples));
+  RunData data = cmax::report_scale::Generate(
+      static_cast<int>(nodes), static_cast<int>(gpus), static_cast<int>(samples));
   const auto b0 = Clock::now();
   const size_t records = data.records.size();
   std::printf("%s\n", cmax::reports::kSimulatedBanner);
@@ -117,20 +119,23 @@ int main(int argc, char** argv) {
   if (check_same) parsed_card = cmax::reports::BuildScorecard(data);
   if (record_set) {
     Compact(&data);
-    std::printf("record set: %.1f MB (%.0f bytes a record); RSS %.1f MB before the build\n",
-                data.record_set->bytes() / 1048576.0,
-                static_cast<double>(data.record_set->bytes()) / static_cast<double>(records),
-                StatusKb("VmRSS") / 1024.0);
+    std::printf(
+        "record set: %.1f MB (%.0f bytes a record); RSS %.1f MB before the build\n",
+        data.record_set->bytes() / 1048576.0,
+        static_cast<double>(data.record_set->bytes()) / static_cast<double>(records),
+        StatusKb("VmRSS") / 1024.0);
     std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS from here on
   }
   const auto b = Clock::now();
   // With a record set, the moving overload (as the coordinator calls it):
   // the const one would copy the set.
-  const cmax::v1::Scorecard card = record_set ? cmax::reports::BuildScorecard(std::move(data))
-                                              : cmax::reports::BuildScorecard(data);
+  const cmax::v1::Scorecard card = record_set
+                                       ? cmax::reports::BuildScorecard(std::move(data))
+                                       : cmax::reports::BuildScorecard(data);
   const auto c = Clock::now();
   if (record_set) {
-    std::printf("peak RSS while building the scorecard: %.1f MB\n", StatusKb("VmHWM") / 1024.0);
+    std::printf("peak RSS while building the scorecard: %.1f MB\n",
+                StatusKb("VmHWM") / 1024.0);
   }
   if (check_same) {
     cmax::v1::Scorecard x = card, y = parsed_card;
@@ -140,7 +145,8 @@ int main(int argc, char** argv) {
     google::protobuf::util::MessageDifferencer diff;
     diff.ReportDifferencesToString(&differences);
     if (!diff.Compare(x, y)) {
-      std::fprintf(stderr, "the two scorecards differ:\n%s\n", differences.substr(0, 4000).c_str());
+      std::fprintf(stderr, "the two scorecards differ:\n%s\n",
+                   differences.substr(0, 4000).c_str());
       return 1;
     }
     std::printf("the scorecard is the same built from parsed records\n");

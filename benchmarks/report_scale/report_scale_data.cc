@@ -76,7 +76,8 @@ RunData Generate(int nodes, int gpus, int samples) {
   d.run.set_created_unix_ns(g.t0);
   d.run.set_finished_unix_ns(g.t0 + int64_t{3600} * 1000000000);
   d.plan.set_name("report-scale (simulated)");
-  for (const char* s : {"hostcheck", "gemm", "collective", "burnin", "storage", "connectivity"}) {
+  for (const char* s :
+       {"hostcheck", "gemm", "collective", "burnin", "storage", "connectivity"}) {
     d.plan.add_suites()->set_suite(s);
   }
   (*d.plan.mutable_expect()->mutable_metrics())["busbw_gbps.all_reduce.node"] = 400;
@@ -122,7 +123,11 @@ RunData Generate(int nodes, int gpus, int samples) {
       const std::string gs = absl::StrCat(gpu);
       const bool slow = key % 1013 == 7;
       g.Meas(n, "gemm", "gemm_tflops", (slow ? 520 : 720) + 20 * Noise(key), "TFLOP/s",
-             {{"gpu", gs}, {"dtype", "bf16"}, {"m", "8192"}, {"n", "8192"}, {"k", "8192"},
+             {{"gpu", gs},
+              {"dtype", "bf16"},
+              {"m", "8192"},
+              {"n", "8192"},
+              {"k", "8192"},
               {"backend", "cuda"}});
       g.Meas(n, "gemm", "memory_bandwidth_gbps", 53 + 2 * Noise(key + 1), "GB/s",
              {{"gpu", gs}, {"test", "h2d"}, {"size_bytes", "1073741824"}});
@@ -132,28 +137,35 @@ RunData Generate(int nodes, int gpus, int samples) {
              {{"gpu", gs}, {"test", "hbm"}, {"size_bytes", "1073741824"}});
       g.Meas(n, "burnin", "burnin_tflops_mean", (slow ? 500 : 690) + 15 * Noise(key + 4),
              "TFLOP/s", {{"gpu", gs}});
-      g.Meas(n, "burnin", "burnin_tflops_min_window", (slow ? 480 : 670) + 15 * Noise(key + 5),
-             "TFLOP/s", {{"gpu", gs}});
+      g.Meas(n, "burnin", "burnin_tflops_min_window",
+             (slow ? 480 : 670) + 15 * Noise(key + 5), "TFLOP/s", {{"gpu", gs}});
       g.Meas(n, "burnin", "burnin_mismatches", 0, "count", {{"gpu", gs}});
       g.Meas(n, "burnin", "burnin_seconds", 120, "s", {{"gpu", gs}});
       for (int s = 0; s < samples; ++s) {
         const int64_t t = g.t0 + int64_t{s} * 10 * 1000000000;
-        g.Sample(n, "gpu_sm_clock_mhz", "MHz", gs, t, (slow ? 1500 : 1980) - 10 * Noise(key + s));
-        g.Sample(n, "gpu_temperature_c", "C", gs, t, 55 + s * 0.5 + 5 * Noise(key * 7 + s));
+        g.Sample(n, "gpu_sm_clock_mhz", "MHz", gs, t,
+                 (slow ? 1500 : 1980) - 10 * Noise(key + s));
+        g.Sample(n, "gpu_temperature_c", "C", gs, t,
+                 55 + s * 0.5 + 5 * Noise(key * 7 + s));
         g.Sample(n, "gpu_power_w", "W", gs, t, 650 + 40 * Noise(key * 13 + s));
       }
     }
     for (int e = 10; e <= 33; e += 3) {
       const double size = static_cast<double>(int64_t{1} << e);
-      g.Meas(n, "collective", "busbw_gbps", 470 * size / (size + 8e6) + 5 * Noise(i * 100 + e),
-             "GB/s",
-             {{"op", "all_reduce"}, {"dtype", "bfloat16"}, {"backend", "nccl"},
-              {"size_bytes", absl::StrCat(int64_t{1} << e)}, {"nodes", n}, {"ranks", "8"}});
+      g.Meas(n, "collective", "busbw_gbps",
+             470 * size / (size + 8e6) + 5 * Noise(i * 100 + e), "GB/s",
+             {{"op", "all_reduce"},
+              {"dtype", "bfloat16"},
+              {"backend", "nccl"},
+              {"size_bytes", absl::StrCat(int64_t{1} << e)},
+              {"nodes", n},
+              {"ranks", "8"}});
     }
     g.Meas(n, "storage", "storage_bandwidth_mbps", 5200 + 400 * Noise(i * 3), "MB/s",
            {{"pattern", "seq_read"}, {"op", "read"}, {"job", "all"}});
-    g.Meas(n, "storage", "storage_bandwidth_mbps", (i == 333 ? 900 : 3100) + 300 * Noise(i * 5),
-           "MB/s", {{"pattern", "seq_write"}, {"op", "write"}, {"job", "all"}});
+    g.Meas(n, "storage", "storage_bandwidth_mbps",
+           (i == 333 ? 900 : 3100) + 300 * Noise(i * 5), "MB/s",
+           {{"pattern", "seq_write"}, {"op", "write"}, {"job", "all"}});
     for (int step : {1, nodes - 1}) {
       if (nodes < 2) break;
       const std::string peer = absl::StrFormat("gpu-node-%04d", (i + step) % nodes);

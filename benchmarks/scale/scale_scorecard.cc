@@ -39,7 +39,8 @@ int64_t StatusKb(const std::string& key) {
 // The run's data as CoordinatorCore hands it to the scorecard thread
 // (tasks in the scheduler's order, the agents' last inventories), with the
 // records read as `parsed` says. Empty run id: the newest run.
-absl::StatusOr<cmax::reports::RunData> Load(Store& store, std::string run_id, bool parsed) {
+absl::StatusOr<cmax::reports::RunData> Load(Store& store, std::string run_id,
+                                            bool parsed) {
   if (run_id.empty()) {
     auto runs = store.ListRuns(1, false);
     if (!runs.ok()) return runs.status();
@@ -83,14 +84,17 @@ absl::StatusOr<cmax::reports::RunData> Load(Store& store, std::string run_id, bo
 int main(int argc, char** argv) {
   std::string db, run_id;
   bool parsed = false, check_same = false;
-  cmax::ArgParser p("cmax-scale-scorecard --db PATH [--run ID] [--parsed | --check-same]",
-                    "Builds the scorecard of a stored run as the coordinator does; prints the "
-                    "time and the peak RSS. Reads only.");
+  cmax::ArgParser p(
+      "cmax-scale-scorecard --db PATH [--run ID] [--parsed | --check-same]",
+      "Builds the scorecard of a stored run as the coordinator does; prints the "
+      "time and the peak RSS. Reads only.");
   p.AddString("db", &db, "the store (a coordinator's DATA_DIR/cmax.db)");
   p.AddString("run", &run_id, "the run (default: the newest)");
-  p.AddFlag("parsed", &parsed, "hold the records as parsed messages (the path before issue 18)");
-  p.AddFlag("check-same", &check_same,
-            "build the card both ways; exit 1 when they differ (peak RSS is then both's)");
+  p.AddFlag("parsed", &parsed,
+            "hold the records as parsed messages (the path before issue 18)");
+  p.AddFlag(
+      "check-same", &check_same,
+      "build the card both ways; exit 1 when they differ (peak RSS is then both's)");
   if (auto s = p.Parse(argc, argv); !s.ok()) {
     std::fprintf(stderr, "%s\n%s", std::string(s.message()).c_str(), p.Help().c_str());
     return 2;
@@ -117,19 +121,20 @@ int main(int argc, char** argv) {
       return false;
     }
     const size_t records = cmax::reports::RecordCount(*data);
-    const double held_mb =
-        data->record_set ? data->record_set->bytes() / 1048576.0 : -1;
+    const double held_mb = data->record_set ? data->record_set->bytes() / 1048576.0 : -1;
     const auto b = Clock::now();
     *card = cmax::reports::BuildScorecard(std::move(*data));
     const auto c = Clock::now();
     malloc_trim(0);
-    std::printf("%s: %zu records read in %.1f s%s; scorecard built in %.1f s; peak RSS so far "
-                "%.1f MB\n",
-                as_parsed ? "parsed records" : "record set", records,
-                std::chrono::duration<double>(b - a).count(),
-                held_mb >= 0 ? absl::StrCat(" (", static_cast<int64_t>(held_mb), " MB held)").c_str()
-                             : "",
-                std::chrono::duration<double>(c - b).count(), StatusKb("VmHWM") / 1024.0);
+    std::printf(
+        "%s: %zu records read in %.1f s%s; scorecard built in %.1f s; peak RSS so far "
+        "%.1f MB\n",
+        as_parsed ? "parsed records" : "record set", records,
+        std::chrono::duration<double>(b - a).count(),
+        held_mb >= 0
+            ? absl::StrCat(" (", static_cast<int64_t>(held_mb), " MB held)").c_str()
+            : "",
+        std::chrono::duration<double>(c - b).count(), StatusKb("VmHWM") / 1024.0);
     return true;
   };
   v1::Scorecard card, other;
@@ -143,7 +148,8 @@ int main(int argc, char** argv) {
   google::protobuf::util::MessageDifferencer diff;
   diff.ReportDifferencesToString(&differences);
   if (!diff.Compare(card, other)) {
-    std::fprintf(stderr, "the two scorecards differ:\n%s\n", differences.substr(0, 4000).c_str());
+    std::fprintf(stderr, "the two scorecards differ:\n%s\n",
+                 differences.substr(0, 4000).c_str());
     return 1;
   }
   std::printf("the same scorecard both ways (%d nodes)\n", card.nodes_size());

@@ -84,39 +84,42 @@ std::string RunText(const RunFigure& r) {
 // largest size (in-place only when a run has no out-of-place result).
 std::vector<RunFigure> CollectRuns(const RunData& data) {
   std::map<std::string, RunFigure> runs;
-  ForEachRecord(data, {v1::Record::kMeasurement, {}, "busbw_gbps"}, [&](const v1::ExportedRecord& rec) {
-    if (!rec.record().has_measurement()) return;
-    const v1::Measurement& m = rec.record().measurement();
-    if (m.metric() != "busbw_gbps") return;
-    const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
-    if (suite != "collective") return;
-    if (LabelValue(m, "soak") == "true") return;  // judged by JudgeSoaks only
-    int64_t size = 0;
-    if (!absl::SimpleAtoi(LabelValue(m, "size_bytes"), &size)) return;
-    RunFigure f;
-    f.task = rec.task_id();
-    f.op = LabelValue(m, "op");
-    f.dtype = LabelValue(m, "dtype");
-    f.backend = LabelValue(m, "backend");
-    f.ranks = LabelValue(m, "ranks");
-    f.nodes = SplitNodes(LabelValue(m, "nodes"));
-    if (f.nodes.empty()) f.nodes.push_back(RecordNode(rec));
-    std::sort(f.nodes.begin(), f.nodes.end());
-    f.size = size;
-    f.busbw = m.value();
-    f.out_of_place = LabelValue(m, "placement") != "in";
-    const std::string key = absl::StrCat(f.task, "|", f.op, "|", f.dtype, "|", f.backend, "|",
-                                         GroupText(f));
-    auto it = runs.find(key);
-    if (it == runs.end()) {
-      runs[key] = f;
-      return;
-    }
-    RunFigure& cur = it->second;
-    const bool better = f.size > cur.size || (f.size == cur.size && f.out_of_place &&
-                                              !cur.out_of_place);
-    if (better) cur = f;
-  });
+  ForEachRecord(data, {v1::Record::kMeasurement, {}, "busbw_gbps"},
+                [&](const v1::ExportedRecord& rec) {
+                  if (!rec.record().has_measurement()) return;
+                  const v1::Measurement& m = rec.record().measurement();
+                  if (m.metric() != "busbw_gbps") return;
+                  const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
+                  if (suite != "collective") return;
+                  if (LabelValue(m, "soak") == "true")
+                    return;  // judged by JudgeSoaks only
+                  int64_t size = 0;
+                  if (!absl::SimpleAtoi(LabelValue(m, "size_bytes"), &size)) return;
+                  RunFigure f;
+                  f.task = rec.task_id();
+                  f.op = LabelValue(m, "op");
+                  f.dtype = LabelValue(m, "dtype");
+                  f.backend = LabelValue(m, "backend");
+                  f.ranks = LabelValue(m, "ranks");
+                  f.nodes = SplitNodes(LabelValue(m, "nodes"));
+                  if (f.nodes.empty()) f.nodes.push_back(RecordNode(rec));
+                  std::sort(f.nodes.begin(), f.nodes.end());
+                  f.size = size;
+                  f.busbw = m.value();
+                  f.out_of_place = LabelValue(m, "placement") != "in";
+                  const std::string key = absl::StrCat(f.task, "|", f.op, "|", f.dtype,
+                                                       "|", f.backend, "|", GroupText(f));
+                  auto it = runs.find(key);
+                  if (it == runs.end()) {
+                    runs[key] = f;
+                    return;
+                  }
+                  RunFigure& cur = it->second;
+                  const bool better =
+                      f.size > cur.size ||
+                      (f.size == cur.size && f.out_of_place && !cur.out_of_place);
+                  if (better) cur = f;
+                });
   std::vector<RunFigure> out;
   for (auto& [k, v] : runs) out.push_back(v);
   return out;

@@ -78,7 +78,8 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
     const v1::Measurement& m = er.record().measurement();
     if (LabelValue(m, "model").empty()) return;
     if (m.metric() == "gemm_tflops") {
-      if (LabelValue(m, "verified") == "false") return;  // a wrong result is a failure elsewhere
+      if (LabelValue(m, "verified") == "false")
+        return;  // a wrong result is a failure elsewhere
       Key key{er.node(), LabelValue(m, "gpu") + "|" + LabelValue(m, "uuid"),
               LabelValue(m, "dtype")};
       auto it = gemm.find(key);
@@ -92,7 +93,8 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
       if (test != "hbm" && test != "d2d" && test != "h2d" && test != "d2h") return;
       Key key{er.node(), LabelValue(m, "gpu") + "|" + LabelValue(m, "uuid"), test};
       auto it = memory.find(key);
-      if (it == memory.end() || m.value() > it->second.m.value()) memory[key] = {m, er.node(), ""};
+      if (it == memory.end() || m.value() > it->second.m.value())
+        memory[key] = {m, er.node(), ""};
     }
   });
 

@@ -82,7 +82,8 @@ void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         r.set_category(SuiteCategory(t.suite()));
         r.set_outcome("not_measured");
         auto f = not_measured.find({t.task_id(), node});
-        std::string why = f != not_measured.end() ? NotMeasuredReason(f->second) : message;
+        std::string why =
+            f != not_measured.end() ? NotMeasuredReason(f->second) : message;
         r.set_message(absl::StrCat(label, " could not run", why.empty() ? "" : ": ", why));
         if (f != not_measured.end() && !f->second.action().empty()) {
           r.set_action(f->second.action());

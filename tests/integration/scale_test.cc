@@ -341,9 +341,10 @@ TEST_CASE("scale: a 1-node and a 1,000-node scorecard agree for the same per-nod
   cmax::reports::RunData compact = SameDataOn(1000, *plan);
   auto set = std::make_shared<cmax::reports::RecordSet>();
   for (const auto& r : compact.records) set->Add(r);
-  std::printf("record set of the 1,000-node data: %zu records, %.1f MB (%.0f bytes a record)\n",
-              set->size(), set->bytes() / 1048576.0,
-              static_cast<double>(set->bytes()) / static_cast<double>(set->size()));
+  std::printf(
+      "record set of the 1,000-node data: %zu records, %.1f MB (%.0f bytes a record)\n",
+      set->size(), set->bytes() / 1048576.0,
+      static_cast<double>(set->bytes()) / static_cast<double>(set->size()));
   compact.records.clear();
   compact.record_set = std::move(set);
   cmax::v1::Scorecard from_set = cmax::reports::BuildScorecard(std::move(compact));

@@ -1,6 +1,8 @@
 // The compact record set (reports/record_set.h) and the scorecard built from
 // it: the coordinator builds a big run's card from a RecordSet; that card
 // must be the one the parsed records give, field for field.
+#include "reports/record_set.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,7 +10,6 @@
 #include "benchmarks/report_scale/report_scale_data.h"
 #include "catch2/catch.hpp"
 #include "google/protobuf/util/message_differencer.h"
-#include "reports/record_set.h"
 #include "reports/scorecard.h"
 #include "tests/reports/analysis_test_util.h"
 #include "tests/reports/scorecard_test_util.h"
@@ -76,7 +77,8 @@ void CheckSameCard(const RunData& d) {
 TEST_CASE("record set: records come back whole and in order, filters and drops are exact",
           "[record_set]") {
   std::vector<v1::ExportedRecord> in = {
-      Meas("n1", "gemm", "gemm_tflops", 700, "TFLOP/s", {{"gpu", "0"}, {"dtype", "bf16"}}),
+      Meas("n1", "gemm", "gemm_tflops", 700, "TFLOP/s",
+           {{"gpu", "0"}, {"dtype", "bf16"}}),
       Find("n1", "hostcheck", "hostcheck.swap", v1::SEVERITY_WARN, "reliability", "node",
            "swap is on"),
       Sample("n2", "gpu_power_w", 650),
@@ -122,11 +124,14 @@ TEST_CASE("record set: records come back whole and in order, filters and drops a
   d.records.push_back(in[4]);
   d.record_set = std::make_shared<RecordSet>(set);
   std::vector<std::string> metrics;
-  ForEachRecord(d, [&](const v1::ExportedRecord& r) { metrics.push_back(RecordMetric(r.record())); });
+  ForEachRecord(d, [&](const v1::ExportedRecord& r) {
+    metrics.push_back(RecordMetric(r.record()));
+  });
   CHECK(metrics == std::vector<std::string>{"gpu_count", "", "gpu_power_w", "gemm_tflops",
                                             "gpu_count"});
   CHECK(RecordCount(d) == 5);
-  CHECK(AnyRecord(d, {v1::Record::kSample}, [](const v1::ExportedRecord& r) { return r.late(); }));
+  CHECK(AnyRecord(d, {v1::Record::kSample},
+                  [](const v1::ExportedRecord& r) { return r.late(); }));
   CHECK_FALSE(AnyRecord(d, {v1::Record::kFinding},
                         [](const v1::ExportedRecord& r) { return r.late(); }));
 }
@@ -161,8 +166,8 @@ TEST_CASE("record set: a mixed simulated run gives the same scorecard as parsed 
   late.set_late(true);
   d.records.push_back(late);
   d.records.push_back(Meas(d.nodes[3], "selftest", "selftest_records", 1, "count"));
-  d.records.push_back(Find(d.nodes[4], "gemm", "gemm.no_driver", v1::SEVERITY_FAIL, "compute",
-                           "node", "could not run"));
+  d.records.push_back(Find(d.nodes[4], "gemm", "gemm.no_driver", v1::SEVERITY_FAIL,
+                           "compute", "node", "could not run"));
   d.records.back().mutable_record()->mutable_finding()->set_not_measured(true);
 
   const v1::Scorecard card = BuildScorecard(d);
