@@ -15,6 +15,10 @@ bool Matches(const RecordFilter& f, const v1::ExportedRecord& rec) {
   if (!f.suite.empty() && rec.suite() != f.suite) return false;
   if (!f.metric.empty() && RecordMetric(rec.record()) != f.metric) return false;
   if (f.metric_in != nullptr && !f.metric_in(RecordMetric(rec.record()))) return false;
+  if (!f.suite_or_own.empty() && rec.suite() != f.suite_or_own &&
+      RecordOwnSuite(rec.record()) != f.suite_or_own) {
+    return false;
+  }
   return true;
 }
 
@@ -25,6 +29,19 @@ const std::string& RecordMetric(const v1::Record& r) {
   if (r.has_measurement()) return r.measurement().metric();
   if (r.has_sample()) return r.sample().metric();
   return *kEmpty;
+}
+
+const std::string& RecordOwnSuite(const v1::Record& r) {
+  static const std::string* const kEmpty = new std::string;
+  switch (r.kind_case()) {
+    case v1::Record::kMeasurement: return r.measurement().suite();
+    case v1::Record::kFinding: return r.finding().suite();
+    case v1::Record::kSample: return r.sample().suite();
+    case v1::Record::kProgress: return r.progress().suite();
+    case v1::Record::kLog: return r.log().suite();
+    case v1::Record::kArtifact: return r.artifact().suite();
+    default: return *kEmpty;
+  }
 }
 
 uint32_t RecordSet::NameId(const std::string& name) {
@@ -54,6 +71,7 @@ void RecordSet::Add(const v1::ExportedRecord& rec) {
   e.size = static_cast<uint32_t>(n);
   e.metric = NameId(RecordMetric(rec.record()));
   e.suite = NameId(rec.suite());
+  e.own_suite = NameId(RecordOwnSuite(rec.record()));
   e.kind = static_cast<uint8_t>(rec.record().kind_case());
   e.dropped = 0;
   entries_.push_back(e);
@@ -81,6 +99,10 @@ bool RecordSet::ForEachUntil(
   int64_t suite = -1, metric = -1;
   if (!filter.suite.empty() && (suite = FindName(filter.suite)) < 0) return false;
   if (!filter.metric.empty() && (metric = FindName(filter.metric)) < 0) return false;
+  int64_t either = -1;
+  if (!filter.suite_or_own.empty() && (either = FindName(filter.suite_or_own)) < 0) {
+    return false;
+  }
   // metric_in per name id, asked once a name: -1 not yet, 0 no, 1 yes.
   std::vector<int8_t> metric_ok(filter.metric_in ? names_.size() : 0, -1);
   // Each record is parsed into an arena that reuses one block: no malloc
@@ -97,6 +119,7 @@ bool RecordSet::ForEachUntil(
     if (filter.kind != v1::Record::KIND_NOT_SET && e.kind != filter.kind) continue;
     if (suite >= 0 && e.suite != suite) continue;
     if (metric >= 0 && e.metric != metric) continue;
+    if (either >= 0 && e.suite != either && e.own_suite != either) continue;
     if (filter.metric_in) {
       int8_t& ok = metric_ok[e.metric];
       if (ok < 0) ok = filter.metric_in(names_[e.metric]) ? 1 : 0;

@@ -30,6 +30,9 @@ struct RecordFilter {
   // When set, only records whose metric (as above, "" for other kinds)
   // it accepts.
   bool (*metric_in)(const std::string& metric) = nullptr;
+  // When set, only records whose ExportedRecord.suite or own suite (the
+  // Measurement's, Finding's, Sample's, ... `suite` field) is this.
+  std::string_view suite_or_own;
 };
 
 class RecordSet {
@@ -67,6 +70,7 @@ class RecordSet {
     uint32_t size;
     uint32_t metric;  // name id
     uint32_t suite;   // name id
+    uint32_t own_suite;  // name id of the record's own `suite` field
     uint8_t kind;     // v1::Record::KindCase
     uint8_t dropped;
   };
@@ -84,6 +88,9 @@ class RecordSet {
 // The metric a filter's `metric` compares: the Measurement's or the
 // Sample's, "" for other kinds.
 const std::string& RecordMetric(const v1::Record& r);
+// The record's own `suite` field (Measurement, Finding, Sample, Progress,
+// Log or Artifact), "" when it has no kind.
+const std::string& RecordOwnSuite(const v1::Record& r);
 
 // Every record of `data` matching `filter`: first data.records, then
 // data.record_set (when set), in order. Scans that once iterated

@@ -137,12 +137,15 @@ std::vector<BurninTask> CollectTasks(const RunData& data) {
     tasks.push_back(std::move(bt));
   }
   std::map<std::string, int> latest_attempt;
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  // IsBurninRecord's records are among these: the rest is not parsed.
+  RecordFilter burnin;
+  burnin.suite_or_own = kSuite;
+  ForEachRecord(data, burnin, [&](const v1::ExportedRecord& rec) {
     if (!IsBurninRecord(rec)) return;
     auto& a = latest_attempt[rec.task_id()];
     a = std::max(a, rec.attempt());
   });
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  ForEachRecord(data, burnin, [&](const v1::ExportedRecord& rec) {
     if (!IsBurninRecord(rec) || rec.attempt() != latest_attempt[rec.task_id()]) return;
     auto it = index.find(rec.task_id());
     if (it == index.end()) {  // records without a task: judged as a node's own burn-in

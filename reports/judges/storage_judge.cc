@@ -137,7 +137,10 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
   std::map<Key, std::map<std::string, NodeFigure>> groups;
   bool any_storage = false;
-  ForEachRecord(data, [&](const v1::ExportedRecord& er) {
+  // The records the first check keeps are among these: the rest is not parsed.
+  RecordFilter storage;
+  storage.suite_or_own = "storage";
+  ForEachRecord(data, storage, [&](const v1::ExportedRecord& er) {
     if (er.suite() != "storage" && er.record().measurement().suite() != "storage") return;
     any_storage = true;
     if (!er.record().has_measurement()) return;

@@ -109,6 +109,30 @@ TEST_CASE("record set: records come back whole and in order, filters and drops a
   CHECK(Scan(set, {v1::Record::KIND_NOT_SET, "no-such-suite"}).empty());
   CHECK(Scan(set, {v1::Record::kMeasurement, {}, "gpu_power_w"}).empty());  // a Sample's
 
+  {
+    // suite_or_own: the record's suite, or its own (the Measurement's).
+    v1::ExportedRecord odd = Meas("n3", "storage", "storage_iops", 5, "count");
+    odd.set_suite("");
+    odd.mutable_record()->mutable_measurement()->set_suite("storage");
+    RecordSet two;
+    two.Add(odd);
+    two.Add(in[0]);
+    RecordFilter f;
+    f.suite_or_own = "storage";
+    REQUIRE(Scan(two, f).size() == 1);
+    CHECK(Scan(two, f)[0].record().measurement().metric() == "storage_iops");
+    f.suite_or_own = "gemm";
+    CHECK(Scan(two, f).size() == 1);
+    f.suite_or_own = "burnin";
+    CHECK(Scan(two, f).empty());
+    RunData with_vector;
+    with_vector.records = {odd, in[0]};
+    f.suite_or_own = "storage";
+    int seen = 0;
+    ForEachRecord(with_vector, f, [&](const v1::ExportedRecord&) { ++seen; });
+    CHECK(seen == 1);
+  }
+
   set.Drop(0);
   CHECK(set.kept() == in.size() - 1);
   CHECK(Scan(set, {v1::Record::kMeasurement, {}, "gemm_tflops"}).size() == 1);
