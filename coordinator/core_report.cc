@@ -16,6 +16,7 @@
 #include "common/atomic_file.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "reports/record_set.h"
 #include "reports/scorecard.h"
 
 namespace cmax::coordinator {
@@ -103,8 +104,12 @@ CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
     Log()->error("run {}: no store connection to read its records from", run_id);
   } else {
     int64_t scanned = 0;
+    // Each record kept as its serialized bytes (reports/record_set.h): the
+    // judges parse one at a time, so a 10,000-node card fits in 2 GiB.
+    auto set = std::make_shared<reports::RecordSet>();
+    data.record_set = set;
     auto scan = store->ScanRecords(run_id, [&](const v1::ExportedRecord& r) {
-      data.records.push_back(r);
+      set->Add(r);
       // Checked now and then: a stop must not wait for a long scan.
       if ((++scanned & 0xffff) == 0 && stopping()) {
         built.aborted = true;

@@ -247,13 +247,13 @@ void FinishSeries(std::vector<Line> lines, v1::Chart* c) {
 // Which tasks carried simulated data (Samples have no flag of their own).
 std::set<std::string> SimulatedTasks(const RunData& data) {
   std::set<std::string> out;
-  for (const auto& rec : data.records) {
+  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     if ((r.has_measurement() && r.measurement().simulated()) ||
         (r.has_finding() && r.finding().simulated())) {
       out.insert(rec.task_id());
     }
-  }
+  });
   return out;
 }
 
@@ -296,16 +296,16 @@ struct SeriesAcc {
 void GridFromReasons(const RunData& data, v1::Scorecard* card) {
   // Measured: a record evaluated something for this node and category.
   std::map<std::string, std::set<std::string>> measured;  // category -> nodes
-  for (const auto& rec : data.records) {
+  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     const std::string node = RecordNode(rec);
-    if (node.empty()) continue;
+    if (node.empty()) return;
     if (r.has_measurement()) {
       measured[MeasurementCategory(r.measurement(), rec.suite())].insert(node);
     } else if (r.has_finding() && !r.finding().not_measured()) {
       measured[FindingCategory(r.finding())].insert(node);
     }
-  }
+  });
   for (const auto& n : card->nodes()) {
     v1::NodeCategorySummary* g = card->add_node_grid();
     g->set_node(n.node());
@@ -362,7 +362,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
     return a;
   };
 
-  for (const auto& rec : data.records) {
+  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     const std::string node = RecordNode(rec);
     if (r.has_measurement()) {
@@ -395,7 +395,8 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       } else if (metric == "memory_bandwidth_gbps") {
         const std::string test = LabelValue(m, "test");
         const std::string gpu = LabelValue(m, "gpu");
-        if (test == "p2p" || gpu == "all" || test.empty()) continue;  // pairs and aggregates
+        if (test == "p2p" || gpu == "all" || test.empty())
+          return;  // pairs and aggregates
         const bool pcie = absl::StartsWith(test, "h2d") || absl::StartsWith(test, "d2h");
         PerSubjectAcc& a = subject_chart(
             absl::StrCat("memory:", test),
@@ -422,7 +423,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         if (m.simulated()) a.chart.set_simulated(true);
       } else if (metric == "busbw_gbps" && LabelValue(m, "soak") != "true") {
         double size = 0;
-        if (!absl::SimpleAtod(LabelValue(m, "size_bytes"), &size) || size <= 0) continue;
+        if (!absl::SimpleAtod(LabelValue(m, "size_bytes"), &size) || size <= 0) return;
         const std::string op = LabelValue(m, "op");
         auto [e, fresh] = entry_names.try_emplace(rec.task_id());
         if (fresh) e->second = EntryName(data, rec.task_id(), rec.suite());
@@ -457,7 +458,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       } else if ((metric == "rtt_ms" || metric == "reachable") && Declares(rec.suite(), metric)) {
         const std::string src = LabelValue(m, "src").empty() ? node : LabelValue(m, "src");
         const std::string dst = LabelValue(m, "dst");
-        if (dst.empty()) continue;
+        if (dst.empty()) return;
         auto& cell = rtt[src][dst];
         if (metric == "rtt_ms") cell.first = m.value();
         if (metric == "reachable" && m.value() == 0) cell.second = true;
@@ -469,7 +470,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       const std::string suite = s.suite().empty() ? rec.suite() : s.suite();
       const SuiteInfo* info = FindSuite(suite);
       const MetricSpec* spec = info != nullptr ? FindSuiteMetric(*info, s.metric()) : nullptr;
-      if (spec == nullptr || spec->chart_over_time.empty()) continue;
+      if (spec == nullptr || spec->chart_over_time.empty()) return;
       SeriesAcc& a = series[absl::StrCat(suite, ":", s.metric())];
       if (a.chart.id().empty()) {
         a.chart.set_id(absl::StrCat(suite, ":", s.metric()));
@@ -494,7 +495,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       l.points.emplace_back(static_cast<double>(s.time_unix_ns()), s.value());
       if (simulated_tasks.count(rec.task_id())) a.chart.set_simulated(true);
     }
-  }
+  });
 
   std::vector<v1::Chart> charts;
   for (auto& [id, a] : per_subject) {

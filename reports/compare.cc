@@ -125,8 +125,8 @@ std::vector<v1::CompareMetric> BuildMetricSummary(const RunData& data, size_t* d
   };
   std::map<std::string, Acc> by_key;
   size_t left_out = 0;
-  for (const auto& rec : data.records) {
-    if (!rec.record().has_measurement()) continue;
+  ForEachRecord(data, {v1::Record::kMeasurement}, [&](const v1::ExportedRecord& rec) {
+    if (!rec.record().has_measurement()) return;
     const v1::Measurement& meas = rec.record().measurement();
     v1::CompareMetric m;
     std::string entry = meas.suite().empty() ? rec.suite() : meas.suite();
@@ -154,14 +154,14 @@ std::vector<v1::CompareMetric> BuildMetricSummary(const RunData& data, size_t* d
     if (it == by_key.end()) {
       if (by_key.size() >= kMaxSummaryKeys) {
         ++left_out;
-        continue;
+        return;
       }
       m.set_better(MetricBetter(meas.metric()));
       it = by_key.emplace(key, Acc{std::move(m), {}}).first;
     }
     it->second.values.push_back(meas.value());
     if (meas.simulated()) it->second.m.set_simulated(true);
-  }
+  });
   std::vector<v1::CompareMetric> out;
   out.reserve(by_key.size());
   for (auto& [key, acc] : by_key) {

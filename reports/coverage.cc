@@ -1,4 +1,3 @@
-#include "common/suite_catalog.h"
 #include "reports/coverage.h"
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/suite_catalog.h"
 #include "reports/judge_util.h"
 #include "reports/judged_view.h"
 
@@ -170,7 +170,7 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
   // (entry index, node) evaluated; (task, node) -> first not-measured text.
   std::set<std::pair<int, std::string>> entry_evaluated;
   std::map<std::pair<std::string, std::string>, std::string> not_measured_of;
-  for (const auto& rec : data.records) {
+  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
     auto it = tasks.find(rec.task_id());
     const v1::TaskInfo* task = it == tasks.end() ? nullptr : it->second;
     if (!Evaluates(rec)) {
@@ -178,7 +178,7 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
         not_measured_of.try_emplace({rec.task_id(), RecordNode(rec)},
                                     NotMeasuredReason(rec.record().finding()));
       }
-      continue;
+      return;
     }
     const std::vector<std::string> nodes = EvaluatedNodes(rec, task);
     CategoryCoverage& c = cov.categories[RecordCategory(rec)];
@@ -186,7 +186,7 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
       if (selected.count(n)) c.evaluated.insert(n);
       if (task != nullptr) entry_evaluated.insert({task->suite_index(), n});
     }
-  }
+  });
   for (const auto& r : results) {
     if (r.outcome() == "not_measured") continue;
     auto cit = cov.categories.find(r.category());

@@ -11,6 +11,7 @@
 #include "cmax/v1/scorecard.pb.h"
 #include "cmax/v1/service.pb.h"
 #include "common/severity.h"
+#include "reports/record_set.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {

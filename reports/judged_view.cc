@@ -1,9 +1,10 @@
-#include "common/suite_catalog.h"
 #include "reports/judged_view.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/suite_catalog.h"
 #include "reports/judge_util.h"
+#include "reports/record_set.h"
 
 namespace cmax::reports {
 namespace {
@@ -55,18 +56,22 @@ JudgedView MakeView(const RunData& data, RunData* move_from) {
 
   // (node, task) -> records left out, by reason.
   std::map<std::pair<std::string, std::string>, std::pair<int, int>> dropped;  // (earlier, late)
-  view.data.records.reserve(data.records.size());
-  for (size_t i = 0; i < data.records.size(); ++i) {
-    const v1::ExportedRecord& rec = data.records[i];
-    const std::string suite = rec.suite();
-    if (!SuiteIsGraded(suite)) continue;  // never graded (selftest), nothing to tell
+  // False when `rec` is left out of what is judged (counted in `dropped`).
+  auto judged = [&](const v1::ExportedRecord& rec) {
+    if (!SuiteIsGraded(rec.suite())) return false;  // never graded (selftest), nothing to tell
     auto it = tasks.find(rec.task_id());
     const bool earlier = it != tasks.end() && rec.attempt() != it->second->attempt();
     if (earlier || rec.late()) {
       auto& d = dropped[{RecordNode(rec), rec.task_id()}];
       (earlier ? d.first : d.second)++;
-      continue;
+      return false;
     }
+    return true;
+  };
+  view.data.records.reserve(data.records.size());
+  for (size_t i = 0; i < data.records.size(); ++i) {
+    const v1::ExportedRecord& rec = data.records[i];
+    if (!judged(rec)) continue;
     if (move_from) {
       view.data.records.push_back(std::move(move_from->records[i]));
     } else {
@@ -76,6 +81,17 @@ JudgedView MakeView(const RunData& data, RunData* move_from) {
   if (move_from) {
     move_from->records.clear();
     move_from->records.shrink_to_fit();
+  }
+  // Records held compactly: the same filter, as marks on the set (moved
+  // when it may be, else copied).
+  if (data.record_set) {
+    std::shared_ptr<RecordSet> set = move_from
+                                         ? std::move(move_from->record_set)
+                                         : std::make_shared<RecordSet>(*data.record_set);
+    set->ForEach({}, [&](size_t i, const v1::ExportedRecord& rec) {
+      if (!judged(rec)) set->Drop(i);
+    });
+    view.data.record_set = std::move(set);
   }
   for (const auto& [key, counts] : dropped) {
     const auto& [node, task_id] = key;

@@ -26,7 +26,9 @@ struct JudgedView {
 JudgedView MakeJudgedView(const RunData& data);
 // The same view, moving the kept records out of `data` instead of copying
 // them (the coordinator's scorecard holds each record once); `data` keeps
-// everything else, its `records` are left empty.
+// everything else, its `records` are left empty. A `record_set` is moved
+// into the view with the left-out records marked dropped (the const
+// overload copies it).
 JudgedView MakeJudgedView(RunData&& data);
 
 // True when `rec` evaluated the cluster: a Measurement, or a Finding whose

@@ -3,6 +3,7 @@
 #define CMAX_REPORTS_RUN_DATA_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 
 namespace cmax::reports {
 
+class RecordSet;  // record_set.h
+
 struct RunData {
   v1::RunInfo run;
   v1::Plan plan;
@@ -20,6 +23,11 @@ struct RunData {
   std::vector<v1::ExportedRecord> records;    // every stored record of the run
   std::map<std::string, v1::Inventory> inventories;  // node -> its last Hello
   std::vector<std::string> nodes;             // the nodes the run selected
+  // More records of the run, held compactly (record_set.h): the
+  // coordinator's scorecard of a big run reads them here instead of into
+  // `records`. Judges read both through ForEachRecord, never `records`
+  // alone.
+  std::shared_ptr<RecordSet> record_set;
 };
 
 // A judge turns part of a run into rule results. Judges are pure functions:

@@ -217,14 +217,17 @@ std::vector<v1::BarrierStart> BarrierStarts(const RunData& data) {
   std::map<std::string, const v1::TaskInfo*> tasks;
   for (const auto& t : data.tasks) tasks[t.task_id()] = &t;
   std::map<int, std::map<std::string, double>> lag_s;  // entry -> node -> lag
-  for (const auto& rec : data.records) {
-    if (!rec.record().has_sample() || rec.record().sample().metric() != "cmax_task_start") {
-      continue;
-    }
-    auto it = tasks.find(rec.task_id());
-    if (it == tasks.end() || it->second->attempt() != rec.attempt()) continue;
-    lag_s[it->second->suite_index()].try_emplace(rec.node(), rec.record().sample().value());
-  }
+  ForEachRecord(data, {v1::Record::kSample, {}, "cmax_task_start"},
+                [&](const v1::ExportedRecord& rec) {
+                  if (!rec.record().has_sample() ||
+                      rec.record().sample().metric() != "cmax_task_start") {
+                    return;
+                  }
+                  auto it = tasks.find(rec.task_id());
+                  if (it == tasks.end() || it->second->attempt() != rec.attempt()) return;
+                  lag_s[it->second->suite_index()].try_emplace(
+                      rec.node(), rec.record().sample().value());
+                });
   for (int i = 0; i < data.plan.suites_size(); ++i) {
     const v1::SuiteSpec& spec = data.plan.suites(i);
     if (spec.scope() != v1::SCOPE_BARRIER) continue;
@@ -303,9 +306,13 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
   // Records: what each category was fed, simulated data, findings, and the
   // key measurements. Only records that evaluated something feed a category.
   size_t measurements_total = 0;
-  for (const auto& rec : data.records) {
+  // Nodes a record evaluated (used with the node verdicts below; gathered
+  // here to save a second pass over every record).
+  std::set<std::string> evaluated_by_records;
+  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
     const v1::Record& r = rec.record();
     const std::string node = RecordNode(rec);
+    if (!node.empty() && Evaluates(rec)) evaluated_by_records.insert(node);
     if (r.has_measurement()) {
       const v1::Measurement& m = r.measurement();
       CategoryWork& w = work[MeasurementCategory(m, rec.suite())];
@@ -343,7 +350,7 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
       if (kept->suite().empty()) kept->set_suite(rec.suite());
       if (!node.empty()) (*kept->mutable_labels())["node"] = node;
     }
-  }
+  });
   std::string measurements_note;
   if (measurements_total > kMaxMeasurements) {
     measurements_note = absl::StrCat("the scorecard keeps the first ", kMaxMeasurements, " of ",
@@ -418,12 +425,9 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
     for (const auto& n : SplitNodes(t.node())) extra.insert(n);
   }
   for (const auto& [n, rs] : by_node) extra.insert(n);
-  for (const auto& rec : data.records) {
-    const std::string n = RecordNode(rec);
-    if (!n.empty() && Evaluates(rec)) {
-      extra.insert(n);
-      nodes_with_data.insert(n);
-    }
+  for (const auto& n : evaluated_by_records) {
+    extra.insert(n);
+    nodes_with_data.insert(n);
   }
   for (const auto& n : extra) {
     if (seen.insert(n).second) nodes.push_back(n);

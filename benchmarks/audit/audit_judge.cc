@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "reports/record_set.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
@@ -19,22 +20,23 @@ namespace cmax::reports {
 void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out) {
   // component -> version -> nodes
   std::map<std::string, std::map<std::string, std::set<std::string>>> seen;
-  for (const auto& rec : data.records) {
-    if (!rec.record().has_measurement()) continue;
-    const auto& m = rec.record().measurement();
-    if (m.metric() != "component_version") continue;
-    if (!rec.suite().empty() && rec.suite() != "audit") continue;
-    auto comp = m.labels().find("component");
-    auto ver = m.labels().find("version");
-    if (comp == m.labels().end() || ver == m.labels().end()) continue;
-    std::string node = rec.node();
-    if (node.empty()) {
-      auto n = m.labels().find("node");
-      if (n != m.labels().end()) node = n->second;
-    }
-    if (node.empty()) continue;
-    seen[comp->second][ver->second].insert(node);
-  }
+  ForEachRecord(data, {v1::Record::kMeasurement, {}, "component_version"},
+                [&](const v1::ExportedRecord& rec) {
+                  if (!rec.record().has_measurement()) return;
+                  const auto& m = rec.record().measurement();
+                  if (m.metric() != "component_version") return;
+                  if (!rec.suite().empty() && rec.suite() != "audit") return;
+                  auto comp = m.labels().find("component");
+                  auto ver = m.labels().find("version");
+                  if (comp == m.labels().end() || ver == m.labels().end()) return;
+                  std::string node = rec.node();
+                  if (node.empty()) {
+                    auto n = m.labels().find("node");
+                    if (n != m.labels().end()) node = n->second;
+                  }
+                  if (node.empty()) return;
+                  seen[comp->second][ver->second].insert(node);
+                });
   for (const auto& [component, by_version] : seen) {
     std::set<std::string> nodes;
     for (const auto& [version, on] : by_version) nodes.insert(on.begin(), on.end());

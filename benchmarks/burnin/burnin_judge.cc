@@ -137,13 +137,16 @@ std::vector<BurninTask> CollectTasks(const RunData& data) {
     tasks.push_back(std::move(bt));
   }
   std::map<std::string, int> latest_attempt;
-  for (const auto& rec : data.records) {
-    if (!IsBurninRecord(rec)) continue;
+  // IsBurninRecord's records are among these: the rest is not parsed.
+  RecordFilter burnin;
+  burnin.suite_or_own = kSuite;
+  ForEachRecord(data, burnin, [&](const v1::ExportedRecord& rec) {
+    if (!IsBurninRecord(rec)) return;
     auto& a = latest_attempt[rec.task_id()];
     a = std::max(a, rec.attempt());
-  }
-  for (const auto& rec : data.records) {
-    if (!IsBurninRecord(rec) || rec.attempt() != latest_attempt[rec.task_id()]) continue;
+  });
+  ForEachRecord(data, burnin, [&](const v1::ExportedRecord& rec) {
+    if (!IsBurninRecord(rec) || rec.attempt() != latest_attempt[rec.task_id()]) return;
     auto it = index.find(rec.task_id());
     if (it == index.end()) {  // records without a task: judged as a node's own burn-in
       BurninTask bt;
@@ -158,7 +161,7 @@ std::vector<BurninTask> CollectTasks(const RunData& data) {
     if (r.has_measurement()) {
       const v1::Measurement& m = r.measurement();
       const std::string name = NormalizedMetric(m.metric());
-      if (name.empty()) continue;
+      if (name.empty()) return;
       const std::string key = UnitKey(m.labels());
       Unit& u = bt.units[node + "|" + key];
       u.node = node;
@@ -180,7 +183,7 @@ std::vector<BurninTask> CollectTasks(const RunData& data) {
       u.findings.push_back(absl::StrCat(f.check_id(), " (", SeverityName(f.severity()), ")"));
       u.simulated = u.simulated || f.simulated();
     }
-  }
+  });
   return tasks;
 }
 

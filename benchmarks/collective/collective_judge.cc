@@ -84,39 +84,42 @@ std::string RunText(const RunFigure& r) {
 // largest size (in-place only when a run has no out-of-place result).
 std::vector<RunFigure> CollectRuns(const RunData& data) {
   std::map<std::string, RunFigure> runs;
-  for (const auto& rec : data.records) {
-    if (!rec.record().has_measurement()) continue;
-    const v1::Measurement& m = rec.record().measurement();
-    if (m.metric() != "busbw_gbps") continue;
-    const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
-    if (suite != "collective") continue;
-    if (LabelValue(m, "soak") == "true") continue;  // judged by JudgeSoaks only
-    int64_t size = 0;
-    if (!absl::SimpleAtoi(LabelValue(m, "size_bytes"), &size)) continue;
-    RunFigure f;
-    f.task = rec.task_id();
-    f.op = LabelValue(m, "op");
-    f.dtype = LabelValue(m, "dtype");
-    f.backend = LabelValue(m, "backend");
-    f.ranks = LabelValue(m, "ranks");
-    f.nodes = SplitNodes(LabelValue(m, "nodes"));
-    if (f.nodes.empty()) f.nodes.push_back(RecordNode(rec));
-    std::sort(f.nodes.begin(), f.nodes.end());
-    f.size = size;
-    f.busbw = m.value();
-    f.out_of_place = LabelValue(m, "placement") != "in";
-    const std::string key = absl::StrCat(f.task, "|", f.op, "|", f.dtype, "|", f.backend, "|",
-                                         GroupText(f));
-    auto it = runs.find(key);
-    if (it == runs.end()) {
-      runs[key] = f;
-      continue;
-    }
-    RunFigure& cur = it->second;
-    const bool better = f.size > cur.size || (f.size == cur.size && f.out_of_place &&
-                                              !cur.out_of_place);
-    if (better) cur = f;
-  }
+  ForEachRecord(data, {v1::Record::kMeasurement, {}, "busbw_gbps"},
+                [&](const v1::ExportedRecord& rec) {
+                  if (!rec.record().has_measurement()) return;
+                  const v1::Measurement& m = rec.record().measurement();
+                  if (m.metric() != "busbw_gbps") return;
+                  const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
+                  if (suite != "collective") return;
+                  if (LabelValue(m, "soak") == "true")
+                    return;  // judged by JudgeSoaks only
+                  int64_t size = 0;
+                  if (!absl::SimpleAtoi(LabelValue(m, "size_bytes"), &size)) return;
+                  RunFigure f;
+                  f.task = rec.task_id();
+                  f.op = LabelValue(m, "op");
+                  f.dtype = LabelValue(m, "dtype");
+                  f.backend = LabelValue(m, "backend");
+                  f.ranks = LabelValue(m, "ranks");
+                  f.nodes = SplitNodes(LabelValue(m, "nodes"));
+                  if (f.nodes.empty()) f.nodes.push_back(RecordNode(rec));
+                  std::sort(f.nodes.begin(), f.nodes.end());
+                  f.size = size;
+                  f.busbw = m.value();
+                  f.out_of_place = LabelValue(m, "placement") != "in";
+                  const std::string key = absl::StrCat(f.task, "|", f.op, "|", f.dtype,
+                                                       "|", f.backend, "|", GroupText(f));
+                  auto it = runs.find(key);
+                  if (it == runs.end()) {
+                    runs[key] = f;
+                    return;
+                  }
+                  RunFigure& cur = it->second;
+                  const bool better =
+                      f.size > cur.size ||
+                      (f.size == cur.size && f.out_of_place && !cur.out_of_place);
+                  if (better) cur = f;
+                });
   std::vector<RunFigure> out;
   for (auto& [k, v] : runs) out.push_back(v);
   return out;
@@ -409,17 +412,17 @@ std::string SoakKey(const std::string& task, const std::string& op) {
 void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<std::string, SoakRun> runs;
   std::map<std::string, SoakStalls> stalls;  // by task
-  for (const auto& rec : data.records) {
+  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
     if (rec.record().has_measurement()) {
       const v1::Measurement& m = rec.record().measurement();
       const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
       const bool bus = m.metric() == "busbw_gbps";
       if ((!bus && m.metric() != "algbw_gbps") || suite != "collective" ||
           LabelValue(m, "soak") != "true") {
-        continue;
+        return;
       }
       int index = 0;
-      if (!absl::SimpleAtoi(LabelValue(m, "interval"), &index)) continue;
+      if (!absl::SimpleAtoi(LabelValue(m, "interval"), &index)) return;
       SoakRun& r = runs[SoakKey(rec.task_id(), LabelValue(m, "op"))];
       r.task = rec.task_id();
       r.op = LabelValue(m, "op");
@@ -437,11 +440,11 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
       (bus ? iv.busbw : iv.algbw) = m.value();
       (void)absl::SimpleAtod(LabelValue(m, "t_start_s"), &iv.t_start_s);
       (void)absl::SimpleAtoi(LabelValue(m, "iterations"), &iv.iterations);
-      continue;
+      return;
     }
-    if (!rec.record().has_finding()) continue;
+    if (!rec.record().has_finding()) return;
     const v1::Finding& f = rec.record().finding();
-    if (f.check_id() != "collective.soak_stall") continue;
+    if (f.check_id() != "collective.soak_stall") return;
     const auto& l = f.labels();
     SoakStalls& st = stalls[rec.task_id()];
     st.op = LabelValue(l, "op");
@@ -450,7 +453,7 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
     const std::string rn = LabelValue(l, "rank_nodes");
     if (!rn.empty()) st.rank_nodes = absl::StrSplit(rn, ',');
     StalledRank w;
-    if (!absl::SimpleAtoi(LabelValue(l, "rank"), &w.rank)) continue;
+    if (!absl::SimpleAtoi(LabelValue(l, "rank"), &w.rank)) return;
     w.node = LabelValue(l, "node");
     if (w.node.empty()) w.node = RecordNode(rec);
     (void)absl::SimpleAtoi(LabelValue(l, "interval"), &w.interval);
@@ -458,7 +461,7 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
     (void)absl::SimpleAtod(LabelValue(l, "last_progress_s"), &w.last_progress_s);
     (void)absl::SimpleAtod(LabelValue(l, "waited_s"), &w.waited_s);
     st.waiting[w.rank] = w;
-  }
+  });
 
   double fraction = kSoakDropFraction;
   if (auto it = data.plan.expect().metrics().find(kSoakFractionKey);

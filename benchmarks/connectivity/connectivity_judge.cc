@@ -71,27 +71,29 @@ v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std
 void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<std::pair<std::string, std::string>, PairData> pairs;  // (src, dst)
   std::set<std::string> nodes;
-  for (const auto& rec : data.records) {
-    if (rec.suite() != "connectivity" || !rec.record().has_measurement()) continue;
-    const v1::Measurement& m = rec.record().measurement();
-    std::string src = LabelValue(m, "src");
-    std::string dst = LabelValue(m, "dst");
-    if (src.empty()) src = RecordNode(rec);
-    if (src.empty() || dst.empty() || src == dst) continue;
-    nodes.insert(src);
-    nodes.insert(dst);
-    PairData& p = pairs[{src, dst}];
-    if (m.metric() == "reachable") {
-      ++p.measured;
-      if (m.value() < 0.5) ++p.unreachable;
-      std::string addr = LabelValue(m, "dst_addr");
-      if (!addr.empty()) p.addresses.insert(addr);
-    } else if (m.metric() == "rtt_ms") {
-      p.rtt.push_back(m.value());
-    } else if (m.metric() == "transfer_mbps") {
-      p.mbps.push_back(m.value());
-    }
-  }
+  ForEachRecord(data, {v1::Record::kMeasurement, "connectivity"},
+                [&](const v1::ExportedRecord& rec) {
+                  if (rec.suite() != "connectivity" || !rec.record().has_measurement())
+                    return;
+                  const v1::Measurement& m = rec.record().measurement();
+                  std::string src = LabelValue(m, "src");
+                  std::string dst = LabelValue(m, "dst");
+                  if (src.empty()) src = RecordNode(rec);
+                  if (src.empty() || dst.empty() || src == dst) return;
+                  nodes.insert(src);
+                  nodes.insert(dst);
+                  PairData& p = pairs[{src, dst}];
+                  if (m.metric() == "reachable") {
+                    ++p.measured;
+                    if (m.value() < 0.5) ++p.unreachable;
+                    std::string addr = LabelValue(m, "dst_addr");
+                    if (!addr.empty()) p.addresses.insert(addr);
+                  } else if (m.metric() == "rtt_ms") {
+                    p.rtt.push_back(m.value());
+                  } else if (m.metric() == "transfer_mbps") {
+                    p.mbps.push_back(m.value());
+                  }
+                });
   if (nodes.empty()) return;
 
   auto reachable = [&](const std::string& a, const std::string& b) {

@@ -64,22 +64,24 @@ void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out) {
   // (workload, model, versions) -> subject key -> Subject
   using GroupKey = std::tuple<std::string, std::string, std::string>;
   std::map<GroupKey, std::map<std::string, Subject>> groups;
-  for (const auto& er : data.records) {
-    if (!er.record().has_measurement()) continue;
-    const v1::Measurement& m = er.record().measurement();
-    if (m.metric() != kMetric) continue;
-    std::string digest = LabelValue(m, "digest");
-    if (digest.empty()) continue;
-    std::string node = er.node().empty() ? LabelValue(m, "node") : er.node();
-    std::string gpu = LabelValue(m, "gpu");
-    GroupKey key{LabelValue(m, "workload"), LabelValue(m, "model"), LabelValue(m, "versions")};
-    Subject& s = groups[key][node + "\x1f" + gpu];
-    s.node = node;
-    s.gpu = gpu;
-    if (s.uuid.empty()) s.uuid = LabelValue(m, "uuid");
-    if (s.digests.empty()) s.value = m.value();
-    s.digests[digest]++;
-  }
+  ForEachRecord(
+      data, {v1::Record::kMeasurement, {}, kMetric}, [&](const v1::ExportedRecord& er) {
+        if (!er.record().has_measurement()) return;
+        const v1::Measurement& m = er.record().measurement();
+        if (m.metric() != kMetric) return;
+        std::string digest = LabelValue(m, "digest");
+        if (digest.empty()) return;
+        std::string node = er.node().empty() ? LabelValue(m, "node") : er.node();
+        std::string gpu = LabelValue(m, "gpu");
+        GroupKey key{LabelValue(m, "workload"), LabelValue(m, "model"),
+                     LabelValue(m, "versions")};
+        Subject& s = groups[key][node + "\x1f" + gpu];
+        s.node = node;
+        s.gpu = gpu;
+        if (s.uuid.empty()) s.uuid = LabelValue(m, "uuid");
+        if (s.digests.empty()) s.value = m.value();
+        s.digests[digest]++;
+      });
 
   // workload -> model -> representative value (of the group's majority digest)
   std::map<std::string, std::map<std::string, double>> model_values;

@@ -121,12 +121,15 @@ std::map<std::string, std::vector<Snapshot>> CollectSnapshots(const RunData& dat
     if (t.suite() == kSuite && t.state() == v1::TASK_COMPLETED) tasks[t.task_id()] = &t;
   }
   std::map<std::pair<std::string, std::string>, Snapshot> by_node_task;
-  for (const auto& rec : data.records) {
-    if (!rec.record().has_measurement()) continue;
+  // Only the counters' metrics are looked at below: the rest is not parsed.
+  RecordFilter filter{v1::Record::kMeasurement};
+  filter.metric_in = [](const std::string& metric) { return RuleFor(metric) != nullptr; };
+  ForEachRecord(data, filter, [&](const v1::ExportedRecord& rec) {
+    if (!rec.record().has_measurement()) return;
     auto task = tasks.find(rec.task_id());
-    if (task == tasks.end()) continue;  // unfinished tasks: the tasks judge says why
+    if (task == tasks.end()) return;  // unfinished tasks: the tasks judge says why
     const v1::Measurement& m = rec.record().measurement();
-    if (RuleFor(m.metric()) == nullptr) continue;
+    if (RuleFor(m.metric()) == nullptr) return;
     const std::string node = RecordNode(rec);
     Snapshot& s = by_node_task[{node, rec.task_id()}];
     s.task_id = rec.task_id();
@@ -136,7 +139,7 @@ std::map<std::string, std::vector<Snapshot>> CollectSnapshots(const RunData& dat
     s.simulated = s.simulated || m.simulated();
     Reading r{m.value(), {m.labels().begin(), m.labels().end()}};
     s.counters[Identity(m.metric(), r.labels)] = std::move(r);
-  }
+  });
   std::map<std::string, std::vector<Snapshot>> out;
   for (auto& [key, s] : by_node_task) out[key.first].push_back(std::move(s));
   for (auto& [node, list] : out) {

@@ -170,20 +170,20 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   // as the later run saw it.
   std::map<std::pair<std::string, std::string>, std::pair<std::string, FabricGpu>> latest;
   std::vector<std::string> not_measured;  // "node: why"
-  for (const auto& rec : data.records) {
+  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
     const v1::Record& record = rec.record();
     if (record.has_finding()) {
       const v1::Finding& f = record.finding();
       if (f.check_id() == "health.nvlink_fabric_not_measured") {
         not_measured.push_back(absl::StrCat(RecordNode(rec), ": ", f.detail()));
       }
-      continue;
+      return;
     }
-    if (!record.has_measurement()) continue;
+    if (!record.has_measurement()) return;
     const v1::Measurement& m = record.measurement();
-    if (m.metric() != "nvlink_fabric") continue;
+    if (m.metric() != "nvlink_fabric") return;
     const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
-    if (!suite.empty() && suite != "health") continue;
+    if (!suite.empty() && suite != "health") return;
     FabricGpu g;
     g.node = RecordNode(rec);
     g.gpu = LabelValue(m, "gpu");
@@ -193,7 +193,7 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (absl::SimpleAtoi(LabelValue(m, "nvlink_domain_gpus"), &expected))
       g.expected = expected;
     latest[{g.node, g.gpu}] = {LabelValue(m, "cluster_uuid"), g};
-  }
+  });
   const size_t gpus_reporting = latest.size();
   std::map<std::string, std::vector<FabricGpu>> domains;  // cluster UUID -> GPUs
   for (const auto& [key, entry] : latest) {

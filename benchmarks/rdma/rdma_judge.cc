@@ -95,35 +95,40 @@ std::string Describe(const Item& it) {
 
 void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<std::string, int> latest;
-  for (const auto& rec : data.records) {
-    if (rec.suite() != "rdma") continue;
-    latest[rec.task_id()] = std::max(latest[rec.task_id()], rec.attempt());
-  }
+  ForEachRecord(data, {v1::Record::KIND_NOT_SET, "rdma"},
+                [&](const v1::ExportedRecord& rec) {
+                  if (rec.suite() != "rdma") return;
+                  latest[rec.task_id()] = std::max(latest[rec.task_id()], rec.attempt());
+                });
   std::vector<Item> items;
-  for (const auto& rec : data.records) {
-    if (rec.suite() != "rdma" || !rec.record().has_measurement()) continue;
-    if (rec.attempt() != latest[rec.task_id()]) continue;
-    const v1::Measurement& m = rec.record().measurement();
-    const bool bw =
-        m.metric() == "rdma_write_bw_gbps" || m.metric() == "rdma_read_bw_gbps";
-    const bool lat = m.metric() == "rdma_write_lat_us" && LabelValue(m, "stat") == "p50";
-    if (!bw && !lat) continue;
-    Item it;
-    it.metric = m.metric();
-    it.a_node = LabelValue(m, "src").empty() ? RecordNode(rec) : LabelValue(m, "src");
-    it.b_node = LabelValue(m, "dst");
-    if (it.a_node.empty() || it.b_node.empty()) continue;
-    it.a = absl::StrCat(it.a_node, ":", LabelValue(m, "hca"), "/", LabelValue(m, "port"));
-    it.b = absl::StrCat(it.b_node, ":", LabelValue(m, "peer_hca"), "/",
-                        LabelValue(m, "peer_port"));
-    it.rail = LabelValue(m, "rail");
-    it.size = static_cast<int64_t>(Num(m, "size_bytes", 0));
-    it.value = m.value();
-    const double r1 = Num(m, "port_rate_gbps", 0), r2 = Num(m, "peer_port_rate_gbps", 0);
-    it.rate = r1 > 0 && r2 > 0 ? std::min(r1, r2) : std::max(r1, r2);
-    it.fraction = Num(m, "min_rate_fraction", kDefaultFraction);
-    items.push_back(std::move(it));
-  }
+  ForEachRecord(
+      data, {v1::Record::kMeasurement, "rdma"}, [&](const v1::ExportedRecord& rec) {
+        if (rec.suite() != "rdma" || !rec.record().has_measurement()) return;
+        if (rec.attempt() != latest[rec.task_id()]) return;
+        const v1::Measurement& m = rec.record().measurement();
+        const bool bw =
+            m.metric() == "rdma_write_bw_gbps" || m.metric() == "rdma_read_bw_gbps";
+        const bool lat =
+            m.metric() == "rdma_write_lat_us" && LabelValue(m, "stat") == "p50";
+        if (!bw && !lat) return;
+        Item it;
+        it.metric = m.metric();
+        it.a_node = LabelValue(m, "src").empty() ? RecordNode(rec) : LabelValue(m, "src");
+        it.b_node = LabelValue(m, "dst");
+        if (it.a_node.empty() || it.b_node.empty()) return;
+        it.a = absl::StrCat(it.a_node, ":", LabelValue(m, "hca"), "/",
+                            LabelValue(m, "port"));
+        it.b = absl::StrCat(it.b_node, ":", LabelValue(m, "peer_hca"), "/",
+                            LabelValue(m, "peer_port"));
+        it.rail = LabelValue(m, "rail");
+        it.size = static_cast<int64_t>(Num(m, "size_bytes", 0));
+        it.value = m.value();
+        const double r1 = Num(m, "port_rate_gbps", 0),
+                     r2 = Num(m, "peer_port_rate_gbps", 0);
+        it.rate = r1 > 0 && r2 > 0 ? std::min(r1, r2) : std::max(r1, r2);
+        it.fraction = Num(m, "min_rate_fraction", kDefaultFraction);
+        items.push_back(std::move(it));
+      });
   if (items.empty()) return;
 
   // The largest size per metric.
@@ -175,15 +180,15 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   // A run that failed while its server listened (finding rdma.run_failed,
   // written by the client) fails its link like a slow one, so the blame
   // below weighs it with the same evidence.
-  for (const auto& rec : data.records) {
-    if (rec.suite() != "rdma" || !rec.record().has_finding()) continue;
-    if (rec.attempt() != latest[rec.task_id()]) continue;
+  ForEachRecord(data, {v1::Record::kFinding, "rdma"}, [&](const v1::ExportedRecord& rec) {
+    if (rec.suite() != "rdma" || !rec.record().has_finding()) return;
+    if (rec.attempt() != latest[rec.task_id()]) return;
     const v1::Finding& f = rec.record().finding();
-    if (f.check_id() != "rdma.run_failed" || f.not_measured()) continue;
+    if (f.check_id() != "rdma.run_failed" || f.not_measured()) return;
     Item it;
     it.a_node = LabelValue(f.labels(), "src");
     it.b_node = LabelValue(f.labels(), "dst");
-    if (it.a_node.empty() || it.b_node.empty()) continue;
+    if (it.a_node.empty() || it.b_node.empty()) return;
     it.a = absl::StrCat(it.a_node, ":", LabelValue(f.labels(), "hca"), "/",
                         LabelValue(f.labels(), "port"));
     it.b = absl::StrCat(it.b_node, ":", LabelValue(f.labels(), "peer_hca"), "/",
@@ -191,7 +196,7 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     ++slow_per_metric["rdma_" + LabelValue(f.labels(), "test") +
                       (LabelValue(f.labels(), "test") == "write_lat" ? "_us" : "_gbps")];
     mark(link(it), "fail", absl::StrCat("failed: ", f.title(), " (", f.detail(), ")"));
-  }
+  });
 
   // Rule 2: the fleet, per metric and rail.
   std::map<std::pair<std::string, std::string>, std::vector<const Item*>> groups;

@@ -10,16 +10,29 @@
 // memory copies (h2d, d2h, hbm) per GPU with a few slow GPUs; a one-node
 // all_reduce sweep per node; a burn-in with clock, temperature and power
 // Samples per GPU; storage seq_read and seq_write per node; connectivity to
-// the two ring neighbours; a few warnings and failures.
+// the two ring neighbours; a few warnings and failures (report_scale_data.h).
+//
+// --record-set builds it the way the coordinator does for a big run: the
+// records moved into a compact reports::RecordSet (wire bytes), the parsed
+// ones freed, and prints the set's size and the process's peak RSS while the
+// scorecard was built (VmHWM, reset just before: /proc/self/clear_refs "5").
+// --check-same builds the card both ways and exits 1 when they differ.
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "benchmarks/report_scale/report_scale_data.h"
 #include "common/args.h"
 #include "common/atomic_file.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "reports/charts.h"
+#include "reports/record_set.h"
 #include "reports/run_data.h"
 #include "reports/scorecard.h"
 
@@ -28,157 +41,28 @@ namespace {
 using cmax::reports::RunData;
 namespace v1 = cmax::v1;
 
-// A deterministic pseudo-random value in [0, 1) (splitmix64).
-double Noise(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<double>(x >> 11) / 9007199254740992.0;
+// A line of /proc/self/status in kB ("VmHWM"), -1 when unreadable.
+int64_t StatusKb(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
+  }
+  return -1;
 }
 
-struct Gen {
-  RunData d;
-  int64_t t0 = int64_t{1764451065} * 1000000000;
-
-  v1::ExportedRecord& Rec(const std::string& node, const std::string& suite) {
-    v1::ExportedRecord& r = d.records.emplace_back();
-    r.set_node(node);
-    r.set_suite(suite);
-    r.set_task_id(absl::StrCat(suite, "@", node));
-    r.set_attempt(1);
-    return r;
+// Moves data.records into a RecordSet (one at a time, each freed after it
+// is serialized) and hands the freed memory back to the kernel.
+void Compact(RunData* data) {
+  auto set = std::make_shared<cmax::reports::RecordSet>();
+  for (auto& r : data->records) {
+    set->Add(r);
+    r = v1::ExportedRecord();
   }
-  void Meas(const std::string& node, const std::string& suite, const std::string& metric,
-            double value, const std::string& unit,
-            std::initializer_list<std::pair<const std::string, std::string>> labels) {
-    v1::Measurement* m = Rec(node, suite).mutable_record()->mutable_measurement();
-    m->set_suite(suite);
-    m->set_metric(metric);
-    m->set_value(value);
-    m->set_unit(unit);
-    m->set_simulated(true);
-    for (const auto& [k, v] : labels) (*m->mutable_labels())[k] = v;
-  }
-  void Finding(const std::string& node, const std::string& suite, const std::string& id,
-               v1::Severity sev, const std::string& category, const std::string& title) {
-    v1::Finding* f = Rec(node, suite).mutable_record()->mutable_finding();
-    f->set_suite(suite);
-    f->set_check_id(id);
-    f->set_severity(sev);
-    f->set_category(category);
-    f->set_subject("node");
-    f->set_title(title);
-    f->set_simulated(true);
-  }
-  void Sample(const std::string& node, const std::string& metric, const std::string& unit,
-              const std::string& gpu, int64_t t, double v) {
-    v1::Sample* s = Rec(node, "burnin").mutable_record()->mutable_sample();
-    s->set_suite("burnin");
-    s->set_metric(metric);
-    s->set_unit(unit);
-    s->set_value(v);
-    s->set_time_unix_ns(t);
-    (*s->mutable_labels())["gpu"] = gpu;
-  }
-};
-
-RunData Generate(int nodes, int gpus, int samples) {
-  Gen g;
-  RunData& d = g.d;
-  d.run.set_run_id(absl::StrCat("simulated-", nodes, "x", gpus));
-  d.run.set_plan_name("report-scale (simulated)");
-  d.run.set_state("completed");
-  d.run.set_created_unix_ns(g.t0);
-  d.run.set_finished_unix_ns(g.t0 + int64_t{3600} * 1000000000);
-  d.plan.set_name("report-scale (simulated)");
-  for (const char* s : {"hostcheck", "gemm", "collective", "burnin", "storage", "connectivity"}) {
-    d.plan.add_suites()->set_suite(s);
-  }
-  (*d.plan.mutable_expect()->mutable_metrics())["busbw_gbps.all_reduce.node"] = 400;
-  for (int i = 0; i < nodes; ++i) {
-    const std::string n = absl::StrFormat("gpu-node-%04d", i);
-    d.nodes.push_back(n);
-    v1::Inventory& inv = d.inventories[n];
-    inv.set_hostname(n);
-    inv.set_gpu_count(gpus);
-    inv.set_gpu_model("NVIDIA H100 80GB HBM3");
-    inv.set_cpu_cores(112);
-    inv.set_memory_gib(2015.6);
-    inv.set_kernel("6.8.0-simulated");
-    inv.set_driver_version("550.90.07");
-    for (int s = 0; s < d.plan.suites_size(); ++s) {
-      v1::TaskInfo& t = d.tasks.emplace_back();
-      const std::string& suite = d.plan.suites(s).suite();
-      t.set_task_id(absl::StrCat(suite, "@", n));
-      t.set_run_id(d.run.run_id());
-      t.set_suite(suite);
-      t.set_name(suite);
-      t.set_node(n);
-      t.set_state(v1::TASK_COMPLETED);
-      t.set_attempt(1);
-      t.set_suite_index(s);
-      t.set_records(10);
-    }
-    g.Meas(n, "hostcheck", "gpu_count", gpus, "count", {});
-    g.Meas(n, "hostcheck", "cpu_cores", 112, "count", {});
-    g.Meas(n, "hostcheck", "memory_total_gib", 2015.6, "GiB", {});
-    g.Finding(n, "hostcheck", "hostcheck.swap", v1::SEVERITY_INFO, "reliability",
-              "swap is disabled");
-    if (i % 97 == 5) {
-      g.Finding(n, "hostcheck", "hostcheck.thp", v1::SEVERITY_WARN, "reliability",
-                "transparent huge pages are always on");
-    }
-    if (i == 17) {
-      g.Finding(n, "audit", "audit.runc", v1::SEVERITY_FAIL, "security",
-                "runc 1.1.11 is affected by CVE-2024-21626");
-    }
-    for (int gpu = 0; gpu < gpus; ++gpu) {
-      const uint64_t key = static_cast<uint64_t>(i) * 64 + static_cast<uint64_t>(gpu);
-      const std::string gs = absl::StrCat(gpu);
-      const bool slow = key % 1013 == 7;
-      g.Meas(n, "gemm", "gemm_tflops", (slow ? 520 : 720) + 20 * Noise(key), "TFLOP/s",
-             {{"gpu", gs}, {"dtype", "bf16"}, {"m", "8192"}, {"n", "8192"}, {"k", "8192"},
-              {"backend", "cuda"}});
-      g.Meas(n, "gemm", "memory_bandwidth_gbps", 53 + 2 * Noise(key + 1), "GB/s",
-             {{"gpu", gs}, {"test", "h2d"}, {"size_bytes", "1073741824"}});
-      g.Meas(n, "gemm", "memory_bandwidth_gbps", 52 + 2 * Noise(key + 2), "GB/s",
-             {{"gpu", gs}, {"test", "d2h"}, {"size_bytes", "1073741824"}});
-      g.Meas(n, "gemm", "memory_bandwidth_gbps", 2900 + 100 * Noise(key + 3), "GB/s",
-             {{"gpu", gs}, {"test", "hbm"}, {"size_bytes", "1073741824"}});
-      g.Meas(n, "burnin", "burnin_tflops_mean", (slow ? 500 : 690) + 15 * Noise(key + 4),
-             "TFLOP/s", {{"gpu", gs}});
-      g.Meas(n, "burnin", "burnin_tflops_min_window", (slow ? 480 : 670) + 15 * Noise(key + 5),
-             "TFLOP/s", {{"gpu", gs}});
-      g.Meas(n, "burnin", "burnin_mismatches", 0, "count", {{"gpu", gs}});
-      g.Meas(n, "burnin", "burnin_seconds", 120, "s", {{"gpu", gs}});
-      for (int s = 0; s < samples; ++s) {
-        const int64_t t = g.t0 + int64_t{s} * 10 * 1000000000;
-        g.Sample(n, "gpu_sm_clock_mhz", "MHz", gs, t, (slow ? 1500 : 1980) - 10 * Noise(key + s));
-        g.Sample(n, "gpu_temperature_c", "C", gs, t, 55 + s * 0.5 + 5 * Noise(key * 7 + s));
-        g.Sample(n, "gpu_power_w", "W", gs, t, 650 + 40 * Noise(key * 13 + s));
-      }
-    }
-    for (int e = 10; e <= 33; e += 3) {
-      const double size = static_cast<double>(int64_t{1} << e);
-      g.Meas(n, "collective", "busbw_gbps", 470 * size / (size + 8e6) + 5 * Noise(i * 100 + e),
-             "GB/s",
-             {{"op", "all_reduce"}, {"dtype", "bfloat16"}, {"backend", "nccl"},
-              {"size_bytes", absl::StrCat(int64_t{1} << e)}, {"nodes", n}, {"ranks", "8"}});
-    }
-    g.Meas(n, "storage", "storage_bandwidth_mbps", 5200 + 400 * Noise(i * 3), "MB/s",
-           {{"pattern", "seq_read"}, {"op", "read"}, {"job", "all"}});
-    g.Meas(n, "storage", "storage_bandwidth_mbps", (i == 333 ? 900 : 3100) + 300 * Noise(i * 5),
-           "MB/s", {{"pattern", "seq_write"}, {"op", "write"}, {"job", "all"}});
-    for (int step : {1, nodes - 1}) {
-      if (nodes < 2) break;
-      const std::string peer = absl::StrFormat("gpu-node-%04d", (i + step) % nodes);
-      g.Meas(n, "connectivity", "reachable", 1, "bool", {{"src", n}, {"dst", peer}});
-      g.Meas(n, "connectivity", "rtt_ms", 0.05 + 0.02 * Noise(i * 11 + step), "ms",
-             {{"src", n}, {"dst", peer}});
-    }
-  }
-  return d;
+  data->records.clear();
+  data->records.shrink_to_fit();
+  data->record_set = std::move(set);
+  malloc_trim(0);
 }
 
 double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
@@ -190,13 +74,23 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 int main(int argc, char** argv) {
   int64_t nodes = 1000, gpus = 8, samples = 12;
   std::string out;
-  cmax::ArgParser p("cmax-report-scale [--nodes N] [--gpus G] [--samples S] --out DIR",
-                    "Builds and renders the scorecard of a generated, SIMULATED N-node run; "
-                    "prints times and file sizes.");
+  bool record_set = false, check_same = false;
+  cmax::ArgParser p(
+      "cmax-report-scale [--nodes N] [--gpus G] [--samples S] [--record-set] "
+      "[--check-same] --out DIR",
+      "Builds and renders the scorecard of a generated, SIMULATED N-node run; "
+      "prints times and file sizes.");
   p.AddInt("nodes", &nodes, "nodes in the generated run (default 1000)");
   p.AddInt("gpus", &gpus, "GPUs per node (default 8)");
   p.AddInt("samples", &samples, "burn-in Samples per GPU and metric (default 12)");
   p.AddString("out", &out, "folder for scorecard.{json,md,html,xml} (must exist)");
+  p.AddFlag(
+      "record-set", &record_set,
+      "hold the records in a compact RecordSet, as the coordinator does, and print the "
+      "peak RSS while the scorecard is built");
+  p.AddFlag("check-same", &check_same,
+            "with --record-set (implied): also build the card from the records as parsed "
+            "messages; exit 1 if the two differ");
   if (auto s = p.Parse(argc, argv); !s.ok()) {
     std::fprintf(stderr, "%s\n%s", std::string(s.message()).c_str(), p.Help().c_str());
     return 2;
@@ -211,19 +105,54 @@ int main(int argc, char** argv) {
                          "1 <= --samples <= 1000\n%s", p.Help().c_str());
     return 2;
   }
+  if (check_same) record_set = true;  // the record-set card against the parsed one
   using Clock = std::chrono::steady_clock;
   const auto a = Clock::now();
-  const RunData data = Generate(static_cast<int>(nodes), static_cast<int>(gpus),
-                                static_cast<int>(samples));
-  const auto b = Clock::now();
-  const cmax::v1::Scorecard card = cmax::reports::BuildScorecard(data);
-  const auto c = Clock::now();
+  RunData data = cmax::report_scale::Generate(
+      static_cast<int>(nodes), static_cast<int>(gpus), static_cast<int>(samples));
+  const auto b0 = Clock::now();
+  const size_t records = data.records.size();
   std::printf("%s\n", cmax::reports::kSimulatedBanner);
-  std::printf("generated %zu records for %lld nodes x %lld GPUs in %.0f ms\n",
-              data.records.size(), static_cast<long long>(nodes), static_cast<long long>(gpus),
-              Ms(a, b));
+  std::printf("generated %zu records for %lld nodes x %lld GPUs in %.0f ms\n", records,
+              static_cast<long long>(nodes), static_cast<long long>(gpus), Ms(a, b0));
+  cmax::v1::Scorecard parsed_card;
+  if (check_same) parsed_card = cmax::reports::BuildScorecard(data);
+  if (record_set) {
+    Compact(&data);
+    std::printf(
+        "record set: %.1f MB (%.0f bytes a record); RSS %.1f MB before the build\n",
+        data.record_set->bytes() / 1048576.0,
+        static_cast<double>(data.record_set->bytes()) / static_cast<double>(records),
+        StatusKb("VmRSS") / 1024.0);
+    std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS from here on
+  }
+  const auto b = Clock::now();
+  // With a record set, the moving overload (as the coordinator calls it):
+  // the const one would copy the set.
+  const cmax::v1::Scorecard card = record_set
+                                       ? cmax::reports::BuildScorecard(std::move(data))
+                                       : cmax::reports::BuildScorecard(data);
+  const auto c = Clock::now();
+  if (record_set) {
+    std::printf("peak RSS while building the scorecard: %.1f MB\n",
+                StatusKb("VmHWM") / 1024.0);
+  }
+  if (check_same) {
+    cmax::v1::Scorecard x = card, y = parsed_card;
+    x.clear_generated();
+    y.clear_generated();
+    std::string differences;
+    google::protobuf::util::MessageDifferencer diff;
+    diff.ReportDifferencesToString(&differences);
+    if (!diff.Compare(x, y)) {
+      std::fprintf(stderr, "the two scorecards differ:\n%s\n",
+                   differences.substr(0, 4000).c_str());
+      return 1;
+    }
+    std::printf("the scorecard is the same built from parsed records\n");
+  }
   std::printf("BuildScorecard: %.0f ms (%d charts)\n", Ms(b, c), card.charts_size());
-  {
+  if (!record_set) {
     // The chart builder's share: run it again on a copy without its output.
     cmax::v1::Scorecard again = card;
     again.clear_charts();

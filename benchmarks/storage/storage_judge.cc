@@ -137,17 +137,20 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
   std::map<Key, std::map<std::string, NodeFigure>> groups;
   bool any_storage = false;
-  for (const auto& er : data.records) {
-    if (er.suite() != "storage" && er.record().measurement().suite() != "storage") continue;
+  // The records the first check keeps are among these: the rest is not parsed.
+  RecordFilter storage;
+  storage.suite_or_own = "storage";
+  ForEachRecord(data, storage, [&](const v1::ExportedRecord& er) {
+    if (er.suite() != "storage" && er.record().measurement().suite() != "storage") return;
     any_storage = true;
-    if (!er.record().has_measurement()) continue;
+    if (!er.record().has_measurement()) return;
     const v1::Measurement& m = er.record().measurement();
-    if (LabelValue(m, "job") != "all") continue;
+    if (LabelValue(m, "job") != "all") return;
     const std::string& metric = m.metric();
     if (metric != "storage_bandwidth_mbps" && metric != "storage_checkpoint_seconds" &&
         metric != "storage_restore_seconds" &&
         !(metric == "storage_iops" && LabelValue(m, "pattern") == "metadata")) {
-      continue;
+      return;
     }
     std::string cls = LabelValue(m, "storage_class");
     if (cls.empty()) cls = "unknown";
@@ -167,7 +170,7 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
       f.step_ms = std::max<int64_t>(1, LabelInt(m, "bw_series_step_ms"));
     }
     groups[{cls, LabelValue(m, "pattern"), LabelValue(m, "op"), metric}][node] = std::move(f);
-  }
+  });
   if (groups.empty()) {
     if (any_storage) {
       out->push_back(Rule("storage.measured", "not_measured", "", "storage",

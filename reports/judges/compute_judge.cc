@@ -68,12 +68,18 @@ using Key = std::tuple<std::string, std::string, std::string>;  // node, gpu, dt
 
 void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<Key, Best> gemm, memory;
-  for (const auto& er : data.records) {
-    if (!er.record().has_measurement()) continue;
+  // Only these two metrics are looked at below: the rest is not parsed.
+  RecordFilter filter{v1::Record::kMeasurement};
+  filter.metric_in = [](const std::string& metric) {
+    return metric == "gemm_tflops" || metric == "memory_bandwidth_gbps";
+  };
+  ForEachRecord(data, filter, [&](const v1::ExportedRecord& er) {
+    if (!er.record().has_measurement()) return;
     const v1::Measurement& m = er.record().measurement();
-    if (LabelValue(m, "model").empty()) continue;
+    if (LabelValue(m, "model").empty()) return;
     if (m.metric() == "gemm_tflops") {
-      if (LabelValue(m, "verified") == "false") continue;  // a wrong result is a failure elsewhere
+      if (LabelValue(m, "verified") == "false")
+        return;  // a wrong result is a failure elsewhere
       Key key{er.node(), LabelValue(m, "gpu") + "|" + LabelValue(m, "uuid"),
               LabelValue(m, "dtype")};
       auto it = gemm.find(key);
@@ -84,12 +90,13 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
       }
     } else if (m.metric() == "memory_bandwidth_gbps") {
       std::string test = LabelValue(m, "test");
-      if (test != "hbm" && test != "d2d" && test != "h2d" && test != "d2h") continue;
+      if (test != "hbm" && test != "d2d" && test != "h2d" && test != "d2h") return;
       Key key{er.node(), LabelValue(m, "gpu") + "|" + LabelValue(m, "uuid"), test};
       auto it = memory.find(key);
-      if (it == memory.end() || m.value() > it->second.m.value()) memory[key] = {m, er.node(), ""};
+      if (it == memory.end() || m.value() > it->second.m.value())
+        memory[key] = {m, er.node(), ""};
     }
-  }
+  });
 
   std::set<std::pair<std::string, std::string>> unknown_reported;  // (node, model)
   auto not_graded = [&](const Best& b, const std::string& model) {

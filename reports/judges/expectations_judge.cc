@@ -12,6 +12,7 @@
 //    of the matching dtype (the peak shape), not to every small shape.
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -56,10 +57,12 @@ bool IsTotal(const v1::Measurement& m) {
 // The exact metric name wins; otherwise the metric is up to the first '.'
 // and every further '.'-separated piece is a qualifier.
 Key ParseKey(const std::string& key, const RunData& data) {
-  for (const auto& rec : data.records) {
-    if (rec.record().has_measurement() && rec.record().measurement().metric() == key) {
-      return {key, {}};
-    }
+  if (AnyRecord(data, {v1::Record::kMeasurement, {}, key},
+                [&](const v1::ExportedRecord& rec) {
+                  return rec.record().has_measurement() &&
+                         rec.record().measurement().metric() == key;
+                })) {
+    return {key, {}};
   }
   std::vector<std::string> parts = absl::StrSplit(key, '.');
   Key k{parts[0], {}};
@@ -69,8 +72,10 @@ Key ParseKey(const std::string& key, const RunData& data) {
   return k;
 }
 
+// `rec` is a copy (a record seen through ForEachRecord lives only during
+// its call); `m` points into it.
 struct Candidate {
-  const v1::ExportedRecord* rec;
+  std::shared_ptr<const v1::ExportedRecord> rec;
   const v1::Measurement* m;
 };
 
@@ -80,21 +85,25 @@ std::vector<Candidate> Applicable(const Key& k, const RunData& data) {
       std::find(k.qualifiers.begin(), k.qualifiers.end(), "all") != k.qualifiers.end();
   bool names_shape = false;
   std::vector<Candidate> all;
-  for (const auto& rec : data.records) {
-    if (!rec.record().has_measurement()) continue;
-    const v1::Measurement& m = rec.record().measurement();
-    if (m.metric() != k.metric) continue;
-    const std::string verified = LabelValue(m, "verified");
-    if (!verified.empty() && verified != "true") continue;
-    if (IsTotal(m) != wants_total) continue;
-    bool ok = true;
-    for (const auto& q : k.qualifiers) {
-      if (q == "all" && wants_total) continue;
-      if (!Matches(m, q)) ok = false;
-      if (ok && q == Shape(m)) names_shape = true;
-    }
-    if (ok) all.push_back({&rec, &m});
-  }
+  ForEachRecord(data, {v1::Record::kMeasurement, {}, k.metric},
+                [&](const v1::ExportedRecord& rec) {
+                  if (!rec.record().has_measurement()) return;
+                  const v1::Measurement& m = rec.record().measurement();
+                  if (m.metric() != k.metric) return;
+                  const std::string verified = LabelValue(m, "verified");
+                  if (!verified.empty() && verified != "true") return;
+                  if (IsTotal(m) != wants_total) return;
+                  bool ok = true;
+                  for (const auto& q : k.qualifiers) {
+                    if (q == "all" && wants_total) continue;
+                    if (!Matches(m, q)) ok = false;
+                    if (ok && q == Shape(m)) names_shape = true;
+                  }
+                  if (ok) {
+                    auto copy = std::make_shared<const v1::ExportedRecord>(rec);
+                    all.push_back({copy, &copy->record().measurement()});
+                  }
+                });
   if (names_shape) return all;
   // GEMM without a shape: each GPU's best verified shape per dtype.
   std::map<std::string, size_t> best;  // node|gpu|uuid|dtype -> index in out

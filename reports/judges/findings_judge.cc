@@ -30,10 +30,10 @@ void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   for (const auto& t : data.tasks) {
     if (TaskCouldNotRun(t)) could_not_run.insert(t.task_id());
   }
-  for (const auto& rec : data.records) {
-    if (!rec.record().has_finding()) continue;
+  ForEachRecord(data, {v1::Record::kFinding}, [&](const v1::ExportedRecord& rec) {
+    if (!rec.record().has_finding()) return;
     const v1::Finding& f = rec.record().finding();
-    if (f.not_measured() && could_not_run.count(rec.task_id())) continue;
+    if (f.not_measured() && could_not_run.count(rec.task_id())) return;
     v1::RuleResult r;
     r.set_rule_id(f.check_id().empty() ? std::string("finding") : f.check_id());
     r.set_category(FindingCategory(f));
@@ -50,7 +50,7 @@ void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     for (const auto& l : f.links()) r.add_links(l);
     r.set_action(f.action());
     out->push_back(std::move(r));
-  }
+  });
 }
 
 }  // namespace cmax::reports

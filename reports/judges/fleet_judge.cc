@@ -136,22 +136,24 @@ void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   const std::map<std::string, std::string> entry_of_task = EntryOfTask(data);
   for (const FleetMetric& fm : FleetMetrics()) {
     std::map<std::string, Group> groups;  // ordered: stable output
-    for (const auto& rec : data.records) {
-      if (!rec.record().has_measurement()) continue;
-      const v1::Measurement& m = rec.record().measurement();
-      if (m.metric() != fm.metric) continue;
-      // A wrong result is a failure of its own; its figure is not compared.
-      if (LabelValue(m, "verified") == "false") continue;
-      std::string name = GroupName(fm, m);
-      if (auto it = entry_of_task.find(rec.task_id()); it != entry_of_task.end()) {
-        name = name.empty() ? absl::StrCat("plan entry ", it->second)
-                            : absl::StrCat("plan entry ", it->second, " ", name);
-      }
-      Group& g = groups[name];
-      const std::string node = RecordNode(rec);
-      g.items.push_back({DescribeSubject(node, m), node, m.value()});
-      if (g.unit.empty()) g.unit = m.unit();
-    }
+    ForEachRecord(
+        data, {v1::Record::kMeasurement, {}, fm.metric},
+        [&](const v1::ExportedRecord& rec) {
+          if (!rec.record().has_measurement()) return;
+          const v1::Measurement& m = rec.record().measurement();
+          if (m.metric() != fm.metric) return;
+          // A wrong result is a failure of its own; its figure is not compared.
+          if (LabelValue(m, "verified") == "false") return;
+          std::string name = GroupName(fm, m);
+          if (auto it = entry_of_task.find(rec.task_id()); it != entry_of_task.end()) {
+            name = name.empty() ? absl::StrCat("plan entry ", it->second)
+                                : absl::StrCat("plan entry ", it->second, " ", name);
+          }
+          Group& g = groups[name];
+          const std::string node = RecordNode(rec);
+          g.items.push_back({DescribeSubject(node, m), node, m.value()});
+          if (g.unit.empty()) g.unit = m.unit();
+        });
     for (const auto& [name, g] : groups) JudgeGroup(fm, name, g, out);
   }
 }

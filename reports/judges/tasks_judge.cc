@@ -27,13 +27,14 @@ void AddTaskEvidence(const v1::TaskInfo& t, v1::RuleResult* r) {
 
 // The first not-measured finding a task wrote on each node: the suite's own
 // words for why it could not run ("no GPU driver: libcuda.so.1 not found").
-std::map<std::pair<std::string, std::string>, const v1::Finding*> NotMeasuredFindings(
+// Copies: a record seen through ForEachRecord lives only during its call.
+std::map<std::pair<std::string, std::string>, v1::Finding> NotMeasuredFindings(
     const RunData& data) {
-  std::map<std::pair<std::string, std::string>, const v1::Finding*> out;
-  for (const auto& rec : data.records) {
-    if (!rec.record().has_finding() || !rec.record().finding().not_measured()) continue;
-    out.try_emplace({rec.task_id(), RecordNode(rec)}, &rec.record().finding());
-  }
+  std::map<std::pair<std::string, std::string>, v1::Finding> out;
+  ForEachRecord(data, {v1::Record::kFinding}, [&](const v1::ExportedRecord& rec) {
+    if (!rec.record().has_finding() || !rec.record().finding().not_measured()) return;
+    out.try_emplace({rec.task_id(), RecordNode(rec)}, rec.record().finding());
+  });
   return out;
 }
 
@@ -81,10 +82,11 @@ void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         r.set_category(SuiteCategory(t.suite()));
         r.set_outcome("not_measured");
         auto f = not_measured.find({t.task_id(), node});
-        std::string why = f != not_measured.end() ? NotMeasuredReason(*f->second) : message;
+        std::string why =
+            f != not_measured.end() ? NotMeasuredReason(f->second) : message;
         r.set_message(absl::StrCat(label, " could not run", why.empty() ? "" : ": ", why));
-        if (f != not_measured.end() && !f->second->action().empty()) {
-          r.set_action(f->second->action());
+        if (f != not_measured.end() && !f->second.action().empty()) {
+          r.set_action(f->second.action());
         }
       } else if (t.state() == v1::TASK_CANCELLED) {
         r.set_rule_id("task.cancelled");

@@ -1,0 +1,221 @@
+// The compact record set (reports/record_set.h) and the scorecard built from
+// it: the coordinator builds a big run's card from a RecordSet; that card
+// must be the one the parsed records give, field for field.
+#include "reports/record_set.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmarks/report_scale/report_scale_data.h"
+#include "catch2/catch.hpp"
+#include "google/protobuf/util/message_differencer.h"
+#include "reports/scorecard.h"
+#include "tests/reports/analysis_test_util.h"
+#include "tests/reports/scorecard_test_util.h"
+
+namespace cmax::reports {
+namespace {
+
+using testing::Find;
+using testing::Meas;
+
+v1::ExportedRecord Sample(const std::string& node, const std::string& metric, double v) {
+  v1::ExportedRecord r;
+  r.set_node(node);
+  r.set_suite("burnin");
+  r.set_task_id("burnin@" + node);
+  r.set_attempt(1);
+  auto* s = r.mutable_record()->mutable_sample();
+  s->set_metric(metric);
+  s->set_value(v);
+  (*s->mutable_labels())["gpu"] = "0";
+  return r;
+}
+
+std::vector<v1::ExportedRecord> Scan(const RecordSet& set, const RecordFilter& f) {
+  std::vector<v1::ExportedRecord> out;
+  set.ForEach(f, [&](size_t, const v1::ExportedRecord& r) { out.push_back(r); });
+  return out;
+}
+
+// The same records moved into a RecordSet (the vector left empty).
+RunData Compacted(RunData d) {
+  auto set = std::make_shared<RecordSet>();
+  for (const auto& r : d.records) set->Add(r);
+  d.records.clear();
+  d.record_set = std::move(set);
+  return d;
+}
+
+// "" when equal (the `generated` time aside), else the differences.
+std::string Differences(v1::Scorecard a, v1::Scorecard b) {
+  a.clear_generated();
+  b.clear_generated();
+  std::string text;
+  google::protobuf::util::MessageDifferencer diff;
+  diff.ReportDifferencesToString(&text);
+  if (diff.Compare(a, b)) return "";
+  return text.empty() ? "differ" : text.substr(0, 4000);
+}
+
+// Both overloads from a record set against the parsed (existing) path.
+void CheckSameCard(const RunData& d) {
+  const v1::Scorecard parsed = BuildScorecard(d);
+  const RunData compact = Compacted(d);
+  const v1::Scorecard from_set_copy = BuildScorecard(compact);  // const: copies the set
+  INFO(Differences(parsed, from_set_copy));
+  CHECK(Differences(parsed, from_set_copy).empty());
+  RunData moved = Compacted(d);
+  const v1::Scorecard from_set_moved = BuildScorecard(std::move(moved));
+  INFO(Differences(parsed, from_set_moved));
+  CHECK(Differences(parsed, from_set_moved).empty());
+  // The compact input is left as it was by the const overload.
+  CHECK(RecordCount(compact) == d.records.size());
+}
+
+TEST_CASE("record set: records come back whole and in order, filters and drops are exact",
+          "[record_set]") {
+  std::vector<v1::ExportedRecord> in = {
+      Meas("n1", "gemm", "gemm_tflops", 700, "TFLOP/s",
+           {{"gpu", "0"}, {"dtype", "bf16"}}),
+      Find("n1", "hostcheck", "hostcheck.swap", v1::SEVERITY_WARN, "reliability", "node",
+           "swap is on"),
+      Sample("n2", "gpu_power_w", 650),
+      Meas("n2", "gemm", "gemm_tflops", 710, "TFLOP/s", {{"gpu", "1"}}),
+      Meas("n2", "health", "gpu_count", 8, "count"),
+  };
+  in[2].set_late(true);
+  in[3].set_seq(7);
+  RecordSet set;
+  for (const auto& r : in) set.Add(r);
+  REQUIRE(set.size() == in.size());
+  CHECK(set.bytes() > 0);
+
+  const auto all = Scan(set, {});
+  REQUIRE(all.size() == in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    INFO("record " << i << ": " << in[i].ShortDebugString());
+    CHECK(google::protobuf::util::MessageDifferencer::Equals(all[i], in[i]));
+  }
+  const auto findings = Scan(set, {v1::Record::kFinding});
+  REQUIRE(findings.size() == 1);
+  CHECK(findings[0].record().finding().check_id() == "hostcheck.swap");
+  const auto gemm = Scan(set, {v1::Record::kMeasurement, {}, "gemm_tflops"});
+  REQUIRE(gemm.size() == 2);
+  CHECK(gemm[1].seq() == 7);
+  CHECK(Scan(set, {v1::Record::KIND_NOT_SET, "health"}).size() == 1);
+  CHECK(Scan(set, {v1::Record::kSample, {}, "gpu_power_w"}).size() == 1);
+  CHECK(Scan(set, {v1::Record::KIND_NOT_SET, "no-such-suite"}).empty());
+  CHECK(Scan(set, {v1::Record::kMeasurement, {}, "gpu_power_w"}).empty());  // a Sample's
+
+  {
+    // suite_or_own: the record's suite, or its own (the Measurement's).
+    v1::ExportedRecord odd = Meas("n3", "storage", "storage_iops", 5, "count");
+    odd.set_suite("");
+    odd.mutable_record()->mutable_measurement()->set_suite("storage");
+    RecordSet two;
+    two.Add(odd);
+    two.Add(in[0]);
+    RecordFilter f;
+    f.suite_or_own = "storage";
+    REQUIRE(Scan(two, f).size() == 1);
+    CHECK(Scan(two, f)[0].record().measurement().metric() == "storage_iops");
+    f.suite_or_own = "gemm";
+    CHECK(Scan(two, f).size() == 1);
+    f.suite_or_own = "burnin";
+    CHECK(Scan(two, f).empty());
+    RunData with_vector;
+    with_vector.records = {odd, in[0]};
+    f.suite_or_own = "storage";
+    int seen = 0;
+    ForEachRecord(with_vector, f, [&](const v1::ExportedRecord&) { ++seen; });
+    CHECK(seen == 1);
+  }
+
+  set.Drop(0);
+  CHECK(set.kept() == in.size() - 1);
+  CHECK(Scan(set, {v1::Record::kMeasurement, {}, "gemm_tflops"}).size() == 1);
+  int visited = 0;
+  CHECK(set.ForEachUntil({}, [&](size_t i, const v1::ExportedRecord&) {
+    ++visited;
+    return i == 2;
+  }));
+  CHECK(visited == 2);  // records 1 and 2: 0 is dropped, the scan stopped at 2
+
+  // ForEachRecord: the vector first, then the set.
+  RunData d;
+  d.records.push_back(in[4]);
+  d.record_set = std::make_shared<RecordSet>(set);
+  std::vector<std::string> metrics;
+  ForEachRecord(d, [&](const v1::ExportedRecord& r) {
+    metrics.push_back(RecordMetric(r.record()));
+  });
+  CHECK(metrics == std::vector<std::string>{"gpu_count", "", "gpu_power_w", "gemm_tflops",
+                                            "gpu_count"});
+  CHECK(RecordCount(d) == 5);
+  CHECK(AnyRecord(d, {v1::Record::kSample},
+                  [](const v1::ExportedRecord& r) { return r.late(); }));
+  CHECK_FALSE(AnyRecord(d, {v1::Record::kFinding},
+                        [](const v1::ExportedRecord& r) { return r.late(); }));
+}
+
+TEST_CASE("record set: a mixed simulated run gives the same scorecard as parsed records",
+          "[record_set]") {
+  // report_scale's run (hostcheck, gemm, memory, all_reduce, burn-in with
+  // Samples, storage, connectivity, findings, slow GPUs), with what the
+  // judged view leaves out: an earlier attempt's and a late record, and
+  // selftest's.
+  RunData d = report_scale::Generate(24, 8, 3);
+  REQUIRE(d.records.size() > 2000);
+  v1::TaskInfo& t = d.tasks[1];  // gemm on the first node
+  REQUIRE(t.suite() == "gemm");
+  t.set_attempt(2);
+  auto* earlier = t.add_earlier_attempts();
+  earlier->set_attempt(1);
+  earlier->set_state(v1::TASK_LOST);
+  earlier->set_message("agent lost");
+  for (auto& r : d.records) {
+    if (r.task_id() == t.task_id()) r.set_attempt(2);
+  }
+  v1::ExportedRecord old_attempt = d.records.front();
+  old_attempt.set_task_id(t.task_id());
+  old_attempt.set_suite("gemm");
+  old_attempt.set_attempt(1);
+  d.records.push_back(old_attempt);
+  v1::ExportedRecord late =
+      Meas(d.nodes[2], "storage", "storage_bandwidth_mbps", 10, "MB/s", {{"job", "all"}});
+  late.set_task_id("storage@" + d.nodes[2]);
+  late.set_attempt(1);
+  late.set_late(true);
+  d.records.push_back(late);
+  d.records.push_back(Meas(d.nodes[3], "selftest", "selftest_records", 1, "count"));
+  d.records.push_back(Find(d.nodes[4], "gemm", "gemm.no_driver", v1::SEVERITY_FAIL,
+                           "compute", "node", "could not run"));
+  d.records.back().mutable_record()->mutable_finding()->set_not_measured(true);
+
+  const v1::Scorecard card = BuildScorecard(d);
+  // Not a vacuous comparison: the card has nodes, findings, rules, charts
+  // and the history of what was left out.
+  REQUIRE(card.nodes_size() == 24);
+  CHECK(card.findings_size() > 0);
+  CHECK(card.charts_size() > 0);
+  CHECK(card.simulated());
+  int rules = 0;
+  for (const auto& c : card.categories()) rules += c.rules_size();
+  CHECK(rules > 0);
+  CHECK(card.nodes(0).history_size() > 0);
+  CheckSameCard(d);
+}
+
+TEST_CASE("record set: the reports tests' runs give the same scorecard from a record set",
+          "[record_set]") {
+  CheckSameCard(testing::CleanHostcheckRun());
+  CheckSameCard(testing::GpuRun(800, 0.2));
+  RunData d = testing::CleanHostcheckRun();
+  testing::EvaluateEveryCategory(&d);
+  CheckSameCard(d);
+}
+
+}  // namespace
+}  // namespace cmax::reports
