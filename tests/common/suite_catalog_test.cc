@@ -1,5 +1,6 @@
 #include "common/suite_catalog.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 TEST_CASE("params become validated flags", "[catalog]") {
@@ -119,4 +120,23 @@ TEST_CASE("collective runs in the binary of its backend with nccl-tests' long fl
   CHECK_FALSE(cmax::BuildSuiteArgs(*coll, {{"factor", "1"}}).ok());
   CHECK_FALSE(cmax::BuildSuiteArgs(*coll, {{"op", "all_reduce;rm"}}).ok());
   CHECK_FALSE(cmax::BuildSuiteArgs(*coll, {{"dtype", "complex"}}).ok());
+}
+
+// The mpirun options are added to every suite that can run as a gang, by
+// rule, now that suites are declared apart from the catalog: before,
+// collective was written after the rule and its mpi backend (run under
+// mpirun) could not be given --bind-to or --map-by in a plan.
+TEST_CASE("every gang suite takes the mpirun options, collective's mpi backend included",
+          "[catalog]") {
+  for (const auto& s : cmax::SuiteCatalog()) {
+    const bool gang = std::find(s.scopes.begin(), s.scopes.end(), cmax::v1::SCOPE_GANG) !=
+                      s.scopes.end();
+    INFO(s.name);
+    CHECK(cmax::BuildSuiteArgs(s, {{"mpirun-bind-to", "core"}}).ok() == gang);
+  }
+  const auto* coll = cmax::FindSuite("collective");
+  REQUIRE(coll != nullptr);
+  auto args = cmax::BuildSuiteArgs(*coll, {{"backend", "mpi"}, {"mpirun-map-by", "ppr:1:node"}});
+  REQUIRE(args.ok());
+  CHECK(cmax::ValidateSuiteArgs(*coll, *args).ok());
 }
