@@ -113,9 +113,9 @@ if [[ -n $run_id ]]; then
     sed -n '/^| Tier/p;/^| Missing for a tier/p;/^| Measured part/p;/^## Categories/,/^## Nodes/p' |
     grep -v '^## Nodes'
   echo "scorecard files:"
-  echo "  $dir/scorecard.html"
-  echo "  $dir/scorecard.md"
-  echo "  $dir/scorecard.json"
+  for ext in html md json xml; do
+    if [[ -f $dir/scorecard.$ext ]]; then echo "  $dir/scorecard.$ext"; fi
+  done
 fi
 if [[ $keep -eq 1 ]]; then
   echo "coordinator and agents keep running (pids ${pids[*]});" \
