@@ -42,7 +42,7 @@
 #include "absl/status/statusor.h"
 #include "coordinator/registry.h"
 #include "coordinator/store.h"
-#include "common/task_state.h"
+#include "coordinator/task_state.h"
 
 namespace cmax::coordinator {
 

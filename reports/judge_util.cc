@@ -123,6 +123,29 @@ std::string FormatValue(double v, const std::string& unit) {
   return unit.empty() ? FormatNumber(v) : absl::StrCat(FormatNumber(v), " ", unit);
 }
 
+std::string TaskStateName(v1::TaskState state) {
+  switch (state) {
+    case v1::TASK_PENDING:
+      return "pending";
+    case v1::TASK_ASSIGNED:
+      return "assigned";
+    case v1::TASK_RUNNING:
+      return "running";
+    case v1::TASK_COMPLETED:
+      return "completed";
+    case v1::TASK_FAILED:
+      return "failed";
+    case v1::TASK_TIMED_OUT:
+      return "timed_out";
+    case v1::TASK_LOST:
+      return "lost";
+    case v1::TASK_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
+  }
+}
+
 v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,
                         const std::string& outcome, const std::string& node,
                         const std::string& subject, const std::string& message) {

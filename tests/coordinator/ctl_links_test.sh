@@ -8,8 +8,8 @@ set -euo pipefail
 bin=$1
 [[ -x $bin ]] || { echo "FAIL: $bin is not an executable" >&2; exit 1; }
 syms=$(nm -C "$bin")
-# What cmaxctl may use from namespace cmax::coordinator: nothing (the
-# task-state names it needs are common/task_state.h, in cmax_common).
+# What cmaxctl may use from namespace cmax::coordinator: the task-state
+# names (coordinator/task_state.h, library cmax_task_state).
 daemon=$(grep -E ' [TtWwBbDdRrVv] .*cmax::coordinator::' <<<"$syms" |
   grep -vE 'cmax::coordinator::(IsTerminal|TaskStateName)\(' || true)
 sqlite=$(grep -E '\bsqlite3_' <<<"$syms" || true)

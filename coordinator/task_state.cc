@@ -1,6 +1,6 @@
-#include "common/task_state.h"
+#include "coordinator/task_state.h"
 
-namespace cmax {
+namespace cmax::coordinator {
 
 bool IsTerminal(v1::TaskState s) {
   return s == v1::TASK_COMPLETED || s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT ||
@@ -21,4 +21,4 @@ const char* TaskStateName(v1::TaskState s) {
   }
 }
 
-}  // namespace cmax
+}  // namespace cmax::coordinator
