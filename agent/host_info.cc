@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/subprocess.h"
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 #include "common/sysroot.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -68,7 +68,7 @@ v1::Inventory GatherInventory(const std::string& bench_dir, const std::string& r
   const SuiteInfo* suite = InventorySuite();
   const std::string name = suite != nullptr ? suite->name : "";
   std::vector<std::string> argv = {
-      absl::StrCat(bench_dir, "/", suite != nullptr ? suite->binary : "cmax-bench"), name,
+      absl::StrCat(bench_dir, "/", suite != nullptr ? SuiteBinary(*suite, {}) : "cmax-bench"), name,
       "--inventory"};
   if (!root.empty()) argv.push_back(absl::StrCat("--root=", root));
   std::string error;

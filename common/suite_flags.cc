@@ -43,6 +43,7 @@ SuiteFlags::SuiteFlags(const SuiteInfo& suite, std::string binary, std::string u
     : suite_(suite),
       binary_(std::move(binary)),
       served_(BackendsServedBy(suite, binary_)),
+      taken_(ParamsTakenBy(suite, binary_)),
       parser_(absl::StrCat(binary_, " ", suite.name, " ", usage_tail), Description(suite, binary_)) {}
 
 namespace {
@@ -59,14 +60,8 @@ SuiteFlags::SuiteFlags(const std::string& suite, std::string binary, std::string
 }
 
 const ParamSpec* SuiteFlags::Applicable(const std::string& name) const {
-  for (const ParamSpec& spec : suite_.params) {
-    if (spec.name != name || IsMpirunOption(spec.name)) continue;
-    if (spec.backends.empty() || served_.empty()) return &spec;
-    for (const std::string& b : served_) {
-      if (std::find(spec.backends.begin(), spec.backends.end(), b) != spec.backends.end()) {
-        return &spec;
-      }
-    }
+  for (const ParamSpec* spec : taken_) {
+    if (spec->name == name) return spec;
   }
   return nullptr;
 }

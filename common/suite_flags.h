@@ -1,4 +1,5 @@
 // A suite binary's flags, read from the suite's declaration
+// (common/suite_declaration.h), checked by plan validation
 // (common/suite_catalog.h): the same names, types, ranges, choices and
 // cross-parameter rules the coordinator and the agent check a plan with, and
 // --help written from the same help texts. The suite only binds each
@@ -64,7 +65,7 @@ class SuiteFlags {
   const std::vector<std::string>& served() const { return served_; }
 
  private:
-  // The spec of a parameter this binary takes, or nullptr.
+  // The spec of a parameter this binary takes (ParamsTakenBy), or nullptr.
   const ParamSpec* Applicable(const std::string& name) const;
   bool Want(const std::string& name, std::vector<ParamType> types);
   void Register(const ParamSpec& spec);
@@ -72,6 +73,7 @@ class SuiteFlags {
   const SuiteInfo& suite_;
   std::string binary_;
   std::vector<std::string> served_;
+  std::vector<const ParamSpec*> taken_;  // ParamsTakenBy(suite_, binary_)
   ArgParser parser_;
   std::vector<std::string> bound_;
   std::vector<std::string> errors_;  // program errors (undeclared names, wrong types)

@@ -40,9 +40,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/task_state.h"
 #include "coordinator/registry.h"
 #include "coordinator/store.h"
-#include "coordinator/task_state.h"
 
 namespace cmax::coordinator {
 

@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 #include "reports/gpu_specs.h"
 #include "reports/judge_util.h"
 #include "reports/stats.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 #include "reports/judge_util.h"
 #include "reports/judged_view.h"
 

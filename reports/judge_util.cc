@@ -7,7 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 #include "reports/metric_table.h"
 
 namespace cmax::reports {
@@ -121,29 +121,6 @@ std::string FormatNumber(double v) {
 
 std::string FormatValue(double v, const std::string& unit) {
   return unit.empty() ? FormatNumber(v) : absl::StrCat(FormatNumber(v), " ", unit);
-}
-
-std::string TaskStateName(v1::TaskState state) {
-  switch (state) {
-    case v1::TASK_PENDING:
-      return "pending";
-    case v1::TASK_ASSIGNED:
-      return "assigned";
-    case v1::TASK_RUNNING:
-      return "running";
-    case v1::TASK_COMPLETED:
-      return "completed";
-    case v1::TASK_FAILED:
-      return "failed";
-    case v1::TASK_TIMED_OUT:
-      return "timed_out";
-    case v1::TASK_LOST:
-      return "lost";
-    case v1::TASK_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
 }
 
 v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,

@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "cmax/v1/record.pb.h"
+#include "cmax/v1/run.pb.h"
 #include "cmax/v1/scorecard.pb.h"
-#include "cmax/v1/service.pb.h"
 #include "common/severity.h"
+#include "common/task_state.h"
 #include "reports/record_set.h"
 #include "reports/run_data.h"
 
@@ -80,8 +81,8 @@ std::string FormatNumber(double v);
 // "790 TFLOP/s" (value and unit, unit omitted when empty).
 std::string FormatValue(double v, const std::string& unit);
 
-// "lost", "timed_out", ... for a task state.
-std::string TaskStateName(v1::TaskState state);
+// A task state's name: cmax::TaskStateName (common/task_state.h, included
+// above).
 
 // A severity's name: cmax::SeverityName (common/severity.h, included above).
 

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 #include "reports/judge_util.h"
 #include "reports/record_set.h"
 

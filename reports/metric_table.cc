@@ -1,6 +1,6 @@
 #include "reports/metric_table.h"
 
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 #include "reports/judge_util.h"
 
 namespace cmax::reports {

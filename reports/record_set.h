@@ -15,7 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "cmax/v1/record.pb.h"
-#include "cmax/v1/service.pb.h"
+#include "cmax/v1/run.pb.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "cmax/v1/inventory.pb.h"
 #include "cmax/v1/plan.pb.h"
 #include "cmax/v1/record.pb.h"
+#include "cmax/v1/run.pb.h"
 #include "cmax/v1/scorecard.pb.h"
-#include "cmax/v1/service.pb.h"
 
 namespace cmax::reports {
 

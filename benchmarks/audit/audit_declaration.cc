@@ -1,5 +1,5 @@
 // Software versions against advisories, InfiniBand and tenant isolation.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::audit {
 

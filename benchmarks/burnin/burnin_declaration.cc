@@ -5,7 +5,7 @@
 // applies to the cpu backend, gpus and bug-report to the cuda backend; the
 // cpu backend runs fp32 and fp64, the cuda backend bf16 and fp32. Each
 // binary refuses the rest (exit 2), so the plan is refused them too.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::burnin {
 
@@ -15,7 +15,6 @@ using v1::SCOPE_NODE;
 SuiteInfo Declaration() {
   return {
     .name = "burnin",
-    .binary = "cmax-bench",
     .category = "reliability",
     .help = "sustained verified GEMM load with telemetry (host or GPUs)",
     .scopes = {SCOPE_NODE, SCOPE_BARRIER},

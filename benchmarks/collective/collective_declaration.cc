@@ -1,7 +1,7 @@
 // Collectives (benchmarks/collective, benchmarks/collective/cuda/collective_nccl.cc):
 // nccl-tests' flags in their long forms (-b/-e/-f/-n/-w/-c/-d are the same
 // options); --backend picks the binary. expect-gdr applies to nccl only.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::collective {
 
@@ -12,7 +12,6 @@ using v1::SCOPE_PAIRS;
 SuiteInfo Declaration() {
   return {
     .name = "collective",
-    .binary = "cmax-bench-cuda",
     .category = "networking",
     .help = "collectives timed and verified like nccl-tests: NCCL per GPU (with the transport "
             "NCCL used), gloo or Open MPI on the host",

@@ -1,7 +1,7 @@
 // Full-mesh TCP reachability, round-trip time and a short transfer between
 // every pair of ranks of a gang (benchmarks/connectivity), one rank per node
 // by default; judged by benchmarks/connectivity/connectivity_judge.cc.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::connectivity {
 

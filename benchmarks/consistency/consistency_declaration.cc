@@ -2,7 +2,7 @@
 // workloads, compared across the fleet by benchmarks/consistency/consistency_judge.cc.
 // cpu (the default) in cmax-bench, cuda in cmax-bench-cuda consistency
 // (benchmarks/consistency/cuda/); gpus applies to the cuda backend only.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::consistency {
 
@@ -12,7 +12,6 @@ using v1::SCOPE_NODE;
 SuiteInfo Declaration() {
   return {
     .name = "consistency",
-    .binary = "cmax-bench",
     .category = "reliability",
     .help = "deterministic workloads reduced to digests (silent data corruption check)",
     .scopes = {SCOPE_NODE, SCOPE_BARRIER},

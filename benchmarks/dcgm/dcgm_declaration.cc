@@ -1,6 +1,6 @@
 // NVIDIA DCGM's diagnostic (benchmarks/dcgm): opt-in, stresses the GPUs
 // at levels 2 and 3, so exclusive. Where DCGM is missing it says so (exit 2).
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::dcgm {
 

@@ -3,7 +3,7 @@
 // (SuiteBinary). gpus applies to the cuda backend only, threads to the cpu
 // backend only, and the cpu backend runs fp32 and fp64 only; each binary
 // refuses the rest (exit 2), so the plan is refused them too.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::gemm {
 
@@ -12,7 +12,6 @@ using v1::SCOPE_NODE;
 SuiteInfo Declaration() {
   return {
     .name = "gemm",
-    .binary = "cmax-bench-cuda",
     .category = "compute",
     .help = "verified GEMM throughput per GPU (cuBLASLt) or on the host (OpenBLAS)",
     .scopes = {SCOPE_NODE},

@@ -1,5 +1,5 @@
 // Passive health (benchmarks/health): NVML, kernel log Xids, InfiniBand.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::health {
 

@@ -1,4 +1,4 @@
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::hostcheck {
 

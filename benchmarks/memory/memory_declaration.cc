@@ -1,5 +1,5 @@
 // GPU memory bandwidth (benchmarks/memory/cuda/): cmax-bench-cuda only.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::memory {
 

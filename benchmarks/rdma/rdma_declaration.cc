@@ -2,7 +2,7 @@
 // issue 20 item 2): rank 0 serves, rank 1 connects; judged by
 // benchmarks/rdma/rdma_judge.cc against the port rate and the fleet.
 // Exclusive: it saturates the node's NICs.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::rdma {
 

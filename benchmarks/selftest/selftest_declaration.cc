@@ -1,6 +1,6 @@
 // A diagnostic suite that exercises the pipeline itself: records, slow,
 // hanging, failing and crashing suites. Its records say "selftest".
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::selftest {
 

@@ -1,6 +1,6 @@
 // Storage through fio (benchmarks/storage): honest data, direct I/O where
 // allowed; with scope barrier every node starts its measured phase at once.
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 
 namespace cmax::suites::storage {
 

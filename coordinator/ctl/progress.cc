@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "coordinator/task_state.h"
+#include "common/task_state.h"
 
 namespace cmax::ctl {
 namespace {
@@ -36,7 +36,7 @@ TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks) {
   TaskCounts c;
   for (const auto& t : tasks) {
     ++c.total;
-    if (coordinator::IsTerminal(t.state())) ++c.ended;
+    if (IsTerminal(t.state())) ++c.ended;
     if (t.state() == v1::TASK_COMPLETED) {
       ++c.completed;
     } else if (CouldNotRun(t)) {
@@ -92,15 +92,15 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
                             t.message().empty() ? "" : " — ", FirstLine(t.message(), 160));
       } else if (IsFailure(t.state())) {
         line = absl::StrCat("FAIL ", t.node(), " ", t.suite(), ": ",
-                            coordinator::TaskStateName(t.state()),
+                            TaskStateName(t.state()),
                             t.message().empty() ? "" : " — ", FirstLine(t.message(), 160));
         if (t.state() == v1::TASK_FAILED && !t.stderr_tail().empty()) {
           absl::StrAppend(&line, "\n     stderr: ", FirstLine(t.stderr_tail(), 160));
         }
-      } else if (before != v1::TASK_STATE_UNSPECIFIED || coordinator::IsTerminal(t.state())) {
+      } else if (before != v1::TASK_STATE_UNSPECIFIED || IsTerminal(t.state())) {
         line = absl::StrCat(t.suite(), " on ", t.node(), ": ",
-                            coordinator::TaskStateName(t.state()));
-        if (coordinator::IsTerminal(t.state())) {
+                            TaskStateName(t.state()));
+        if (IsTerminal(t.state())) {
           absl::StrAppend(&line, " (exit ", t.exit_code(), ", ", t.records(), " records)");
         }
       }
@@ -134,7 +134,7 @@ void RunProgress::Redraw() {
     for (const auto& [id, t] : tasks_) {
       if (Label(t) != label) continue;
       ++total;
-      if (coordinator::IsTerminal(t.state())) ++done;
+      if (IsTerminal(t.state())) ++done;
       if (CouldNotRun(t)) {
         ++could_not_run;
       } else if (IsFailure(t.state())) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/task_state.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "reports/judge_util.h"
@@ -159,7 +160,7 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
       f.name = t.name();
       f.node = t.node();
       f.state =
-          t.state() == v1::TASK_COMPLETED ? "found failures" : reports::TaskStateName(t.state());
+          t.state() == v1::TASK_COMPLETED ? "found failures" : TaskStateName(t.state());
       f.message = t.message();
       f.stderr_tail = t.stderr_tail();
       f.blamed_nodes = t.blamed_nodes();

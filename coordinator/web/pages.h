@@ -49,8 +49,6 @@ struct RunProgress {
   std::string fingerprint;  // changes whenever anything shown changes
 };
 
-// The task state as cmaxctl writes it: pending, assigned, running, completed, ...
-std::string TaskStateName(v1::TaskState state);
 RunProgress Summarize(const v1::GetRunResponse& run);
 
 // "/": the agents with their states and the latest runs.

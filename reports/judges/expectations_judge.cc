@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/suite_catalog.h"
+#include "common/suite_declaration.h"
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
 #include "reports/run_data.h"

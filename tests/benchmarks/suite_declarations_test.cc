@@ -39,22 +39,6 @@ CommandResult Run(const std::vector<std::string>& argv) {
   return *r;
 }
 
-// The parameters a binary takes for a suite: not the mpirun options (the
-// agent's), and only those of the backends it serves.
-std::vector<const ParamSpec*> TakenBy(const SuiteInfo& suite, const std::string& binary) {
-  const std::vector<std::string> served = BackendsServedBy(suite, binary);
-  std::vector<const ParamSpec*> out;
-  for (const ParamSpec& p : suite.params) {
-    if (IsMpirunOption(p.name)) continue;
-    bool applies = p.backends.empty() || served.empty();
-    for (const auto& b : served) {
-      applies = applies || std::find(p.backends.begin(), p.backends.end(), b) != p.backends.end();
-    }
-    if (applies) out.push_back(&p);
-  }
-  return out;
-}
-
 TEST_CASE("every suite's declaration is whole and consistent", "[declarations]") {
   REQUIRE(SuiteCatalog().size() >= 13);
   std::set<std::string> names, metrics;
@@ -71,7 +55,16 @@ TEST_CASE("every suite's declaration is whole and consistent", "[declarations]")
       CHECK(backends.insert(b.name).second);
       CHECK((b.binary == "cmax-bench" || b.binary == "cmax-bench-cuda"));
     }
-    if (s.backends.empty()) CHECK((s.binary == "cmax-bench" || s.binary == "cmax-bench-cuda"));
+    // A suite's binary is said once: by its backends when it has them (the
+    // field `binary` is then left empty, as nothing would read it), else by
+    // `binary`.
+    if (s.backends.empty()) {
+      CHECK((s.binary == "cmax-bench" || s.binary == "cmax-bench-cuda"));
+      CHECK(SuiteBinary(s, {}) == s.binary);
+    } else {
+      CHECK(s.binary.empty());
+      CHECK(SuiteBinary(s, {}) == s.backends.front().binary);
+    }
     std::set<std::string> params;
     for (const ParamSpec& p : s.params) {
       INFO("parameter " << p.name);
@@ -149,12 +142,12 @@ TEST_CASE("each binary reads exactly the declared parameters of the suites it se
       INFO(help.out << help.err);
       REQUIRE(help.exit.code == 0);  // 2 with "declaration and flags disagree" otherwise
       CHECK(absl::StrContains(help.out, SuiteSummary(s, binary)));
-      for (const ParamSpec* p : TakenBy(s, binary)) {
+      for (const ParamSpec* p : ParamsTakenBy(s, binary)) {
         CHECK(absl::StrContains(help.out, absl::StrCat("--", p->name, " ")));
         CHECK(absl::StrContains(help.out, p->help));
       }
       // A value the plan catalog refuses, the binary refuses too, naming it.
-      for (const ParamSpec* p : TakenBy(s, binary)) {
+      for (const ParamSpec* p : ParamsTakenBy(s, binary)) {
         std::string bad;
         if ((p->type == ParamType::kInt || p->type == ParamType::kNumber) && p->max != 0) {
           bad = absl::StrCat(static_cast<int64_t>(p->max) + 1);

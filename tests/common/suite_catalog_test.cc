@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <set>
 
 TEST_CASE("params become validated flags", "[catalog]") {
   const auto* s = cmax::FindSuite("selftest");
@@ -139,4 +140,38 @@ TEST_CASE("every gang suite takes the mpirun options, collective's mpi backend i
   auto args = cmax::BuildSuiteArgs(*coll, {{"backend", "mpi"}, {"mpirun-map-by", "ppr:1:node"}});
   REQUIRE(args.ok());
   CHECK(cmax::ValidateSuiteArgs(*coll, *args).ok());
+}
+
+// ParamsTakenBy (common/suite_declaration.h): the one rule for which
+// parameters a binary takes, read by SuiteFlags and the declarations test.
+TEST_CASE("each binary takes the parameters of the backends it serves, never mpirun's",
+          "[catalog]") {
+  auto names = [](const cmax::SuiteInfo& s, const std::string& binary) {
+    std::set<std::string> out;
+    for (const cmax::ParamSpec* p : cmax::ParamsTakenBy(s, binary)) out.insert(p->name);
+    return out;
+  };
+  const auto* gemm = cmax::FindSuite("gemm");
+  REQUIRE(gemm != nullptr);
+  CHECK(names(*gemm, "cmax-bench").count("threads") == 1);
+  CHECK(names(*gemm, "cmax-bench").count("gpus") == 0);
+  CHECK(names(*gemm, "cmax-bench-cuda").count("gpus") == 1);
+  CHECK(names(*gemm, "cmax-bench-cuda").count("threads") == 0);
+  CHECK(names(*gemm, "cmax-bench").count("dtype") == 1);
+  const auto* coll = cmax::FindSuite("collective");
+  REQUIRE(coll != nullptr);
+  for (const std::string binary : {"cmax-bench", "cmax-bench-cuda"}) {
+    INFO(binary);
+    for (const std::string& n : names(*coll, binary)) CHECK_FALSE(cmax::IsMpirunOption(n));
+  }
+  // The catalog declares the mpirun options on collective; no binary takes them.
+  CHECK(std::any_of(coll->params.begin(), coll->params.end(),
+                    [](const cmax::ParamSpec& p) { return cmax::IsMpirunOption(p.name); }));
+  const auto* selftest = cmax::FindSuite("selftest");
+  REQUIRE(selftest != nullptr);
+  // A suite without backends: every parameter but mpirun's (selftest runs as a gang too).
+  const auto own = std::count_if(selftest->params.begin(), selftest->params.end(),
+                                 [](const cmax::ParamSpec& p) { return !cmax::IsMpirunOption(p.name); });
+  CHECK(own + 3 == static_cast<long>(selftest->params.size()));
+  CHECK(static_cast<long>(names(*selftest, "cmax-bench").size()) == own);
 }

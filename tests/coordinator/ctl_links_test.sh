@@ -8,10 +8,9 @@ set -euo pipefail
 bin=$1
 [[ -x $bin ]] || { echo "FAIL: $bin is not an executable" >&2; exit 1; }
 syms=$(nm -C "$bin")
-# What cmaxctl may use from namespace cmax::coordinator: the task-state
-# names (coordinator/task_state.h, library cmax_task_state).
-daemon=$(grep -E ' [TtWwBbDdRrVv] .*cmax::coordinator::' <<<"$syms" |
-  grep -vE 'cmax::coordinator::(IsTerminal|TaskStateName)\(' || true)
+# Nothing of namespace cmax::coordinator: the task-state names cmaxctl
+# shares with the daemon are common/task_state.h's (namespace cmax).
+daemon=$(grep -E ' [TtWwBbDdRrVv] .*cmax::coordinator::' <<<"$syms" || true)
 sqlite=$(grep -E '\bsqlite3_' <<<"$syms" || true)
 rc=0
 if [[ -n $daemon ]]; then

@@ -1,6 +1,6 @@
-#include "coordinator/task_state.h"
+#include "common/task_state.h"
 
-namespace cmax::coordinator {
+namespace cmax {
 
 bool IsTerminal(v1::TaskState s) {
   return s == v1::TASK_COMPLETED || s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT ||
@@ -21,4 +21,4 @@ const char* TaskStateName(v1::TaskState s) {
   }
 }
 
-}  // namespace cmax::coordinator
+}  // namespace cmax

@@ -1,0 +1,59 @@
+// Task-state names (common/task_state.h): one table for the coordinator,
+// cmaxctl, the web view and the scorecard; and the run messages
+// (cmax/v1/run.proto) still read as the service's did before they moved.
+#include "common/task_state.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+#include "google/protobuf/util/json_util.h"
+
+TEST_CASE("every task state has its own name and the end states are terminal", "[task_state]") {
+  const auto* e = cmax::v1::TaskState_descriptor();
+  std::set<std::string> names;
+  int terminal = 0;
+  for (int i = 0; i < e->value_count(); ++i) {
+    auto s = static_cast<cmax::v1::TaskState>(e->value(i)->number());
+    INFO(e->value(i)->name());
+    if (s == cmax::v1::TASK_STATE_UNSPECIFIED) {
+      CHECK(std::string(cmax::TaskStateName(s)) == "unknown");
+      continue;
+    }
+    CHECK(names.insert(cmax::TaskStateName(s)).second);
+    CHECK(std::string(cmax::TaskStateName(s)) != "unknown");
+    terminal += cmax::IsTerminal(s) ? 1 : 0;
+  }
+  CHECK(names == std::set<std::string>{"pending", "assigned", "running", "completed", "failed",
+                                       "timed_out", "lost", "cancelled"});
+  CHECK(terminal == 5);
+  CHECK_FALSE(cmax::IsTerminal(cmax::v1::TASK_PENDING));
+  CHECK_FALSE(cmax::IsTerminal(cmax::v1::TASK_ASSIGNED));
+  CHECK_FALSE(cmax::IsTerminal(cmax::v1::TASK_RUNNING));
+  CHECK(cmax::IsTerminal(cmax::v1::TASK_TIMED_OUT));
+  CHECK(std::string(cmax::TaskStateName(static_cast<cmax::v1::TaskState>(42))) == "unknown");
+}
+
+// The store keeps TaskInfo and ExportedRecord as wire bytes, and cmaxctl
+// --json and the scorecard JSON carry their JSON: moving them from
+// service.proto to run.proto kept the package, the names and the field
+// numbers, so both read the same.
+TEST_CASE("the run messages keep their names, wire bytes and JSON after the move to run.proto",
+          "[task_state]") {
+  cmax::v1::TaskInfo t;
+  t.set_state(cmax::v1::TASK_LOST);  // field 6
+  t.set_attempt(2);                  // field 7
+  CHECK(t.GetDescriptor()->full_name() == "cmax.v1.TaskInfo");
+  CHECK(t.SerializeAsString() == std::string("\x30\x07\x38\x02", 4));
+  std::string json;
+  REQUIRE(google::protobuf::util::MessageToJsonString(t, &json).ok());
+  CHECK(json == R"({"state":"TASK_LOST","attempt":2})");
+
+  cmax::v1::ExportedRecord r;
+  r.set_seq(3);    // field 3
+  r.set_late(true);  // field 7
+  CHECK(r.GetDescriptor()->full_name() == "cmax.v1.ExportedRecord");
+  CHECK(r.SerializeAsString() == std::string("\x18\x03\x38\x01", 4));
+  CHECK(cmax::v1::RunInfo::descriptor()->full_name() == "cmax.v1.RunInfo");
+  CHECK(cmax::v1::AttemptSummary::descriptor()->FindFieldByName("state")->number() == 2);
+}
