@@ -1,7 +1,8 @@
 // Durable state of the coordinator in SQLite (WAL, synchronous=FULL): agents,
 // runs, tasks and every record, each (task, attempt, rank, seq) stored once.
 //
-// Thread: not thread-safe. Owned by the coordinator core thread (core.h);
+// Thread: not thread-safe (its WAL checkpointer, below, is a thread of its
+// own with its own connection). Owned by the coordinator core thread (core.h);
 // cmaxctl-facing reads are posted to that thread too, except the records of
 // a scorecard or an export, which the scorecard and export threads read
 // through read-only connections of their own (OpenReader).
