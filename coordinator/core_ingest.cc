@@ -52,9 +52,22 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
   std::map<std::tuple<std::string, int, int>, int64_t> next;
   std::vector<v1::Finding> findings;
   int refused = 0;
+  // A batch holds runs of records of one (task, attempt, rank): the last
+  // record's lookups are reused while they match (no map search and no key
+  // copy per record).
+  TaskMeta* last_meta = nullptr;
+  const std::string* last_meta_task = nullptr;
+  int64_t* last_next = nullptr;
+  const std::tuple<std::string, int, int>* last_key = nullptr;
   for (const auto& r : batch.records()) {
-    auto [it, inserted] = meta.try_emplace(r.task_id());
-    TaskMeta& m = it->second;
+    bool inserted = false;
+    if (last_meta == nullptr || *last_meta_task != r.task_id()) {
+      auto [it, fresh] = meta.try_emplace(r.task_id());
+      inserted = fresh;
+      last_meta = &it->second;
+      last_meta_task = &it->first;
+    }
+    TaskMeta& m = *last_meta;
     if (inserted) {
       if (const TaskRow* t = scheduler_.FindTask(r.task_id())) {
         m = {t->info.run_id(), t->info.suite(), t->nodes, IsTerminal(t->info.state()), true};
@@ -75,8 +88,13 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
         return;
       }
     }
-    auto key = std::make_tuple(r.task_id(), r.attempt(), r.rank());
-    next[key] = std::max(next[key], r.seq() + 1);
+    if (last_next == nullptr || std::get<1>(*last_key) != r.attempt() ||
+        std::get<2>(*last_key) != r.rank() || std::get<0>(*last_key) != r.task_id()) {
+      auto [it, fresh] = next.try_emplace(std::make_tuple(r.task_id(), r.attempt(), r.rank()), 0);
+      last_next = &it->second;
+      last_key = &it->first;
+    }
+    *last_next = std::max(*last_next, r.seq() + 1);
     if (!m.known || std::find(m.nodes.begin(), m.nodes.end(), node) == m.nodes.end() ||
         r.seq() < 0) {
       ++refused;  // acknowledged so the agent can drop it, but not stored

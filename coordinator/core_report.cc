@@ -108,8 +108,10 @@ CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
     // judges parse one at a time, so a 10,000-node card fits in 2 GiB.
     auto set = std::make_shared<reports::RecordSet>();
     data.record_set = set;
-    auto scan = store->ScanRecords(run_id, [&](const v1::ExportedRecord& r) {
-      set->Add(r);
+    // The stored bytes go into the set as they are (AddWire): no parse of
+    // the whole ExportedRecord and no serializing it again.
+    auto scan = store->ScanRecordRows(run_id, [&](const StoredRecordView& r) {
+      set->AddWire(r.task_id, r.attempt, r.seq, r.node, r.suite, r.record, r.late, r.rank);
       // Checked now and then: a stop must not wait for a long scan.
       if ((++scanned & 0xffff) == 0 && stopping()) {
         built.aborted = true;

@@ -1,7 +1,8 @@
 // Durable state of the coordinator in SQLite (WAL, synchronous=FULL): agents,
 // runs, tasks and every record, each (task, attempt, rank, seq) stored once.
 //
-// Thread: not thread-safe. Owned by the coordinator core thread (core.h);
+// Thread: not thread-safe (its WAL checkpointer, below, is a thread of its
+// own with its own connection). Owned by the coordinator core thread (core.h);
 // cmaxctl-facing reads are posted to that thread too, except the records of
 // a scorecard or an export, which the scorecard and export threads read
 // through read-only connections of their own (OpenReader).
@@ -14,9 +15,13 @@
 
 #include <sqlite3.h>
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -57,6 +62,16 @@ struct RecordToStore {
   std::string node;
   std::string suite;
   bool late = false;
+};
+
+// A stored record as its row: the ExportedRecord fields and the Record's
+// wire bytes as stored. Views into SQLite's row: valid during the call only.
+struct StoredRecordView {
+  std::string_view task_id, node, suite;
+  int attempt = 0, rank = 0;
+  int64_t seq = 0;
+  bool late = false;
+  std::string_view record;  // a serialized v1::Record
 };
 
 class Store {
@@ -100,6 +115,10 @@ class Store {
   // false stops the scan.
   absl::Status ScanRecords(const std::string& run_id,
                            const std::function<bool(const v1::ExportedRecord&)>& fn);
+  // The same scan without parsing: each row's fields and the Record's
+  // bytes as stored (for the scorecard, which keeps them as bytes).
+  absl::Status ScanRecordRows(const std::string& run_id,
+                              const std::function<bool(const StoredRecordView&)>& fn);
   absl::StatusOr<int64_t> CountRecords(const std::string& task_id);
 
   // Group commit: from BeginRound to CommitRound every write above is part
@@ -111,6 +130,15 @@ class Store {
   absl::Status BeginRound();
   absl::Status CommitRound();
   bool in_round() const { return in_round_; }
+
+  // WAL checkpoints (copying committed pages from the -wal file into the
+  // database) run on a thread of the store's own, through a second
+  // connection, every kCheckpointEveryMs, not inside the writer's commits
+  // (SQLite's default: the commit that crosses 1,000 WAL pages does it, on
+  // the coordinator's core thread). PASSIVE: it never waits for or blocks
+  // the writer. Checkpoints that completed; for tests and the figures.
+  int64_t checkpoints_done() const;
+  static constexpr int kCheckpointEveryMs = 200;
 
   // PRAGMA integrity_check == "ok".
   absl::Status CheckIntegrity();
@@ -124,6 +152,8 @@ class Store {
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}
+  absl::Status StartCheckpointer(const std::string& path);
+  void CheckpointLoop();
   absl::Status Exec(const std::string& sql);
   absl::Status Error(const std::string& what, int rc);
   absl::Status PutTaskLocked(const TaskRow& task);
@@ -138,7 +168,15 @@ class Store {
     return fault_hook_ ? fault_hook_(op) : absl::OkStatus();
   }
   sqlite3* db_;
+  sqlite3_stmt* insert_record_ = nullptr;  // prepared once (InsertRecordGroups)
   FaultHook fault_hook_;
+  // The checkpointer (writer stores only; none for OpenReader).
+  sqlite3* checkpoint_db_ = nullptr;
+  std::thread checkpoint_thread_;
+  mutable std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_stop_ = false;    // guarded by checkpoint_mu_
+  int64_t checkpoints_done_ = 0;    // guarded by checkpoint_mu_
 };
 
 }  // namespace cmax::coordinator

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "google/protobuf/arena.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 
 namespace cmax::reports {
 namespace {
@@ -44,10 +47,13 @@ const std::string& RecordOwnSuite(const v1::Record& r) {
   }
 }
 
-uint32_t RecordSet::NameId(const std::string& name) {
-  auto [it, inserted] = name_ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
-  if (inserted) names_.push_back(name);
-  return it->second;
+uint32_t RecordSet::NameId(std::string_view name) {
+  const absl::string_view key(name.data(), name.size());
+  if (auto it = name_ids_.find(key); it != name_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(names_.size());
+  names_.emplace_back(name);
+  name_ids_.emplace(std::string(name), id);
+  return id;
 }
 
 int64_t RecordSet::FindName(std::string_view name) const {
@@ -55,13 +61,94 @@ int64_t RecordSet::FindName(std::string_view name) const {
   return it == name_ids_.end() ? -1 : static_cast<int64_t>(it->second);
 }
 
-void RecordSet::Add(const v1::ExportedRecord& rec) {
-  const size_t n = rec.ByteSizeLong();
+std::string& RecordSet::ChunkFor(size_t n) {
   if (chunks_.empty() || chunks_.back().size() + n > chunks_.back().capacity()) {
     chunks_.emplace_back();
     chunks_.back().reserve(std::max(kChunkBytes, n));
   }
-  std::string& chunk = chunks_.back();
+  return chunks_.back();
+}
+
+void RecordSet::AddWire(std::string_view task_id, int attempt, int64_t seq,
+                        std::string_view node, std::string_view suite,
+                        std::string_view record, bool late, int rank) {
+  // One scratch message per thread, cleared and reused: its strings keep
+  // their capacity, so a parse allocates little.
+  thread_local v1::Record scratch;
+  scratch.Clear();
+  if (!scratch.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
+    v1::ExportedRecord rec;
+    rec.set_task_id(std::string(task_id));
+    rec.set_attempt(attempt);
+    rec.set_seq(seq);
+    rec.set_node(std::string(node));
+    rec.set_suite(std::string(suite));
+    rec.mutable_record()->ParseFromArray(record.data(), static_cast<int>(record.size()));
+    rec.set_late(late);
+    rec.set_rank(rank);
+    Add(rec);
+    return;
+  }
+  // ExportedRecord's wire form (cmax/v1/service.proto: task_id 1, attempt 2,
+  // seq 3, node 4, suite 5, record 6, late 7, rank 8), fields in number
+  // order and proto3 defaults left out, as SerializeToString writes it;
+  // int32 negatives as 10-byte varints (the protobuf encoding rules,
+  // protobuf.dev/programming-guides/encoding).
+  using WFL = google::protobuf::internal::WireFormatLite;
+  auto varint_size = [](uint64_t v) {
+    return google::protobuf::io::CodedOutputStream::VarintSize64(v);
+  };
+  auto len_field = [&](std::string_view v) { return 1 + varint_size(v.size()) + v.size(); };
+  const uint64_t attempt_v = static_cast<uint64_t>(static_cast<int64_t>(attempt));
+  const uint64_t seq_v = static_cast<uint64_t>(seq);
+  const uint64_t rank_v = static_cast<uint64_t>(static_cast<int64_t>(rank));
+  size_t n = 0;
+  if (!task_id.empty()) n += len_field(task_id);
+  if (attempt != 0) n += 1 + varint_size(attempt_v);
+  if (seq != 0) n += 1 + varint_size(seq_v);
+  if (!node.empty()) n += len_field(node);
+  if (!suite.empty()) n += len_field(suite);
+  n += len_field(record);  // present even when empty: the row has a record
+  if (late) n += 2;
+  if (rank != 0) n += 1 + varint_size(rank_v);
+  std::string& chunk = ChunkFor(n);
+  const size_t offset = chunk.size();
+  chunk.resize(offset + n);
+  uint8_t* out = reinterpret_cast<uint8_t*>(chunk.data() + offset);
+  auto put_len = [&](int field, std::string_view v) {
+    out = WFL::WriteTagToArray(field, WFL::WIRETYPE_LENGTH_DELIMITED, out);
+    out = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(v.size(), out);
+    std::memcpy(out, v.data(), v.size());
+    out += v.size();
+  };
+  auto put_varint = [&](int field, uint64_t v) {
+    out = WFL::WriteTagToArray(field, WFL::WIRETYPE_VARINT, out);
+    out = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(v, out);
+  };
+  if (!task_id.empty()) put_len(1, task_id);
+  if (attempt != 0) put_varint(2, attempt_v);
+  if (seq != 0) put_varint(3, seq_v);
+  if (!node.empty()) put_len(4, node);
+  if (!suite.empty()) put_len(5, suite);
+  put_len(6, record);
+  if (late) put_varint(7, 1);
+  if (rank != 0) put_varint(8, rank_v);
+  if (out != reinterpret_cast<uint8_t*>(chunk.data() + offset + n)) std::abort();  // sized above
+  Entry e;
+  e.chunk = static_cast<uint32_t>(chunks_.size() - 1);
+  e.offset = static_cast<uint32_t>(offset);
+  e.size = static_cast<uint32_t>(n);
+  e.metric = NameId(RecordMetric(scratch));
+  e.suite = NameId(suite);
+  e.own_suite = NameId(RecordOwnSuite(scratch));
+  e.kind = static_cast<uint8_t>(scratch.kind_case());
+  e.dropped = 0;
+  entries_.push_back(e);
+}
+
+void RecordSet::Add(const v1::ExportedRecord& rec) {
+  const size_t n = rec.ByteSizeLong();
+  std::string& chunk = ChunkFor(n);
   const size_t offset = chunk.size();
   chunk.resize(offset + n);
   rec.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(chunk.data() + offset));

@@ -45,6 +45,15 @@ class RecordSet {
 
   // Appends `rec` (serialized; `rec` itself is not kept).
   void Add(const v1::ExportedRecord& rec);
+  // Appends the ExportedRecord with these fields and `record` (a serialized
+  // v1::Record, as the coordinator's store holds it): the same entry and
+  // the same message in every scan as Add of the parsed record, but the
+  // record's bytes are copied as they are instead of parsed into a message
+  // and serialized again (the record is parsed once, into a reused
+  // message, for its kind, metric and suite). Bytes that do not parse go
+  // through Add of what parsed, as a parse-and-Add would.
+  void AddWire(std::string_view task_id, int attempt, int64_t seq, std::string_view node,
+               std::string_view suite, std::string_view record, bool late, int rank);
   // Records added, dropped ones included.
   size_t size() const { return entries_.size(); }
   // Leaves record `i` out of every later scan (MakeJudgedView).
@@ -74,7 +83,10 @@ class RecordSet {
     uint8_t kind;     // v1::Record::KindCase
     uint8_t dropped;
   };
-  uint32_t NameId(const std::string& name);
+  uint32_t NameId(std::string_view name);
+  // Room for `n` more bytes in the last chunk (a new chunk when it is full);
+  // returns the chunk.
+  std::string& ChunkFor(size_t n);
   // -1 when `name` was never added (nothing can match).
   int64_t FindName(std::string_view name) const;
 

@@ -21,7 +21,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -30,7 +29,6 @@
 #include "benchmarks/report_scale/report_scale_data.h"
 #include "common/args.h"
 #include "common/atomic_file.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "reports/charts.h"
 #include "reports/record_set.h"
 #include "reports/run_data.h"
@@ -40,16 +38,6 @@ namespace {
 
 using cmax::reports::RunData;
 namespace v1 = cmax::v1;
-
-// A line of /proc/self/status in kB ("VmHWM"), -1 when unreadable.
-int64_t StatusKb(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
-  }
-  return -1;
-}
 
 // Moves data.records into a RecordSet (one at a time, each freed after it
 // is serialized) and hands the freed memory back to the kernel.
@@ -123,8 +111,8 @@ int main(int argc, char** argv) {
         "record set: %.1f MB (%.0f bytes a record); RSS %.1f MB before the build\n",
         data.record_set->bytes() / 1048576.0,
         static_cast<double>(data.record_set->bytes()) / static_cast<double>(records),
-        StatusKb("VmRSS") / 1024.0);
-    std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS from here on
+        cmax::report_scale::StatusKb("VmRSS") / 1024.0);
+    cmax::report_scale::ResetPeakRss();  // VmHWM := VmRSS from here on
   }
   const auto b = Clock::now();
   // With a record set, the moving overload (as the coordinator calls it):
@@ -135,20 +123,10 @@ int main(int argc, char** argv) {
   const auto c = Clock::now();
   if (record_set) {
     std::printf("peak RSS while building the scorecard: %.1f MB\n",
-                StatusKb("VmHWM") / 1024.0);
+                cmax::report_scale::StatusKb("VmHWM") / 1024.0);
   }
   if (check_same) {
-    cmax::v1::Scorecard x = card, y = parsed_card;
-    x.clear_generated();
-    y.clear_generated();
-    std::string differences;
-    google::protobuf::util::MessageDifferencer diff;
-    diff.ReportDifferencesToString(&differences);
-    if (!diff.Compare(x, y)) {
-      std::fprintf(stderr, "the two scorecards differ:\n%s\n",
-                   differences.substr(0, 4000).c_str());
-      return 1;
-    }
+    if (!cmax::report_scale::SameScorecard(card, parsed_card)) return 1;
     std::printf("the scorecard is the same built from parsed records\n");
   }
   std::printf("BuildScorecard: %.0f ms (%d charts)\n", Ms(b, c), card.charts_size());

@@ -18,6 +18,7 @@
 #include <optional>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -493,6 +494,51 @@ ProcSample Sample(int pid) {
   return p;
 }
 
+// CPU seconds (utime + stime) of `pid`'s threads named `comm` (the
+// coordinator names its threads: cmax-core, cmax-scorecard, cmax-export).
+double ThreadCpu(int pid, const std::string& comm) {
+  double total = 0;
+  if (pid <= 0) return total;
+  std::error_code ec;
+  for (const auto& e :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    std::ifstream st(e.path() / "stat");
+    std::string line;
+    std::getline(st, line);
+    auto open = line.find('(');
+    auto close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    if (line.substr(open + 1, close - open - 1) != comm) continue;
+    std::istringstream in(line.substr(close + 2));
+    std::vector<std::string> fields;
+    std::string f;
+    while (in >> f) fields.push_back(f);
+    if (fields.size() > 13) {
+      total += (std::stod(fields[11]) + std::stod(fields[12])) / sysconf(_SC_CLK_TCK);
+    }
+  }
+  return total;
+}
+
+// The whole machine's busy and total CPU time from /proc/stat, in clock
+// ticks over all cores (busy: everything but idle and iowait).
+struct MachineCpu {
+  double busy = 0, total = 0;
+};
+MachineCpu SampleMachine() {
+  MachineCpu m;
+  std::ifstream st("/proc/stat");
+  std::string cpu;
+  st >> cpu;  // "cpu": the sum over the cores
+  for (int i = 0; i < 8; ++i) {
+    double v = 0;
+    st >> v;
+    m.total += v;
+    if (i != 3 && i != 4) m.busy += v;  // 3 idle, 4 iowait
+  }
+  return m;
+}
+
 class Report {
  public:
   void Add(const std::string& key, const std::string& value, const std::string& note = "") {
@@ -640,6 +686,14 @@ int Main() {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
     const int64_t submit_ns = NowUnixNs();
     const auto ts = Clock::now();
+    // CPU spent from the submit to the last end status acknowledged: the
+    // coordinator's (all threads, and its core thread alone), this
+    // process's (the load generator) and the machine's (everything on it,
+    // other work included): what bounds the ingest rate on a shared machine.
+    const ProcSample cpu0 = Sample(pid);
+    const ProcSample self0 = Sample(getpid());
+    const double core0 = ThreadCpu(pid, "cmax-core");
+    const MachineCpu machine0 = SampleMachine();
     grpc::Status s = stubs[0]->SubmitRun(&ctx, req, &resp);
     if (!s.ok()) {
       std::fprintf(stderr, "cmax-scale-agents: SubmitRun: %s\n", s.error_message().c_str());
@@ -673,6 +727,23 @@ int Main() {
                ingest_s > 0 ? F(stats.records_acked / ingest_s, 0) : "n/a",
                "(stored and acknowledged)");
     const ProcSample after_ingest = Sample(pid);
+    const ProcSample self1 = Sample(getpid());
+    const double core1 = ThreadCpu(pid, "cmax-core");
+    const MachineCpu machine1 = SampleMachine();
+    if (pid > 0 && stats.records_acked > 0) {
+      const double per = 1e6 / static_cast<double>(stats.records_acked);
+      report.Add("ingest_coordinator_cpu_us_per_record", F((after_ingest.cpu_s - cpu0.cpu_s) * per, 1),
+                 "(all its threads, submit .. last end status acked)");
+      report.Add("ingest_core_thread_cpu_us_per_record", F((core1 - core0) * per, 1),
+                 "(the cmax-core thread alone)");
+      report.Add("ingest_generator_cpu_us_per_record", F((self1.cpu_s - self0.cpu_s) * per, 1),
+                 "(this load generator)");
+      const double total = machine1.total - machine0.total;
+      report.Add("ingest_machine_busy_pct",
+                 total > 0 ? F(100 * (machine1.busy - machine0.busy) / total, 0) : "n/a",
+                 absl::StrCat("(all ", sysconf(_SC_NPROCESSORS_ONLN),
+                              " cores, other work on the machine included)"));
+    }
     report.Add("coordinator_rss_after_ingest_mb", F(after_ingest.rss_kb / 1024.0, 1));
     report.Add("agents_lost_ingest", absl::StrCat(stats.closed_by_coordinator.load()));
 

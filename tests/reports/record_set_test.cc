@@ -219,3 +219,95 @@ TEST_CASE("record set: the reports tests' runs give the same scorecard from a re
 
 }  // namespace
 }  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+// Adds `r` the way the coordinator's scorecard thread does: the store's
+// row fields and the Record's serialized bytes.
+void AddAsStored(RecordSet* set, const v1::ExportedRecord& r) {
+  const std::string bytes = r.record().SerializeAsString();
+  set->AddWire(r.task_id(), r.attempt(), r.seq(), r.node(), r.suite(), bytes, r.late(),
+               r.rank());
+}
+
+TEST_CASE("record set: records added as stored bytes are the records added parsed",
+          "[record_set]") {
+  RunData d = report_scale::Generate(6, 8, 2);
+  REQUIRE(d.records.size() > 500);
+  // Edge values of every field the wire form writes by hand: negatives
+  // (10-byte varints), a big seq, late, empty strings, an empty record.
+  v1::ExportedRecord edge = d.records.front();
+  edge.set_attempt(-3);
+  edge.set_rank(-1);
+  edge.set_seq(int64_t{1} << 40);
+  edge.set_late(true);
+  d.records.push_back(edge);
+  v1::ExportedRecord empty;
+  empty.mutable_record();
+  d.records.push_back(empty);
+  v1::ExportedRecord no_ids = d.records[10];
+  no_ids.clear_task_id();
+  no_ids.clear_node();
+  no_ids.clear_suite();
+  no_ids.set_attempt(0);
+  no_ids.set_seq(0);
+  d.records.push_back(no_ids);
+  RecordSet parsed, wire;
+  for (const auto& r : d.records) {
+    parsed.Add(r);
+    AddAsStored(&wire, r);
+  }
+  REQUIRE(wire.size() == d.records.size());
+  // Every record comes back field for field, and every filter selects the
+  // same records.
+  std::vector<RecordFilter> filters(6);
+  filters[1].kind = v1::Record::kSample;
+  filters[2].suite = "gemm";
+  filters[3].metric = "gemm_tflops";
+  filters[4].suite_or_own = "burnin";
+  filters[5].kind = v1::Record::kFinding;
+  for (size_t f = 0; f < filters.size(); ++f) {
+    const auto a = Scan(parsed, filters[f]);
+    const auto b = Scan(wire, filters[f]);
+    INFO("filter " << f);
+    REQUIRE(a.size() == b.size());
+    if (f > 0) CHECK(a.size() < d.records.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      INFO("record " << i << ": " << a[i].ShortDebugString());
+      CHECK(google::protobuf::util::MessageDifferencer::Equals(a[i], b[i]));
+    }
+  }
+  CHECK(Scan(wire, {}).front().record().SerializeAsString() ==
+        d.records.front().record().SerializeAsString());
+  // And so does the card.
+  RunData from_wire = d;
+  auto set = std::make_shared<RecordSet>();
+  for (const auto& r : d.records) AddAsStored(set.get(), r);
+  from_wire.records.clear();
+  from_wire.record_set = set;
+  INFO(Differences(BuildScorecard(d), BuildScorecard(from_wire)));
+  CHECK(Differences(BuildScorecard(d), BuildScorecard(from_wire)).empty());
+}
+
+TEST_CASE("record set: bytes that are not a record are kept as far as they parse",
+          "[record_set]") {
+  // A truncated Record: AddWire falls back to what a parse-and-Add keeps.
+  v1::ExportedRecord r = Meas("n1", "gemm", "gemm_tflops", 700, "TFLOP/s");
+  std::string bytes = r.record().SerializeAsString();
+  bytes.resize(bytes.size() / 2);
+  RecordSet set;
+  set.AddWire("t", 1, 0, "n1", "gemm", bytes, false, 0);
+  v1::ExportedRecord expected;
+  expected.set_task_id("t");
+  expected.set_attempt(1);
+  expected.set_node("n1");
+  expected.set_suite("gemm");
+  expected.mutable_record()->ParseFromString(bytes);
+  const auto out = Scan(set, {});
+  REQUIRE(out.size() == 1);
+  CHECK(google::protobuf::util::MessageDifferencer::Equals(out[0], expected));
+}
+
+}  // namespace
+}  // namespace cmax::reports
