@@ -43,9 +43,11 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "CA (PEM) whose client certificates agents and cmaxctl must present (mutual TLS)");
 ABSL_FLAG(int, heartbeat_timeout, 15,
           "seconds without word from an agent before it is lost and its tasks with it (above "
-          "2,500 agents at least 3 heartbeat periods, which grow with the fleet: docs/scale.md)");
+          "2,500 agents at least 3 heartbeat periods, which grow with the fleet: docs/scale.md; "
+          "checked once a second)");
 ABSL_FLAG(int, agent_stream_queues, 4,
-          "gRPC completion queues (a thread each) the agent streams are spread over");
+          "gRPC completion queues (a thread each) the agent streams are spread over (each "
+          "completion searches its queue's outstanding tags in Debian's libgrpc: docs/scale.md)");
 ABSL_FLAG(int, min_free_mb, 64,
           "refuse new runs while the data directory has less free space than this (MiB)");
 ABSL_FLAG(bool, allow_insecure, false,

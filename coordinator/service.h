@@ -1,17 +1,18 @@
 // The gRPC face of the coordinator. Every handler checks the bearer token,
 // posts its work to the core thread and returns at once. The agents' streams
-// (Connect) use the async API spread over kAgentQueues completion queues, each
-// with its own thread; every other method uses the callback API.
+// (Connect) use the async API spread over --agent-stream-queues completion
+// queues, each with its own thread; every other method uses the callback API.
 //
 // Why not the callback API for Connect too (issue 18, docs/scale.md): Debian's
 // libgrpc 1.51 is built without NDEBUG, so every completion runs
-// cq_check_tag(), a linear search of the completion queue's outstanding tags
-// (src/core/lib/surface/completion_queue.cc, "GPR_ASSERT(found)"). The
-// callback API puts every call of the process on one queue, and each open
-// agent stream keeps two tags there (its pending read and its done
-// notification): at 50,000 agents each ping and pong scanned ~100,000 tags,
-// about a quarter of a core while idle. Spread over kAgentQueues queues, a
-// completion scans a kAgentQueues-th of them.
+// cq_check_tag(), a linear search of its completion queue's outstanding tags
+// (src/core/lib/surface/completion_queue.cc, "GPR_ASSERT(found)"; the hot
+// loop at 0x4f1436 in libgrpc.so.29.0.0). The callback API puts every call
+// of the process on one queue, and each open agent stream keeps its pending
+// read there: at 50,000 agents every ping's write and every pong's read
+// scanned ~50,000 tags or more, 38-54 % of the idle coordinator's samples.
+// Spread over N queues a completion scans about an N-th of them; more
+// queues cost more thread wake-ups (the figures are in docs/scale.md).
 #ifndef CMAX_COORDINATOR_SERVICE_H_
 #define CMAX_COORDINATOR_SERVICE_H_
 
