@@ -108,13 +108,14 @@ void CoordinatorCore::Tick() {
     last_sweep_ns_ = mono;
     if (mono - last_silence_sweep_ns_ >= 1000000000) {
       last_silence_sweep_ns_ = mono;
-      for (const auto& node : registry_.ExpireSilent(mono)) {
+      const std::vector<std::string> lost = registry_.ExpireSilent(mono);
+      for (const auto& node : lost) {
         Log()->warn("agent {} lost: nothing heard for {} ms", node,
                     registry_.timeout_ns() / 1000000);
         const AgentEntry* e = registry_.Find(node);
         if (e && e->session) e->session->Close("heartbeat timeout");
-        scheduler_.OnNodeLost(node, now, &changes);
       }
+      scheduler_.OnNodesLost(lost, now, &changes);
     }
     scheduler_.ExpireOverdue(now, 60ll * 1000000000, &changes);
     std::vector<RendezvousOut> replies;
