@@ -85,8 +85,10 @@ class CoordinatorCore {
   void Post(std::function<void()> fn);
 
   // --- Everything below runs on the core thread (call through Post). ---
+  // `received_unix_ns`: when the stream read it (a pong's t4: the clock
+  // sample must not include the wait for the core's round); 0: now.
   void HandleAgentMessage(const std::shared_ptr<AgentSession>& session,
-                          const v1::AgentMessage& message);
+                          const v1::AgentMessage& message, int64_t received_unix_ns = 0);
   void HandleStreamEnded(const std::shared_ptr<AgentSession>& session);
 
   v1::ListAgentsResponse HandleListAgents();
@@ -223,6 +225,12 @@ class CoordinatorCore {
   bool schedule_pending_ = true;   // Tick: Schedule this round
   int64_t last_schedule_ns_ = 0;
   int64_t last_sweep_ns_ = 0;
+  int64_t last_silence_sweep_ns_ = 0;  // Registry::ExpireSilent, once a second
+  // Loop: rounds start at least kMinRoundGapNs apart, so that thousands of
+  // pongs a second (50,000 agents) wake the core a few hundred times a
+  // second, not once each (docs/scale.md).
+  static constexpr int64_t kMinRoundGapNs = 2000000;
+  int64_t round_start_ns_ = 0;
   struct RunPersist {
     std::string state;
     int64_t written_ns = 0;

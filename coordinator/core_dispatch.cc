@@ -30,8 +30,17 @@ void CoordinatorCore::Loop() {
       };
       mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(100));
       if (stopping_) return;
+      // What arrives within kMinRoundGapNs of the last round's start joins
+      // the next round (a wait that only a stop ends early).
+      const int64_t since = MonotonicNs() - round_start_ns_;
+      if (!queue_.empty() && since < kMinRoundGapNs) {
+        auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
+        mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Nanoseconds(kMinRoundGapNs - since));
+        if (stopping_) return;
+      }
       work.swap(queue_);
     }
+    round_start_ns_ = MonotonicNs();
     // The whole round is one store transaction (Store::BeginRound): the
     // tasks, runs, agents and records it writes cost one fsync (group
     // commit). Whatever says "durable" to someone -- record acks, status
@@ -90,15 +99,23 @@ void CoordinatorCore::Tick() {
   }
   Changes changes;
   // The sweeps over every agent and task: five times a second, not every
-  // round (rounds come with every pong, thousands a second at scale).
+  // round (rounds come with every pong, thousands a second at scale). The
+  // one over every agent for silence once a second: the loss timeout is at
+  // least --heartbeat-timeout (15 s by default), so a silent agent is lost
+  // within a second of it; five sweeps a second over 50,000 agents were
+  // ~4 % of a core idle (docs/scale.md).
   if (mono - last_sweep_ns_ >= 200000000) {
     last_sweep_ns_ = mono;
-    for (const auto& node : registry_.ExpireSilent(mono)) {
-      Log()->warn("agent {} lost: nothing heard for {} ms", node,
-                  registry_.timeout_ns() / 1000000);
-      const AgentEntry* e = registry_.Find(node);
-      if (e && e->session) e->session->Close("heartbeat timeout");
-      scheduler_.OnNodeLost(node, now, &changes);
+    if (mono - last_silence_sweep_ns_ >= 1000000000) {
+      last_silence_sweep_ns_ = mono;
+      const std::vector<std::string> lost = registry_.ExpireSilent(mono);
+      for (const auto& node : lost) {
+        Log()->warn("agent {} lost: nothing heard for {} ms", node,
+                    registry_.timeout_ns() / 1000000);
+        const AgentEntry* e = registry_.Find(node);
+        if (e && e->session) e->session->Close("heartbeat timeout");
+      }
+      scheduler_.OnNodesLost(lost, now, &changes);
     }
     scheduler_.ExpireOverdue(now, 60ll * 1000000000, &changes);
     std::vector<RendezvousOut> replies;
@@ -203,7 +220,8 @@ void CoordinatorCore::Broadcast(const std::string& run_id, const v1::RunEvent& e
 }
 
 void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& session,
-                                         const v1::AgentMessage& message) {
+                                         const v1::AgentMessage& message,
+                                         int64_t received_unix_ns) {
   const int64_t mono = MonotonicNs();
   const int64_t now = NowUnixNs();
   if (message.has_hello()) {
@@ -266,7 +284,8 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
   if (!message.has_records() && !message.has_pong()) FlushIngest();
   switch (message.msg_case()) {
     case v1::AgentMessage::kPong:
-      registry_.OnPong(session.get(), message.pong(), NowUnixNs());
+      registry_.OnPong(session.get(), message.pong(),
+                       received_unix_ns > 0 ? received_unix_ns : NowUnixNs());
       break;
     case v1::AgentMessage::kRecords:
       OnRecords(session.get(), node, message.records());

@@ -572,20 +572,39 @@ void Scheduler::OnHello(const std::string& node, const v1::Hello& hello, Changes
 }
 
 void Scheduler::OnNodeLost(const std::string& node, int64_t now_unix_ns, Changes* changes) {
+  OnNodesLost({node}, now_unix_ns, changes);
+}
+
+void Scheduler::OnNodesLost(const std::vector<std::string>& nodes, int64_t now_unix_ns,
+                            Changes* changes) {
+  if (nodes.empty()) return;
+  std::map<std::string, size_t> order;
+  for (size_t i = 0; i < nodes.size(); ++i) order.emplace(nodes[i], i);
+  std::set<std::string> runs;
   for (auto& [id, t] : tasks_) {
     if (IsTerminal(t->info.state())) continue;
-    if (std::find(t->nodes.begin(), t->nodes.end(), node) == t->nodes.end()) continue;
+    const std::string* node = nullptr;
+    size_t first = nodes.size();
+    for (const std::string& n : t->nodes) {
+      auto it = order.find(n);
+      if (it != order.end() && it->second < first) {
+        first = it->second;
+        node = &it->first;
+      }
+    }
+    if (!node) continue;
     std::string why = t->info.state() == v1::TASK_PENDING
-                          ? absl::StrCat("agent on ", node, " lost before the task started")
-                          : absl::StrCat("agent on ", node, " lost (no heartbeat)");
-    if (t->info.state() != v1::TASK_PENDING) StopOnNodes(*t, why, node, changes);
-    if (!t->assignment.group().empty()) t->info.set_blamed_nodes(node);
+                          ? absl::StrCat("agent on ", *node, " lost before the task started")
+                          : absl::StrCat("agent on ", *node, " lost (no heartbeat)");
+    if (t->info.state() != v1::TASK_PENDING) StopOnNodes(*t, why, *node, changes);
+    if (!t->assignment.group().empty()) t->info.set_blamed_nodes(*node);
     t->info.set_state(v1::TASK_LOST);
     t->info.set_message(why);
     t->info.set_finished_unix_ns(now_unix_ns);
     changes->tasks.insert(id);
-    MaybeFinishRun(t->info.run_id(), now_unix_ns, changes);
+    runs.insert(t->info.run_id());
   }
+  for (const std::string& run_id : runs) MaybeFinishRun(run_id, now_unix_ns, changes);
 }
 
 absl::StatusOr<int> Scheduler::Cancel(const std::string& run_id, int64_t now_unix_ns,

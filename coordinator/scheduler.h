@@ -80,6 +80,11 @@ class Scheduler {
   // stop tasks that ended here meanwhile.
   void OnHello(const std::string& node, const v1::Hello& hello, Changes* changes);
   void OnNodeLost(const std::string& node, int64_t now_unix_ns, Changes* changes);
+  // The same for every node of `nodes` (in that order: a task on several of
+  // them is blamed on the first), in one pass over the tasks and one
+  // MaybeFinishRun a run: a sweep that loses thousands of agents must not
+  // cost nodes x tasks (docs/scale.md).
+  void OnNodesLost(const std::vector<std::string>& nodes, int64_t now_unix_ns, Changes* changes);
   // Cancels every unfinished task of a run. NOT_FOUND for an unknown or
   // finished run. Returns how many tasks were cancelled.
   absl::StatusOr<int> Cancel(const std::string& run_id, int64_t now_unix_ns, Changes* changes);

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # The coordinator at scale, measured with simulated agents (docs/scale.md).
-#   benchmarks/scale/run.sh --agents N [--no-run] [--timeout S] [--keep]
+#   benchmarks/scale/run.sh --agents N [--no-run] [--plan FILE] [--timeout S] [--keep]
 #                           [-- extra cmax-scale-agents flags, e.g. --disconnect 0.01]
 # Starts a real cmax-coordinator on 127.0.0.1 (fresh data dir, no token:
 # loopback only), runs cmax-scale-agents against it (N simulated agents of 8
 # simulated GPUs, every record marked simulated) and the plan
-# benchmarks/scale/scale.yaml, and prints the figures. Everything is bounded
+# benchmarks/scale/scale.yaml (or --plan FILE, e.g. scale-small.yaml), and
+# prints the figures. Everything is bounded
 # by --timeout (default 900 s). Needs a build: tests/run.sh or
 # cmake --build build --target cmax-coordinator cmax-scale-agents.
 set -euo pipefail
+start_dir=$(pwd)
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 build=${CMAX_BUILD_DIR:-$root/build}
 agents=1000
 timeout_s=900
 run_plan=1
+plan_file=$root/benchmarks/scale/scale.yaml
 keep=0
 extra=()
 while [[ $# -gt 0 ]]; do
@@ -22,9 +25,10 @@ while [[ $# -gt 0 ]]; do
     --agents) agents=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --no-run) run_plan=0; shift ;;
+    --plan) plan_file=$(cd "$start_dir" && realpath -e "$2") || exit 2; shift 2 ;;
     --keep) keep=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,10p' "$0" | cut -c3-; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | cut -c3-; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,7 +66,7 @@ done
 echo "machine                                  $(nproc) cores, $(free -g | awk '/^Mem:/{print $2}') GB, $(uname -r)"
 echo "coordinator                              pid $cpid, 127.0.0.1:$port, data $data"
 plan=()
-[[ $run_plan == 1 ]] && plan=(--plan "$root/benchmarks/scale/scale.yaml")
+[[ $run_plan == 1 ]] && plan=(--plan "$plan_file")
 rc=0
 timeout "$timeout_s" "$sim" --target "127.0.0.1:$port" --agents "$agents" \
   --coordinator-pid "$cpid" "${plan[@]}" --timeout "$((timeout_s - 10))" \

@@ -202,6 +202,30 @@ TEST_CASE("a lost node loses its tasks, pending ones included", "[scheduler]") {
   CHECK(c.finished_runs.empty());
 }
 
+TEST_CASE("nodes lost in one sweep lose their tasks and end the run as one by one would",
+          "[scheduler]") {
+  Fixture f(3);
+  f.Submit(kTwoSuites);
+  f.Schedule();
+  f.Report("node-2", "r1.0.node-2", 1, v1::TASK_COMPLETED);
+  f.Schedule();
+  f.Report("node-2", "r1.1.node-2", 1, v1::TASK_COMPLETED);
+  Changes c;
+  f.scheduler.OnNodesLost({"node-0", "node-1"}, kNow + 5, &c);
+  for (const char* id : {"r1.0.node-0", "r1.1.node-0", "r1.0.node-1", "r1.1.node-1"}) {
+    INFO(id);
+    CHECK(f.State(id) == v1::TASK_LOST);
+    CHECK(c.tasks.count(id) == 1);
+  }
+  CHECK_THAT(f.scheduler.FindTask("r1.0.node-1")->info.message(),
+             Catch::Contains("agent on node-1 lost (no heartbeat)"));
+  CHECK_THAT(f.scheduler.FindTask("r1.1.node-0")->info.message(),
+             Catch::Contains("agent on node-0 lost before the task started"));
+  CHECK(f.State("r1.0.node-2") == v1::TASK_COMPLETED);
+  // Every task is terminal now: the run ends, once.
+  CHECK(c.finished_runs.size() == 1);
+}
+
 TEST_CASE("cancel stops assigned tasks and ends the run cancelled", "[scheduler]") {
   Fixture f(2);
   f.Submit(kTwoSuites);
