@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "common/subprocess.h"
 #include "common/suite_catalog.h"
+#include "reports/compare.h"
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
 
@@ -300,6 +301,23 @@ TEST_CASE("no suite's name appears in the program outside its folder", "[declara
   }
   INFO(absl::StrJoin(hits, "\n"));
   CHECK(hits.empty());
+}
+
+// Compare and baseline name a metric's direction from the fleet table, a few
+// known names and the _gbps / _tflops / _lat_us suffixes
+// (reports::MetricBetter): where they name one, it is the declared one.
+TEST_CASE("compare's metric directions agree with the declarations", "[declarations]") {
+  int named = 0;
+  for (const SuiteInfo& s : SuiteCatalog()) {
+    for (const MetricSpec& m : s.metrics) {
+      const std::string compare_dir = reports::MetricBetter(m.name);
+      if (compare_dir.empty()) continue;
+      ++named;
+      INFO(s.name << " " << m.name);
+      CHECK(compare_dir == reports::BetterName(m.better));
+    }
+  }
+  CHECK(named >= 12);  // the fleet metrics, busbw, rdma, connectivity and the _gbps ones
 }
 
 // Every metric name a suite's sources can write is declared by that suite
