@@ -6,8 +6,9 @@
 // "Skipped", not passed. A case that fails before skipping still fails, and a
 // case run where its hardware exists runs and can fail.
 //
-// With CMAX_TEST_SKIP_LOG set, each skipped case appends "<case>\t<reason>"
-// to that file (tests/run.sh prints the count and reasons).
+// With CMAX_TEST_SKIP_LOG set, each skipped case appends
+// "<binary>:<case>\t<reason>" (its ctest name, then why) to that file
+// (tests/run.sh prints the count and reasons).
 #ifndef CMAX_TESTS_SKIP_H_
 #define CMAX_TESTS_SKIP_H_
 

@@ -55,7 +55,7 @@ TEST_CASE("a case that skips exits 77 and says why", "[skip]") {
   INFO(p.out);
   CHECK(p.code == testing::kSkipExitCode);
   CHECK(absl::StrContains(p.out, "SKIPPED: skip probe: skips: probe reason 42"));
-  CHECK(p.log == "skip probe: skips\tprobe reason 42\n");
+  CHECK(p.log == "skip_test:skip probe: skips\tprobe reason 42\n");
 }
 
 TEST_CASE("a case that fails before it skips is a failure, not a skip", "[skip]") {
@@ -70,7 +70,7 @@ TEST_CASE("a skipped case run beside a passing one: the run passes", "[skip]") {
   const ProbeRun p = Probe("skip probe: skips,skip probe: passes");
   INFO(p.out);
   CHECK(p.code == 0);
-  CHECK(p.log == "skip probe: skips\tprobe reason 42\n");  // still logged as skipped
+  CHECK(p.log == "skip_test:skip probe: skips\tprobe reason 42\n");  // still logged as skipped
 }
 
 TEST_CASE("a passing case exits 0 and logs nothing", "[skip]") {

@@ -15,6 +15,7 @@ namespace cmax::testing {
 namespace {
 
 struct SkipState {
+  std::string binary;  // argv[0]'s last part: ctest names a case "<binary>:<case>"
   std::string current_case;
   std::string current_reason;  // non-empty: the running case skipped
   int cases_run = 0;
@@ -43,7 +44,8 @@ class SkipListener : public Catch::TestEventListenerBase {
       s.skipped.push_back(s.current_case + ": " + s.current_reason);
       if (const char* log = std::getenv("CMAX_TEST_SKIP_LOG"); log != nullptr && *log) {
         if (FILE* f = std::fopen(log, "a")) {
-          std::fprintf(f, "%s\t%s\n", s.current_case.c_str(), s.current_reason.c_str());
+          std::fprintf(f, "%s:%s\t%s\n", s.binary.c_str(), s.current_case.c_str(),
+                       s.current_reason.c_str());
           std::fclose(f);
         }
       }
@@ -63,6 +65,10 @@ void MarkSkipped(const std::string& reason) {
 }  // namespace cmax::testing
 
 int main(int argc, char** argv) {
+  if (argc > 0 && argv[0] != nullptr) {
+    const std::string self = argv[0];
+    cmax::testing::State().binary = self.substr(self.find_last_of('/') + 1);
+  }
   const int failed = Catch::Session().run(argc, argv);
   using cmax::testing::kSkipExitCode;
   // Catch returns the number of failed assertions: never let a failure read
