@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -15,6 +16,8 @@
 #include "common/suite_declaration.h"
 #include "reports/gpu_specs.h"
 #include "reports/judge_util.h"
+#include "reports/metric_table.h"
+#include "reports/outcome_order.h"
 #include "reports/stats.h"
 
 namespace cmax::reports {
@@ -76,8 +79,9 @@ std::set<std::string> OutlierSubjects(const std::vector<Keyed>& items, const std
   auto add = [&](Better b) {
     for (const auto& o : FindOutliers(items, b)) out.insert(o.item.subject);
   };
-  if (better != "lower") add(Better::kHigher);
-  if (better != "higher") add(Better::kLower);
+  const std::optional<Better> side = BetterFromName(better);
+  if (side != Better::kLower) add(Better::kHigher);
+  if (side != Better::kHigher) add(Better::kLower);
   return out;
 }
 
@@ -310,28 +314,24 @@ void GridFromReasons(const RunData& data, v1::Scorecard* card) {
     v1::NodeCategorySummary* g = card->add_node_grid();
     g->set_node(n.node());
     for (const auto& c : card->categories()) {
-      // The node's reasons are "<Category> <outcome>: ..." (scorecard.cc).
-      int worst = 0;  // 0 none, 1 not measured, 2 warn, 3 fail, 4 critical
+      // The node's reasons are "<Category> <outcome label>: ..." (scorecard.cc),
+      // the outcome one of ReasonOutcomes() (outcome_order.h).
+      int worst = 0;  // OutcomeBadness: 0 none
       for (const auto& r : n.reasons()) {
         if (!absl::StartsWith(r, c.name() + " ")) continue;
         const std::string rest = r.substr(c.name().size() + 1);
-        if (absl::StartsWith(rest, "critical:")) {
-          worst = std::max(worst, 4);
-        } else if (absl::StartsWith(rest, "fail:")) {
-          worst = std::max(worst, 3);
-        } else if (absl::StartsWith(rest, "warn:")) {
-          worst = std::max(worst, 2);
-        } else if (absl::StartsWith(rest, "not measured:")) {
-          worst = std::max(worst, 1);
+        for (const std::string& word : ReasonOutcomes()) {
+          if (absl::StartsWith(rest, OutcomeLabel(word) + ":")) {
+            worst = std::max(worst, OutcomeBadness(word));
+            break;
+          }
         }
       }
       const bool m = measured[c.name()].count(n.node()) > 0;
-      std::string o = worst == 4   ? "critical"
-                      : worst == 3 ? "fail"
-                      : worst == 2 ? "warn"
-                      : worst == 1 ? (m ? "partial" : "not_measured")
-                      : m          ? "pass"
-                                   : "not_measured";
+      std::string o = worst > OutcomeBadness("not_measured") ? OutcomeWord(worst)
+                      : worst > 0                            ? (m ? "partial" : "not_measured")
+                      : m                                    ? "pass"
+                                                             : "not_measured";
       g->add_outcomes(o);
     }
   }
@@ -477,9 +477,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         a.chart.set_title(spec->chart_over_time);
         a.chart.set_unit(s.unit());
         a.chart.set_x_label("seconds since the task began");
-        a.chart.set_better(spec->better == MetricBetter::kHigher  ? "higher"
-                           : spec->better == MetricBetter::kLower ? "lower"
-                                                                  : "");
+        a.chart.set_better(BetterName(spec->better));
         a.chart.set_section("Reliability");
       }
       std::string name = node;

@@ -17,6 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
+#include "reports/outcome_order.h"
 #include "reports/stats.h"
 #include "reports/svg.h"
 
@@ -28,22 +29,6 @@ constexpr size_t kMaxMissingListed = 50;
 std::string LabelsText(const google::protobuf::Map<std::string, std::string>& labels) {
   std::map<std::string, std::string> sorted(labels.begin(), labels.end());
   return absl::StrJoin(sorted, ", ", absl::PairFormatter("="));
-}
-
-int VerdictRank(const std::string& v) {
-  if (v == "fail") return 2;
-  if (v == "warn") return 1;
-  return 0;
-}
-
-// Platinum best; "not rated" below every tier (it says less than any).
-int TierRank(const std::string& tier) {
-  static const std::vector<std::string> order = {"Platinum", "Gold", "Silver", "Bronze",
-                                                 "Underperform"};
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (tier == order[i]) return static_cast<int>(order.size() - i);
-  }
-  return 0;
 }
 
 std::string FindingNode(const v1::Finding& f) {
@@ -84,7 +69,7 @@ bool KeyLabel(const FleetMetric* fleet, const std::string& k) {
 
 std::string MetricBetter(const std::string& metric) {
   if (const FleetMetric* f = FindFleetMetric(metric)) {
-    return f->better == Better::kHigher ? "higher" : "lower";
+    return BetterName(f->better);
   }
   // Metrics the suites document outside the fleet table: busbw/algbw
   // (benchmarks/collective, nccl-tests' definitions), rdma bandwidth and
@@ -323,7 +308,7 @@ Comparison CompareScorecards(const v1::Scorecard& a, const v1::Scorecard& b,
     v->set_after(after_v);
     // A node gone from run B counts as worse: it was not evaluated again.
     const bool worse = after_v == "absent" ||
-                       (before_v != "absent" && VerdictRank(after_v) > VerdictRank(before_v));
+                       (before_v != "absent" && OutcomeBadness(after_v) > OutcomeBadness(before_v));
     v->set_worse(worse);
     if (worse) ++regressions;
     if (ib != vb.end()) {
@@ -333,7 +318,7 @@ Comparison CompareScorecards(const v1::Scorecard& a, const v1::Scorecard& b,
 
   // Tier.
   c.set_tier_changed(a.tier() != b.tier());
-  c.set_tier_worse(TierRank(b.tier()) < TierRank(a.tier()));
+  c.set_tier_worse(TierPoints(b.tier()) < TierPoints(a.tier()));
   if (c.tier_worse()) ++regressions;
   c.set_regressions(regressions);
   return c;

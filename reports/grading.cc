@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "reports/outcome_order.h"
 
 namespace cmax::reports {
 namespace {
@@ -16,20 +17,6 @@ const std::vector<std::string>& PlatinumCategories() {
   static const std::vector<std::string> names = {"Compute", "Networking", "Storage",
                                                  "Reliability", "Security"};
   return names;
-}
-
-int GradeRank(const std::string& grade) {
-  static const std::vector<std::string> order = {"A", "B", "C", "D", "F"};
-  auto it = std::find(order.begin(), order.end(), grade);
-  return it == order.end() ? -1 : static_cast<int>(it - order.begin());
-}
-
-std::string TierForGrade(const std::string& grade) {
-  if (grade == "A") return "Platinum";
-  if (grade == "B") return "Gold";
-  if (grade == "C") return "Silver";
-  if (grade == "D") return "Bronze";
-  return "Underperform";
 }
 
 }  // namespace
@@ -59,7 +46,7 @@ TierDecision TierFor(const std::vector<v1::CategoryGrade>& categories,
   for (const auto& c : categories) {
     if (c.measured()) {
       measured.push_back(c.name());
-      worst = std::max(worst, GradeRank(c.grade()));
+      worst = std::max(worst, GradeIndex(c.grade()));
     } else {
       unmeasured.push_back(c.name());
     }
@@ -70,8 +57,7 @@ TierDecision TierFor(const std::vector<v1::CategoryGrade>& categories,
     d.reason = "no category was measured";
     return d;
   }
-  static const std::vector<std::string> order = {"A", "B", "C", "D", "F"};
-  const std::string worst_grade = order[std::max(worst, 0)];
+  const std::string worst_grade = GradesBestFirst()[std::max(worst, 0)];
   std::vector<std::string> setters;
   for (const auto& c : categories) {
     if (c.measured() && c.grade() == worst_grade) setters.push_back(c.name());

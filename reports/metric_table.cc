@@ -5,6 +5,18 @@
 
 namespace cmax::reports {
 
+std::string BetterName(::cmax::MetricBetter better) {
+  switch (better) {
+    case ::cmax::MetricBetter::kHigher:
+      return BetterName(Better::kHigher);
+    case ::cmax::MetricBetter::kLower:
+      return BetterName(Better::kLower);
+    case ::cmax::MetricBetter::kNeither:
+      break;
+  }
+  return "";
+}
+
 const std::vector<FleetMetric>& FleetMetrics() {
   // The metrics the suites declare as compared across the fleet
   // (MetricSpec::fleet, in each suite's <suite>_declaration.cc), in catalog
@@ -17,7 +29,9 @@ const std::vector<FleetMetric>& FleetMetrics() {
       for (const MetricSpec& m : suite.metrics) {
         if (!m.fleet) continue;
         t->push_back({m.name, CanonicalCategory(suite.category),
-                      m.better == MetricBetter::kHigher ? Better::kHigher : Better::kLower,
+                      // Without a declared direction, lower is taken as better
+                      // (as before); the declarations test requires one.
+                      BetterFromName(BetterName(m.better)).value_or(Better::kLower),
                       m.fleet_group_keys});
       }
     }

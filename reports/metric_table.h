@@ -10,7 +10,15 @@
 
 #include "reports/stats.h"
 
+namespace cmax {
+enum class MetricBetter;  // common/suite_catalog.h
+}  // namespace cmax
+
 namespace cmax::reports {
+
+// The one reading of a declared direction (MetricSpec::better) in reports/:
+// "higher", "lower", or "" for kNeither (no side is better).
+std::string BetterName(::cmax::MetricBetter better);
 
 struct FleetMetric {
   std::string metric;                   // Measurement.metric

@@ -14,6 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "reports/compare.h"
 #include "reports/cost.h"
+#include "reports/outcome_order.h"
 #include "reports/stats.h"
 
 namespace cmax::reports {
@@ -23,23 +24,6 @@ const std::vector<std::string>& RatedCategories() {
   static const std::vector<std::string> c = {"Compute", "Networking", "Storage", "Reliability",
                                              "Security"};
   return c;
-}
-
-int TierPoints(const std::string& tier) {
-  static const std::vector<std::string> order = {"Platinum", "Gold", "Silver", "Bronze",
-                                                 "Underperform"};
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (tier == order[i]) return static_cast<int>(order.size() - i);
-  }
-  return 0;
-}
-
-int GradePoints(const std::string& g) {
-  if (g == "A") return 4;
-  if (g == "B") return 3;
-  if (g == "C") return 2;
-  if (g == "D") return 1;
-  return 0;  // F and not measured
 }
 
 // Three significant figures: figures that differ beyond them order clusters.

@@ -17,6 +17,7 @@
 #include "reports/html/chart_svg.h"
 #include "reports/cost.h"
 #include "reports/judge_util.h"
+#include "reports/outcome_order.h"
 #include "reports/scorecard.h"
 #include "reports/svg.h"
 
@@ -70,10 +71,6 @@ std::string OutcomeClass(const std::string& outcome) {
   if (outcome == "warn") return "warn";
   if (outcome == "fail" || outcome == "critical") return "fail";
   return "nm";
-}
-
-std::string OutcomeLabel(const std::string& outcome) {
-  return outcome == "not_measured" ? "not measured" : outcome;
 }
 
 std::string NodeLink(const std::string& node) {
@@ -473,14 +470,8 @@ std::string SeverityKey(const v1::Finding& f) {
   return f.not_measured() ? "not_measured" : SeverityName(f.severity());
 }
 
-int SeverityRank(const std::string& key) {
-  if (key == "critical") return 5;
-  if (key == "fail") return 4;
-  if (key == "warn") return 3;
-  if (key == "not_measured") return 2;
-  if (key == "info") return 1;
-  return 0;
-}
+// The findings table's order and data-rank: outcome_order.h's badness.
+int SeverityRank(const std::string& key) { return OutcomeBadness(key); }
 
 std::string SeverityClass(const std::string& key) {
   if (key == "warn") return "warn";

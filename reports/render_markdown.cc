@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "reports/cost.h"
 #include "reports/judge_util.h"
+#include "reports/outcome_order.h"
 #include "reports/scorecard.h"
 
 namespace cmax::reports {
@@ -80,8 +81,8 @@ std::string Upper(const std::string& s) {
   return out;
 }
 
-std::string OutcomeLabel(const std::string& outcome) {
-  return outcome == "not_measured" ? "NOT MEASURED" : Upper(outcome);
+std::string UpperOutcomeLabel(const std::string& outcome) {
+  return Upper(OutcomeLabel(outcome));  // "NOT MEASURED" for not_measured
 }
 
 void Header(const v1::Scorecard& card, std::string* out) {
@@ -157,7 +158,7 @@ void BarrierStarts(const v1::Scorecard& card, std::string* out) {
 }
 
 void Rule(const v1::RuleResult& r, std::string* out) {
-  absl::StrAppend(out, "- **", OutcomeLabel(r.outcome()), "** ", Code(r.rule_id()));
+  absl::StrAppend(out, "- **", UpperOutcomeLabel(r.outcome()), "** ", Code(r.rule_id()));
   if (!r.node().empty()) absl::StrAppend(out, " on ", Md(r.node(), false));
   absl::StrAppend(out, ": ", Md(r.message(), false), "\n");
   for (const auto& e : r.evidence()) {

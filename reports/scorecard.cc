@@ -23,6 +23,7 @@
 #include "reports/judged_view.h"
 #include "reports/judge_util.h"
 #include "reports/judges.h"
+#include "reports/outcome_order.h"
 
 namespace cmax::reports {
 namespace {
@@ -31,16 +32,9 @@ constexpr size_t kMaxMeasurements = 2000;
 constexpr size_t kMaxRulesPerCategory = 500;
 constexpr size_t kSummaryMessages = 3;
 
-// Higher is worse; used to order rules and reasons.
-int OutcomeRank(const std::string& outcome) {
-  if (outcome == "critical") return 4;
-  if (outcome == "fail") return 3;
-  if (outcome == "warn") return 2;
-  if (outcome == "not_measured") return 1;
-  return 0;
-}
-
-bool Fired(const std::string& outcome) { return OutcomeRank(outcome) >= 2; }
+// Rules and reasons are ordered by OutcomeBadness (outcome_order.h), worst
+// first.
+bool Fired(const std::string& outcome) { return OutcomeFired(outcome); }
 
 // Judges are trusted to follow the contract, but a wrong category or outcome
 // must never turn into a silent pass.
@@ -150,7 +144,7 @@ v1::CategoryGrade MakeCategory(const std::string& name, CategoryWork& w,
   c.set_nodes_selected(selected);
   for (const auto& e : cov.entries) *c.add_entries() = e;
   std::stable_sort(w.rules.begin(), w.rules.end(), [](const auto* a, const auto* b) {
-    return OutcomeRank(a->outcome()) > OutcomeRank(b->outcome());
+    return OutcomeBadness(a->outcome()) > OutcomeBadness(b->outcome());
   });
   const std::string summary = Summary(w, c.measured(), cov, c.coverage());
   c.set_summary(w.simulated ? absl::StrCat(kSimulatedBanner, ": ", summary) : summary);
@@ -453,11 +447,11 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
     }
     std::vector<const v1::RuleResult*> rs = by_node[node];
     std::stable_sort(rs.begin(), rs.end(), [](const auto* a, const auto* b) {
-      return OutcomeRank(a->outcome()) > OutcomeRank(b->outcome());
+      return OutcomeBadness(a->outcome()) > OutcomeBadness(b->outcome());
     });
     int worst = 0;
-    for (const auto* r : rs) worst = std::max(worst, OutcomeRank(r->outcome()));
-    std::string verdict = worst >= 3 ? "fail" : worst == 2 ? "warn" : "pass";
+    for (const auto* r : rs) worst = std::max(worst, OutcomeBadness(r->outcome()));
+    std::string verdict = VerdictForBadness(worst);
     std::vector<std::string> reasons;
     auto add_reason = [&](std::string text) {
       if (std::find(reasons.begin(), reasons.end(), text) == reasons.end()) {
@@ -466,8 +460,7 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
     };
     for (const auto* r : rs) {
       if (r->outcome() == "pass") continue;
-      const std::string label = r->outcome() == "not_measured" ? "not measured" : r->outcome();
-      add_reason(absl::StrCat(r->category(), " ", label, ": ", r->message()));
+      add_reason(absl::StrCat(r->category(), " ", OutcomeLabel(r->outcome()), ": ", r->message()));
     }
     const bool has_data = nodes_with_data.count(node) > 0;
     if (!has_data) {

@@ -7,6 +7,14 @@
 
 namespace cmax::reports {
 
+std::string BetterName(Better better) { return better == Better::kHigher ? "higher" : "lower"; }
+
+std::optional<Better> BetterFromName(std::string_view name) {
+  if (name == "higher") return Better::kHigher;
+  if (name == "lower") return Better::kLower;
+  return std::nullopt;
+}
+
 FleetStats ComputeFleetStats(std::vector<double> values) {
   FleetStats s;
   s.n = values.size();

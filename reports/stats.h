@@ -5,7 +5,9 @@
 #define CMAX_REPORTS_STATS_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cmax::reports {
@@ -30,7 +32,17 @@ struct Keyed {
   double value = 0;
 };
 
+// The side of the fence FindOutliers looks at. Its one word form, as the
+// scorecard writes a direction (Chart.better, CompareMetric.better), is
+// BetterName / BetterFromName; a declared MetricSpec::better is read only by
+// BetterName(MetricBetter) (metric_table.h).
 enum class Better { kHigher, kLower };
+
+// "higher" or "lower".
+std::string BetterName(Better better);
+// kHigher for "higher", kLower for "lower"; nullopt for "" (no known
+// direction: both sides are outliers) or any other word.
+std::optional<Better> BetterFromName(std::string_view name);
 
 struct Outlier {
   Keyed item;

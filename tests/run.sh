@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, configures and builds cmax with its tests into
-# build/ (CMAX_BUILD_DIR overrides), and runs ctest.
+# build/ (CMAX_BUILD_DIR overrides), and runs ctest; then says how many test
+# cases were skipped (tests/skip.h) and why. Its exit code is ctest's.
 #   tests/run.sh [ctest arguments...]     e.g. tests/run.sh -R plan
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,20 @@ else
 fi
 cmake --build "$build" -j "$jobs"
 cd "$build"
+# Cases that cannot run here (no usable GPU, no CUDA build, a tool not
+# installed) call CMAX_SKIP (tests/skip.h): ctest shows them as "Skipped",
+# not passed, and each writes its name and reason to this file.
+skip_log=$build/Testing/skipped.tsv
+mkdir -p "$build/Testing"
+: >"$skip_log"
+export CMAX_TEST_SKIP_LOG=$skip_log
+rc=0
 # --no-tests=error: a build without tests (or a -R that matches none) fails
 # instead of printing "No tests were found!!!" and exiting 0.
-ctest --output-on-failure --timeout 600 -j "$jobs" --no-tests=error "$@"
+ctest --output-on-failure --timeout 600 -j "$jobs" --no-tests=error "$@" || rc=$?
+if [[ -s $skip_log ]]; then
+  echo "tests/run.sh: $(wc -l <"$skip_log") Catch2 case(s) skipped, not passed (why, then how many):"
+  cut -f2 "$skip_log" | sort | uniq -c | sort -rn | sed -E 's/^ *([0-9]+) (.*)$/  \2: \1/'
+  echo "  (the cases: $skip_log)"
+fi
+exit "$rc"

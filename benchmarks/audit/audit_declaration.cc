@@ -19,7 +19,10 @@ SuiteInfo Declaration() {
         "Status per check: PASS, INFO, WARN, FAIL, CRITICAL, UNKNOWN (could not tell),\n"
         "SKIPPED (does not apply). SKIPPED checks and checks that could not run (smpquery\n"
         "missing or refused, opensm.conf unreadable) are written as not measured.\n"
-        "Exit 0 nothing failed, 1 a check failed, 2 could not run.",
+        "Exit 0 nothing failed, 1 a check failed, 2 could not run.\n"
+        "Components include the NVIDIA Container Toolkit, runc, Slurm and the drivers.\n"
+        "Tenant isolation: a forbidden target (--forbidden host:port) that accepts a TCP\n"
+        "connection is CRITICAL.",
     .scopes = {SCOPE_NODE},
     .default_timeout_s = 300,
     .exclusive = false,
@@ -34,6 +37,11 @@ SuiteInfo Declaration() {
              .choices = {"shared", "single"}},
             {.name = "forbidden", .type = ParamType::kToken,
              .help = "comma-separated host:port targets a tenant must not reach (a connection within 1 s is critical)"},
+        },
+    .metrics =
+        {
+            {.name = "component_version", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "one per component found (labels: component, version, source): an inventory fact, always 1"},
         },
   };
 }

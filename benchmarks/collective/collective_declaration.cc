@@ -99,6 +99,19 @@ SuiteInfo Declaration() {
             {.name = "busbw_gbps", .unit = "GB/s",
              .help = "bus bandwidth as nccl-tests computes it, per op and size"},
             {.name = "algbw_gbps", .unit = "GB/s", .help = "algorithm bandwidth per op and size"},
+            // Every other metric the suite writes (the declarations test reads them all).
+            {.name = "time_us", .unit = "us", .better = MetricBetter::kLower,
+             .help = "mean time of one operation at this size (nccl-tests' time)"},
+            {.name = "avg_busbw_gbps", .unit = "GB/s", .better = MetricBetter::kHigher,
+             .help = "soak: the average bus bandwidth over its results (nccl-tests' \"Avg bus bandwidth\"), rank 0"},
+            {.name = "nccl_channels", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "nccl backend: channels NCCL set up (its INFO log)"},
+            {.name = "nccl_net_connections", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "nccl backend: connections over a network transport (its INFO log)"},
+            {.name = "nccl_gdr_connections", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "nccl backend: network connections with GPUDirect RDMA (its INFO log)"},
+            {.name = "nccl_nvls_channels", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "nccl backend: NVLink SHARP channels (its INFO log)"},
         },
   };
 }

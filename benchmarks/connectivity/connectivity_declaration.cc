@@ -42,6 +42,9 @@ SuiteInfo Declaration() {
              .help = "TCP round-trip time between two ranks"},
             {.name = "reachable", .unit = "bool",
              .help = "1 when a rank reached the other, 0 when it could not"},
+            // Every other metric the suite writes (the declarations test reads them all).
+            {.name = "transfer_mbps", .unit = "Mbit/s", .better = MetricBetter::kHigher,
+             .help = "TCP transfer rate to the peer"},
         },
   };
 }

@@ -46,6 +46,11 @@ SuiteInfo Declaration() {
              "that differ fail at once. The coordinator compares digests across the fleet: GPUs of\n"
              "the same model and driver/CUDA/cuBLAS versions must agree bit for bit."},
         },
+    .metrics =
+        {
+            {.name = "consistency_digest", .unit = "sum", .better = MetricBetter::kNeither,
+             .help = "digest of the workload's output: compared across repeats and GPUs, its size means nothing"},
+        },
   };
 }
 

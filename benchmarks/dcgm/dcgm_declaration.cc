@@ -20,7 +20,8 @@ SuiteInfo Declaration() {
         "parseable FAILS the node (dcgm.diag_wedged, dcgm.diag_killed,\n"
         "dcgm.diag_unparseable). Exit: 0 passed, 1 a test failed or the diagnostic\n"
         "wedged, 2 could not run (dcgmi not installed, could not start, nv-hostengine\n"
-        "not reachable: not measured).",
+        "not reachable: not measured).\n"
+        "Opt-in: no plan in benchmarks/plans runs it.",
     .scopes = {SCOPE_NODE},
     .default_timeout_s = 6000,
     .exclusive = true,
@@ -28,6 +29,11 @@ SuiteInfo Declaration() {
         {
             {.name = "level", .type = ParamType::kInt, .help = "diagnostic run level 1, 2 or 3 (default 1)",
              .min = 1, .max = 3},
+        },
+    .metrics =
+        {
+            {.name = "dcgm_test_passed", .unit = "bool", .better = MetricBetter::kHigher,
+             .help = "1 when the DCGM diagnostic test passed or warned, 0 when it failed"},
         },
   };
 }

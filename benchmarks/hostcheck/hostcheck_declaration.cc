@@ -21,7 +21,12 @@ SuiteInfo Declaration() {
         "the fact gpu_nic_map, e.g. 0000:18:00.0=mlx5_0,..., where RDMA NICs exist, and\n"
         "nvlink_domain / nvlink_clique, the GPUs' NVLink cluster UUID and clique ids from\n"
         "NVML's fabric query, on nodes with NVIDIA GPUs and no NVSwitch on the bus, such as\n"
-        "GB200 / GB300 NVL72 trays, whose GPUs report a multi-node NVLink domain).",
+        "GB200 / GB300 NVL72 trays, whose GPUs report a multi-node NVLink domain).\n"
+        "GPUs on the PCI bus are checked against the plan's count. A GPU whose PCIe switch has\n"
+        "no NIC where others have one warns, as does a NIC whose port rate or PCIe width or speed\n"
+        "is below its peers'; ACS ReqRedir/CmpltRedir on a bridge between a GPU and its NIC\n"
+        "fails (not measured without root); the IOMMU translating DMA with RDMA NICs present\n"
+        "warns.",
     .scopes = {SCOPE_NODE},
     .default_timeout_s = 120,
     .exclusive = false,
@@ -40,6 +45,27 @@ SuiteInfo Declaration() {
              .help = "warn below this free percentage of / (default 10; below 2 fails)", .min = 0, .max = 100},
         },
     // The agent runs `cmax-bench hostcheck --inventory` for its Hello.
+    .metrics =
+        {
+            {.name = "gpu_count", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "GPUs found on the PCI bus"},
+            {.name = "gpu_present", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "one per GPU found (labels: gpu, PCI bus id, model, device id), always 1"},
+            {.name = "cpu_cores", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "CPU cores"},
+            {.name = "memory_total_gib", .unit = "GiB", .better = MetricBetter::kNeither,
+             .help = "installed memory"},
+            {.name = "numa_nodes", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "NUMA nodes"},
+            {.name = "swap_total_gib", .unit = "GiB", .better = MetricBetter::kNeither,
+             .help = "swap space"},
+            {.name = "root_free_pct", .unit = "%", .better = MetricBetter::kHigher,
+             .help = "free space of a file system (label path)"},
+            {.name = "gpu_pcie_path", .unit = "bridges", .better = MetricBetter::kNeither,
+             .help = "PCIe bridges between the GPU and its root port"},
+            {.name = "gpu_nic_map", .unit = "shared switch", .better = MetricBetter::kNeither,
+             .help = "1 when the GPU and its nearest NIC share a PCIe switch"},
+        },
     .inventory = true,
   };
 }

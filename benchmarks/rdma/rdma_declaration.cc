@@ -20,7 +20,11 @@ SuiteInfo Declaration() {
         "the GPU the GPU-NIC map pairs with its NIC. Rank 0 runs the servers, rank 1 the\n"
         "clients; they meet through the group's rendezvous (cmax runs it with scope pairs).\n"
         "Run alone it exits 2. Each run: <test> -d <hca> -i <port> -F -p <tcp port>\n"
-        "[--report_gbits] [-x <gid>] [-D s | -n iters] [-s bytes] [--use_cuda=<gpu>].",
+        "[--report_gbits] [-x <gid>] [-D s | -n iters] [-s bytes] [--use_cuda=<gpu>].\n"
+        "The judge compares each rail's bandwidth with its port rate (floor 0.9x) and with\n"
+        "the fleet per rail, and names the slow NIC or link with both ends. --use_cuda runs\n"
+        "on the paired GPU where perftest has CUDA. Needs the perftest package; without RDMA\n"
+        "devices every test is not measured. Plan: benchmarks/plans/rdma.yaml.",
     .scopes = {SCOPE_PAIRS},
     .default_timeout_s = 1800,
     .exclusive = true,

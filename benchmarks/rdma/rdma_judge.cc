@@ -45,6 +45,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "reports/judge_util.h"
+#include "reports/outcome_order.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
 
@@ -74,9 +75,7 @@ double Num(const v1::Measurement& m, const std::string& key, double fallback) {
   return absl::SimpleAtod(LabelValue(m, key), &v) ? v : fallback;
 }
 
-int Rank(const std::string& outcome) {
-  return outcome == "fail" ? 2 : outcome == "warn" ? 1 : 0;
-}
+int Rank(const std::string& outcome) { return reports::OutcomeBadness(outcome); }
 
 struct LinkState {
   std::string a, b, a_node, b_node;

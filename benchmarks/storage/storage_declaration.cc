@@ -32,7 +32,9 @@ SuiteInfo Declaration() {
         "rendezvous barrier storage/<pattern> and starts the measured run at its common\n"
         "instant; restore without --shard-from reads the shard of rank (rank+1) mod world.\n"
         "The node name (work directory, pairing) is $CMAX_NODE_NAME (set by the agent), else\n"
-        "$CMAX_NODE, else the host name.",
+        "$CMAX_NODE, else the host name.\n"
+        "A group's figures are aggregated over the window in which all its nodes were\n"
+        "active. More: benchmarks/storage/README.md.",
     .scopes = {SCOPE_NODE, SCOPE_BARRIER},
     .default_timeout_s = 3600,
     .exclusive = true,
@@ -69,6 +71,27 @@ SuiteInfo Declaration() {
             {.name = "storage_bandwidth_mbps", .unit = "MB/s", .fleet = true,
              .fleet_group_keys = {"pattern", "op", "job"},
              .help = "fio bandwidth of one pattern and operation, per job and in all"},
+            // Every other metric the suite writes (the declarations test reads them all).
+            {.name = "storage_iops", .unit = "IOPS", .better = MetricBetter::kHigher,
+             .help = "I/O operations a second (ops/s for the metadata pattern)"},
+            {.name = "storage_lat_p50_us", .unit = "us", .better = MetricBetter::kLower,
+             .help = "median completion latency"},
+            {.name = "storage_lat_p99_us", .unit = "us", .better = MetricBetter::kLower,
+             .help = "99th percentile completion latency"},
+            {.name = "storage_lat_p99_9_us", .unit = "us", .better = MetricBetter::kLower,
+             .help = "99.9th percentile completion latency"},
+            {.name = "storage_checkpoint_seconds", .unit = "s", .better = MetricBetter::kLower,
+             .help = "time to write the checkpoint to durability"},
+            {.name = "storage_restore_seconds", .unit = "s", .better = MetricBetter::kLower,
+             .help = "time to read a checkpoint shard back"},
+            {.name = "storage_prepare_ns", .unit = "ns", .better = MetricBetter::kNeither,
+             .help = "when the node began preparing the pattern (unix ns, its clock)"},
+            {.name = "storage_ready_ns", .unit = "ns", .better = MetricBetter::kNeither,
+             .help = "when the node was ready to start (unix ns)"},
+            {.name = "storage_start_ns", .unit = "ns", .better = MetricBetter::kNeither,
+             .help = "when the node started the pattern (unix ns)"},
+            {.name = "storage_end_ns", .unit = "ns", .better = MetricBetter::kNeither,
+             .help = "when the node ended the pattern (unix ns)"},
         },
   };
 }

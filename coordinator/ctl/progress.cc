@@ -4,7 +4,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "common/severity.h"
 #include "common/task_state.h"
 
 namespace cmax::ctl {
@@ -119,7 +121,7 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
       drawn_lines_ = 0;
     }
     absl::FPrintF(out_, "%s %s %s: %s\n",
-                  ev.finding().severity() == v1::SEVERITY_CRITICAL ? "CRITICAL" : "FAIL",
+                  absl::AsciiStrToUpper(SeverityName(ev.finding().severity())),
                   ev.node(), ev.finding().check_id(), ev.finding().title());
   }
   if (tty_) Redraw();

@@ -37,6 +37,7 @@
 #include "reports/scorecard.h"
 #include "tests/benchmarks/suite_run.h"
 #include "tests/reports/scorecard_test_util.h"
+#include "tests/skip.h"
 
 namespace cmax {
 namespace {
@@ -361,8 +362,7 @@ TEST_CASE(
     "under their own category",
     "[not_measured]") {
   if (!HaveCudaBench()) {
-    WARN("SKIP: cmax-bench-cuda is not built here (no CUDA toolkit)");
-    return;
+    CMAX_SKIP("cmax-bench-cuda is not built here (no CUDA toolkit)");
   }
   for (const Whole& w : GpuCouldNotRunRuns()) {
     INFO(w.suite);

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "common/subprocess.h"
 #include "common/suite_catalog.h"
+#include "reports/compare.h"
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
 
@@ -41,7 +43,8 @@ CommandResult Run(const std::vector<std::string>& argv) {
 
 TEST_CASE("every suite's declaration is whole and consistent", "[declarations]") {
   REQUIRE(SuiteCatalog().size() >= 13);
-  std::set<std::string> names, metrics;
+  std::set<std::string> names;
+  std::map<std::string, const MetricSpec*> metrics;  // by name, across suites
   for (const SuiteInfo& s : SuiteCatalog()) {
     INFO("suite " << s.name);
     CHECK(names.insert(s.name).second);
@@ -92,12 +95,24 @@ TEST_CASE("every suite's declaration is whole and consistent", "[declarations]")
       REQUIRE(it != s.params.end());
       CHECK(std::set<std::string>(it->choices.begin(), it->choices.end()) == backends);
     }
+    std::set<std::string> own;
     for (const MetricSpec& m : s.metrics) {
       INFO("metric " << m.name);
-      CHECK(metrics.insert(m.name).second);  // one suite owns a metric
+      CHECK(own.insert(m.name).second);  // declared once by its suite
       CHECK_FALSE(m.unit.empty());
       CHECK_FALSE(m.help.empty());
       if (!m.fleet) CHECK(m.fleet_group_keys.empty());
+      // The fleet judge compares on a side: a fleet metric has a direction.
+      if (m.fleet) CHECK(m.better != MetricBetter::kNeither);
+      // A name two suites write (gpu_count: health and hostcheck) means the
+      // same in both: one unit, one direction, and at most one of them
+      // compares it across the fleet (FindFleetMetric reads the name alone).
+      auto [it, first] = metrics.emplace(m.name, &m);
+      if (!first) {
+        CHECK(it->second->unit == m.unit);
+        CHECK(it->second->better == m.better);
+        CHECK_FALSE((it->second->fleet && m.fleet));
+      }
     }
   }
 }
@@ -224,6 +239,10 @@ TEST_CASE("the README's suite table has a row per registered suite, from its dec
     CHECK(cells[1] == absl::StrJoin(SuiteBinaries(s), " / "));
     CHECK(cells[2] == s.category);
     CHECK(absl::StartsWith(cells[3], s.help));
+    // The row is the declaration and nothing else: the longer text is the
+    // declaration's `details` (`<binary> <suite> --help`).
+    CHECK(rows[i + 2] == absl::StrCat("| ", s.name, " | ", absl::StrJoin(SuiteBinaries(s), " / "),
+                                      " | ", s.category, " | ", s.help, " |"));
   }
 }
 
@@ -275,6 +294,163 @@ TEST_CASE("no suite's name appears in the program outside its folder", "[declara
   }
   INFO(absl::StrJoin(hits, "\n"));
   CHECK(hits.empty());
+}
+
+// Compare and baseline name a metric's direction from the fleet table, a few
+// known names and the _gbps / _tflops / _lat_us suffixes
+// (reports::MetricBetter): where they name one, it is the declared one.
+TEST_CASE("compare's metric directions agree with the declarations", "[declarations]") {
+  int named = 0;
+  for (const SuiteInfo& s : SuiteCatalog()) {
+    for (const MetricSpec& m : s.metrics) {
+      const std::string compare_dir = reports::MetricBetter(m.name);
+      if (compare_dir.empty()) continue;
+      ++named;
+      INFO(s.name << " " << m.name);
+      CHECK(compare_dir == reports::BetterName(m.better));
+    }
+  }
+  CHECK(named >= 12);  // the fleet metrics, busbw, rdma, connectivity and the _gbps ones
+}
+
+// Every metric name a suite's sources can write is declared by that suite
+// (every test that runs a suite checks its records the same way at run time:
+// tests/benchmarks/declared_metrics.h). This covers what no test runs here:
+// the GPU halves, the fabric and RDMA paths. The writing calls it reads:
+// RecordWriter and HealthResult Measure/Sample, set_metric, a SampleWindow's
+// Add/AddBits, health's MeasureOpt, with the name as a literal (both names
+// of a `cond ? "a" : "b"`). A metric-writing call whose name is not a
+// literal must be one of the few below, each with its names' source scanned
+// too, so a new computed name cannot slip past.
+TEST_CASE("every metric name a suite's sources write is declared by that suite",
+          "[declarations]") {
+  namespace fs = std::filesystem;
+  const fs::path root(CMAX_SOURCE_DIR);
+  const std::regex literal(
+      R"re((?:\bMeasure|\bSample|\bset_metric|\bAddBits|\.Add|->Add)\(\s*"([a-z0-9_]+)"(\s*,\s*")?)re");
+  const std::regex opt(R"re(\bMeasureOpt\(\s*\w+\s*,\s*\w+\s*,\s*"([a-z0-9_]+)")re");
+  const std::regex ternary(
+      R"re(\bMeasure\(\s*[\w.]+\s*\?\s*"([a-z0-9_]+)"\s*:\s*"([a-z0-9_]+)")re");
+  const std::regex computed(R"re((?:\.|->)(?:Measure|Sample)\(\s*([^"\s][^,]*),)re");
+  // Computed names: file -> where its names come from (scanned below).
+  const std::map<std::string, std::string> computed_ok = {
+      // MeasureOpt(r, g, "name", ...)'s body; its callers' names are scanned.
+      {"benchmarks/health/gpu_checks.cc", "metric"},
+      // Re-writes HealthResult's measurements, whose names are scanned.
+      {"benchmarks/health/health.cc", "m.metric()"},
+      // "nvlink_<counter>_errors" for each counter of kCounters (below).
+      {"benchmarks/health/nvlink_checks.cc", "absl::StrCat(\"nvlink_\""},
+      // Both names of the ternary are scanned (`ternary`).
+      {"benchmarks/health/xid_checks.cc", "sxid ?"},
+      // rdma::PerftestMetric's names (rails.cc, below).
+      {"benchmarks/rdma/rdma.cc", "rdma::PerftestMetric(t)"},
+  };
+
+  struct Folder {
+    std::string dir;
+    std::vector<std::string> suites;  // a name must be declared by one of these
+  };
+  std::vector<Folder> folders;
+  std::vector<std::string> all_suites;
+  for (const SuiteInfo& s : SuiteCatalog()) {
+    folders.push_back({"benchmarks/" + s.name, {s.name}});
+    all_suites.push_back(s.name);
+  }
+  // Shared code that writes on the suites' behalf.
+  for (const char* dir : {"benchmarks/gpu_common", "benchmarks/collective_common",
+                          "benchmarks/cuda"}) {
+    folders.push_back({dir, all_suites});
+  }
+
+  auto declared_by = [](const std::vector<std::string>& suites, const std::string& metric) {
+    for (const std::string& name : suites) {
+      const SuiteInfo* s = FindSuite(name);
+      if (s != nullptr && FindSuiteMetric(*s, metric) != nullptr) return true;
+    }
+    return false;
+  };
+  std::vector<std::string> undeclared, uncovered;
+  size_t names_seen = 0;
+  auto need = [&](const Folder& f, const std::string& where, const std::string& metric) {
+    ++names_seen;
+    if (!declared_by(f.suites, metric)) {
+      undeclared.push_back(absl::StrCat(where, ": '", metric, "' is not declared by ",
+                                        absl::StrJoin(f.suites, " or ")));
+    }
+  };
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  for (const Folder& f : folders) {
+    if (!fs::exists(root / f.dir)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root / f.dir)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".cc" && ext != ".h" && ext != ".cu")) continue;
+      const std::string rel = fs::relative(e.path(), root).string();
+      // The declaration and the judge read metrics; they do not write them.
+      if (absl::EndsWith(rel, "_declaration.cc") || absl::EndsWith(rel, "_judge.cc")) continue;
+      const std::string text = slurp(e.path());
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), literal);
+           it != std::sregex_iterator(); ++it) {
+        // A SampleWindow's Add(name, unit, value) has a unit literal next;
+        // other Add()s (a finding sink's) do not write metrics.
+        const std::string call = (*it)[0].str();
+        if ((absl::StartsWith(call, ".Add") || absl::StartsWith(call, "->Add")) &&
+            !(*it)[2].matched) {
+          continue;
+        }
+        need(f, rel, (*it)[1].str());
+      }
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), opt);
+           it != std::sregex_iterator(); ++it) {
+        need(f, rel, (*it)[1].str());
+      }
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), ternary);
+           it != std::sregex_iterator(); ++it) {
+        need(f, rel, (*it)[1].str());
+        need(f, rel, (*it)[2].str());
+      }
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), computed);
+           it != std::sregex_iterator(); ++it) {
+        const std::string arg((*it)[1].str());
+        if (absl::StartsWith(arg, "const ")) continue;  // a declaration
+        auto ok = computed_ok.find(rel);
+        if (ok == computed_ok.end() || !absl::StartsWith(arg, ok->second)) {
+          uncovered.push_back(absl::StrCat(rel, ": a metric named by `", arg, "`"));
+        }
+      }
+      // The computed names' sources.
+      if (rel == "benchmarks/health/nvlink_checks.cc") {
+        const std::regex counter(R"re(\{"([a-z_]+)",\s*&NvLinkState::)re");
+        int n = 0;
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), counter);
+             it != std::sregex_iterator(); ++it, ++n) {
+          need(f, rel, absl::StrCat("nvlink_", (*it)[1].str(), "_errors"));
+        }
+        CHECK(n >= 5);  // replay, recovery, crc_flit, crc_data, effective
+      }
+      if (rel == "benchmarks/rdma/rails.cc") {
+        const std::regex perftest(R"re(return "(rdma_[a-z0-9_]+)";)re");
+        int n = 0;
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), perftest);
+             it != std::sregex_iterator(); ++it, ++n) {
+          need(f, rel, (*it)[1].str());
+        }
+        CHECK(n == 3);  // write and read bandwidth, write latency
+      }
+    }
+  }
+  INFO(names_seen << " metric names written in the suites' sources");
+  CHECK(names_seen > 100);
+  INFO("undeclared:\n" << absl::StrJoin(undeclared, "\n"));
+  CHECK(undeclared.empty());
+  INFO("metric names computed where this test cannot read them (add the call to "
+       "computed_ok with its names' source, or write the name as a literal):\n"
+       << absl::StrJoin(uncovered, "\n"));
+  CHECK(uncovered.empty());
 }
 
 }  // namespace

@@ -15,10 +15,12 @@
 #include "absl/strings/string_view.h"
 #include "common/record_io.h"
 #include "common/subprocess.h"
+#include "tests/benchmarks/declared_metrics.h"
 
 namespace cmax::testing {
 
-// Every Record in `jsonl`, one per non-empty line.
+// Every Record in `jsonl`, one per non-empty line. A metric its suite does
+// not declare fails the case (declared_metrics.h).
 inline std::vector<v1::Record> ParseRecords(absl::string_view jsonl) {
   std::vector<v1::Record> records;
   for (absl::string_view line : absl::StrSplit(jsonl, '\n', absl::SkipEmpty())) {
@@ -27,6 +29,7 @@ inline std::vector<v1::Record> ParseRecords(absl::string_view jsonl) {
     REQUIRE(rec.ok());
     records.push_back(*std::move(rec));
   }
+  CheckMetricsDeclared(records);
   return records;
 }
 

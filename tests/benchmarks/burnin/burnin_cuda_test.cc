@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/benchmarks/cuda/lib_run.h"
+#include "tests/skip.h"
 
 using cmax::bench::CudaBurninArgs;
 using cmax::bench::ParseCudaBurninArgs;
@@ -77,8 +78,7 @@ TEST_CASE("cuda burnin refuses bad usage with exit 2 and the reason", "[cuda_lib
 TEST_CASE("cuda burnin without a GPU writes not measured with the reason", "[cuda_lib]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) > 0) {
-    WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
-    return;
+    CMAX_SKIP("this machine has a GPU (the no-GPU path needs none)");
   }
   LibRun r =
       RunSuiteFn(RunCudaBurnin, {"burnin", "--duration=2", "--size=1024", "--jsonl"});
@@ -88,8 +88,7 @@ TEST_CASE("cuda burnin without a GPU writes not measured with the reason", "[cud
 TEST_CASE("cuda burnin on a GPU runs, verifies and reports per GPU", "[gpu]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   LibRun r =
       RunSuiteFn(RunCudaBurnin,

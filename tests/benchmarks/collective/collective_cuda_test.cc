@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/benchmarks/cuda/lib_run.h"
+#include "tests/skip.h"
 
 using cmax::bench::RunCudaCollective;
 using cmax::testing::LibRun;
@@ -27,8 +28,7 @@ TEST_CASE("cuda collective without a GPU writes not measured with the reason",
           "[cuda_lib]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) > 0) {
-    WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
-    return;
+    CMAX_SKIP("this machine has a GPU (the no-GPU path needs none)");
   }
   LibRun r = RunSuiteFn(RunCudaCollective, {"collective", "--jsonl"}, 120);
   CHECK(r.exit_code == 2);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/record_io.h"
 #include "tests/benchmarks/collective/fake_rendezvous_server.h"
+#include "tests/benchmarks/declared_metrics.h"
 
 namespace cmax::testing {
 namespace {
@@ -38,6 +39,7 @@ std::vector<v1::Record> ParseRecords(const std::string& text) {
     auto r = ParseRecordLine(std::string_view(line.data(), line.size()));
     if (r.ok()) out.push_back(*r);
   }
+  CheckMetricsDeclared(out);  // every metric is its suite's declared one
   return out;
 }
 

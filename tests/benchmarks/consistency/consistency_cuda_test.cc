@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/benchmarks/cuda/lib_run.h"
+#include "tests/skip.h"
 
 using cmax::bench::RunCudaConsistency;
 using cmax::testing::LibRun;
@@ -30,8 +31,7 @@ TEST_CASE("cuda consistency without a GPU writes not measured with the reason",
           "[cuda_lib]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) > 0) {
-    WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
-    return;
+    CMAX_SKIP("this machine has a GPU (the no-GPU path needs none)");
   }
   LibRun r = RunSuiteFn(RunCudaConsistency, {"consistency", "--jsonl"});
   cmax::testing::CheckNotMeasured(r);
@@ -40,8 +40,7 @@ TEST_CASE("cuda consistency without a GPU writes not measured with the reason",
 TEST_CASE("cuda consistency digests repeat on one GPU", "[gpu]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   LibRun r = RunSuiteFn(RunCudaConsistency,
                         {"consistency", "--repeats=2", "--gpus=0", "--jsonl"}, 300);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/benchmarks/cuda/cuda_test_util.h"
+#include "tests/skip.h"
 
 using cmax::testing::RunCuda;
 using cmax::testing::SuiteRun;
@@ -17,8 +18,7 @@ using cmax::testing::UsableGpus;
 TEST_CASE("without a GPU burnin and consistency say not measured and exit 2", "[cuda]") {
   std::string why;
   if (UsableGpus(&why) > 0) {
-    WARN("this machine has a GPU: the no-GPU path is covered by driver_check_test");
-    return;
+    CMAX_SKIP("this machine has a GPU: the no-GPU path is covered by driver_check_test");
   }
   for (std::vector<std::string> args :
        {std::vector<std::string>{"burnin", "--duration", "2", "--jsonl"},
@@ -42,8 +42,7 @@ TEST_CASE("GPU burn-in loads every GPU, streams telemetry and verifies", "[gpu]"
   std::string why;
   int n = UsableGpus(&why);
   if (n == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   SuiteRun r = RunCuda({"burnin", "--duration", "6", "--size", "4096", "--jsonl"});
   INFO(r.err);
@@ -94,8 +93,7 @@ TEST_CASE("GPU consistency digests repeat on the same GPU", "[gpu]") {
   std::string why;
   int n = UsableGpus(&why);
   if (n == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   SuiteRun r = RunCuda({"consistency", "--jsonl"});
   INFO(r.err);

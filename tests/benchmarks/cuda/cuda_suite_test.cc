@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/benchmarks/cuda/cuda_test_util.h"
+#include "tests/skip.h"
 
 using cmax::testing::RunCuda;
 using cmax::testing::SuiteRun;
@@ -15,8 +16,7 @@ using cmax::testing::UsableGpus;
 TEST_CASE("without a GPU cmax-bench-cuda says not measured and exits 2", "[cuda]") {
   std::string why;
   if (UsableGpus(&why) > 0) {
-    WARN("this machine has a GPU: the no-GPU path is covered by driver_check_test");
-    return;
+    CMAX_SKIP("this machine has a GPU: the no-GPU path is covered by driver_check_test");
   }
   for (const char* suite : {"gemm", "memory", "collective"}) {
     SuiteRun r = RunCuda({suite, "--jsonl"});
@@ -37,8 +37,7 @@ TEST_CASE("GEMM on every GPU is measured and verified", "[gpu]") {
   std::string why;
   int n = UsableGpus(&why);
   if (n == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   SuiteRun r = RunCuda({"gemm", "--dtype", "bf16", "--m=2048", "--n=2048", "--k=2048", "--iters=5",
                     "--warmup=2", "--jsonl"});
@@ -73,8 +72,7 @@ TEST_CASE("GEMM on every GPU is measured and verified", "[gpu]") {
 TEST_CASE("memory paths are measured and verified", "[gpu]") {
   std::string why;
   if (UsableGpus(&why) == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   SuiteRun r = RunCuda({"memory", "--size=64M", "--iters=3", "--warmup=1", "--jsonl"});
   INFO(r.err);
@@ -98,8 +96,7 @@ TEST_CASE("NCCL collectives over every GPU are measured and verified", "[gpu]") 
   std::string why;
   int n = UsableGpus(&why);
   if (n == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   SuiteRun r = RunCuda({"collective", "--backend=nccl", "--op=all", "-b", "1K", "-e", "1M", "-f", "32",
                     "-n", "3", "-w", "1", "-d", "bfloat16", "--jsonl"});

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/benchmarks/cuda/lib_run.h"
+#include "tests/skip.h"
 
 using cmax::bench::CudaGemmArgs;
 using cmax::bench::ParseCudaGemmArgs;
@@ -83,8 +84,7 @@ TEST_CASE("cuda gemm --help exits 0 and lists its flags", "[cuda_lib]") {
 TEST_CASE("cuda gemm without a GPU writes not measured with the reason", "[cuda_lib]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) > 0) {
-    WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
-    return;
+    CMAX_SKIP("this machine has a GPU (the no-GPU path needs none)");
   }
   LibRun r =
       RunSuiteFn(RunCudaGemm, {"gemm", "--m=256", "--n=256", "--k=256", "--jsonl"});
@@ -94,8 +94,7 @@ TEST_CASE("cuda gemm without a GPU writes not measured with the reason", "[cuda_
 TEST_CASE("cuda gemm on a GPU is measured and verified", "[gpu]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   LibRun r = RunSuiteFn(RunCudaGemm,
                         {"gemm", "--dtype=fp32", "--m=1024", "--n=1024", "--k=1024",

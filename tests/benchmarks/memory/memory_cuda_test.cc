@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/benchmarks/cuda/lib_run.h"
+#include "tests/skip.h"
 
 using cmax::bench::RunCudaMemory;
 using cmax::testing::LibRun;
@@ -37,8 +38,7 @@ TEST_CASE("cuda memory refuses bad usage with exit 2 and the reason", "[cuda_lib
 TEST_CASE("cuda memory without a GPU writes not measured with the reason", "[cuda_lib]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) > 0) {
-    WARN("SKIPPED: this machine has a GPU (the no-GPU path needs none)");
-    return;
+    CMAX_SKIP("this machine has a GPU (the no-GPU path needs none)");
   }
   LibRun r = RunSuiteFn(RunCudaMemory, {"memory", "--size=16M", "--jsonl"});
   cmax::testing::CheckNotMeasured(r);
@@ -47,8 +47,7 @@ TEST_CASE("cuda memory without a GPU writes not measured with the reason", "[cud
 TEST_CASE("cuda memory measures device bandwidth on one GPU", "[gpu]") {
   std::string why;
   if (cmax::testing::UsableGpusInChild(&why) == 0) {
-    WARN("SKIPPED: no usable GPU (" << why << ")");
-    return;
+    CMAX_SKIP("no usable GPU (" << why << ")");
   }
   LibRun r = RunSuiteFn(RunCudaMemory,
                         {"memory", "--size=64M", "--iters=3", "--warmup=1",
