@@ -48,7 +48,7 @@ for arg in "$@"; do
   yaml=$(grep -c 'YAML::' <<<"$syms" || true)
   if [[ -n $grpc || -n $needed ]]; then
     echo "FAIL: $name links gRPC, e.g.:" >&2
-    printf '%s\n%s\n' "$needed" "$grpc" | grep . | head -5 >&2
+    { printf '%s\n%s\n' "$needed" "$grpc" | grep . | head -5 >&2; } || true  # head may close the pipe early
     bad=1
   fi
   if [[ -n $plan ]]; then
