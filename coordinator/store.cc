@@ -433,10 +433,11 @@ absl::StatusOr<std::vector<int>> Store::InsertRecordGroups(
   if (total == 0) return added;
   CMAX_RETURN_IF_ERROR(Fault("insert_records"));
   if (insert_record_ == nullptr) {
-    int rc = sqlite3_prepare_v2(db_,
-                                "INSERT OR IGNORE INTO records(task_id, attempt, rank, seq, run_id, "
-                                "node, suite, late, record) VALUES(?,?,?,?,?,?,?,?,?)",
-                                -1, &insert_record_, nullptr);
+    int rc = sqlite3_prepare_v2(
+        db_,
+        "INSERT OR IGNORE INTO records(task_id, attempt, rank, seq, run_id, node, suite, late, "
+        "record) VALUES(?,?,?,?,?,?,?,?,?)",
+        -1, &insert_record_, nullptr);
     if (rc != SQLITE_OK) {
       sqlite3_finalize(insert_record_);
       insert_record_ = nullptr;

@@ -732,7 +732,8 @@ int Main() {
     const MachineCpu machine1 = SampleMachine();
     if (pid > 0 && stats.records_acked > 0) {
       const double per = 1e6 / static_cast<double>(stats.records_acked);
-      report.Add("ingest_coordinator_cpu_us_per_record", F((after_ingest.cpu_s - cpu0.cpu_s) * per, 1),
+      report.Add("ingest_coordinator_cpu_us_per_record",
+                 F((after_ingest.cpu_s - cpu0.cpu_s) * per, 1),
                  "(all its threads, submit .. last end status acked)");
       report.Add("ingest_core_thread_cpu_us_per_record", F((core1 - core0) * per, 1),
                  "(the cmax-core thread alone)");

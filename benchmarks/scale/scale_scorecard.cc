@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
         held_mb >= 0
             ? absl::StrCat(" (", static_cast<int64_t>(held_mb), " MB held)").c_str()
             : "",
-        std::chrono::duration<double>(c - b).count(), cmax::report_scale::StatusKb("VmHWM") / 1024.0);
+        std::chrono::duration<double>(c - b).count(),
+        cmax::report_scale::StatusKb("VmHWM") / 1024.0);
     return true;
   };
   v1::Scorecard card, other;
