@@ -45,9 +45,6 @@ ABSL_FLAG(int, heartbeat_timeout, 15,
           "seconds without word from an agent before it is lost and its tasks with it (above "
           "2,500 agents at least 3 heartbeat periods, which grow with the fleet: docs/scale.md; "
           "checked once a second)");
-ABSL_FLAG(int, agent_stream_queues, 4,
-          "gRPC completion queues (a thread each) the agent streams are spread over (each "
-          "completion searches its queue's outstanding tags in Debian's libgrpc: docs/scale.md)");
 ABSL_FLAG(int, min_free_mb, 64,
           "refuse new runs while the data directory has less free space than this (MiB)");
 ABSL_FLAG(bool, allow_insecure, false,
@@ -204,10 +201,8 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  service.AddAgentQueues(&builder, absl::GetFlag(FLAGS_agent_stream_queues));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return Fail(absl::StrCat("cannot listen on ", listen));
-  service.StartAgentStreams();
   std::string shown = listen;
   if (size_t colon = listen.rfind(':'); colon != std::string::npos) {
     shown = absl::StrCat(listen.substr(0, colon), ":", port);
@@ -272,7 +267,6 @@ int main(int argc, char** argv) {
   if (web) web->Stop();
   if (metrics) metrics->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
-  service.StopAgentStreams();
   (*core)->Stop();
   return 0;
 }

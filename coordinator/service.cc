@@ -1,9 +1,7 @@
 #include "coordinator/service.h"
 
-#include <algorithm>
 #include <deque>
 #include <memory>
-#include <optional>
 
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
@@ -59,197 +57,81 @@ class WriteQueue {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-class AgentStream;
+class AgentReactor;
 
-// The core's handle on one agent stream; outlives the stream (the core may
+// The core's handle on one agent stream; outlives the reactor (the core may
 // still hold it), after which Send and Close do nothing.
 class Session final : public AgentSession {
  public:
-  Session(AgentStream* stream, std::string peer) : stream_(stream), peer_(std::move(peer)) {}
+  Session(AgentReactor* reactor, std::string peer) : reactor_(reactor), peer_(std::move(peer)) {}
   void Send(const v1::CoordinatorMessage& message) override;
   void Close(const std::string& reason) override;
   std::string peer() const override { return peer_; }
   void WriteDone(bool ok);
   void Detach() {
     absl::MutexLock lock(&mu_);
-    stream_ = nullptr;
+    reactor_ = nullptr;
   }
 
  private:
   absl::Mutex mu_;
-  AgentStream* stream_ ABSL_GUARDED_BY(mu_);
+  AgentReactor* reactor_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::string peer_;
   WriteQueue<v1::CoordinatorMessage> writes_;
 };
 
-// One agent stream on the async API (service.h says why not the callback
-// API). Lives on one completion queue, whose thread runs its tags one at a
-// time; StartWrite and Finish also come from the core thread (through
-// Session), so the operations it starts are counted under mu_. Every stream
-// ends in Finish (the agent closed it or the call broke: the read fails and
-// the session closes it; or the core closed it). Once Finish has completed
-// and no read or write is outstanding it deletes itself, like a callback
-// reactor's OnDone: the session is detached and the core told the stream
-// ended. No done notification (AsyncNotifyWhenDone) is asked for: it would
-// be a second outstanding tag per stream on the queue, and every completion
-// scans them (service.h).
-class AgentStream {
+class AgentReactor final
+    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
-  AgentStream(CoordinatorService* service, grpc::ServerCompletionQueue* cq)
-      : service_(service), cq_(cq), stream_(&context_) {}
-
-  // Waits for the next agent stream on this queue.
-  void Request() {
-    service_->RequestConnect(&context_, &stream_, cq_, cq_, &request_tag_);
-  }
-
-  // Called by Session under its lock: one write at a time (WriteQueue).
-  void StartWrite(const v1::CoordinatorMessage* message) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    if (finishing_ || done_) return;
-    ++outstanding_;
-    writing_ = true;
-    stream_.Write(*message, &write_tag_);
-  }
-
-  void Finish(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    FinishLocked(status);
-  }
-
-  // A completion-queue tag: which handler runs for it.
-  struct Tag {
-    AgentStream* stream;
-    void (AgentStream::*handler)(bool ok);
-    void Run(bool ok) { (stream->*handler)(ok); }
-  };
-
- private:
-  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finishing_ || done_) return;
-    finishing_ = true;
-    // Finish is not started beside a write in flight; the write's end
-    // starts it.
-    if (writing_) {
-      pending_finish_ = status;
+  AgentReactor(CoordinatorCore* core, grpc::CallbackServerContext* context, bool authorized)
+      : core_(core), session_(std::make_shared<Session>(this, context->peer())) {
+    if (!authorized) {
+      GetLogger("coordinator")->warn("agent stream from {} refused: bad token", context->peer());
+      session_->Detach();
+      Finish(Unauthenticated());
       return;
     }
-    ++outstanding_;
-    stream_.Finish(status, &finish_tag_);
+    StartRead(&in_);
   }
 
-  void OnRequest(bool ok) {
-    if (!ok) {  // the server is shutting down; no call was started
-      delete this;
-      return;
-    }
-    // The next stream on this queue.
-    (new AgentStream(service_, cq_))->Request();
-    session_ = std::make_shared<Session>(this, context_.peer());
-    absl::MutexLock lock(&mu_);
-    if (!service_->Authorized(&context_)) {
-      GetLogger("coordinator")->warn("agent stream from {} refused: bad token", context_.peer());
-      FinishLocked(Unauthenticated());
-      return;
-    }
-    ++outstanding_;
-    stream_.Read(&in_, &read_tag_);
-  }
-
-  void OnRead(bool ok) {
+  void OnReadDone(bool ok) override {
     if (!ok) {
-      {
-        absl::MutexLock lock(&mu_);
-        --outstanding_;
-      }
       session_->Close("stream closed by the agent");
-      MaybeEnd();
       return;
     }
     auto session = session_;
-    // A pong's t4 is taken here, not when the core gets to it.
+    // A pong's t4 is taken here, not when the core's round gets to it.
     const int64_t received = in_.has_pong() ? NowUnixNs() : 0;
     v1::AgentMessage message = std::move(in_);
-    in_.Clear();
-    CoordinatorCore* core = service_->core();
-    core->Post([core, session, received, message = std::move(message)] {
+    CoordinatorCore* core = core_;
+    core_->Post([core, session, received, message = std::move(message)] {
       core->HandleAgentMessage(session, message, received);
     });
-    absl::MutexLock lock(&mu_);
-    if (finishing_ || done_) {
-      --outstanding_;
-    } else {
-      stream_.Read(&in_, &read_tag_);  // the same read slot stays outstanding
-    }
+    in_.Clear();
+    StartRead(&in_);
   }
-
-  void OnWrite(bool ok) {
-    {
-      absl::MutexLock lock(&mu_);
-      --outstanding_;
-      writing_ = false;
-      if (pending_finish_) {
-        ++outstanding_;
-        stream_.Finish(*pending_finish_, &finish_tag_);
-        pending_finish_.reset();
-      }
-    }
-    session_->WriteDone(ok);
-    MaybeEnd();
-  }
-
-  void OnFinish(bool) {
-    {
-      absl::MutexLock lock(&mu_);
-      --outstanding_;
-      done_ = true;
-    }
-    MaybeEnd();
-  }
-
-  // Once Finish has completed and nothing of the call is outstanding: as a
-  // callback reactor's OnDone.
-  void MaybeEnd() ABSL_LOCKS_EXCLUDED(mu_) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!done_ || outstanding_ > 0 || ended_) return;
-      ended_ = true;
-    }
-    // After Detach no Session call reaches this stream (Detach waits for one
-    // in progress, and StartWrite does nothing once done_).
+  void OnWriteDone(bool ok) override { session_->WriteDone(ok); }
+  void OnDone() override {
     session_->Detach();
     auto session = session_;
-    CoordinatorCore* core = service_->core();
-    core->Post([core, session] { core->HandleStreamEnded(session); });
+    CoordinatorCore* core = core_;
+    core_->Post([core, session] { core->HandleStreamEnded(session); });
     delete this;
   }
 
-  CoordinatorService* service_;
-  grpc::ServerCompletionQueue* cq_;
-  grpc::ServerContext context_;
-  grpc::ServerAsyncReaderWriter<v1::CoordinatorMessage, v1::AgentMessage> stream_;
+ private:
+  CoordinatorCore* core_;
   std::shared_ptr<Session> session_;
   v1::AgentMessage in_;
-  Tag request_tag_{this, &AgentStream::OnRequest};
-  Tag read_tag_{this, &AgentStream::OnRead};
-  Tag write_tag_{this, &AgentStream::OnWrite};
-  Tag finish_tag_{this, &AgentStream::OnFinish};
-  absl::Mutex mu_;
-  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // read, write and finish in flight
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;  // Finish completed
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
 };
 
 void Session::Send(const v1::CoordinatorMessage& message) {
   const v1::CoordinatorMessage* next = writes_.Push(message);
   if (!next) return;
   absl::MutexLock lock(&mu_);
-  if (stream_ && !finished_) {
-    stream_->StartWrite(next);
+  if (reactor_ && !finished_) {
+    reactor_->StartWrite(next);
   } else {
     writes_.Close();
   }
@@ -259,14 +141,14 @@ void Session::WriteDone(bool ok) {
   const v1::CoordinatorMessage* next = writes_.Done(ok);
   if (!next) return;
   absl::MutexLock lock(&mu_);
-  if (stream_ && !finished_) stream_->StartWrite(next);
+  if (reactor_ && !finished_) reactor_->StartWrite(next);
 }
 
 void Session::Close(const std::string& reason) {
   absl::MutexLock lock(&mu_);
-  if (!stream_ || finished_) return;
+  if (!reactor_ || finished_) return;
   finished_ = true;
-  stream_->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, reason));
+  reactor_->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, reason));
 }
 
 // Streams a run's events to one cmaxctl.
@@ -431,47 +313,7 @@ grpc::Status ToGrpc(const absl::Status& status) {
 CoordinatorService::CoordinatorService(CoordinatorCore* core, std::string token)
     : core_(core), token_(std::move(token)) {}
 
-CoordinatorService::~CoordinatorService() { StopAgentStreams(); }
-
-void CoordinatorService::AddAgentQueues(grpc::ServerBuilder* builder, int queues) {
-  for (int i = 0; i < std::max(1, queues); ++i) queues_.push_back(builder->AddCompletionQueue());
-}
-
-void CoordinatorService::StartAgentStreams() {
-  if (started_) return;
-  started_ = true;
-  // A few streams accepted ahead on each queue: 50,000 agents connect
-  // within seconds.
-  constexpr int kAcceptAhead = 16;
-  for (auto& q : queues_) {
-    for (int i = 0; i < kAcceptAhead; ++i) (new AgentStream(this, q.get()))->Request();
-    grpc::ServerCompletionQueue* cq = q.get();
-    threads_.emplace_back([cq] {
-      void* tag = nullptr;
-      bool ok = false;
-      while (cq->Next(&tag, &ok)) static_cast<AgentStream::Tag*>(tag)->Run(ok);
-    });
-  }
-}
-
-void CoordinatorService::StopAgentStreams() {
-  if (stopped_) return;
-  stopped_ = true;
-  // The server's Shutdown has ended every call; what is still queued
-  // (pending accepts, the calls' last tags) drains here.
-  for (auto& q : queues_) q->Shutdown();
-  for (auto& t : threads_) t.join();
-  if (!started_) {
-    void* tag = nullptr;
-    bool ok = false;
-    for (auto& q : queues_) {
-      while (q->Next(&tag, &ok)) {
-      }
-    }
-  }
-}
-
-bool CoordinatorService::Authorized(grpc::ServerContextBase* context) const {
+bool CoordinatorService::Authorized(grpc::CallbackServerContext* context) const {
   if (token_.empty()) return true;
   const auto& md = context->client_metadata();
   auto it = md.find("authorization");
@@ -480,6 +322,11 @@ bool CoordinatorService::Authorized(grpc::ServerContextBase* context) const {
   const std::string prefix = "Bearer ";
   if (value.compare(0, prefix.size(), prefix) != 0) return false;
   return SameSecret(value.substr(prefix.size()), token_);
+}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* CoordinatorService::Connect(
+    grpc::CallbackServerContext* context) {
+  return new AgentReactor(core_, context, Authorized(context));
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::ListAgents(grpc::CallbackServerContext* context,

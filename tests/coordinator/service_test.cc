@@ -1,7 +1,6 @@
-// The coordinator's gRPC face in one process: the agent streams on the async
-// API spread over several completion queues (coordinator/service.h), the
-// token check on them, their ends reaching the core, and shutdown with
-// streams still open. Everything on 127.0.0.1.
+// The coordinator's gRPC face in one process: the agent streams, the token
+// check on them, their ends reaching the core, and shutdown with streams
+// still open. Everything on 127.0.0.1.
 #include "coordinator/service.h"
 
 #include <stdlib.h>
@@ -30,7 +29,7 @@ std::string TempDir() {
 
 // A core, its service and a server on an ephemeral loopback port.
 struct Served {
-  explicit Served(int queues, const std::string& token = "secret token") {
+  explicit Served(const std::string& token = "secret token") {
     CoreOptions o;
     o.data_dir = TempDir();
     auto c = CoordinatorCore::Create(o);
@@ -41,11 +40,9 @@ struct Served {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(service.get());
-    service->AddAgentQueues(&builder, queues);
     server = builder.BuildAndStart();
     REQUIRE(server != nullptr);
     REQUIRE(port > 0);
-    service->StartAgentStreams();
     channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
                                   grpc::InsecureChannelCredentials());
     stub = v1::Coordinator::NewStub(channel);
@@ -54,7 +51,6 @@ struct Served {
   void Stop() {
     if (!server) return;
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
-    service->StopAgentStreams();
     core->Stop();
     server.reset();
   }
@@ -121,9 +117,8 @@ Agent Connect(Served& s, const std::string& node) {
 
 }  // namespace
 
-TEST_CASE("agent streams over several completion queues: welcomed, pinged, their ends reach the core",
-          "[service]") {
-  Served s(/*queues=*/3);
+TEST_CASE("agent streams are welcomed and pinged, and their ends reach the core", "[service]") {
+  Served s;
   std::vector<Agent> agents;
   for (int i = 0; i < 24; ++i) agents.push_back(Connect(s, absl::StrCat("node-", i)));
   CHECK(s.WaitForAgents("connected", 24));
@@ -145,7 +140,7 @@ TEST_CASE("agent streams over several completion queues: welcomed, pinged, their
 
 TEST_CASE("an agent stream without the right token is refused and never registered",
           "[service][security]") {
-  Served s(/*queues=*/2);
+  Served s;
   for (const std::string token : {"", "wrong token"}) {
     grpc::ClientContext ctx;
     if (!token.empty()) s.Authorize(&ctx, token);
@@ -168,12 +163,12 @@ TEST_CASE("an agent stream without the right token is refused and never register
 
 TEST_CASE("the coordinator shuts down with agent streams open, and the agents see the end",
           "[service]") {
-  Served s(/*queues=*/4);
+  Served s;
   std::vector<Agent> agents;
   for (int i = 0; i < 16; ++i) agents.push_back(Connect(s, absl::StrCat("node-", i)));
   REQUIRE(s.WaitForAgents("connected", 16));
   const auto t0 = std::chrono::steady_clock::now();
-  s.Stop();  // server Shutdown, the queues drained, the core stopped
+  s.Stop();  // server Shutdown, the core stopped
   const double stop_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO("stop took " << stop_s << " s");
