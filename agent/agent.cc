@@ -3,12 +3,12 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <random>
 
 #include "absl/strings/str_format.h"
 #include "agent/host_info.h"
 #include "common/logging.h"
 #include "common/metrics_text.h"
+#include "common/secrets.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 
@@ -19,12 +19,7 @@ std::shared_ptr<spdlog::logger> Log() { return GetLogger("agent"); }
 
 }  // namespace
 
-std::string RandomBootId() {
-  std::random_device rd;
-  uint64_t hi = (uint64_t{rd()} << 32) | rd();
-  uint64_t lo = (uint64_t{rd()} << 32) | rd();
-  return absl::StrFormat("%016x%016x", hi, lo);
-}
+std::string RandomBootId() { return RandomId(16); }
 
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)), boot_id_(RandomBootId()) {

@@ -4,11 +4,16 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/fnv1a.h"
 #include "common/sysroot.h"
 
 namespace cmax {
@@ -61,6 +66,23 @@ absl::StatusOr<std::string> RandomHex(size_t bytes) {
     out.push_back(kHex[b >> 4]);
     out.push_back(kHex[b & 15]);
   }
+  return out;
+}
+
+std::string RandomId(size_t bytes) {
+  if (auto hex = RandomHex(bytes); hex.ok()) return *std::move(hex);
+  static std::atomic<uint64_t> counter{0};
+  std::string out;
+  for (uint64_t block = 0; out.size() < 2 * bytes; ++block) {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const uint64_t parts[] = {static_cast<uint64_t>(ts.tv_sec), static_cast<uint64_t>(ts.tv_nsec),
+                              static_cast<uint64_t>(getpid()), counter.fetch_add(1), block};
+    Fnv1a64 h;
+    h.Update(parts, sizeof(parts));
+    out += h.Hex();
+  }
+  out.resize(2 * bytes);
   return out;
 }
 

@@ -24,6 +24,12 @@ bool SameSecret(const std::string& given, const std::string& want);
 // `bytes` random bytes from getrandom(2), hex-encoded (2 * bytes characters).
 absl::StatusOr<std::string> RandomHex(size_t bytes);
 
+// An identifier that must not repeat but need not be secret (a run id's
+// suffix, an agent's boot id): RandomHex(bytes); where getrandom fails (it
+// does not, once the kernel's pool is initialised) the clock, the pid and a
+// counter, hashed, so an id is still returned. Never use it for a secret.
+std::string RandomId(size_t bytes);
+
 }  // namespace cmax
 
 #endif  // CMAX_COMMON_SECRETS_H_

@@ -11,12 +11,11 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/plan_parser.h"
+#include "common/secrets.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 
@@ -172,14 +171,12 @@ v1::ListAgentsResponse CoordinatorCore::HandleListAgents() {
 }
 
 std::string CoordinatorCore::NewRunId() {
-  static std::mt19937_64 rng(std::random_device{}());
   int64_t now = NowUnixNs();
   time_t secs = static_cast<time_t>(now / 1000000000);
   tm utc;
   gmtime_r(&secs, &utc);
-  return absl::StrFormat("r%04d%02d%02d-%02d%02d%02d-%04x", utc.tm_year + 1900, utc.tm_mon + 1,
-                         utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                         static_cast<unsigned>(rng() & 0xffff));
+  return absl::StrFormat("r%04d%02d%02d-%02d%02d%02d-%s", utc.tm_year + 1900, utc.tm_mon + 1,
+                         utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, RandomId(2));
 }
 
 absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
