@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/record_io.h"
 #include "common/severity.h"
+#include "common/suite_declaration.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/json_util.h"
 #include "reports/judge_util.h"
@@ -68,23 +69,19 @@ bool KeyLabel(const FleetMetric* fleet, const std::string& k) {
 }  // namespace
 
 std::string MetricBetter(const std::string& metric) {
-  if (const FleetMetric* f = FindFleetMetric(metric)) {
-    return BetterName(f->better);
-  }
-  // Metrics the suites document outside the fleet table: busbw/algbw
-  // (benchmarks/collective, nccl-tests' definitions), rdma bandwidth and
-  // latency (benchmarks/rdma), rtt_ms, transfer_mbps and reachable
-  // (benchmarks/connectivity/connectivity.cc header).
-  static const std::map<std::string, std::string> known = {
-      {"busbw_gbps", "higher"},         {"algbw_gbps", "higher"},
-      {"rdma_write_bw_gbps", "higher"}, {"rdma_read_bw_gbps", "higher"},
-      {"rdma_write_lat_us", "lower"},   {"rtt_ms", "lower"},
-      {"transfer_mbps", "higher"},      {"reachable", "higher"},
-  };
-  if (auto it = known.find(metric); it != known.end()) return it->second;
-  if (absl::EndsWith(metric, "_lat_us") || absl::EndsWith(metric, "_latency_us")) return "lower";
-  if (absl::EndsWith(metric, "_gbps") || absl::EndsWith(metric, "_tflops")) return "higher";
-  return "";
+  // The direction its suite declares (MetricSpec::better). A name two suites
+  // declare has one direction (suite_declarations_test), so the name alone
+  // decides. Undeclared, or declared with no better side: "" (a change is
+  // "changed", never a regression or an improvement).
+  static const auto* const by_name = [] {
+    auto* m = new std::map<std::string, std::string>;
+    for (const SuiteInfo& suite : SuiteCatalog()) {
+      for (const MetricSpec& spec : suite.metrics) m->emplace(spec.name, BetterName(spec.better));
+    }
+    return m;
+  }();
+  auto it = by_name->find(metric);
+  return it == by_name->end() ? "" : it->second;
 }
 
 std::string MetricKey(const v1::CompareMetric& m) {

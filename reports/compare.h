@@ -18,10 +18,9 @@ using Comparison = v1::CompareResult;
 // metric_summary_note.
 inline constexpr size_t kMaxSummaryKeys = 20000;
 
-// "higher", "lower", or "" when cmax does not know which way is better.
-// The fleet metric table (metric_table.h) first, then the metrics the
-// suites document (benchmarks/*/: latencies and round trips lower,
-// bandwidths, throughputs and reachability higher).
+// "higher", "lower", or "" when no side is better: the direction the suite
+// that writes the metric declares (MetricSpec::better); "" for a name no
+// suite declares.
 std::string MetricBetter(const std::string& metric);
 
 // One entry per (plan entry, node, gpu label, metric, other labels) of the
