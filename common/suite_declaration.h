@@ -92,6 +92,10 @@ struct SuiteInfo {
   // `backends`, whose binaries are theirs (SuiteBinary, SuiteBinaries).
   std::string binary = "";
   std::string category;    // the scorecard category it mainly feeds (lower case)
+  // The category its judge's rules grade when that is not `category`
+  // (reports::JudgeCategory): hostcheck's fleet-wide inventory uniformity
+  // and audit's version drift grade Lifecycle. Empty: `category`.
+  std::string judge_category = "";
   std::string help;        // one line: catalog, README, the binaries' suite tables
   std::string details = "";  // the rest of `<binary> <suite> --help`
   std::vector<v1::Scope> scopes;  // allowed scopes; the first is the default

@@ -33,6 +33,13 @@ std::string SuiteCategory(const std::string& suite) {
   return c.empty() ? "Reliability" : c;
 }
 
+std::string JudgeCategory(const std::string& suite) {
+  const SuiteInfo* info = FindSuite(suite);
+  if (info == nullptr || info->judge_category.empty()) return SuiteCategory(suite);
+  std::string c = CanonicalCategory(info->judge_category);
+  return c.empty() ? SuiteCategory(suite) : c;
+}
+
 std::string MeasurementCategory(const v1::Measurement& m, const std::string& record_suite) {
   if (const FleetMetric* fm = FindFleetMetric(m.metric())) return fm->category;
   return SuiteCategory(m.suite().empty() ? record_suite : m.suite());

@@ -27,6 +27,9 @@ std::string CanonicalCategory(const std::string& name);
 
 // The category a suite mainly feeds (suite catalog); Reliability when the
 // suite is unknown or its category is not one of the six.
+// The scorecard category of a suite's judge's rules: its declaration's
+// judge_category, else its category (SuiteCategory).
+std::string JudgeCategory(const std::string& suite);
 std::string SuiteCategory(const std::string& suite);
 
 // The category a Measurement feeds: the fleet metric table's category when

@@ -2,14 +2,6 @@
 
 namespace cmax::reports {
 
-// The judges of no one suite (reports/judges/, one line each).
-void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void ComputeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void BaselineJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-
 const std::vector<Judge>& AllJudges() {
   static const std::vector<Judge>* judges = [] {
     auto* j = new std::vector<Judge>{&FindingsJudge, &TasksJudge, &ExpectationsJudge,

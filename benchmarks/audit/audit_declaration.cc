@@ -10,6 +10,7 @@ SuiteInfo Declaration() {
     .name = "audit",
     .binary = "cmax-bench",
     .category = "security",
+    .judge_category = "lifecycle",
     .help = "component versions against advisories (distribution backports included), "
             "driver branch lifecycle, P_Key/M_Key isolation, forbidden targets",
     .details =

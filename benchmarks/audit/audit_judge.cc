@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
+#include "reports/judge_util.h"
 #include "reports/record_set.h"
 #include "reports/run_data.h"
 
@@ -50,7 +52,7 @@ void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out) {
     });
     v1::RuleResult r;
     r.set_rule_id("audit.version_drift");
-    r.set_category("Lifecycle");
+    r.set_category(JudgeCategory("audit"));
     r.set_subject(absl::StrCat("component:", component));
     r.set_unit("versions");
     r.set_value(static_cast<double>(groups.size()));

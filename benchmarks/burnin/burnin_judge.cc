@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 #include "reports/scorecard.h"
@@ -33,7 +34,8 @@ namespace cmax::reports {
 namespace {
 
 constexpr char kSuite[] = "burnin";
-constexpr char kCategory[] = "Reliability";
+// Its rules' category, from the suite's declaration.
+std::string Category() { return JudgeCategory("burnin"); }
 
 // Thresholds (RULES.md, "Burn-in").
 constexpr double kGpuCvWarn = 0.05;        // GPU: a steady GEMM varies by ~1%
@@ -193,7 +195,7 @@ bool Completed(const BurninTask& t) {
 
 v1::RuleResult Result(const std::string& rule_id, const std::string& outcome,
                       const std::string& node, const std::string& subject) {
-  return MakeRule(rule_id, kCategory, outcome, node, subject);
+  return MakeRule(rule_id, Category(), outcome, node, subject);
 }
 
 std::string Pct(double ratio) { return absl::StrFormat("%.0f%%", 100 * ratio); }

@@ -45,6 +45,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
@@ -52,7 +53,8 @@
 namespace cmax::reports {
 namespace {
 
-constexpr char kCategory[] = "Networking";
+// Its rules' category, from the suite's declaration.
+std::string Category() { return JudgeCategory("collective"); }
 constexpr double kBelowUpperQuartile = 0.8;
 // A soak interval more than 20% below the run's median interval is a drop.
 // nccl-tests reports one busbw per size and has no soak; SuperBench calls a
@@ -127,7 +129,7 @@ std::vector<RunFigure> CollectRuns(const RunData& data) {
 
 v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
                     const std::string& subject, const std::string& message) {
-  v1::RuleResult r = MakeRule(id, kCategory, outcome, node, subject, message);
+  v1::RuleResult r = MakeRule(id, Category(), outcome, node, subject, message);
   r.set_unit("GB/s");
   return r;
 }

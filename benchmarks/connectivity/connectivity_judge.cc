@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/median.h"
+#include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
@@ -47,7 +48,8 @@ std::string JoinCapped(const std::vector<std::string>& pairs) {
                       pairs.size() - kPairsNamed, " more");
 }
 
-constexpr char kCategory[] = "Networking";
+// Its rules' category, from the suite's declaration.
+std::string Category() { return JudgeCategory("connectivity"); }
 
 struct PairData {
   int measured = 0;
@@ -63,7 +65,7 @@ std::string PairName(const std::string& a, const std::string& b) {
 
 v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
                     const std::string& subject) {
-  return MakeRule(absl::StrCat("connectivity.", id), kCategory, outcome, node, subject);
+  return MakeRule(absl::StrCat("connectivity.", id), Category(), outcome, node, subject);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 
@@ -55,7 +56,7 @@ struct Subject {
 v1::RuleResult Result(const std::string& rule, const std::string& outcome,
                       const std::string& node, const std::string& subject,
                       const std::string& message) {
-  return MakeRule(rule, "Reliability", outcome, node, subject, message);
+  return MakeRule(rule, JudgeCategory("consistency"), outcome, node, subject, message);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 #include "reports/scorecard.h"
@@ -153,7 +154,7 @@ std::map<std::string, std::vector<Snapshot>> CollectSnapshots(const RunData& dat
 
 v1::RuleResult Result(const std::string& node, const std::string& subject,
                       const std::string& outcome) {
-  return MakeRule(kRule, "Reliability", outcome, node, subject);
+  return MakeRule(kRule, JudgeCategory("health"), outcome, node, subject);
 }
 
 std::string Between(const Snapshot& a, const Snapshot& b) {

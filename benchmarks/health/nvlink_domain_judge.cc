@@ -27,13 +27,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
 namespace {
 
-constexpr char kCategory[] = "Reliability";
+// Its rules' category, from the suite's declaration.
+std::string Category() { return JudgeCategory("health"); }
 
 struct FabricGpu {
   std::string node;
@@ -106,7 +108,7 @@ void JudgeDomain(const std::string& uuid, const std::vector<FabricGpu>& gpus,
             : absl::StrCat(main_size, " of the ", Gpus(registered.size()), " of domain ",
                            uuid, " in clique ", main_clique);
     v1::RuleResult r =
-        MakeRule("nvlink.domain_clique", kCategory, "fail", node, subject,
+        MakeRule("nvlink.domain_clique", Category(), "fail", node, subject,
                  absl::StrCat(node, " ", absl::StrJoin(parts, ", "), ", ", rest));
     r.set_value(static_cast<double>(odd.size()));
     r.set_expected(0);
@@ -137,7 +139,7 @@ void JudgeDomain(const std::string& uuid, const std::vector<FabricGpu>& gpus,
   if (short_of_size) {
     absl::StrAppend(&msg, "; the platform's domain has ", expected, " GPUs");
   }
-  v1::RuleResult r = MakeRule("nvlink.domain", kCategory, short_of_size ? "warn" : "pass",
+  v1::RuleResult r = MakeRule("nvlink.domain", Category(), short_of_size ? "warn" : "pass",
                               "", subject, msg);
   r.set_value(static_cast<double>(registered.size()));
   if (expected > 0) r.set_expected(expected);
@@ -204,7 +206,7 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   if (gpus_reporting == 0) {
     if (not_measured.empty()) return;  // health did not look here, or no NVLink at all
     v1::RuleResult r =
-        MakeRule("nvlink.domain", kCategory, "not_measured", "", "NVLink domains",
+        MakeRule("nvlink.domain", Category(), "not_measured", "", "NVLink domains",
                  absl::StrCat("no GPU reported an NVLink domain (",
                               not_measured.size() == 1
                                   ? "1 node"

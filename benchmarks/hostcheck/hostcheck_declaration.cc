@@ -9,6 +9,7 @@ SuiteInfo Declaration() {
     .name = "hostcheck",
     .binary = "cmax-bench",
     .category = "reliability",
+    .judge_category = "lifecycle",
     .help = "inventory and basic node sanity (GPUs on the bus, driver, memory, swap, disk, clock, GPU-NIC topology)",
     .details =
         "Inventory and sanity of this node: NVIDIA GPUs on the PCI bus, the NVIDIA driver,\n"

@@ -22,12 +22,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
+#include "reports/judge_util.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
 namespace {
 
-constexpr char kCategory[] = "Lifecycle";
+// Its rules' category, from the suite's declaration.
+std::string Category() { return JudgeCategory("hostcheck"); }
 constexpr size_t kMaxNamesPerValue = 20;
 
 struct Attribute {
@@ -64,7 +67,7 @@ void JudgeAttribute(
 
   v1::RuleResult r;
   r.set_rule_id(absl::StrCat("inventory.uniform_", attr.name));
-  r.set_category(kCategory);
+  r.set_category(Category());
   r.set_subject("fleet");
   r.set_value(static_cast<double>(by_value.size()));
   r.set_expected(1);
@@ -102,7 +105,7 @@ void JudgeAttribute(
     for (const std::string& node : groups[g].second) {
       v1::RuleResult n;
       n.set_rule_id(r.rule_id());
-      n.set_category(kCategory);
+      n.set_category(Category());
       n.set_outcome("warn");
       n.set_node(node);
       n.set_subject("node");

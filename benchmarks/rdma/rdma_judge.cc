@@ -44,6 +44,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/outcome_order.h"
 #include "reports/run_data.h"
@@ -52,7 +53,8 @@
 namespace cmax::reports {
 namespace {
 
-constexpr char kCategory[] = "Networking";
+// Its rules' category, from the suite's declaration.
+std::string Category() { return JudgeCategory("rdma"); }
 constexpr double kDefaultFraction = 0.9;
 
 struct Item {
@@ -241,7 +243,7 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       if (Rank(l.outcome) > Rank(outcome)) outcome = l.outcome;
       for (const auto& e : l.evidence) evidence.push_back(absl::StrCat(n, ": ", e));
     }
-    r = MakeRule("rdma.slow_nic", kCategory, outcome, node_of_end[end],
+    r = MakeRule("rdma.slow_nic", Category(), outcome, node_of_end[end],
                  absl::StrCat("port:", end));
     r.set_value(static_cast<double>(slow));
     r.set_unit("slow links");
@@ -267,7 +269,7 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
             : "blame rule: slow with this partner only -> the link between them (cable, "
               "transceivers or switch ports)";
     for (const std::string& node : {l.a_node, l.b_node}) {
-      v1::RuleResult r = MakeRule("rdma.slow_link", kCategory, l.outcome, node,
+      v1::RuleResult r = MakeRule("rdma.slow_link", Category(), l.outcome, node,
                                   absl::StrCat("link:", name));
       r.set_message(absl::StrCat("slow RDMA link ", name, "; ", rule));
       for (const auto& e : l.evidence) r.add_evidence(e);
@@ -289,7 +291,7 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     for (const Item* it : list) values.push_back(it->value);
     const FleetStats s = ComputeFleetStats(values);
     v1::RuleResult r =
-        MakeRule(lat ? "rdma.latency" : "rdma.bandwidth", kCategory, "pass", "", "fleet");
+        MakeRule(lat ? "rdma.latency" : "rdma.bandwidth", Category(), "pass", "", "fleet");
     r.set_value(s.median);
     r.set_unit(lat ? "us" : "Gbit/s");
     r.set_message(absl::StrCat(

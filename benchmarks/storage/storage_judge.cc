@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
@@ -64,7 +65,7 @@ bool ParseSeries(const std::string& text, std::vector<double>* out) {
 
 v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
                     const std::string& subject, const std::string& message) {
-  return MakeRule(id, "Storage", outcome, node, subject, message);
+  return MakeRule(id, JudgeCategory("storage"), outcome, node, subject, message);
 }
 
 struct Aggregate {

@@ -22,6 +22,7 @@
 #include "reports/baseline.h"
 #include "reports/compare.h"
 #include "reports/judge_util.h"
+#include "reports/judges.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "reports/gpu_specs.h"
 #include "reports/judge_util.h"
+#include "reports/judges.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "common/suite_declaration.h"
 #include "reports/judge_util.h"
+#include "reports/judges.h"
 #include "reports/metric_table.h"
 #include "reports/run_data.h"
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/severity.h"
 #include "reports/judge_util.h"
+#include "reports/judges.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {

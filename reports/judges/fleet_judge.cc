@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "reports/judge_util.h"
+#include "reports/judges.h"
 #include "reports/metric_table.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "reports/coverage.h"
 #include "reports/judge_util.h"
+#include "reports/judges.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {

@@ -296,6 +296,51 @@ TEST_CASE("no suite's name appears in the program outside its folder", "[declara
   CHECK(hits.empty());
 }
 
+// Issue 16: a suite's category is written once, in its declaration. Its
+// judges grade the declared category (or the declared judge_category:
+// hostcheck's and audit's fleet-wide rules grade Lifecycle), read through
+// reports::JudgeCategory; no judge in a suite's folder spells a category.
+TEST_CASE("the suites' judges take their category from the declaration", "[declarations]") {
+  namespace fs = std::filesystem;
+  const fs::path root(CMAX_SOURCE_DIR);
+  std::vector<std::string> hits;
+  int judges = 0;
+  for (const SuiteInfo& s : SuiteCatalog()) {
+    const fs::path dir = root / "benchmarks" / s.name;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string file = e.path().filename().string();
+      if (!absl::EndsWith(file, "_judge.cc")) continue;
+      ++judges;
+      std::ifstream in(e.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        for (const std::string& c : reports::CategoryNames()) {
+          // The scorecard's spelling ("Storage"); the lower-case word is
+          // also the storage suite's name, which its judge filters on.
+          if (absl::StrContains(line, absl::StrCat("\"", c, "\""))) {
+            hits.push_back(absl::StrCat(fs::relative(e.path(), root).string(), ":", n, ": ", c));
+          }
+        }
+      }
+    }
+  }
+  CHECK(judges >= 10);
+  INFO(absl::StrJoin(hits, "\n"));
+  CHECK(hits.empty());
+  CHECK(reports::JudgeCategory("hostcheck") == "Lifecycle");
+  CHECK(reports::JudgeCategory("audit") == "Lifecycle");
+  for (const SuiteInfo& s : SuiteCatalog()) {
+    INFO(s.name);
+    CHECK_FALSE(reports::CanonicalCategory(s.category).empty());
+    if (!s.judge_category.empty()) {
+      CHECK_FALSE(reports::CanonicalCategory(s.judge_category).empty());
+    } else {
+      CHECK(reports::JudgeCategory(s.name) == reports::CanonicalCategory(s.category));
+    }
+  }
+}
+
 // Compare and baseline read a metric's direction from its declaration
 // (reports::MetricBetter): every declared metric has exactly the declared
 // one, and an undeclared name has none.

@@ -1,11 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "generated/suite_judges.h"
 #include "reports/judges.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
-void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out);
 
 namespace {
 

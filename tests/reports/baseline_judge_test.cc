@@ -1,12 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include "reports/baseline.h"
+#include "reports/judges.h"
 #include "reports/scorecard.h"
 #include "tests/reports/analysis_test_util.h"
 
 namespace cmax::reports {
-
-void BaselineJudge(const RunData& data, std::vector<v1::RuleResult>* out);
 
 namespace {
 

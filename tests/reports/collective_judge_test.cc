@@ -7,12 +7,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
+#include "reports/judges.h"
 #include "reports/run_data.h"
 
-namespace cmax::reports {
-void CollectiveJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-void ExpectationsJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-}  // namespace cmax::reports
 
 using cmax::reports::RunData;
 using cmax::v1::RuleResult;

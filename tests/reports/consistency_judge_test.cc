@@ -5,11 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "generated/suite_judges.h"
 #include "reports/run_data.h"
-
-namespace cmax::reports {
-void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out);
-}  // namespace cmax::reports
 
 using namespace cmax;
 using namespace cmax::reports;

@@ -10,13 +10,11 @@
 
 #include "absl/strings/match.h"
 #include "common/plan_parser.h"
+#include "generated/suite_judges.h"
 #include "reports/run_data.h"
 #include "reports/scorecard.h"
 #include "tests/reports/scorecard_test_util.h"
 
-namespace cmax::reports {
-void HealthChangeJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-}  // namespace cmax::reports
 
 using namespace cmax;
 using namespace cmax::reports;

@@ -8,11 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
 #include "reports/run_data.h"
 
-namespace cmax::reports {
-void StorageJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-}
 
 using cmax::reports::RunData;
 using cmax::v1::RuleResult;

@@ -13,12 +13,10 @@
 #include "benchmarks/health/fabric_domain.h"
 #include "benchmarks/health/file_gpu_probe.h"
 #include "benchmarks/health/nvlink_platforms.h"
+#include "generated/suite_judges.h"
 #include "reports/run_data.h"
 #include "reports/scorecard.h"
 
-namespace cmax::reports {
-void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out);
-}  // namespace cmax::reports
 
 namespace fs = std::filesystem;
 using namespace cmax;
