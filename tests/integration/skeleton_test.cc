@@ -303,7 +303,11 @@ TEST_CASE("an agent does not send its token in clear text off the host",
 
 TEST_CASE("records survive a coordinator restart before their acknowledgement, once each",
           "[integration]") {
-  Cluster c("sk7", {.heartbeat_timeout_s = 10});
+  // The agents' reconnect backoff grows to 10 s with +-25 % jitter
+  // (agent/connection.h), so an agent may retry 12.5 s after its last try:
+  // a loss timeout under that can lose an agent through the restart itself,
+  // which is not what this case is about. 20 s, over 15 s by default.
+  Cluster c("sk7", {.heartbeat_timeout_s = 20});
   REQUIRE(c.Start().ok());
   std::string plan = c.WritePlan("many", R"(name: many
 suites:
