@@ -15,9 +15,6 @@ namespace cmax::agent {
 namespace {
 
 constexpr int64_t kNsPerMs = 1000000;
-// Without any message for this long (and at least 5 heartbeats) the stream
-// is presumed dead even if TCP has not noticed.
-constexpr int64_t kMinSilenceMs = 30000;
 // Repeated dial failures are logged at warn at most this often.
 constexpr int64_t kDialWarnEveryMs = 60000;
 
@@ -187,7 +184,7 @@ bool Connection::RunStream() {
       if (broken_) break;
       if (heartbeat_ms_ > 0) {
         const int64_t silence_ms = (MonotonicNs() - last_receive_mono_ns_) / kNsPerMs;
-        if (silence_ms > std::max(kMinSilenceMs, 5 * heartbeat_ms_)) {
+        if (silence_ms > std::max(options_.min_silence_ms, 5 * heartbeat_ms_)) {
           why = absl::StrCat("nothing received for ", silence_ms, " ms");
           broken_ = true;
           break;
@@ -223,6 +220,8 @@ void Connection::ReaderLoop(Stream* stream, uint64_t generation) {
       last_receive_mono_ns_ = MonotonicNs();
       received_any_ = true;
       if (message.has_ping()) {
+        // The period grows with the fleet: wait as long as it now says.
+        if (message.ping().interval_ms() > 0) heartbeat_ms_ = message.ping().interval_ms();
         if (connected_ && generation_ == generation) {
           v1::AgentMessage pong;
           pong.mutable_pong()->set_t1_ns(message.ping().t1_ns());

@@ -58,6 +58,9 @@ struct ConnectionOptions {
   int64_t backoff_initial_ms = 500;
   int64_t backoff_max_ms = 10000;
   size_t max_queue_bytes = 8 << 20;  // HasRoom() false above this
+  // A connected stream silent for max(this, 5 heartbeat periods) is torn
+  // down and dialled again (the period comes in Welcome and every Ping).
+  int64_t min_silence_ms = 30000;
 };
 
 // Receives what the coordinator sends. Called on the connection's threads.
@@ -115,7 +118,7 @@ class Connection : public Outbox {
   std::deque<std::pair<size_t, v1::AgentMessage>> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_receive_mono_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t heartbeat_ms_ ABSL_GUARDED_BY(mu_) = 0;  // from Welcome
+  int64_t heartbeat_ms_ ABSL_GUARDED_BY(mu_) = 0;  // from Welcome and Ping
   bool received_any_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread supervisor_;

@@ -87,8 +87,8 @@ CoordinatorCore::CoordinatorCore(CoreOptions options, std::unique_ptr<Store> sto
       registry_(options_.heartbeat_timeout_ms * 1000000),
       rendezvous_([this](const std::string& node,
                          int64_t unix_ns) { return registry_.ToAgentClock(node, unix_ns); },
-                  options_.barrier_lead_ms * 1000000) {
-  ping_period_ms_ = options_.ping_interval_ms;
+                  options_.barrier_lead_ms * 1000000),
+      pacer_(HeartbeatPacer::Limits{.base_period_ms = options_.ping_interval_ms}) {
   if (!options_.slurm_scontrol.empty()) {
     slurm_ = std::make_unique<SlurmDrainer>(options_.slurm_scontrol);
   }

@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/metrics_text.h"
+#include "coordinator/heartbeat_pacer.h"
 #include "coordinator/registry.h"
 #include "coordinator/rendezvous.h"
 #include "coordinator/scheduler.h"
@@ -200,13 +201,10 @@ class CoordinatorCore {
     int64_t warned_ns = 0;
   };
   std::map<std::string, RecordBudget> record_budgets_;
-  int64_t last_ping_ns_ = 0;
-  // Heartbeat pacing (Tick): pings owed, the period, when it was last sized.
-  static constexpr int64_t kMaxPingsPerSecond = 2500;
-  static constexpr int64_t kMaxPingPeriodMs = 20000;  // agents give up after 30 s of silence
-  double ping_credit_ = 0;
+  // Heartbeat pacing (Tick): the period and the pings owed
+  // (heartbeat_pacer.h); the fleet size when it was last sized.
+  HeartbeatPacer pacer_;
   size_t connected_ = 0;
-  int64_t ping_period_ms_ = 1000;
   int64_t ping_period_checked_ns_ = 0;
   // Group commit (core thread): record batches of one loop round wait here
   // for FlushIngest. `rows` point into the messages of that round.

@@ -65,33 +65,25 @@ void CoordinatorCore::Tick() {
   const int64_t now = NowUnixNs();
   // Heartbeats: every connected agent is pinged once a period, spread over
   // the period (a slice every round) rather than all in one burst. The
-  // period is --ping interval until that would be more than
-  // kMaxPingsPerSecond, then grows with the fleet (at 50,000 agents, 20 s),
-  // and the loss timeout with it (at least 3 periods). A pong is also the
-  // clock sample; any message counts as heard.
+  // period grows with the fleet within the pings' budgets and is told to
+  // the agents in every ping (heartbeat_pacer.h: 1 s up to 2,500 agents,
+  // 50 s at 50,000); the loss timeout is at least 3 periods. A pong is
+  // also the clock sample; any message counts as heard.
   if (mono - ping_period_checked_ns_ >= 1000000000) {
     ping_period_checked_ns_ = mono;
     connected_ = registry_.ConnectedCount();
-    const int64_t wanted_ms = static_cast<int64_t>(connected_) * 1000 / kMaxPingsPerSecond;
-    ping_period_ms_ = std::max<int64_t>(options_.ping_interval_ms,
-                                        std::min<int64_t>(wanted_ms, kMaxPingPeriodMs));
+    const int64_t period_ms = pacer_.Resize(connected_, mono);
     // The loss timeout follows the period up at once, and down by at most
     // a second a second: agents pinged on the longer period must not turn
     // lost because the fleet shrank (streams ending) in the meantime.
     const int64_t target_ns =
-        std::max<int64_t>(options_.heartbeat_timeout_ms, 3 * ping_period_ms_) * 1000000;
+        std::max<int64_t>(options_.heartbeat_timeout_ms, 3 * period_ms) * 1000000;
     registry_.set_timeout_ns(
         std::max(target_ns, registry_.timeout_ns() - 1000000000));
   }
-  if (last_ping_ns_ == 0) last_ping_ns_ = mono;
-  ping_credit_ += static_cast<double>(connected_) * static_cast<double>(mono - last_ping_ns_) /
-                  (static_cast<double>(ping_period_ms_) * 1e6);
-  ping_credit_ = std::min(ping_credit_, static_cast<double>(connected_));
-  last_ping_ns_ = mono;
-  if (ping_credit_ >= 1) {
-    const size_t n = static_cast<size_t>(ping_credit_);
-    ping_credit_ -= static_cast<double>(n);
+  if (const size_t n = pacer_.Owed(connected_, mono); n > 0) {
     v1::CoordinatorMessage ping;
+    ping.mutable_ping()->set_interval_ms(static_cast<int32_t>(pacer_.period_ms()));
     for (const auto& node : registry_.NextToPing(n)) {
       ping.mutable_ping()->set_t1_ns(NowUnixNs());
       SendNow(node, ping);  // not deferred: the round trip times the clock offset
@@ -253,7 +245,7 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
     if (!batching_) FlushAgents();
     v1::CoordinatorMessage welcome;
     welcome.mutable_welcome()->set_coordinator_version(kCmaxVersion);
-    welcome.mutable_welcome()->set_heartbeat_interval_ms(static_cast<int>(ping_period_ms_));
+    welcome.mutable_welcome()->set_heartbeat_interval_ms(static_cast<int>(pacer_.period_ms()));
     session->Send(welcome);
     v1::CoordinatorMessage ping;
     ping.mutable_ping()->set_t1_ns(NowUnixNs());

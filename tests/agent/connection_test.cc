@@ -13,6 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "agent/agent.h"
+#include "agent/connection.h"
 #include "agent/task_store.h"
 #include "cmax/v1/service.grpc.pb.h"
 #include "common/subprocess.h"
@@ -274,6 +275,55 @@ TEST_CASE("the agent keeps dialling until the coordinator appears",
   CHECK(pong.t2_ns() - t1 < hour + 5'000'000'000);
   agent.Stop();
   server->Shutdown(std::chrono::system_clock::now() + 1s);
+}
+
+namespace {
+
+// A handler that only answers the Hello: the Connection alone, no executor.
+class HelloOnly final : public cmax::agent::ConnectionHandler {
+ public:
+  v1::Hello MakeHello() override {
+    v1::Hello h;
+    h.set_node_name("node-quiet");
+    return h;
+  }
+  void OnConnected(uint64_t) override {}
+  void OnMessage(const v1::CoordinatorMessage&) override {}
+};
+
+}  // namespace
+
+TEST_CASE("a connected agent waits as long as the heartbeat period the last Ping gave",
+          "[agent][connection]") {
+  // The coordinator's period grows with the fleet (to 50 s at 50,000
+  // agents) after an agent was welcomed with 1 s: the agent must follow
+  // the Ping's interval, or it drops a healthy stream at max(30 s, 5 of the
+  // Welcome's periods). Here the floor is 1 s so the case takes seconds.
+  Server server;
+  cmax::agent::ConnectionOptions o;
+  o.target = server.address();
+  o.min_silence_ms = 1000;
+  HelloOnly handler;
+  cmax::agent::Connection connection(o, &handler);
+  connection.Start();
+  REQUIRE(WaitFor([&] { return server.fake.connected() && connection.connected(); }, 20s));
+  v1::CoordinatorMessage welcome;
+  welcome.mutable_welcome()->set_heartbeat_interval_ms(100);  // gives up after 1 s
+  REQUIRE(server.fake.Send(welcome));
+  v1::CoordinatorMessage ping;
+  ping.mutable_ping()->set_t1_ns(cmax::NowUnixNs());
+  ping.mutable_ping()->set_interval_ms(1000);  // 5 s now
+  REQUIRE(server.fake.Send(ping));
+  std::this_thread::sleep_for(3s);
+  CHECK(server.fake.streams() == 1);
+  CHECK(connection.generation() == 1);
+
+  // A shorter period again: silence past max(1 s, 5 x 100 ms) ends the
+  // stream and the agent dials a new one.
+  ping.mutable_ping()->set_interval_ms(100);
+  REQUIRE(server.fake.Send(ping));
+  CHECK(WaitFor([&] { return server.fake.streams() >= 2; }, 10s));
+  connection.Stop();
 }
 
 namespace {
