@@ -1,5 +1,6 @@
 #include "coordinator/registry.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -100,8 +101,10 @@ std::vector<std::string> Registry::ExpireSilent(int64_t now_ns) {
   std::vector<std::string> lost;
   for (auto& [node, e] : agents_) {
     if (e.state == AgentState::kLost) continue;
-    int64_t since = e.state == AgentState::kConnected ? e.last_heard_ns : e.state_since_ns;
-    if (now_ns - since > timeout_ns_) {
+    const bool connected = e.state == AgentState::kConnected;
+    const int64_t since = connected ? e.last_heard_ns : e.state_since_ns;
+    const int64_t limit = connected ? timeout_ns_ : std::max(timeout_ns_, kMinReconnectGraceNs);
+    if (now_ns - since > limit) {
       e.state = AgentState::kLost;
       e.state_since_ns = now_ns;
       lost.push_back(node);

@@ -66,9 +66,14 @@ class Registry {
   // The stream ended. Returns the node, or "" when the session was unknown or
   // already replaced.
   std::string OnStreamEnded(AgentSession* session, int64_t now_ns);
-  // Nodes that turn lost now: disconnected, or connected but silent, for
-  // longer than the heartbeat timeout.
+  // Nodes that turn lost now: connected but silent for longer than the
+  // heartbeat timeout, or disconnected for longer than the timeout and
+  // kMinReconnectGraceNs: an agent whose stream ended (a coordinator
+  // restart, a reset connection) redials after its backoff, at most 10 s
+  // + 25 % jitter (agent/connection.h), and must not be lost meanwhile to a
+  // timeout set shorter than that.
   std::vector<std::string> ExpireSilent(int64_t now_ns);
+  static constexpr int64_t kMinReconnectGraceNs = 15'000'000'000;
   // Known-but-not-connected nodes loaded at start (from the store) so that
   // they turn lost if they never come back.
   void AddRemembered(const std::string& node, const v1::Inventory& inventory, int64_t now_ns);

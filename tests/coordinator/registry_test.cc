@@ -50,6 +50,27 @@ TEST_CASE("remembered agents turn lost unless they come back in time", "[registr
   CHECK(reg.IsConnected("b"));
 }
 
+TEST_CASE("a disconnected agent has its reconnect gap even under a short timeout",
+          "[registry]") {
+  // --heartbeat-timeout 5: a silent connected agent is lost after 5 s, but
+  // one whose stream ended may wait up to 12.5 s to redial (10 s backoff
+  // + 25 % jitter), so it is lost only after 15 s.
+  Registry reg(5 * kS);
+  FakeSession s1, s2;
+  reg.OnHello(HelloFrom("quiet"), &s1, 0, 0);
+  reg.OnHello(HelloFrom("gone"), &s2, 0, 0);
+  reg.OnHeard(&s1, 0, 0);
+  CHECK(reg.OnStreamEnded(&s2, 1 * kS) == "gone");
+  CHECK(reg.ExpireSilent(6 * kS) == std::vector<std::string>{"quiet"});
+  CHECK(reg.ExpireSilent(14 * kS).empty());
+  CHECK(reg.ExpireSilent(17 * kS) == std::vector<std::string>{"gone"});
+  // Remembered agents (a coordinator restart) get the same grace.
+  Registry restarted(5 * kS);
+  restarted.AddRemembered("r", {}, 0);
+  CHECK(restarted.ExpireSilent(10 * kS).empty());
+  CHECK(restarted.ExpireSilent(16 * kS) == std::vector<std::string>{"r"});
+}
+
 TEST_CASE("clock offset and round trip from ping and pong", "[registry]") {
   Registry reg(15 * kS);
   FakeSession s;
