@@ -33,6 +33,10 @@ std::string GradeFor(const CategoryTally& t) {
     const size_t allowed = std::max<size_t>(
         1, static_cast<size_t>(std::floor(kFailingNodeShare *
                                           static_cast<double>(t.measured_nodes.size()))));
+    // Every measured node failing is the fleet failing, however small: a
+    // 1-node run of a bad node grades as 10,000 such nodes would (D), not
+    // as a few bad nodes among good ones (C).
+    if (t.failing_nodes.size() >= t.measured_nodes.size()) return "D";
     return t.failing_nodes.size() <= allowed ? "C" : "D";
   }
   if (t.warn > 0) return "B";

@@ -35,6 +35,11 @@ TEST_CASE("grades follow the documented table", "[grading]") {
   CHECK(GradeFor(Nodes(16, 2)) == "D");
   CHECK(GradeFor(Nodes(100, 10)) == "C");
   CHECK(GradeFor(Nodes(100, 11)) == "D");
+  // Every measured node failing: D however few (1 node of 1, 2 of 2), as
+  // the same data on many nodes grades; one of two is C.
+  CHECK(GradeFor(Nodes(1, 1)) == "D");
+  CHECK(GradeFor(Nodes(2, 2)) == "D");
+  CHECK(GradeFor(Nodes(2, 1)) == "C");
   CategoryTally fleet = Nodes(16, 0);
   fleet.fail = 1;
   fleet.fleet_wide_fail = true;

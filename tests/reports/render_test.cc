@@ -43,7 +43,7 @@ TEST_CASE("JSON has the scorecard fields by their proto names", "[render]") {
   CHECK(back.run_id() == "run-1");
   CHECK(back.categories_size() == 6);
   CHECK(back.categories(4).name() == "Security");
-  CHECK(back.categories(4).grade() == "C");
+  CHECK(back.categories(4).grade() == "D");  // its one measured node fails
   CHECK(back.started() == "2025-11-29T21:17:45.123Z");
 }
 
@@ -57,14 +57,14 @@ TEST_CASE("Markdown shows the header, category table, nodes, rules, findings, ta
   CHECK(absl::StrContains(md, "| Tier | **" + card.tier() + "** |"));
   CHECK(absl::StrContains(md, "| Category | Grade | Evaluated on | Summary |\n|---|---|---|---|\n"));
   CHECK(absl::StrContains(md, "| Compute | not measured | 0 of 3 nodes | not measured"));
-  CHECK(absl::StrContains(md, "| Security | **C** | 1 of 3 nodes | 1 failure: node-2: "));
+  CHECK(absl::StrContains(md, "| Security | **D** | 1 of 3 nodes | 1 failure: node-2: "));
   CHECK(absl::StrContains(md, "| Tier | **not rated** |"));
   CHECK(absl::StrContains(md, "| Missing for a tier | Compute: the plan has no suite of this "
                               "category<br>"));
-  CHECK(absl::StrContains(md, "| Measured part | Silver (measured part only; not a rating) |"));
+  CHECK(absl::StrContains(md, "| Measured part | Bronze (measured part only; not a rating) |"));
   CHECK(absl::StrContains(md, "evaluated on 1 of 3 nodes"));
   CHECK(absl::StrContains(md, "| node-2 | **FAIL** | Security fail: "));
-  CHECK(absl::StrContains(md, "### Security: C"));
+  CHECK(absl::StrContains(md, "### Security: D"));
   // Markup in data is escaped; web links are clickable, others are not.
   CHECK_FALSE(absl::StrContains(md, "<script>"));
   CHECK(absl::StrContains(md, "\\<script\\>"));
@@ -95,11 +95,11 @@ TEST_CASE("HTML is self-contained and escapes everything", "[render]") {
   CHECK_FALSE(absl::StrContains(html, "href=\"javascript:"));
   CHECK(absl::StrContains(html, "<pre>Segmentation fault at &lt;0x0&gt;\n`boom`</pre>"));
   CHECK(absl::StrContains(html, "<th>Category</th><th>Grade</th>"));
-  CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gC\">C</span>"));
+  CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gD\">D</span>"));
   CHECK(absl::StrContains(html, "<span class=\"tier\">" + card.tier() + "</span>"));
   CHECK(absl::StrContains(html, "<th>Missing for a tier</th><td><ul><li>Compute: the plan has no "
                                 "suite of this category</li>"));
-  CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gC\">C</span></td>"
+  CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gD\">D</span></td>"
                                 "<td>1 of 3 nodes</td>"));
   CHECK_FALSE(absl::StrContains(html, "SIMULATED"));
 }
