@@ -48,6 +48,10 @@ ABSL_FLAG(std::string, prefix, "sim", "node names are PREFIX00000, PREFIX00001, 
 ABSL_FLAG(std::string, plan, "", "plan YAML to submit once all are connected (empty: no run)");
 ABSL_FLAG(int, coordinator_pid, 0, "pid whose CPU and memory are sampled (0: none)");
 ABSL_FLAG(double, idle_seconds, 10, "seconds the idle coordinator's CPU is measured");
+ABSL_FLAG(double, settle_seconds, 0,
+          "seconds to wait after all are connected before the idle CPU is measured (the "
+          "heartbeat period doubles at most once a period: 50 s at 50,000 agents about 60 s "
+          "after they connected)");
 ABSL_FLAG(double, timeout, 600, "seconds the whole benchmark may take; then it reports and exits");
 ABSL_FLAG(double, slow_gpu, 0, "fraction of nodes with a slow GPU (gemm, GPU 3 at 70%)");
 ABSL_FLAG(double, flap_port, 0, "fraction of nodes with a flapping IB port (health)");
@@ -663,7 +667,11 @@ int Main() {
              F(static_cast<double>(connected.rss_kb - before.rss_kb) / n, 1));
   report.Add("coordinator_threads", absl::StrCat(connected.threads));
 
-  // Idle: every agent connected, no run.
+  // Idle: every agent connected, no run; after --settle_seconds.
+  if (const double settle = std::min(absl::GetFlag(FLAGS_settle_seconds), std::max(0.0, left() - 1));
+      settle > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+  }
   const double idle = std::min(absl::GetFlag(FLAGS_idle_seconds), std::max(0.0, left() - 1));
   if (pid > 0 && idle > 0) {
     const int64_t pongs0 = stats.pongs;
