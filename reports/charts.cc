@@ -251,7 +251,9 @@ void FinishSeries(std::vector<Line> lines, v1::Chart* c) {
 // Which tasks carried simulated data (Samples have no flag of their own).
 std::set<std::string> SimulatedTasks(const RunData& data) {
   std::set<std::string> out;
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  RecordFilter every;
+  every.labels_if = NoLabels;  // reads no label: not parsed (record_set.h)
+  ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     if ((r.has_measurement() && r.measurement().simulated()) ||
         (r.has_finding() && r.finding().simulated())) {
@@ -300,7 +302,9 @@ struct SeriesAcc {
 void GridFromReasons(const RunData& data, v1::Scorecard* card) {
   // Measured: a record evaluated something for this node and category.
   std::map<std::string, std::set<std::string>> measured;  // category -> nodes
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  RecordFilter every;
+  every.labels_if = NoLabels;  // reads no label: not parsed (record_set.h)
+  ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     const std::string node = RecordNode(rec);
     if (node.empty()) return;
@@ -362,7 +366,18 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
     return a;
   };
 
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  // Labels are read only of the metrics charted below and of Samples: the
+  // rest is not parsed (record_set.h).
+  RecordFilter every;
+  every.labels_if = [](const v1::ExportedRecord& rec) {
+    const v1::Record& r = rec.record();
+    if (!r.has_measurement()) return true;
+    const std::string& metric = r.measurement().metric();
+    return metric == "gemm_tflops" || metric == "memory_bandwidth_gbps" ||
+           metric == "storage_bandwidth_mbps" || metric == "busbw_gbps" ||
+           metric == "rtt_ms" || metric == "reachable";
+  };
+  ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     const std::string node = RecordNode(rec);
     if (r.has_measurement()) {
