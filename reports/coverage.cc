@@ -170,7 +170,9 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
   // (entry index, node) evaluated; (task, node) -> first not-measured text.
   std::set<std::pair<int, std::string>> entry_evaluated;
   std::map<std::pair<std::string, std::string>, std::string> not_measured_of;
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  RecordFilter every;
+  every.labels_if = NoLabels;  // reads no label: not parsed (record_set.h)
+  ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     auto it = tasks.find(rec.task_id());
     const v1::TaskInfo* task = it == tasks.end() ? nullptr : it->second;
     if (!Evaluates(rec)) {

@@ -88,7 +88,11 @@ JudgedView MakeView(const RunData& data, RunData* move_from) {
     std::shared_ptr<RecordSet> set = move_from
                                          ? std::move(move_from->record_set)
                                          : std::make_shared<RecordSet>(*data.record_set);
-    set->ForEach({}, [&](size_t i, const v1::ExportedRecord& rec) {
+    // judged() reads no label (RecordNode's "node" label only when the
+    // record's node is empty, and such records are parsed whole).
+    RecordFilter every;
+    every.labels_if = NoLabels;
+    set->ForEach(every, [&](size_t i, const v1::ExportedRecord& rec) {
       if (!judged(rec)) set->Drop(i);
     });
     view.data.record_set = std::move(set);

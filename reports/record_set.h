@@ -8,6 +8,7 @@
 #define CMAX_REPORTS_RECORD_SET_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +34,19 @@ struct RecordFilter {
   // When set, only records whose ExportedRecord.suite or own suite (the
   // Measurement's, Finding's, Sample's, ... `suite` field) is this.
   std::string_view suite_or_own;
+  // Labels are most of a parse's cost (issue 18). When set, a record held in
+  // a RecordSet is first parsed without the labels of its Measurement,
+  // Finding or Sample, and labels_if(that record) says whether the scan
+  // reads them: true parses it again, whole. A record whose `node` is empty
+  // is always parsed whole (RecordNode reads its "node" label). A scan
+  // that sets this must read no label of a record it answered false for.
+  // Unset: every record is parsed whole. Records in RunData.records are
+  // whole either way, so the scan's result is the same both ways.
+  std::function<bool(const v1::ExportedRecord&)> labels_if;
 };
+
+// A labels_if for scans that read no label at all.
+bool NoLabels(const v1::ExportedRecord& rec);
 
 class RecordSet {
  public:

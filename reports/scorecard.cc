@@ -303,7 +303,16 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
   // Nodes a record evaluated (used with the node verdicts below; gathered
   // here to save a second pass over every record).
   std::set<std::string> evaluated_by_records;
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  // Labels are read only of the findings and of the measurements the card
+  // keeps (the first kMaxMeasurements): the rest is not parsed.
+  RecordFilter every;
+  every.labels_if = [&](const v1::ExportedRecord& rec) {
+    const v1::Record& r = rec.record();
+    return r.has_finding() ||
+           (r.has_measurement() &&
+            static_cast<size_t>(card.measurements_size()) < kMaxMeasurements);
+  };
+  ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     const v1::Record& r = rec.record();
     const std::string node = RecordNode(rec);
     if (!node.empty() && Evaluates(rec)) evaluated_by_records.insert(node);

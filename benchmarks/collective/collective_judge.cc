@@ -414,7 +414,15 @@ std::string SoakKey(const std::string& task, const std::string& op) {
 void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<std::string, SoakRun> runs;
   std::map<std::string, SoakStalls> stalls;  // by task
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  // Labels are read only of busbw/algbw measurements and of findings: the
+  // rest is not parsed (reports/record_set.h).
+  RecordFilter every;
+  every.labels_if = [](const v1::ExportedRecord& rec) {
+    const v1::Record& r = rec.record();
+    return !r.has_measurement() || r.measurement().metric() == "busbw_gbps" ||
+           r.measurement().metric() == "algbw_gbps";
+  };
+  ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     if (rec.record().has_measurement()) {
       const v1::Measurement& m = rec.record().measurement();
       const std::string suite = m.suite().empty() ? rec.suite() : m.suite();

@@ -172,7 +172,13 @@ void NvlinkDomainJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   // as the later run saw it.
   std::map<std::pair<std::string, std::string>, std::pair<std::string, FabricGpu>> latest;
   std::vector<std::string> not_measured;  // "node: why"
-  ForEachRecord(data, [&](const v1::ExportedRecord& rec) {
+  // Labels are read only of nvlink_fabric measurements: the rest is not
+  // parsed (reports/record_set.h).
+  RecordFilter every;
+  every.labels_if = [](const v1::ExportedRecord& rec) {
+    return rec.record().has_measurement() && rec.record().measurement().metric() == "nvlink_fabric";
+  };
+  ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     const v1::Record& record = rec.record();
     if (record.has_finding()) {
       const v1::Finding& f = record.finding();

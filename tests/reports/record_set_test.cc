@@ -309,5 +309,121 @@ TEST_CASE("record set: bytes that are not a record are kept as far as they parse
   CHECK(google::protobuf::util::MessageDifferencer::Equals(out[0], expected));
 }
 
+TEST_CASE("record set: a scan's labels_if leaves labels out only of records it declines",
+          "[record_set]") {
+  // Labels of each kind that has them, kinds without, a record with no node
+  // (RecordNode reads its "node" label) and a Measurement written twice in
+  // one record (parsed as one, merged, like any protobuf message).
+  v1::ExportedRecord finding = Find("n1", "hostcheck", "hostcheck.swap", v1::SEVERITY_WARN,
+                                    "reliability", "node", "swap is on");
+  (*finding.mutable_record()->mutable_finding()->mutable_labels())["device"] = "sda";
+  finding.mutable_record()->mutable_finding()->set_not_measured(true);
+  v1::ExportedRecord progress;
+  progress.set_node("n3");
+  progress.set_task_id("t");
+  progress.mutable_record()->mutable_progress()->set_phase("warmup");
+  v1::ExportedRecord no_node = Meas("", "gemm", "gemm_tflops", 650, "TFLOP/s",
+                                    {{"node", "n9"}, {"gpu", "3"}});
+  std::vector<v1::ExportedRecord> in = {
+      Meas("n1", "gemm", "gemm_tflops", 700, "TFLOP/s", {{"gpu", "0"}, {"dtype", "bf16"}}),
+      finding,
+      Sample("n2", "gpu_power_w", 650),
+      progress,
+      no_node,
+      Meas("n2", "health", "gpu_count", 8, "count", {{"gpu", "all"}}),
+  };
+  in[0].mutable_record()->mutable_measurement()->set_simulated(true);
+  in[0].set_seq(41);
+  in[0].set_late(true);
+  in[0].set_rank(-2);
+  RecordSet set;
+  for (const auto& r : in) set.Add(r);
+  // The Measurement twice: labels and value in the first, more labels and
+  // the unit in the second.
+  {
+    v1::Measurement first, second;
+    first.set_metric("busbw_gbps");
+    first.set_value(90);
+    (*first.mutable_labels())["op"] = "all_reduce";
+    second.set_unit("GB/s");
+    (*second.mutable_labels())["dtype"] = "float";
+    v1::Record rec;
+    *rec.mutable_measurement() = first;
+    std::string wire = rec.SerializeAsString();
+    rec.Clear();
+    *rec.mutable_measurement() = second;
+    wire += rec.SerializeAsString();
+    v1::ExportedRecord whole;
+    whole.set_node("n4");
+    whole.set_suite("collective");
+    REQUIRE(whole.mutable_record()->ParseFromString(wire));
+    REQUIRE(whole.record().measurement().labels().size() == 2);
+    in.push_back(whole);
+    set.AddWire("", 0, 0, "n4", "collective", wire, false, 0);
+  }
+  auto without_labels = [](v1::ExportedRecord r) {
+    v1::Record* k = r.mutable_record();
+    if (k->has_measurement()) k->mutable_measurement()->clear_labels();
+    if (k->has_finding()) k->mutable_finding()->clear_labels();
+    if (k->has_sample()) k->mutable_sample()->clear_labels();
+    return r;
+  };
+
+  SECTION("declined: everything but the labels, as the record holds it") {
+    RecordFilter f;
+    std::vector<v1::ExportedRecord> asked;
+    f.labels_if = [&](const v1::ExportedRecord& r) {
+      asked.push_back(r);
+      return false;
+    };
+    const auto got = Scan(set, f);
+    REQUIRE(got.size() == in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO("record " << i << ": " << in[i].ShortDebugString() << "\ngot "
+                     << got[i].ShortDebugString());
+      // The record without a node comes whole (its node is a label).
+      const v1::ExportedRecord want = in[i].node().empty() ? in[i] : without_labels(in[i]);
+      CHECK(google::protobuf::util::MessageDifferencer::Equals(got[i], want));
+    }
+    // Asked about each record that had labels to leave out and a node, with
+    // the record as parsed without them.
+    REQUIRE(asked.size() == 5);
+    CHECK(asked[0].seq() == 41);
+    CHECK(asked[0].record().measurement().labels().empty());
+    CHECK(asked[0].record().measurement().simulated());
+    CHECK(asked[1].record().finding().not_measured());
+    CHECK(asked[1].record().finding().labels().empty());
+    CHECK(asked[4].record().measurement().unit() == "GB/s");
+  }
+  SECTION("asked for: the record whole") {
+    RecordFilter f;
+    f.labels_if = [](const v1::ExportedRecord& r) {
+      return r.record().has_measurement() && r.record().measurement().metric() != "gpu_count";
+    };
+    const auto got = Scan(set, f);
+    REQUIRE(got.size() == in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO("record " << i << ": " << in[i].ShortDebugString());
+      const bool whole = in[i].node().empty() || (in[i].record().has_measurement() &&
+                                                  in[i].record().measurement().metric() !=
+                                                      "gpu_count");
+      const v1::ExportedRecord want = whole ? in[i] : without_labels(in[i]);
+      CHECK(google::protobuf::util::MessageDifferencer::Equals(got[i], want));
+    }
+  }
+  SECTION("RunData.records are whole either way") {
+    RunData d;
+    d.records = in;
+    RecordFilter f;
+    f.labels_if = NoLabels;
+    size_t n = 0;
+    ForEachRecord(d, f, [&](const v1::ExportedRecord& r) {
+      CHECK(google::protobuf::util::MessageDifferencer::Equals(r, in[n]));
+      ++n;
+    });
+    CHECK(n == in.size());
+  }
+}
+
 }  // namespace
 }  // namespace cmax::reports
