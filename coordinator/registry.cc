@@ -102,7 +102,8 @@ std::vector<std::string> Registry::ExpireSilent(int64_t now_ns) {
   for (auto& [node, e] : agents_) {
     if (e.state == AgentState::kLost) continue;
     const bool connected = e.state == AgentState::kConnected;
-    const int64_t since = connected ? e.last_heard_ns : e.state_since_ns;
+    int64_t since = connected ? e.last_heard_ns : e.state_since_ns;
+    if (connected && e.session) since = std::max(since, e.session->last_receive_mono_ns());
     const int64_t limit = connected ? timeout_ns_ : std::max(timeout_ns_, kMinReconnectGraceNs);
     if (now_ns - since > limit) {
       e.state = AgentState::kLost;

@@ -29,6 +29,10 @@ class AgentSession {
   // Ends the stream (e.g. replaced by a newer connection of the same node).
   virtual void Close(const std::string& reason) = 0;
   virtual std::string peer() const = 0;
+  // When the stream last delivered a message (monotonic ns), stamped as it
+  // is read, before the core gets to it; 0 when not known. An agent is lost
+  // when its stream is silent, not when the core is behind on its queue.
+  virtual int64_t last_receive_mono_ns() const { return 0; }
 };
 
 enum class AgentState { kConnected, kDisconnected, kLost };
@@ -67,7 +71,8 @@ class Registry {
   // already replaced.
   std::string OnStreamEnded(AgentSession* session, int64_t now_ns);
   // Nodes that turn lost now: connected but silent for longer than the
-  // heartbeat timeout, or disconnected for longer than the timeout and
+  // heartbeat timeout (heard: the latest of OnHeard and the session's
+  // last_receive_mono_ns), or disconnected for longer than the timeout and
   // kMinReconnectGraceNs: an agent whose stream ended (a coordinator
   // restart, a reset connection) redials after its backoff, at most 10 s
   // + 25 % jitter (agent/connection.h), and must not be lost meanwhile to a

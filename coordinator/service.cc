@@ -1,5 +1,6 @@
 #include "coordinator/service.h"
 
+#include <atomic>
 #include <deque>
 #include <memory>
 
@@ -67,6 +68,10 @@ class Session final : public AgentSession {
   void Send(const v1::CoordinatorMessage& message) override;
   void Close(const std::string& reason) override;
   std::string peer() const override { return peer_; }
+  int64_t last_receive_mono_ns() const override {
+    return last_receive_mono_ns_.load(std::memory_order_relaxed);
+  }
+  void Received() { last_receive_mono_ns_.store(MonotonicNs(), std::memory_order_relaxed); }
   void WriteDone(bool ok);
   void Detach() {
     absl::MutexLock lock(&mu_);
@@ -79,6 +84,7 @@ class Session final : public AgentSession {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::string peer_;
   WriteQueue<v1::CoordinatorMessage> writes_;
+  std::atomic<int64_t> last_receive_mono_ns_{0};
 };
 
 class AgentReactor final
@@ -101,7 +107,10 @@ class AgentReactor final
       return;
     }
     auto session = session_;
-    // A pong's t4 is taken here, not when the core's round gets to it.
+    // Heard now, as a pong's t4 is taken now, not when the core's round
+    // gets to it: a core behind on its queue (a big SubmitRun, a starved
+    // CPU) must not declare the agents it has not read yet lost.
+    session->Received();
     const int64_t received = in_.has_pong() ? NowUnixNs() : 0;
     v1::AgentMessage message = std::move(in_);
     CoordinatorCore* core = core_;

@@ -15,8 +15,10 @@ class FakeSession : public AgentSession {
   void Send(const v1::CoordinatorMessage& message) override { sent.push_back(message); }
   void Close(const std::string& reason) override { closed = reason; }
   std::string peer() const override { return peer_; }
+  int64_t last_receive_mono_ns() const override { return received_ns; }
 
   std::vector<v1::CoordinatorMessage> sent;
+  int64_t received_ns = 0;  // what the stream stamped on its last read
   std::string closed;
 
  private:

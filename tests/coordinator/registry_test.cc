@@ -71,6 +71,19 @@ TEST_CASE("a disconnected agent has its reconnect gap even under a short timeout
   CHECK(restarted.ExpireSilent(16 * kS) == std::vector<std::string>{"r"});
 }
 
+TEST_CASE("an agent the stream heard is not lost while the core is behind", "[registry]") {
+  // The stream stamps each read (service.cc); the core's OnHeard comes when
+  // its queue gets to the message, which a big SubmitRun or a starved CPU
+  // can delay past the timeout.
+  Registry reg(15 * kS);
+  FakeSession s;
+  reg.OnHello(HelloFrom("busy"), &s, 0, 0);
+  reg.OnHeard(&s, 0, 0);
+  s.received_ns = 20 * kS;  // read at 20 s, not yet handled by the core
+  CHECK(reg.ExpireSilent(30 * kS).empty());
+  CHECK(reg.ExpireSilent(36 * kS) == std::vector<std::string>{"busy"});
+}
+
 TEST_CASE("clock offset and round trip from ping and pong", "[registry]") {
   Registry reg(15 * kS);
   FakeSession s;
