@@ -447,8 +447,12 @@ void Scheduler::Schedule(const Registry& registry, int64_t now_unix_ns, Changes*
   if (mode == ScheduleMode::kAuto) {
     // The full pass as a backstop: should a change reach no NodeChanged,
     // the task waits at most 10 s, not forever.
+    // A round where most nodes changed (a run just created over the fleet)
+    // is cheaper as one full pass than as candidates collected and sorted
+    // (cmax-scheduler-cost: 0.29 s against 0.59 s at 50,000 nodes).
     const bool due = last_full_ns_ == 0 || now_unix_ns - last_full_ns_ >= kFullPassEveryNs ||
-                     now_unix_ns < last_full_ns_;
+                     now_unix_ns < last_full_ns_ ||
+                     2 * changed_nodes_.size() >= node_tasks_.size() + 1;
     mode = due ? ScheduleMode::kFull : ScheduleMode::kIncremental;
   }
   if (mode == ScheduleMode::kFull) {

@@ -65,7 +65,8 @@ struct Changes {
 // How Schedule looks for ready tasks.
 enum class ScheduleMode {
   // Incremental, with a full pass as a backstop at most every 10 s (by the
-  // `now_unix_ns` passed in) and on the first call. What the core uses.
+  // `now_unix_ns` passed in), on the first call, and when at least half the
+  // nodes with tasks changed (cheaper then). What the core uses.
   kAuto,
   // Only the pending tasks that can have become ready since the last call:
   // those on a node whose tasks changed state or that (re)connected
