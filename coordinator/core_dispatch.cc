@@ -129,9 +129,11 @@ void CoordinatorCore::Tick() {
     }
     ++it;
   }
-  // Scheduling costs a pass over every task: once a round when something
-  // that can free a node or a task happened in it (a status, a Hello, a
-  // stream that ended, a loss, an expiry), and at least once a second.
+  // Scheduling: once a round when something that can free a node or a task
+  // happened in it (a status, a Hello, a stream that ended, a loss, an
+  // expiry), and at least once a second. It looks at the pending tasks of
+  // the nodes that changed (Scheduler::Schedule), with a pass over every
+  // task at most every 10 s as a backstop.
   if (schedule_pending_ || !changes.tasks.empty() || mono - last_schedule_ns_ >= 1000000000) {
     schedule_pending_ = false;
     last_schedule_ns_ = mono;

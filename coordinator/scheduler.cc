@@ -133,6 +133,14 @@ std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
   }
 }
 
+// What RunRow.info.tasks_failed counts.
+bool IsFailedState(v1::TaskState s) {
+  return s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT || s == v1::TASK_LOST;
+}
+
+// kAuto's backstop: a full pass at most this often (wall clock).
+constexpr int64_t kFullPassEveryNs = 10'000'000'000;
+
 }  // namespace
 
 absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registry& registry,
@@ -229,7 +237,12 @@ absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registr
   changes->runs.insert(run_id);
   for (auto& t : created) {
     changes->tasks.insert(t->info.task_id());
-    tasks_[t->info.task_id()] = std::move(t);
+    TaskRow* row = t.get();
+    if (auto old = tasks_.find(row->info.task_id()); old != tasks_.end()) {
+      Unindex(old->second.get());  // the same id twice (a node named twice)
+    }
+    tasks_[row->info.task_id()] = std::move(t);
+    Index(row);
   }
   tasks_of_.erase(run_id);
   return out;
@@ -244,29 +257,89 @@ void Scheduler::Restore(RunRow run, std::vector<TaskRow> tasks) {
   });
   for (auto& t : tasks) {
     std::string tid = t.info.task_id();
-    tasks_[tid] = std::make_unique<TaskRow>(std::move(t));
+    auto row = std::make_unique<TaskRow>(std::move(t));
+    TaskRow* p = row.get();
+    if (auto old = tasks_.find(tid); old != tasks_.end()) Unindex(old->second.get());
+    tasks_[tid] = std::move(row);
+    Index(p);
   }
   tasks_of_.erase(id);
 }
 
-bool Scheduler::NodeBusy(const std::string& node) const {
-  for (const auto& [id, t] : tasks_) {
-    auto s = t->info.state();
-    if (s != v1::TASK_ASSIGNED && s != v1::TASK_RUNNING) continue;
-    if (std::find(t->nodes.begin(), t->nodes.end(), node) != t->nodes.end()) return true;
+void Scheduler::Index(TaskRow* task) {
+  const auto s = task->info.state();
+  RunCounts& c = counts_[task->info.run_id()];
+  ++c.total;
+  if (IsTerminal(s)) ++c.ended;
+  if (IsFailedState(s)) ++c.failed;
+  for (const auto& n : task->nodes) {
+    NodeTasks& nt = node_tasks_[n];
+    nt.tasks.push_back(task);
+    if (Holds(s)) ++nt.busy;
+    changed_nodes_.insert(n);  // a new task: the next Schedule looks at it
   }
-  return false;
+  if (Holds(s)) active_[task->info.task_id()] = task;
 }
 
-bool Scheduler::Ready(const TaskRow& task, const Registry& registry) const {
-  for (const auto& n : task.nodes) {
-    if (!registry.IsConnected(n) || NodeBusy(n)) return false;
+void Scheduler::Unindex(TaskRow* task) {
+  const auto s = task->info.state();
+  if (auto it = counts_.find(task->info.run_id()); it != counts_.end()) {
+    RunCounts& c = it->second;
+    --c.total;
+    if (IsTerminal(s)) --c.ended;
+    if (IsFailedState(s)) --c.failed;
+    if (c.total <= 0) counts_.erase(it);
   }
-  for (const auto& [id, t] : tasks_) {
-    if (t->info.run_id() != task.info.run_id()) continue;
-    if (t->info.suite_index() >= task.info.suite_index() || IsTerminal(t->info.state())) continue;
-    for (const auto& n : task.nodes) {
-      if (std::find(t->nodes.begin(), t->nodes.end(), n) != t->nodes.end()) return false;
+  for (const auto& n : task->nodes) {
+    auto it = node_tasks_.find(n);
+    if (it == node_tasks_.end()) continue;
+    auto& v = it->second.tasks;
+    v.erase(std::remove(v.begin(), v.end(), task), v.end());
+    if (Holds(s)) --it->second.busy;
+    // A node that ran a task of the dropped run may free a pending one.
+    if (Holds(s)) changed_nodes_.insert(n);
+    if (v.empty()) node_tasks_.erase(it);
+  }
+  active_.erase(task->info.task_id());
+}
+
+void Scheduler::SetState(TaskRow* task, v1::TaskState state) {
+  const auto old = task->info.state();
+  if (old == state) return;
+  task->info.set_state(state);
+  RunCounts& c = counts_[task->info.run_id()];
+  c.ended += IsTerminal(state) - IsTerminal(old);
+  c.failed += IsFailedState(state) - IsFailedState(old);
+  const int held = static_cast<int>(Holds(state)) - static_cast<int>(Holds(old));
+  // Only a task that stops holding its nodes, ends, or waits again (a
+  // retry) can make a pending task ready: PENDING -> ASSIGNED -> RUNNING
+  // makes none.
+  const bool frees = !Holds(state);
+  for (const auto& n : task->nodes) {
+    if (held != 0) node_tasks_[n].busy += held;
+    if (frees) changed_nodes_.insert(n);
+  }
+  if (Holds(state)) {
+    active_[task->info.task_id()] = task;
+  } else if (Holds(old)) {
+    active_.erase(task->info.task_id());
+  }
+}
+
+void Scheduler::NodeChanged(const std::string& node) { changed_nodes_.insert(node); }
+
+bool Scheduler::ReadyIndexed(const TaskRow& task, const Registry& registry) const {
+  for (const auto& n : task.nodes) {
+    if (!registry.IsConnected(n)) return false;
+    auto it = node_tasks_.find(n);
+    if (it == node_tasks_.end()) continue;
+    if (it->second.busy > 0) return false;
+    // An earlier entry of the same run still open on this node.
+    for (const TaskRow* t : it->second.tasks) {
+      if (t->info.suite_index() < task.info.suite_index() &&
+          !IsTerminal(t->info.state()) && t->info.run_id() == task.info.run_id()) {
+        return false;
+      }
     }
   }
   return true;
@@ -277,7 +350,7 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
   RunRow* run = FindRun(task->info.run_id());
   const std::string& id = task->info.task_id();
   task->info.set_attempt(task->info.attempt() + 1);
-  task->info.set_state(v1::TASK_ASSIGNED);
+  SetState(task, v1::TASK_ASSIGNED);
   task->info.set_started_unix_ns(now_unix_ns);
   // A new attempt: nothing of the previous one's outcome stays in the fields
   // that describe the latest attempt (the history is in earlier_attempts).
@@ -369,7 +442,75 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
   changes->tasks.insert(task->info.task_id());
 }
 
-void Scheduler::Schedule(const Registry& registry, int64_t now_unix_ns, Changes* changes) {
+void Scheduler::Schedule(const Registry& registry, int64_t now_unix_ns, Changes* changes,
+                         ScheduleMode mode) {
+  if (mode == ScheduleMode::kAuto) {
+    // The full pass as a backstop: should a change reach no NodeChanged,
+    // the task waits at most 10 s, not forever.
+    // A round where most nodes changed (a run just created over the fleet)
+    // is cheaper as one full pass than as candidates collected and sorted
+    // (cmax-scheduler-cost: 0.29 s against 0.59 s at 50,000 nodes).
+    const bool due = last_full_ns_ == 0 || now_unix_ns - last_full_ns_ >= kFullPassEveryNs ||
+                     now_unix_ns < last_full_ns_ ||
+                     2 * changed_nodes_.size() >= node_tasks_.size() + 1;
+    mode = due ? ScheduleMode::kFull : ScheduleMode::kIncremental;
+  }
+  if (mode == ScheduleMode::kFull) {
+    last_full_ns_ = now_unix_ns;
+    changed_nodes_.clear();  // the full pass looks at every pending task
+    ScheduleFull(registry, now_unix_ns, changes);
+  } else {
+    ScheduleIncremental(registry, now_unix_ns, changes);
+  }
+}
+
+void Scheduler::ScheduleIncremental(const Registry& registry, int64_t now_unix_ns,
+                                    Changes* changes) {
+  // After a pass no pending task is ready (a task passed over can only
+  // become less ready later in the pass: assignments make nodes busy). A
+  // pending task's readiness depends only on its nodes' connections and on
+  // the tasks on its nodes, so only the pending tasks on a node that changed
+  // since (a task there freed it or ended, it connected, a task was added)
+  // can be ready now. Taken in the full pass's order (run creation order,
+  // then TasksOf's: plan index, then task id), they are assigned exactly as
+  // the full pass would.
+  if (changed_nodes_.empty()) return;
+  std::unordered_set<std::string> nodes;
+  nodes.swap(changed_nodes_);
+  std::vector<TaskRow*> candidates;
+  std::unordered_set<const TaskRow*> seen;
+  for (const auto& n : nodes) {
+    auto it = node_tasks_.find(n);
+    if (it == node_tasks_.end() || it->second.busy > 0 || !registry.IsConnected(n)) continue;
+    for (TaskRow* t : it->second.tasks) {
+      if (t->info.state() != v1::TASK_PENDING) continue;
+      if (t->nodes.size() > 1 && !seen.insert(t).second) continue;
+      candidates.push_back(t);
+    }
+  }
+  if (candidates.empty()) return;
+  std::unordered_map<std::string, size_t> run_pos;
+  for (size_t i = 0; i < run_order_.size(); ++i) run_pos.emplace(run_order_[i], i);
+  auto pos = [&](const TaskRow* t) {
+    auto it = run_pos.find(t->info.run_id());
+    return it == run_pos.end() ? run_order_.size() : it->second;
+  };
+  std::sort(candidates.begin(), candidates.end(), [&](const TaskRow* a, const TaskRow* b) {
+    const size_t pa = pos(a), pb = pos(b);
+    if (pa != pb) return pa < pb;
+    if (a->info.suite_index() != b->info.suite_index()) {
+      return a->info.suite_index() < b->info.suite_index();
+    }
+    return a->info.task_id() < b->info.task_id();
+  });
+  for (TaskRow* t : candidates) {
+    // A run not in run_order_ is not served by the full pass either.
+    if (pos(t) == run_order_.size() || t->info.state() != v1::TASK_PENDING) continue;
+    if (ReadyIndexed(*t, registry)) Assign(t, registry, now_unix_ns, changes);
+  }
+}
+
+void Scheduler::ScheduleFull(const Registry& registry, int64_t now_unix_ns, Changes* changes) {
   // Ready() for every pending task, with its two scans of every task done
   // once up front (they made a call tasks x tasks; at 10,000 nodes and 4
   // entries that is 1.6e9 steps a call): the busy nodes, and per run and
@@ -459,13 +600,13 @@ void Scheduler::EndTask(TaskRow* task, v1::TaskState state, const std::string& m
     // The attempt that ended goes into the history before the task waits
     // for its next one, so the final TaskInfo describes the last attempt.
     RecordAttempt(task, state, message, now_unix_ns);
-    task->info.set_state(v1::TASK_PENDING);
+    SetState(task, v1::TASK_PENDING);
     task->info.set_message(absl::StrCat("attempt ", task->info.attempt(), " failed (", message,
                                         "); retrying"));
     changes->tasks.insert(task->info.task_id());
     return;
   }
-  task->info.set_state(state);
+  SetState(task, state);
   task->info.set_message(message);
   task->info.set_finished_unix_ns(now_unix_ns);
   changes->tasks.insert(task->info.task_id());
@@ -480,7 +621,7 @@ void Scheduler::OnStatus(const std::string& node, const v1::TaskStatus& status,
   v1::TaskInfo& info = task->info;
   if (status.state() == v1::TASK_RUNNING) {
     if (info.state() == v1::TASK_ASSIGNED) {
-      info.set_state(v1::TASK_RUNNING);
+      SetState(task, v1::TASK_RUNNING);
       changes->tasks.insert(info.task_id());
     }
     return;
@@ -520,6 +661,7 @@ void Scheduler::OnStatus(const std::string& node, const v1::TaskStatus& status,
 }
 
 void Scheduler::OnHello(const std::string& node, const v1::Hello& hello, Changes* changes) {
+  NodeChanged(node);  // connected now: its pending tasks may be ready
   std::set<std::pair<std::string, int>> held;
   for (const auto& h : hello.held()) {
     held.insert({h.task_id(), h.attempt()});
@@ -537,15 +679,26 @@ void Scheduler::OnHello(const std::string& node, const v1::Hello& hello, Changes
     }
   }
   // Assignments the agent does not hold: the message was lost with the old
-  // stream; send it again (the agent starts a task at most once).
-  for (auto& [id, t] : tasks_) {
+  // stream; send it again (the agent starts a task at most once). The
+  // node's own tasks from the node index, in task id order as before.
+  std::vector<TaskRow*> mine;
+  if (auto nt = node_tasks_.find(node); nt != node_tasks_.end()) {
+    for (TaskRow* t : nt->second.tasks) {
+      if (Holds(t->info.state())) mine.push_back(t);
+    }
+  }
+  std::sort(mine.begin(), mine.end(), [](const TaskRow* a, const TaskRow* b) {
+    return a->info.task_id() < b->info.task_id();
+  });
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  for (TaskRow* t : mine) {
+    const std::string& id = t->info.task_id();
     auto s = t->info.state();
-    if (s != v1::TASK_ASSIGNED && s != v1::TASK_RUNNING) continue;
     auto it = std::find(t->nodes.begin(), t->nodes.end(), node);
     if (it == t->nodes.end() || held.count({id, t->info.attempt()})) continue;
     if (s == v1::TASK_RUNNING && t->nodes.size() == 1) {
       // It ran there but the agent has no trace of it: its files are gone.
-      EndTask(t.get(), v1::TASK_FAILED, "the agent restarted and holds no trace of the task", 0,
+      EndTask(t, v1::TASK_FAILED, "the agent restarted and holds no trace of the task", 0,
               changes);
       continue;
     }
@@ -581,7 +734,22 @@ void Scheduler::OnNodesLost(const std::vector<std::string>& nodes, int64_t now_u
   std::map<std::string, size_t> order;
   for (size_t i = 0; i < nodes.size(); ++i) order.emplace(nodes[i], i);
   std::set<std::string> runs;
-  for (auto& [id, t] : tasks_) {
+  // The lost nodes' tasks from the node index, in task id order as a walk
+  // over every task would take them.
+  std::vector<TaskRow*> affected;
+  for (const auto& n : nodes) {
+    auto nt = node_tasks_.find(n);
+    if (nt == node_tasks_.end()) continue;
+    for (TaskRow* t : nt->second.tasks) {
+      if (!IsTerminal(t->info.state())) affected.push_back(t);
+    }
+  }
+  std::sort(affected.begin(), affected.end(), [](const TaskRow* a, const TaskRow* b) {
+    return a->info.task_id() < b->info.task_id();
+  });
+  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+  for (TaskRow* t : affected) {
+    const std::string& id = t->info.task_id();
     if (IsTerminal(t->info.state())) continue;
     const std::string* node = nullptr;
     size_t first = nodes.size();
@@ -598,7 +766,7 @@ void Scheduler::OnNodesLost(const std::vector<std::string>& nodes, int64_t now_u
                           : absl::StrCat("agent on ", *node, " lost (no heartbeat)");
     if (t->info.state() != v1::TASK_PENDING) StopOnNodes(*t, why, *node, changes);
     if (!t->assignment.group().empty()) t->info.set_blamed_nodes(*node);
-    t->info.set_state(v1::TASK_LOST);
+    SetState(t, v1::TASK_LOST);
     t->info.set_message(why);
     t->info.set_finished_unix_ns(now_unix_ns);
     changes->tasks.insert(id);
@@ -617,7 +785,7 @@ absl::StatusOr<int> Scheduler::Cancel(const std::string& run_id, int64_t now_uni
   for (TaskRow* t : TasksOf(run_id)) {
     if (IsTerminal(t->info.state())) continue;
     if (t->info.state() != v1::TASK_PENDING) StopOnNodes(*t, "run cancelled", "", changes);
-    t->info.set_state(v1::TASK_CANCELLED);
+    SetState(t, v1::TASK_CANCELLED);
     t->info.set_message("run cancelled");
     t->info.set_finished_unix_ns(now_unix_ns);
     changes->tasks.insert(t->info.task_id());
@@ -628,13 +796,17 @@ absl::StatusOr<int> Scheduler::Cancel(const std::string& run_id, int64_t now_uni
 }
 
 void Scheduler::ExpireOverdue(int64_t now_unix_ns, int64_t grace_ns, Changes* changes) {
-  for (auto& [id, t] : tasks_) {
-    auto s = t->info.state();
-    if (s != v1::TASK_ASSIGNED && s != v1::TASK_RUNNING) continue;
+  // Only the tasks holding nodes (active_, kept by SetState, in task id
+  // order); ending one changes no other task, so they are picked first.
+  std::vector<TaskRow*> overdue;
+  for (const auto& [id, t] : active_) {
     // A barrier task's clock starts at its start instant, not at assignment.
     int64_t deadline = std::max(t->info.started_unix_ns(), t->info.start_at_unix_ns()) +
                        int64_t{t->assignment.timeout_seconds()} * 1000000000 + grace_ns;
-    if (now_unix_ns < deadline) continue;
+    if (now_unix_ns >= deadline) overdue.push_back(t);
+  }
+  for (TaskRow* t : overdue) {
+    const std::string& id = t->info.task_id();
     std::string why = absl::StrCat("no end status ", grace_ns / 1000000000,
                                    " s after its timeout of ", t->assignment.timeout_seconds(),
                                    " s");
@@ -645,7 +817,7 @@ void Scheduler::ExpireOverdue(int64_t now_unix_ns, int64_t grace_ns, Changes* ch
       if (hung.size() < t->nodes.size()) absl::StrAppend(&why, " on ", absl::StrJoin(hung, ", "));
     }
     StopOnNodes(*t, why, "", changes);
-    t->info.set_state(v1::TASK_TIMED_OUT);
+    SetState(t, v1::TASK_TIMED_OUT);
     t->info.set_message(why);
     t->info.set_finished_unix_ns(now_unix_ns);
     changes->tasks.insert(id);
@@ -685,8 +857,8 @@ void Scheduler::MaybeFinishRun(const std::string& run_id, int64_t now_unix_ns,
                                Changes* changes) {
   RunRow* run = FindRun(run_id);
   if (!run || (run->info.state() != "running" && run->info.state() != "pending")) return;
-  for (TaskRow* t : TasksOf(run_id)) {
-    if (!IsTerminal(t->info.state())) return;
+  if (auto c = counts_.find(run_id); c != counts_.end() && c->second.ended < c->second.total) {
+    return;  // a task not ended yet
   }
   run->info.set_state(run->cancel_requested ? "cancelled" : "completed");
   run->info.set_finished_unix_ns(now_unix_ns);
@@ -696,16 +868,22 @@ void Scheduler::MaybeFinishRun(const std::string& run_id, int64_t now_unix_ns,
 }
 
 void Scheduler::RefreshCounters(RunRow* run) {
+  RunCounts c;
+  if (auto it = counts_.find(run->info.run_id()); it != counts_.end()) c = it->second;
+  run->info.set_tasks_total(c.total);
+  run->info.set_tasks_done(c.ended);
+  run->info.set_tasks_failed(c.failed);
+}
+
+std::vector<int> Scheduler::RecountForTest(const std::string& run_id) {
   int total = 0, done = 0, failed = 0;
-  for (TaskRow* t : TasksOf(run->info.run_id())) {
+  for (TaskRow* t : TasksOf(run_id)) {
     ++total;
     auto s = t->info.state();
     if (IsTerminal(s)) ++done;
-    if (s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT || s == v1::TASK_LOST) ++failed;
+    if (IsFailedState(s)) ++failed;
   }
-  run->info.set_tasks_total(total);
-  run->info.set_tasks_done(done);
-  run->info.set_tasks_failed(failed);
+  return {total, done, failed};
 }
 
 RunRow* Scheduler::FindRun(const std::string& run_id) {
@@ -747,12 +925,14 @@ std::vector<RunRow*> Scheduler::Runs() {
 
 void Scheduler::Forget(const std::string& run_id) {
   for (TaskRow* t : TasksOf(run_id)) {
+    Unindex(t);
     rank_ends_.erase(t->info.task_id());
     start_at_agent_.erase(t->info.task_id());
     local_sizes_.erase(t->info.task_id());
     tasks_.erase(t->info.task_id());
   }
   tasks_of_.erase(run_id);
+  counts_.erase(run_id);
   runs_.erase(run_id);
   run_order_.erase(std::remove(run_order_.begin(), run_order_.end(), run_id), run_order_.end());
 }

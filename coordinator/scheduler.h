@@ -37,6 +37,8 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -60,6 +62,19 @@ struct Changes {
   std::vector<std::string> finished_runs;  // runs that just ended
 };
 
+// How Schedule looks for ready tasks.
+enum class ScheduleMode {
+  // Incremental, with a full pass as a backstop at most every 10 s (by the
+  // `now_unix_ns` passed in), on the first call, and when at least half the
+  // nodes with tasks changed (cheaper then). What the core uses.
+  kAuto,
+  // Only the pending tasks that can have become ready since the last call:
+  // those on a node whose tasks changed state or that (re)connected
+  // (NodeChanged, OnHello), and those of a run just created or restored.
+  kIncremental,
+  // Every pending task of every run (the test oracle and the backstop).
+  kFull,
+};
 
 class Scheduler {
  public:
@@ -71,8 +86,17 @@ class Scheduler {
   // Brings back an unfinished run from the store (coordinator restart).
   void Restore(RunRow run, std::vector<TaskRow> tasks);
 
-  // Assigns every ready task.
-  void Schedule(const Registry& registry, int64_t now_unix_ns, Changes* changes);
+  // Assigns every ready task: runs first come, first served (creation
+  // order), within a run in TasksOf order. kAuto and kIncremental assign the
+  // same tasks in the same order as kFull (tests/coordinator/
+  // scheduler_test.cc holds them to it) at a cost of the tasks on the
+  // changed nodes instead of every task.
+  void Schedule(const Registry& registry, int64_t now_unix_ns, Changes* changes,
+                ScheduleMode mode = ScheduleMode::kAuto);
+  // A node's connection or tasks changed outside this class's calls: its
+  // pending tasks are looked at by the next incremental Schedule. OnHello
+  // calls it itself (a node becomes connected only with a Hello).
+  void NodeChanged(const std::string& node);
   // An agent reported on a task (start or end).
   void OnStatus(const std::string& node, const v1::TaskStatus& status, int64_t now_unix_ns,
                 Changes* changes);
@@ -101,12 +125,41 @@ class Scheduler {
   std::vector<RunRow*> Runs();
   // Drops a finished run from memory (it stays in the store).
   void Forget(const std::string& run_id);
-  // The run's counters (tasks_done, tasks_failed) recomputed.
+  // The run's counters (tasks_total, tasks_done, tasks_failed) set from the
+  // totals kept as tasks change state: O(1).
   void RefreshCounters(RunRow* run);
+  // The same counters counted over the run's tasks, for tests: {total,
+  // done (terminal), failed (FAILED, TIMED_OUT, LOST)}.
+  std::vector<int> RecountForTest(const std::string& run_id);
 
  private:
-  bool NodeBusy(const std::string& node) const;
-  bool Ready(const TaskRow& task, const Registry& registry) const;
+  // Per run: what RefreshCounters reports.
+  struct RunCounts {
+    int total = 0;
+    int ended = 0;   // terminal
+    int failed = 0;  // FAILED, TIMED_OUT, LOST
+  };
+  // Per node: its tasks (of every run in memory) and how many of them hold
+  // it (ASSIGNED or RUNNING).
+  struct NodeTasks {
+    std::vector<TaskRow*> tasks;
+    int busy = 0;
+  };
+  // The one place a task's state changes once it is indexed: keeps the run
+  // counts, the node index's busy counts, the active set and the changed
+  // nodes right.
+  void SetState(TaskRow* task, v1::TaskState state);
+  // Adds a new task (state as it is) to the counts and indexes, or removes
+  // one about to be dropped.
+  void Index(TaskRow* task);
+  void Unindex(TaskRow* task);
+  static bool Holds(v1::TaskState s) { return s == v1::TASK_ASSIGNED || s == v1::TASK_RUNNING; }
+  void ScheduleFull(const Registry& registry, int64_t now_unix_ns, Changes* changes);
+  void ScheduleIncremental(const Registry& registry, int64_t now_unix_ns, Changes* changes);
+  // Whether the task can be assigned now, from the node index: the task's nodes connected and free, and no
+  // task of its run with a lower plan index not ended on any of them.
+  bool ReadyIndexed(const TaskRow& task, const Registry& registry) const;
+
   void Assign(TaskRow* task, const Registry& registry, int64_t now_unix_ns, Changes* changes);
   void EndTask(TaskRow* task, v1::TaskState state, const std::string& message,
                int64_t now_unix_ns, Changes* changes);
@@ -128,6 +181,12 @@ class Scheduler {
 
   std::map<std::string, std::unique_ptr<RunRow>> runs_;
   std::map<std::string, std::unique_ptr<TaskRow>> tasks_;
+  std::unordered_map<std::string, RunCounts> counts_;     // by run
+  std::unordered_map<std::string, NodeTasks> node_tasks_;  // by node
+  std::map<std::string, TaskRow*> active_;  // ASSIGNED or RUNNING, by task id
+  // Nodes whose pending tasks the next incremental Schedule looks at.
+  std::unordered_set<std::string> changed_nodes_;
+  int64_t last_full_ns_ = 0;  // the last full pass (kAuto's backstop)
   std::map<std::string, std::vector<TaskRow*>> tasks_of_;  // TasksOf's cache, by run
   std::vector<std::string> run_order_;  // creation order
   // Per group task: end statuses per rank received so far.

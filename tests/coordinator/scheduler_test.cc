@@ -3,8 +3,11 @@
 #include "coordinator/scheduler.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <random>
+#include <tuple>
 
 #include "common/plan_parser.h"
 #include "tests/coordinator/fake_session.h"
@@ -424,6 +427,264 @@ TEST_CASE("a task running past its timeout plus grace is timed out", "[scheduler
   f.scheduler.ExpireOverdue(kNow + 71'000'000'000, 60'000'000'000, &c);
   CHECK(f.State("r1.0.node-0") == v1::TASK_TIMED_OUT);
   CHECK(Count(c, v1::CoordinatorMessage::kCancel) == 1);
+}
+
+// --- Incremental scheduling against the full pass -------------------------
+
+// What a scheduler call sent, in order: (node, kind, task id, attempt).
+using Sent = std::vector<std::tuple<std::string, int, std::string, int>>;
+Sent SentOf(const Changes& c) {
+  Sent out;
+  for (const auto& o : c.out) {
+    const auto kind = o.message.msg_case();
+    std::string id;
+    int attempt = 0;
+    if (o.message.has_assign()) {
+      id = o.message.assign().task_id();
+      attempt = o.message.assign().attempt();
+    } else if (o.message.has_cancel()) {
+      id = o.message.cancel().task_id();
+      attempt = o.message.cancel().attempt();
+    }
+    out.emplace_back(o.node, static_cast<int>(kind), id, attempt);
+  }
+  return out;
+}
+
+// One cluster driven twice: `inc` schedules incrementally only, `full` with
+// the full pass every time. Every event goes to both.
+class Twin {
+ public:
+  static constexpr int kNodes = 20;
+  Twin() {
+    for (int i = 0; i < kNodes; ++i) {
+      inc.Connect(Fixture::Node(i));
+      full.Connect(Fixture::Node(i));
+      connected[i] = true;
+    }
+  }
+  // Runs `f` on both schedulers and checks they changed the same.
+  template <typename F>
+  void Both(const std::string& what, F f) {
+    Changes a, b;
+    f(inc, &a);
+    f(full, &b);
+    INFO("step " << step << ": " << what);
+    REQUIRE(SentOf(a) == SentOf(b));
+    REQUIRE(a.tasks == b.tasks);
+    REQUIRE(a.runs == b.runs);
+    REQUIRE(a.finished_runs == b.finished_runs);
+    for (const auto& o : a.out) assigns += o.message.has_assign();
+    for (const auto& r : a.finished_runs) finished.push_back(r);
+  }
+  void Schedule() {
+    Both("schedule", [&](Fixture& f, Changes* c) {
+      f.scheduler.Schedule(f.registry, now, c,
+                           &f == &inc ? ScheduleMode::kIncremental : ScheduleMode::kFull);
+    });
+  }
+  // Same runs, tasks, states and counters on both; counters equal a recount.
+  void Compare() {
+    INFO("step " << step);
+    std::vector<RunRow*> ra = inc.scheduler.Runs(), rb = full.scheduler.Runs();
+    REQUIRE(ra.size() == rb.size());
+    for (size_t i = 0; i < ra.size(); ++i) {
+      const std::string& id = ra[i]->info.run_id();
+      INFO("run " << id);
+      REQUIRE(rb[i]->info.run_id() == id);
+      CHECK(ra[i]->info.state() == rb[i]->info.state());
+      const auto& ta = inc.scheduler.TasksOf(id);
+      const auto& tb = full.scheduler.TasksOf(id);
+      REQUIRE(ta.size() == tb.size());
+      for (size_t k = 0; k < ta.size(); ++k) {
+        INFO("task " << ta[k]->info.task_id());
+        REQUIRE(ta[k]->info.task_id() == tb[k]->info.task_id());
+        REQUIRE(ta[k]->info.state() == tb[k]->info.state());
+        REQUIRE(ta[k]->info.attempt() == tb[k]->info.attempt());
+        REQUIRE(ta[k]->info.message() == tb[k]->info.message());
+      }
+      for (Fixture* f : {&inc, &full}) {
+        RunRow* run = f->scheduler.FindRun(id);
+        f->scheduler.RefreshCounters(run);
+        const std::vector<int> recount = f->scheduler.RecountForTest(id);
+        REQUIRE(run->info.tasks_total() == recount[0]);
+        REQUIRE(run->info.tasks_done() == recount[1]);
+        REQUIRE(run->info.tasks_failed() == recount[2]);
+      }
+      REQUIRE(ra[i]->info.tasks_done() == rb[i]->info.tasks_done());
+      REQUIRE(ra[i]->info.tasks_failed() == rb[i]->info.tasks_failed());
+    }
+  }
+
+  Fixture inc{0}, full{0};
+  bool connected[kNodes] = {};
+  int64_t now = kNow;
+  int step = 0;
+  int assigns = 0;
+  std::vector<std::string> finished;
+};
+
+// A random plan over connected nodes: node, pairs and gang entries, retries,
+// short timeouts.
+std::string RandomPlan(std::mt19937& rng, const Twin& twin, const std::string& name) {
+  std::vector<std::string> up;
+  for (int i = 0; i < Twin::kNodes; ++i) {
+    if (twin.connected[i]) up.push_back(Fixture::Node(i));
+  }
+  std::string yaml = "name: " + name + "\nsuites:\n";
+  const int entries = 1 + static_cast<int>(rng() % 3);
+  for (int e = 0; e < entries; ++e) {
+    const int kind = static_cast<int>(rng() % 3);  // 0 node, 1 pairs, 2 gang
+    std::shuffle(up.begin(), up.end(), rng);
+    size_t n = std::min(up.size(), static_cast<size_t>(kind == 0 ? 1 + rng() % 8 : 2 + rng() % 5));
+    std::vector<std::string> pick(up.begin(), up.begin() + n);
+    // rdma allows scope pairs, selftest does not.
+    yaml += kind == 1 ? "  - suite: rdma\n" : "  - suite: selftest\n";
+    if (kind == 1) yaml += "    scope: pairs\n";
+    if (kind == 2) yaml += "    scope: gang\n";
+    yaml += "    nodes: [";
+    for (size_t i = 0; i < pick.size(); ++i) yaml += (i ? ", " : "") + pick[i];
+    yaml += "]\n";
+    yaml += "    retries: " + std::to_string(rng() % 3) + "\n";
+    yaml += "    timeout: " + std::to_string(10 + rng() % 30) + "s\n";
+  }
+  return yaml;
+}
+
+TEST_CASE("incremental scheduling assigns what the full pass assigns, in the same order",
+          "[scheduler]") {
+  for (unsigned seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
+    INFO("seed " << seed);
+    std::mt19937 rng(seed);
+    Twin twin;
+    int runs = 0;
+    for (twin.step = 0; twin.step < 1500; ++twin.step) {
+      twin.now += 1'000'000'000;
+      const int roll = static_cast<int>(rng() % 100);
+      int up = 0;
+      for (bool c : twin.connected) up += c;
+      // Unfinished runs in memory.
+      int open = 0;
+      for (RunRow* r : twin.inc.scheduler.Runs()) open += r->info.state() == "running";
+      // Tasks holding nodes, as the incremental twin has them (the same on
+      // both, Compare checks it).
+      std::vector<TaskRow*> active;
+      for (RunRow* r : twin.inc.scheduler.Runs()) {
+        for (TaskRow* t : twin.inc.scheduler.TasksOf(r->info.run_id())) {
+          auto s = t->info.state();
+          if (s == v1::TASK_ASSIGNED || s == v1::TASK_RUNNING) active.push_back(t);
+        }
+      }
+      if (roll < 10 && open < 4 && up >= 2) {
+        const std::string id = "r" + std::to_string(++runs);
+        const std::string yaml = RandomPlan(rng, twin, id);
+        auto plan = ParsePlan(yaml, "random.yaml");
+        INFO(yaml << plan.status().ToString());
+        REQUIRE(plan.ok());
+        twin.Both("submit " + id, [&](Fixture& f, Changes* c) {
+          auto run = f.scheduler.CreateRun(*plan, f.registry, twin.now, id, c);
+          INFO(run.status().ToString());
+          REQUIRE(run.ok());
+        });
+      } else if (roll < 55 && !active.empty()) {
+        TaskRow* t = active[rng() % active.size()];
+        const int world = std::max(1, t->assignment.world_size());
+        const int rank = static_cast<int>(rng() % world);
+        const std::string node = t->nodes[std::min<size_t>(rank, t->nodes.size() - 1)];
+        const int pick = static_cast<int>(rng() % 10);
+        v1::TaskStatus st;
+        st.set_task_id(t->info.task_id());
+        st.set_attempt(t->info.attempt());
+        st.set_rank(t->assignment.group().empty() ? 0 : rank);
+        st.set_state(pick < 3 ? v1::TASK_RUNNING
+                              : pick < 8 ? v1::TASK_COMPLETED : v1::TASK_FAILED);
+        st.set_exit_code(pick < 8 ? 0 : 1);
+        twin.Both("status " + st.task_id() + " from " + node, [&](Fixture& f, Changes* c) {
+          f.scheduler.OnStatus(node, st, twin.now, c);
+        });
+      } else if (roll < 63) {
+        // A stream ends: the node is disconnected, its tasks stay.
+        const int i = static_cast<int>(rng() % Twin::kNodes);
+        if (twin.connected[i]) {
+          twin.connected[i] = false;
+          for (Fixture* f : {&twin.inc, &twin.full}) {
+            f->registry.OnStreamEnded(f->registry.Find(Fixture::Node(i))->session, 1);
+          }
+        }
+      } else if (roll < 73) {
+        // A disconnected node comes back (a new boot now and then: its
+        // running tasks are gone).
+        const int i = static_cast<int>(rng() % Twin::kNodes);
+        if (!twin.connected[i]) {
+          twin.connected[i] = true;
+          const v1::Hello hello = HelloFrom(Fixture::Node(i), rng() % 2 ? "boot-1" : "boot-2");
+          twin.Both("hello " + Fixture::Node(i), [&](Fixture& f, Changes* c) {
+            f.Connect(Fixture::Node(i));
+            f.scheduler.OnHello(Fixture::Node(i), hello, c);
+          });
+        }
+      } else if (roll < 77) {
+        // A disconnected node is lost.
+        std::vector<std::string> lost;
+        for (int i = 0; i < Twin::kNodes; ++i) {
+          if (!twin.connected[i] && rng() % 2) lost.push_back(Fixture::Node(i));
+        }
+        twin.Both("lose", [&](Fixture& f, Changes* c) {
+          f.scheduler.OnNodesLost(lost, twin.now, c);
+        });
+      } else if (roll < 79 && open > 0) {
+        std::vector<std::string> ids;
+        for (RunRow* r : twin.inc.scheduler.Runs()) {
+          if (r->info.state() == "running") ids.push_back(r->info.run_id());
+        }
+        const std::string id = ids[rng() % ids.size()];
+        twin.Both("cancel " + id, [&](Fixture& f, Changes* c) {
+          REQUIRE(f.scheduler.Cancel(id, twin.now, c).ok());
+        });
+      } else if (roll < 85) {
+        twin.Both("expire", [&](Fixture& f, Changes* c) {
+          f.scheduler.ExpireOverdue(twin.now, 5'000'000'000, c);
+        });
+      } else if (roll < 88) {
+        // Finished runs leave memory (as the core does after the scorecard).
+        for (const std::string& id : twin.finished) {
+          twin.inc.scheduler.Forget(id);
+          twin.full.scheduler.Forget(id);
+        }
+        twin.finished.clear();
+      }
+      if (rng() % 2) twin.Schedule();
+      twin.Compare();
+    }
+    // The sequence exercised what it is meant to.
+    CHECK(runs >= 20);
+    CHECK(twin.assigns >= 200);
+  }
+}
+
+TEST_CASE("an incremental round misses a node connected without NodeChanged until the backstop",
+          "[scheduler]") {
+  Fixture f(2);
+  f.Submit("name: one\nsuites:\n  - suite: selftest\n");
+  f.registry.OnStreamEnded(f.registry.Find("node-1")->session, 1);
+  Changes c;
+  f.scheduler.Schedule(f.registry, kNow, &c);  // kAuto's first call: a full pass
+  CHECK(Count(c, v1::CoordinatorMessage::kAssign) == 1);
+  f.Connect("node-1");  // the registry only: the scheduler is not told
+  Changes inc;
+  f.scheduler.Schedule(f.registry, kNow + 1'000'000'000, &inc);
+  CHECK(Count(inc, v1::CoordinatorMessage::kAssign) == 0);
+  SECTION("the full pass 10 s after the last one assigns it") {
+    Changes later;
+    f.scheduler.Schedule(f.registry, kNow + 10'000'000'000, &later);
+    CHECK(Count(later, v1::CoordinatorMessage::kAssign, "node-1") == 1);
+  }
+  SECTION("NodeChanged makes the next incremental round look at it") {
+    f.scheduler.NodeChanged("node-1");
+    Changes next;
+    f.scheduler.Schedule(f.registry, kNow + 2'000'000'000, &next);
+    CHECK(Count(next, v1::CoordinatorMessage::kAssign, "node-1") == 1);
+  }
 }
 
 }  // namespace
