@@ -722,10 +722,28 @@ int Main() {
                absl::StrCat("(", stats.with_assignment.load(), " of ", nodes,
                             " nodes got their first task)"));
     const int64_t expect_tasks = resp.tasks();
-    while (stats.status_acked < expect_tasks && left() > 0) {
+    // Until every end status is acknowledged, or (tasks of lost agents end
+    // at the coordinator, not here) the coordinator counts every task ended.
+    bool coordinator_done = false;
+    auto polled = Clock::now();
+    while (stats.status_acked < expect_tasks && left() > 0 && !coordinator_done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (stats.closed_by_coordinator == 0 || Since(polled) < 1.0) continue;
+      polled = Clock::now();
+      v1::ListRunsRequest g;
+      g.set_limit(5);
+      v1::ListRunsResponse gr;
+      grpc::ClientContext gc;
+      gc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      if (!stubs[0]->ListRuns(&gc, g, &gr).ok()) continue;
+      for (const auto& r : gr.runs()) {
+        if (r.run_id() == resp.run_id() && r.tasks_total() > 0 &&
+            r.tasks_done() >= r.tasks_total()) {
+          coordinator_done = true;
+        }
+      }
     }
-    const bool all_done = stats.status_acked >= expect_tasks;
+    const bool all_done = stats.status_acked >= expect_tasks || coordinator_done;
     const double ingest_s = (stats.last_ack_ns - stats.first_record_ns) / 1e9;
     report.Add("records_sent", absl::StrCat(stats.records_sent.load()));
     report.Add("records_acked", absl::StrCat(stats.records_acked.load()));
