@@ -382,6 +382,10 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
            metric == "storage_bandwidth_mbps" || metric == "busbw_gbps" ||
            metric == "rtt_ms" || metric == "reachable";
   };
+  // And of those, only the labels read below (Subject included).
+  every.label_keys = {"dtype", "m",    "n",          "k",  "fp8_fast_accum", "backend",
+                      "test",  "gpu",  "job",        "pattern", "op",       "soak",
+                      "size_bytes", "nodes", "placement", "src", "dst",     "sensor"};
   ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     const std::string node = RecordNode(rec);

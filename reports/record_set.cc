@@ -104,15 +104,40 @@ void AppendLen(uint32_t number, std::string_view payload, std::string* out) {
   out->append(payload);
 }
 
-// `msg` without the fields numbered `skip`, appended to out; false when
-// `msg` does not walk (then out is partly written).
-bool Without(std::string_view msg, uint32_t skip, std::string* out, bool* skipped) {
+// The key of a map entry's wire form (field 1; "" when absent, as the
+// parser reads it).
+std::string_view EntryKey(std::string_view entry) {
+  const auto* p = reinterpret_cast<const uint8_t*>(entry.data());
+  const uint8_t* end = p + entry.size();
+  std::string_view key;
+  WireField f;
+  while (p < end && NextField(p, end, &f)) {
+    if (f.number == 1 && f.type == 2) key = f.payload;
+    p = f.end;
+  }
+  return key;
+}
+
+// Whether a label entry with this key is kept: `keep` null keeps none, else
+// the keys it lists and "node" (RecordNode reads it).
+bool KeepLabel(std::string_view entry, const std::vector<std::string_view>* keep) {
+  if (keep == nullptr) return false;
+  const std::string_view key = EntryKey(entry);
+  if (key == "node") return true;
+  return std::find(keep->begin(), keep->end(), key) != keep->end();
+}
+
+// `msg` without the label entries (fields numbered `labels`) that `keep`
+// does not keep, appended to out; false when `msg` does not walk (then out
+// is partly written). *skipped is set when an entry was left out.
+bool Without(std::string_view msg, uint32_t labels, const std::vector<std::string_view>* keep,
+             std::string* out, bool* skipped) {
   const auto* p = reinterpret_cast<const uint8_t*>(msg.data());
   const uint8_t* end = p + msg.size();
   WireField f;
   while (p < end) {
     if (!NextField(p, end, &f)) return false;
-    if (f.number == skip) {
+    if (f.number == labels && !(f.type == 2 && KeepLabel(f.payload, keep))) {
       *skipped = true;
     } else {
       Append(f, out);
@@ -138,11 +163,13 @@ struct StripBuffers {
   std::string top, record, kind;
 };
 
-// The ExportedRecord in `wire` with its record's kind's labels left out,
-// in b->top; false when it has no labels to leave out or does not walk
-// (then it is parsed whole). The other fields keep their bytes and order,
-// so they parse to the same values.
-bool StripLabels(std::string_view wire, StripBuffers* b) {
+// The ExportedRecord in `wire` with its record's kind's labels left out
+// (all of them when `keep` is null, else those KeepLabel does not keep), in
+// b->top; false when it has no labels to leave out or does not walk (then
+// it is parsed whole). The other fields keep their bytes and order, so they
+// parse to the same values.
+bool StripLabels(std::string_view wire, const std::vector<std::string_view>* keep,
+                 StripBuffers* b) {
   b->top.clear();
   b->record.clear();
   bool skipped = false;
@@ -163,7 +190,7 @@ bool StripLabels(std::string_view wire, StripBuffers* b) {
           Append(g, &b->record);
         } else {
           b->kind.clear();
-          if (!Without(g.payload, labels, &b->kind, &skipped)) return false;
+          if (!Without(g.payload, labels, keep, &b->kind, &skipped)) return false;
           AppendLen(g.number, b->kind, &b->record);
         }
         q = g.end;
@@ -370,12 +397,18 @@ bool RecordSet::ForEachUntil(
     const std::string_view wire(chunks_[e.chunk].data() + e.offset, e.size);
     auto* scratch = google::protobuf::Arena::CreateMessage<v1::ExportedRecord>(&arena);
     bool whole = true;
-    if (filter.labels_if && StripLabels(wire, &strip)) {
+    if (filter.labels_if && StripLabels(wire, nullptr, &strip)) {
       if (!scratch->ParseFromArray(strip.top.data(), static_cast<int>(strip.top.size()))) {
         std::abort();  // the bytes below parse (Add wrote them), and these are a subset
       }
       whole = scratch->node().empty() || filter.labels_if(*scratch);
       if (whole) scratch->Clear();
+    }
+    if (whole && !filter.label_keys.empty() && StripLabels(wire, &filter.label_keys, &strip)) {
+      if (!scratch->ParseFromArray(strip.top.data(), static_cast<int>(strip.top.size()))) {
+        std::abort();  // a subset of bytes that parse, as above
+      }
+      whole = false;
     }
     if (whole && !scratch->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
       // Written by Add from a valid message: cannot fail short of memory

@@ -43,6 +43,14 @@ struct RecordFilter {
   // Unset: every record is parsed whole. Records in RunData.records are
   // whole either way, so the scan's result is the same both ways.
   std::function<bool(const v1::ExportedRecord&)> labels_if;
+  // When not empty, a record held in a RecordSet that is parsed with labels
+  // (labels_if unset or true) gets only the labels with these keys, and its
+  // "node" label (RecordNode reads it): the rest of its Measurement's,
+  // Finding's or Sample's labels are not parsed. A scan that sets this must
+  // read no other label (nor copy the labels out whole). Records in
+  // RunData.records keep all their labels, so the result is the same both
+  // ways. Keys are compared as they are; keep the list short.
+  std::vector<std::string_view> label_keys;
 };
 
 // A labels_if for scans that read no label at all.

@@ -74,6 +74,10 @@ void JudgeCompute(const RunData& data, std::vector<v1::RuleResult>* out) {
   filter.metric_in = [](const std::string& metric) {
     return metric == "gemm_tflops" || metric == "memory_bandwidth_gbps";
   };
+  // The labels read here and of the Best figures below: the others are not
+  // parsed (record_set.h; issue 18).
+  filter.label_keys = {"model", "verified", "gpu", "uuid", "dtype", "m",
+                       "n",     "k",        "test", "pci_bus_id", "numa_node"};
   ForEachRecord(data, filter, [&](const v1::ExportedRecord& er) {
     if (!er.record().has_measurement()) return;
     const v1::Measurement& m = er.record().measurement();

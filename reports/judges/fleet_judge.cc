@@ -137,8 +137,13 @@ void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   const std::map<std::string, std::string> entry_of_task = EntryOfTask(data);
   for (const FleetMetric& fm : FleetMetrics()) {
     std::map<std::string, Group> groups;  // ordered: stable output
+    // Only the labels read below (GroupName, DescribeSubject, "verified")
+    // are parsed (record_set.h; issue 18).
+    RecordFilter filter{v1::Record::kMeasurement, {}, fm.metric};
+    filter.label_keys = {"verified", "gpu", "uuid", "peer"};
+    for (const auto& key : fm.group_keys) filter.label_keys.push_back(key);
     ForEachRecord(
-        data, {v1::Record::kMeasurement, {}, fm.metric},
+        data, filter,
         [&](const v1::ExportedRecord& rec) {
           if (!rec.record().has_measurement()) return;
           const v1::Measurement& m = rec.record().measurement();

@@ -411,6 +411,68 @@ TEST_CASE("record set: a scan's labels_if leaves labels out only of records it d
       CHECK(google::protobuf::util::MessageDifferencer::Equals(got[i], want));
     }
   }
+  // `r` with only the labels keyed gpu, op or node.
+  auto gpu_op_node = [](v1::ExportedRecord r) {
+    auto keep = [](google::protobuf::Map<std::string, std::string>* labels) {
+      for (auto it = labels->begin(); it != labels->end();) {
+        if (it->first == "gpu" || it->first == "op" || it->first == "node") {
+          ++it;
+        } else {
+          it = labels->erase(it);
+        }
+      }
+    };
+    v1::Record* k = r.mutable_record();
+    if (k->has_measurement()) keep(k->mutable_measurement()->mutable_labels());
+    if (k->has_finding()) keep(k->mutable_finding()->mutable_labels());
+    if (k->has_sample()) keep(k->mutable_sample()->mutable_labels());
+    return r;
+  };
+  SECTION("label_keys: only the labels listed and node, everything else as held") {
+    RecordFilter f;
+    f.label_keys = {"gpu", "op"};
+    const auto got = Scan(set, f);
+    REQUIRE(got.size() == in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO("record " << i << ": " << in[i].ShortDebugString() << "\ngot "
+                     << got[i].ShortDebugString());
+      CHECK(google::protobuf::util::MessageDifferencer::Equals(got[i], gpu_op_node(in[i])));
+    }
+    // Labels that were left out: the dtype of record 0 and of the
+    // Measurement written twice (whose "op" from its first part stays).
+    CHECK(in[0].record().measurement().labels().count("dtype") == 1);
+    CHECK(got[0].record().measurement().labels().count("dtype") == 0);
+    CHECK(got[0].record().measurement().labels().at("gpu") == "0");
+    CHECK(got[4].record().measurement().labels().at("node") == "n9");
+    CHECK(got[6].record().measurement().labels().size() == 1);
+    CHECK(got[6].record().measurement().labels().at("op") == "all_reduce");
+    CHECK(got[1].record().finding().labels().empty());
+  }
+  SECTION("label_keys with labels_if: no labels where declined, the listed ones where asked") {
+    RecordFilter f;
+    f.labels_if = [](const v1::ExportedRecord& r) { return r.record().has_measurement(); };
+    f.label_keys = {"gpu", "op"};
+    const auto got = Scan(set, f);
+    REQUIRE(got.size() == in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO("record " << i << ": " << in[i].ShortDebugString());
+      const bool asked = in[i].node().empty() || in[i].record().has_measurement();
+      const v1::ExportedRecord want = asked ? gpu_op_node(in[i]) : without_labels(in[i]);
+      CHECK(google::protobuf::util::MessageDifferencer::Equals(got[i], want));
+    }
+  }
+  SECTION("RunData.records keep every label with label_keys") {
+    RunData d;
+    d.records = in;
+    RecordFilter f;
+    f.label_keys = {"gpu"};
+    size_t n = 0;
+    ForEachRecord(d, f, [&](const v1::ExportedRecord& r) {
+      CHECK(google::protobuf::util::MessageDifferencer::Equals(r, in[n]));
+      ++n;
+    });
+    CHECK(n == in.size());
+  }
   SECTION("RunData.records are whole either way") {
     RunData d;
     d.records = in;
