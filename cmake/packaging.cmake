@@ -8,18 +8,40 @@
 # tests/deploy/deb_test.sh (lintian, install, systemd-analyze verify, purge).
 include(GNUInstallDirs)
 
+# The package version: the project's, plus the commit's place in history
+# where the tree is a git checkout (0.1.0+git412.g1a2b3c4), so a package
+# built from a later commit upgrades one built from an earlier one (dpkg
+# compares 412 after '+git'); a tree without git packages as 0.1.0.
+set(CMAX_PACKAGE_VERSION ${PROJECT_VERSION})
+find_package(Git QUIET)
+if(GIT_FOUND AND EXISTS ${PROJECT_SOURCE_DIR}/.git)
+  execute_process(COMMAND ${GIT_EXECUTABLE} rev-list --count HEAD
+                  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} OUTPUT_VARIABLE _git_count
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _git_rc1)
+  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --short=7 HEAD
+                  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} OUTPUT_VARIABLE _git_hash
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _git_rc2)
+  if(_git_rc1 EQUAL 0 AND _git_rc2 EQUAL 0 AND _git_count MATCHES "^[0-9]+$")
+    set(CMAX_PACKAGE_VERSION "${PROJECT_VERSION}+git${_git_count}.g${_git_hash}")
+  endif()
+endif()
+
+
 # The units as packaged: binaries in /usr/bin, the README in the package's doc.
 foreach(unit cmax-coordinator cmax-agent)
   file(READ ${PROJECT_SOURCE_DIR}/deploy/systemd/${unit}.service _unit)
-  string(REPLACE "/usr/local/bin/" "/usr/bin/" _unit "${_unit}")
   string(REPLACE "file:///usr/local/share/doc/cmax/README.md"
                  "file:///usr/share/doc/${unit}/README.md" _unit "${_unit}")
+  # Every /usr/local path a unit names (binaries, --bench-dir, data) is under
+  # /usr in the packages; the layout is checked on booted hosts by
+  # tests/deploy/cluster/cluster_test.sh.
+  string(REPLACE "/usr/local/" "/usr/" _unit "${_unit}")
   string(REPLACE "installed by deploy/install.sh" "made by the ${unit} package" _unit "${_unit}")
   file(WRITE ${CMAKE_BINARY_DIR}/packaging/${unit}.service "${_unit}")
 endforeach()
 
 # Debian wants a changelog and a copyright file in every package's doc dir.
-set(_changelog "cmax (${PROJECT_VERSION}) unstable; urgency=medium\n\n  * Packaged by CPack from the cmax tree.\n\n -- cmax developers <cmax@users.noreply.github.com>  Tue, 01 Dec 2026 00:00:00 +0000\n")
+set(_changelog "cmax (${CMAX_PACKAGE_VERSION}) unstable; urgency=medium\n\n  * Packaged by CPack from the cmax tree.\n\n -- cmax developers <cmax@users.noreply.github.com>  Tue, 01 Dec 2026 00:00:00 +0000\n")
 file(WRITE ${CMAKE_BINARY_DIR}/packaging/changelog "${_changelog}")
 find_program(CMAX_GZIP gzip REQUIRED)
 execute_process(COMMAND ${CMAX_GZIP} -9nf ${CMAKE_BINARY_DIR}/packaging/changelog)
@@ -62,7 +84,7 @@ endif()
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME cmax)
-set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VERSION ${CMAX_PACKAGE_VERSION})
 set(CPACK_PACKAGE_CONTACT "cmax developers <cmax@users.noreply.github.com>")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
@@ -83,7 +105,7 @@ set(CPACK_DEBIAN_COORDINATOR_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/deploy/debian/coordinator/postrm)
 
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME cmax-agent)
-set(CPACK_DEBIAN_AGENT_PACKAGE_DEPENDS "cmax-bench (= ${PROJECT_VERSION})")
+set(CPACK_DEBIAN_AGENT_PACKAGE_DEPENDS "cmax-bench (= ${CMAX_PACKAGE_VERSION})")
 set(CPACK_COMPONENT_AGENT_DESCRIPTION
     "GPU cluster evaluation: the node agent\nRuns cmax's evaluation suites on this node for the coordinator, as child\nprocesses with validated arguments, and streams their records back.")
 set(CPACK_DEBIAN_AGENT_PACKAGE_CONTROL_EXTRA
@@ -96,7 +118,7 @@ set(CPACK_COMPONENT_BENCH_DESCRIPTION
     "GPU cluster evaluation: the host suites (cmax-bench)\nHostcheck, health, audit, storage (fio), connectivity, host collectives,\nCPU GEMM and burn-in, consistency and DCGM, with the plans and data files.")
 
 set(CPACK_DEBIAN_BENCH-CUDA_PACKAGE_NAME cmax-bench-cuda)
-set(CPACK_DEBIAN_BENCH-CUDA_PACKAGE_DEPENDS "cmax-bench (= ${PROJECT_VERSION})")
+set(CPACK_DEBIAN_BENCH-CUDA_PACKAGE_DEPENDS "cmax-bench (= ${CMAX_PACKAGE_VERSION})")
 set(CPACK_COMPONENT_BENCH-CUDA_DESCRIPTION
     "GPU cluster evaluation: the GPU suites (cmax-bench-cuda)\nGEMM through cuBLASLt, memory and PCIe copies, burn-in, consistency and NCCL\ncollectives. cuBLASLt and NCCL are loaded at run time from the node's CUDA.")
 

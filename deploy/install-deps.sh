@@ -41,6 +41,11 @@ if [[ $want_tests -eq 1 ]]; then
   # chromium (headless) and fonts: the scorecard's and the web view's browser
   # tests (tests/reports/html_browser_test.py, tests/integration web view).
   pkgs+=(chromium fonts-dejavu-core)
+  # The operator's journey (tests/deploy/cluster/cluster_test.sh): hosts
+  # booted with systemd (systemd-nspawn from systemd-container) on bookworm
+  # trees made by debootstrap; the container image (tests/deploy/image_test.sh)
+  # built and run by podman with runc.
+  pkgs+=(debootstrap systemd-container podman runc e2fsprogs util-linux)
 fi
 
 missing=()
