@@ -1,5 +1,8 @@
 // One named spdlog logger per component ("coordinator", "agent", ...), all
-// writing to stderr (journald picks it up under systemd).
+// writing to stderr, one line per event (line breaks in a message are
+// written as "\n"). Under systemd, where stderr is the journal, each line
+// carries its syslog priority ("<4>" for a warning, "<3>" for an error) and
+// no time of its own, so `journalctl -p warning` finds the warnings.
 #ifndef CMAX_COMMON_LOGGING_H_
 #define CMAX_COMMON_LOGGING_H_
 
@@ -13,6 +16,10 @@ namespace cmax {
 // Returns the logger named `component`, creating it on first use.
 // Thread-safe.
 std::shared_ptr<spdlog::logger> GetLogger(const std::string& component);
+
+// True when stderr is the stream systemd connected to the journal
+// (JOURNAL_STREAM names its device and inode).
+bool StderrIsJournal();
 
 // Sets the level of every logger: "debug", "info", "warn", "error".
 void SetLogLevel(const std::string& level);
