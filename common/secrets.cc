@@ -1,6 +1,7 @@
 #include "common/secrets.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -8,10 +9,11 @@
 #include <unistd.h>
 
 #include <atomic>
-
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/fnv1a.h"
 #include "common/sysroot.h"
@@ -26,13 +28,75 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
   return Sysroot("/").Read(path);
 }
 
+namespace {
+
+// The group a packaged token file belongs to (deploy/debian: 0640 root:cmax).
+constexpr char kTokenGroup[] = "cmax";
+
+// "readable", "readable and writable", ... for the rwx bits in `bits` (0..7).
+std::string Access(unsigned bits) {
+  std::vector<const char*> words;
+  if (bits & 4) words.push_back("readable");
+  if (bits & 2) words.push_back("writable");
+  if (bits & 1) words.push_back("executable");
+  return absl::StrJoin(words, " and ");
+}
+
+// The group's name from the group database, or "" when it has none.
+std::string GroupName(gid_t gid) {
+  std::vector<char> buf(1024);
+  for (;;) {
+    group gr;
+    group* found = nullptr;
+    int rc = getgrgid_r(gid, &gr, buf.data(), buf.size(), &found);
+    if (rc == ERANGE && buf.size() < (1u << 20)) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    return rc == 0 && found != nullptr && found->gr_name != nullptr ? found->gr_name : "";
+  }
+}
+
+// True when this process is in `gid`: its effective gid or a supplementary group.
+bool InGroup(gid_t gid) {
+  if (getegid() == gid) return true;
+  int n = getgroups(0, nullptr);
+  if (n <= 0) return false;
+  std::vector<gid_t> groups(static_cast<size_t>(n));
+  n = getgroups(n, groups.data());
+  for (int i = 0; i < n; ++i) {
+    if (groups[static_cast<size_t>(i)] == gid) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string TokenFileModeWarning(const std::string& path, unsigned mode, gid_t gid) {
+  std::vector<std::string> problems;
+  const unsigned others = mode & 07, group_bits = (mode >> 3) & 07;
+  const std::string name = GroupName(gid);
+  const std::string group =
+      name.empty() ? absl::StrCat("group ", gid) : absl::StrCat("group ", name, " (gid ", gid, ")");
+  if (others != 0) problems.push_back(absl::StrCat(Access(others), " by others"));
+  if (group_bits & 2) problems.push_back(absl::StrCat("writable by ", group));
+  if ((group_bits & 4) && !InGroup(gid) && name != kTokenGroup) {
+    problems.push_back(absl::StrCat("readable by ", group,
+                                    ", which is neither this process's group nor ",
+                                    kTokenGroup));
+  }
+  if (problems.empty()) return "";
+  return absl::StrFormat(
+      "%s (mode %04o) is %s; chmod 600 %s, or chmod 640 %s and chown root:%s %s (the "
+      "packaged layout)",
+      path, mode & 07777, absl::StrJoin(problems, ", "), path, path, kTokenGroup, path);
+}
+
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path, std::string* warning) {
   struct stat st;
   if (stat(path.c_str(), &st) == 0) {
     if (st.st_size > 4096) return absl::InvalidArgumentError(absl::StrCat(path, ": token larger than 4 KiB"));
-    if (warning && (st.st_mode & 077)) {
-      *warning = absl::StrCat(path, " is readable by group or others; chmod 600 it");
-    }
+    if (warning) *warning = TokenFileModeWarning(path, st.st_mode, st.st_gid);
   }
   auto content = Sysroot("/").Read(path);
   if (!content.ok()) return content.status();

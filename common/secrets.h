@@ -2,6 +2,8 @@
 #ifndef CMAX_COMMON_SECRETS_H_
 #define CMAX_COMMON_SECRETS_H_
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -10,9 +12,20 @@ namespace cmax {
 
 // Reads a token file: its content without surrounding whitespace. Errors:
 // NOT_FOUND / PERMISSION_DENIED with the path, INVALID_ARGUMENT when empty or
-// larger than 4 KiB. `warning` (optional) receives a note when the file is
-// readable by group or others.
+// larger than 4 KiB. `warning` (optional) receives TokenFileModeWarning's
+// note ("" when the file's mode is fine).
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path, std::string* warning = nullptr);
+
+// What is wrong with a token file of mode `mode` owned by group `gid`, with
+// the fix (chmod 600, or 640 root:cmax), or "" when nothing is. Wrong: any
+// permission for others (mode & 007); group write (020); group read (040)
+// when the group is neither this process's effective gid, nor one of its
+// supplementary groups, nor the group named "cmax". So the packaged layout
+// (0640 root:cmax: the coordinator runs as cmax, operators in group cmax run
+// cmaxctl) and 0600 are quiet. E.g. "/etc/cmax/token (mode 0644) is
+// readable by others; chmod 600 /etc/cmax/token, or chmod 640 ... and chown
+// root:cmax ...".
+std::string TokenFileModeWarning(const std::string& path, unsigned mode, gid_t gid);
 
 // Whole file (certificates, keys), up to 1 MiB.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
