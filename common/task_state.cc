@@ -7,6 +7,10 @@ bool IsTerminal(v1::TaskState s) {
          s == v1::TASK_LOST || s == v1::TASK_CANCELLED;
 }
 
+bool IsFailedState(v1::TaskState s) {
+  return s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT || s == v1::TASK_LOST;
+}
+
 const char* TaskStateName(v1::TaskState s) {
   switch (s) {
     case v1::TASK_PENDING: return "pending";

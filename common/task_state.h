@@ -12,6 +12,10 @@ namespace cmax {
 
 // Completed, failed, timed out, lost or cancelled: the task will not change.
 bool IsTerminal(v1::TaskState state);
+// Failed, timed out or lost: what RunInfo.tasks_failed counts (a task that
+// could not run, TASK_FAILED with exit code 2, included; cmaxctl counts that
+// apart by its exit code).
+bool IsFailedState(v1::TaskState state);
 // "pending", "assigned", "running", "completed", "failed", "timed_out",
 // "lost", "cancelled"; "unknown" for anything else.
 const char* TaskStateName(v1::TaskState state);

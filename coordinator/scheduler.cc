@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "common/suite_catalog.h"
+#include "common/task_state.h"
 #include "common/time_util.h"
 #include "re2/re2.h"
 
@@ -131,11 +132,6 @@ std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
     default:
       return absl::StrCat(head, TaskStateName(s.state()), msg.empty() ? "" : ": ", msg);
   }
-}
-
-// What RunRow.info.tasks_failed counts.
-bool IsFailedState(v1::TaskState s) {
-  return s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT || s == v1::TASK_LOST;
 }
 
 // kAuto's backstop: a full pass at most this often (wall clock).

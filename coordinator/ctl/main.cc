@@ -61,6 +61,9 @@ exit codes (run, watch), the first that applies:
   2 usage or plan error
   3 the run could not finish (cancelled, coordinator gone)
   1 a task crashed, hung or was lost, or a node failed (rated or not)
+  5 nothing was measured: no task completed or failed, every task could not
+    run (exit 2: a missing suite binary, GPU or tool) or was cancelled; a line
+    on stderr says so with the first reason
   4 the run completed without failures but its scorecard is not rated
     (too little was measured for a tier)
   0 otherwise (tasks that could not run, exit 2, are counted apart, not as failures)
@@ -159,14 +162,19 @@ int Follow(Client& client, const std::string& run_id, bool json) {
     auto get_ctx = client.Context();
     have_final = client.stub()->GetRun(get_ctx.get(), get, &final).ok() && final.has_run();
   }
-  if (json) {
-    if (have_final) {
-      return RunExitCode(final.run(),
-                         CountTasks({final.tasks().begin(), final.tasks().end()}), true);
-    }
+  if (json) {  // stdout stays JSON lines; the loud line goes to stderr
     std::vector<v1::TaskInfo> tasks;
-    for (const auto& [id, t] : seen) tasks.push_back(t);
-    return RunExitCode(last, CountTasks(tasks), st.ok());
+    if (have_final) {
+      tasks.assign(final.tasks().begin(), final.tasks().end());
+    } else {
+      for (const auto& [id, t] : seen) tasks.push_back(t);
+    }
+    const int code = RunExitCode(have_final ? final.run() : last, CountTasks(tasks),
+                                 st.ok());
+    if (code == kExitNothingMeasured) {
+      std::fprintf(stderr, "%s\n", NothingMeasuredLine(tasks).c_str());
+    }
+    return code;
   }
   return progress.Finish(st.ok(), have_final ? &final : nullptr);
 }

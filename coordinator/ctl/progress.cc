@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "common/severity.h"
 #include "common/task_state.h"
 
@@ -13,10 +14,6 @@ namespace cmax::ctl {
 namespace {
 
 constexpr int kCouldNotRunExit = 2;  // DESIGN.md, "Suite exit codes"
-
-bool IsFailure(v1::TaskState s) {
-  return s == v1::TASK_FAILED || s == v1::TASK_TIMED_OUT || s == v1::TASK_LOST;
-}
 
 bool CouldNotRun(const v1::TaskInfo& t) {
   return t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit;
@@ -43,7 +40,7 @@ TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks) {
       ++c.completed;
     } else if (CouldNotRun(t)) {
       ++c.could_not_run;
-    } else if (IsFailure(t.state())) {
+    } else if (IsFailedState(t.state())) {
       ++c.failed;
     } else if (t.state() == v1::TASK_CANCELLED) {
       ++c.cancelled;
@@ -56,12 +53,42 @@ bool IsNotRated(const std::string& tier) {
   return tier.empty() || absl::EqualsIgnoreCase(tier, "not rated");
 }
 
+bool NothingMeasured(const TaskCounts& c) {
+  return c.total > 0 && c.completed == 0 && c.failed == 0 &&
+         c.could_not_run + c.cancelled == c.total;
+}
+
 int RunExitCode(const v1::RunInfo& run, const TaskCounts& counts, bool ended) {
   if (!ended || run.state() != "completed") return kExitUnfinished;
   // RunInfo.tasks_failed counts exit-2 tasks too; the counts here do not.
   if (counts.failed > 0 || run.nodes_failed() > 0) return kExitFailed;
+  if (NothingMeasured(counts)) return kExitNothingMeasured;
   if (IsNotRated(run.tier())) return kExitNotRated;
   return kExitOk;
+}
+
+std::string NothingMeasuredLine(const std::vector<v1::TaskInfo>& tasks) {
+  const TaskCounts c = CountTasks(tasks);
+  std::string what;
+  if (c.cancelled == 0) {
+    what = "could not run";
+  } else if (c.could_not_run == 0) {
+    what = c.total == 1 ? "was cancelled" : "were cancelled";
+  } else {
+    what = absl::StrCat("could not run or were cancelled (", c.cancelled, " cancelled)");
+  }
+  std::string line = absl::StrCat("cmaxctl: NOTHING WAS MEASURED: ",
+                                  c.total == 1 ? "the only task" : absl::StrCat("all ", c.total, " tasks"),
+                                  " ", what);
+  for (const auto& t : tasks) {
+    if (!CouldNotRun(t)) continue;
+    // The agent's message starts "could not run: "; the line says that already.
+    std::string reason(absl::StripPrefix(FirstLine(t.message(), 240), "could not run: "));
+    absl::StrAppend(&line, "; first reason: ", reason.empty() ? "(no message)" : reason,
+                    " (node ", t.node(), ", suite ", t.suite(), ")");
+    break;
+  }
+  return line;
 }
 
 std::string SummaryLine(const v1::RunInfo& run, const TaskCounts& c) {
@@ -87,12 +114,12 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
     auto it = tasks_.find(t.task_id());
     v1::TaskState before = it == tasks_.end() ? v1::TASK_STATE_UNSPECIFIED : it->second.state();
     tasks_[t.task_id()] = t;
-    if (t.state() != before && (IsFailure(t.state()) || !tty_)) {
+    if (t.state() != before && (IsFailedState(t.state()) || !tty_)) {
       std::string line;
       if (CouldNotRun(t)) {
         line = absl::StrCat("COULD NOT RUN ", t.node(), " ", t.suite(),
                             t.message().empty() ? "" : " — ", FirstLine(t.message(), 160));
-      } else if (IsFailure(t.state())) {
+      } else if (IsFailedState(t.state())) {
         line = absl::StrCat("FAIL ", t.node(), " ", t.suite(), ": ",
                             TaskStateName(t.state()),
                             t.message().empty() ? "" : " — ", FirstLine(t.message(), 160));
@@ -139,7 +166,7 @@ void RunProgress::Redraw() {
       if (IsTerminal(t.state())) ++done;
       if (CouldNotRun(t)) {
         ++could_not_run;
-      } else if (IsFailure(t.state())) {
+      } else if (IsFailedState(t.state())) {
         ++failed;
       }
       if (t.state() == v1::TASK_RUNNING || t.state() == v1::TASK_ASSIGNED) ++running;
@@ -177,7 +204,12 @@ int RunProgress::Finish(bool ended, const v1::GetRunResponse* final) {
     absl::FPrintF(out_, "scorecard: %s/scorecard.html (also .md, .json, .xml)\n", run_.report_dir());
   }
   std::fflush(out_);
-  return RunExitCode(run_, counts, ended);
+  const int code = RunExitCode(run_, counts, ended);
+  if (code == kExitNothingMeasured) {
+    absl::FPrintF(err_, "%s\n", NothingMeasuredLine(tasks));
+    std::fflush(err_);
+  }
+  return code;
 }
 
 }  // namespace cmax::ctl

@@ -13,15 +13,21 @@
 
 namespace cmax::ctl {
 
-// Exit codes of `cmaxctl run` and `cmaxctl watch` (README, "Exit codes").
-// Precedence: 2 usage or plan error (before the run exists); 3 the run could
-// not finish (cancelled, coordinator gone); 1 a task crashed, hung or was
-// lost, or a node's verdict is fail (a fact to act on, rated or not); 4 it
-// completed without failures but its scorecard is not rated; 0 otherwise. A task that could not run (exit code 2: a
-// missing binary, GPU or tool) is not a failure here: the scorecard's tier
-// and coverage say what it left unmeasured.
+// Exit codes of `cmaxctl run` and `cmaxctl watch` (README, "Exit codes"),
+// the first that applies:
+//   2 usage or plan error (before the run exists);
+//   3 the run could not finish (cancelled, coordinator gone);
+//   1 a task crashed, hung or was lost, or a node's verdict is fail (a fact
+//     to act on, rated or not);
+//   5 nothing was measured: no task completed or failed, every task could
+//     not run (or was cancelled);
+//   4 it completed without failures but its scorecard is not rated;
+//   0 otherwise.
+// A task that could not run (exit code 2: a missing binary, GPU or tool) is
+// not a failure here: when some task did run, the scorecard's tier and
+// coverage say what the others left unmeasured; when none did, 5.
 inline constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitUnfinished = 3,
-                     kExitNotRated = 4;
+                     kExitNotRated = 4, kExitNothingMeasured = 5;
 
 // The tasks of a run by outcome.
 struct TaskCounts {
@@ -37,9 +43,21 @@ TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks);
 // True when `tier` says the scorecard gives no tier ("not rated", or none).
 bool IsNotRated(const std::string& tier);
 
+// True when the run has tasks and none completed or failed: each could not
+// run or was cancelled.
+bool NothingMeasured(const TaskCounts& counts);
+
 // The exit code for a run in its final state (see above). `ended`: the
 // stream ended normally (false: the connection to the coordinator broke).
 int RunExitCode(const v1::RunInfo& run, const TaskCounts& counts, bool ended);
+
+// For exit code 5, the loud line for stderr: "cmaxctl: NOTHING WAS
+// MEASURED: all 3 tasks could not run; first reason: could not start
+// /usr/local/bin/cmax-bench: No such file or directory (node n1, suite
+// gemm)"; "could not run or were cancelled (1
+// cancelled)" when some were cancelled. The first reason is the message of
+// the first task in `tasks` that could not run, less its "could not run: ".
+std::string NothingMeasuredLine(const std::vector<v1::TaskInfo>& tasks);
 
 // "run R completed: not rated; 36/36 tasks ended: 13 completed, 23 could
 // not run, 0 failed; 0 nodes failed" (", N cancelled" when some were).
@@ -47,10 +65,12 @@ std::string SummaryLine(const v1::RunInfo& run, const TaskCounts& counts);
 
 class RunProgress {
  public:
-  RunProgress(FILE* out, bool tty) : out_(out), tty_(tty) {}
+  // Progress and the summary go to `out`; NothingMeasuredLine to `err`.
+  RunProgress(FILE* out, bool tty, FILE* err = stderr) : out_(out), err_(err), tty_(tty) {}
   void OnEvent(const v1::RunEvent& event);
-  // Prints the summary and returns RunExitCode. `final` (GetRun's answer
-  // after the stream ended), when given, replaces what the events said.
+  // Prints the summary (and, for exit code 5, NothingMeasuredLine to `err`)
+  // and returns RunExitCode. `final` (GetRun's answer after the stream
+  // ended), when given, replaces what the events said.
   int Finish(bool ended, const v1::GetRunResponse* final = nullptr);
   const v1::RunInfo& run() const { return run_; }
 
@@ -60,6 +80,7 @@ class RunProgress {
   std::map<std::string, v1::TaskInfo> tasks_;  // by task id
   std::vector<std::string> suite_order_;
   FILE* out_;
+  FILE* err_;
   bool tty_;
   int drawn_lines_ = 0;
 };

@@ -34,6 +34,20 @@ TEST_CASE("every task state has its own name and the end states are terminal", "
   CHECK(std::string(cmax::TaskStateName(static_cast<cmax::v1::TaskState>(42))) == "unknown");
 }
 
+// One predicate for the scheduler's tasks_failed and cmaxctl's failures.
+TEST_CASE("failed, timed out and lost are the failed states", "[task_state]") {
+  const auto* e = cmax::v1::TaskState_descriptor();
+  std::set<std::string> failed;
+  for (int i = 0; i < e->value_count(); ++i) {
+    auto s = static_cast<cmax::v1::TaskState>(e->value(i)->number());
+    if (cmax::IsFailedState(s)) {
+      CHECK(cmax::IsTerminal(s));
+      failed.insert(cmax::TaskStateName(s));
+    }
+  }
+  CHECK(failed == std::set<std::string>{"failed", "timed_out", "lost"});
+}
+
 // The store keeps TaskInfo and ExportedRecord as wire bytes, and cmaxctl
 // --json and the scorecard JSON carry their JSON: moving them from
 // service.proto to run.proto kept the package, the names and the field

@@ -1,6 +1,9 @@
 // cmaxctl's run summary and exit codes (coordinator/ctl/progress.h): the
-// precedence of the codes and could-not-run counted apart from failures.
+// precedence of the codes, could-not-run counted apart from failures, and a
+// run where nothing was measured (5) told apart from one not rated (4).
 #include "coordinator/ctl/progress.h"
+
+#include <stdio.h>
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -14,6 +17,26 @@ v1::TaskInfo Task(v1::TaskState state, int exit_code = 0) {
   t.set_state(state);
   t.set_exit_code(exit_code);
   return t;
+}
+
+v1::TaskInfo CouldNotRun(const std::string& node, const std::string& suite,
+                         const std::string& message) {
+  v1::TaskInfo t = Task(v1::TASK_FAILED, 2);
+  t.set_task_id("r1.0." + node);
+  t.set_node(node);
+  t.set_suite(suite);
+  t.set_message(message);
+  return t;
+}
+
+// What `f` wrote, from its start.
+std::string Contents(FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[512];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) out.append(buf, n);
+  return out;
 }
 
 v1::RunInfo Run(const std::string& state, const std::string& tier, int nodes_failed = 0) {
@@ -79,6 +102,99 @@ TEST_CASE("exit codes: 3 unfinished, then 1 failed, then 4 not rated, else 0", "
   CHECK(RunExitCode(Run("running", ""), none, true) == kExitUnfinished);
   CHECK(kExitUsage == 2);
   CHECK(kExitNotRated == 4);
+  CHECK(kExitNothingMeasured == 5);
+}
+
+TEST_CASE("exit codes: every task could not run is 5, nothing measured, not 4", "[ctl]") {
+  const TaskCounts all_cannot =
+      CountTasks({Task(v1::TASK_FAILED, 2), Task(v1::TASK_FAILED, 2), Task(v1::TASK_FAILED, 2)});
+  const TaskCounts one_cannot = CountTasks({Task(v1::TASK_FAILED, 2)});
+  const TaskCounts cannot_or_cancelled =
+      CountTasks({Task(v1::TASK_FAILED, 2), Task(v1::TASK_CANCELLED, -1)});
+  const TaskCounts one_completed =
+      CountTasks({Task(v1::TASK_COMPLETED), Task(v1::TASK_FAILED, 2), Task(v1::TASK_FAILED, 2)});
+  const TaskCounts found_failures =  // ran and found failures: it measured
+      CountTasks({Task(v1::TASK_COMPLETED, 1), Task(v1::TASK_FAILED, 2)});
+  const TaskCounts a_failure =
+      CountTasks({Task(v1::TASK_FAILED, 2), Task(v1::TASK_FAILED, 2), Task(v1::TASK_FAILED, 1)});
+  const TaskCounts a_timeout = CountTasks({Task(v1::TASK_FAILED, 2), Task(v1::TASK_TIMED_OUT, -1)});
+
+  CHECK(NothingMeasured(all_cannot));
+  CHECK(NothingMeasured(cannot_or_cancelled));
+  CHECK_FALSE(NothingMeasured(one_completed));
+  CHECK_FALSE(NothingMeasured(a_failure));
+  CHECK_FALSE(NothingMeasured(CountTasks({})));  // no tasks: nothing to say
+
+  // Every task could not run: 5, whatever tier the scorecard gave.
+  CHECK(RunExitCode(Run("completed", "not rated"), all_cannot, true) == kExitNothingMeasured);
+  CHECK(RunExitCode(Run("completed", ""), one_cannot, true) == kExitNothingMeasured);
+  CHECK(RunExitCode(Run("completed", "Gold"), all_cannot, true) == kExitNothingMeasured);
+  CHECK(RunExitCode(Run("completed", "not rated"), cannot_or_cancelled, true) ==
+        kExitNothingMeasured);
+  // One task completed and the rest could not run: as before, 4 or 0.
+  CHECK(RunExitCode(Run("completed", "not rated"), one_completed, true) == kExitNotRated);
+  CHECK(RunExitCode(Run("completed", "Silver"), one_completed, true) == kExitOk);
+  CHECK(RunExitCode(Run("completed", "not rated"), found_failures, true) == kExitNotRated);
+  // A failure comes before 5, and 3 before that.
+  CHECK(RunExitCode(Run("completed", "not rated"), a_failure, true) == kExitFailed);
+  CHECK(RunExitCode(Run("completed", "not rated"), a_timeout, true) == kExitFailed);
+  CHECK(RunExitCode(Run("completed", "not rated", 1), all_cannot, true) == kExitFailed);
+  CHECK(RunExitCode(Run("completed", "not rated"), all_cannot, false) == kExitUnfinished);
+  CHECK(RunExitCode(Run("cancelled", "not rated"), all_cannot, true) == kExitUnfinished);
+}
+
+TEST_CASE("nothing measured: the loud line names the count and the first reason", "[ctl]") {
+  const std::vector<v1::TaskInfo> tasks = {
+      CouldNotRun("n1", "gemm",
+                  "could not run: could not start /usr/local/bin/cmax-bench: No such file or "
+                  "directory\nmore"),
+      CouldNotRun("n2", "memory", "could not run: something else")};
+  CHECK(NothingMeasuredLine(tasks) ==
+        "cmaxctl: NOTHING WAS MEASURED: all 2 tasks could not run; first reason: could not "
+        "start /usr/local/bin/cmax-bench: No such file or directory (node n1, suite gemm)");
+  CHECK(NothingMeasuredLine({CouldNotRun("n3", "rdma", "")}) ==
+        "cmaxctl: NOTHING WAS MEASURED: the only task could not run; first reason: (no "
+        "message) (node n3, suite rdma)");
+  std::vector<v1::TaskInfo> with_cancelled = {Task(v1::TASK_CANCELLED, -1), tasks[1]};
+  CHECK(NothingMeasuredLine(with_cancelled) ==
+        "cmaxctl: NOTHING WAS MEASURED: all 2 tasks could not run or were cancelled (1 "
+        "cancelled); first reason: something else (node n2, suite memory)");
+}
+
+TEST_CASE("Finish prints the loud line on its error stream only when nothing was measured",
+          "[ctl]") {
+  FILE* out = std::tmpfile();
+  FILE* err = std::tmpfile();
+  REQUIRE(out != nullptr);
+  REQUIRE(err != nullptr);
+  {
+    RunProgress p(out, /*tty=*/false, err);
+    v1::GetRunResponse final;
+    *final.mutable_run() = Run("completed", "not rated");
+    *final.add_tasks() = CouldNotRun("n1", "gemm", "could not run: no GPU");
+    *final.add_tasks() = CouldNotRun("n2", "gemm", "could not run: no GPU");
+    CHECK(p.Finish(true, &final) == kExitNothingMeasured);
+    CHECK(Contents(out).find("2/2 tasks ended: 0 completed, 2 could not run, 0 failed") !=
+          std::string::npos);
+    CHECK(Contents(err) ==
+          "cmaxctl: NOTHING WAS MEASURED: all 2 tasks could not run; first reason: no GPU "
+          "(node n1, suite gemm)\n");
+  }
+  std::fclose(out);
+  std::fclose(err);
+  out = std::tmpfile();
+  err = std::tmpfile();
+  {
+    RunProgress p(out, /*tty=*/false, err);
+    v1::GetRunResponse final;
+    *final.mutable_run() = Run("completed", "not rated");
+    *final.add_tasks() = Task(v1::TASK_COMPLETED);
+    *final.add_tasks() = CouldNotRun("n2", "gemm", "could not run: no GPU");
+    CHECK(p.Finish(true, &final) == kExitNotRated);
+    CHECK(Contents(err).empty());
+  }
+  std::fclose(out);
+  std::fclose(err);
 }
 
 }  // namespace

@@ -22,6 +22,9 @@ namespace cmax::testing {
 // Compute, Networking, Storage, Reliability and Security on (nearly) every
 // node, which is every plan these tests run on CPU-only agents.
 inline constexpr int kExitNotRated = 4;
+// ... and of a run in which nothing was measured: every task could not run
+// (exit 2) or was cancelled, none completed or failed.
+inline constexpr int kExitNothingMeasured = 5;
 
 struct ClusterOptions {
   int agents = 3;

@@ -77,8 +77,12 @@ RunEnd WaitForRun(Cluster& c, const std::string& run_id, std::chrono::seconds ti
       if (!google::protobuf::util::JsonStringToMessage(std::string(line), &ev).ok()) continue;
       if (ev.has_task()) end.tasks[ev.task().task_id()] = ev.task();
     }
-    // 0, 1 and 4 (completed, not rated) mean the run ended; 3: ask again.
-    if (r.exit.code == 0 || r.exit.code == 1 || r.exit.code == kExitNotRated) return end;
+    // 0, 1, 4 (completed, not rated) and 5 (nothing measured) mean the run
+    // ended; 3: ask again.
+    if (r.exit.code == 0 || r.exit.code == 1 || r.exit.code == kExitNotRated ||
+        r.exit.code == cmax::testing::kExitNothingMeasured) {
+      return end;
+    }
     std::this_thread::sleep_for(500ms);  // the coordinator is away: ask again
   }
   return end;

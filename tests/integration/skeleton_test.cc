@@ -16,6 +16,7 @@
 
 using cmax::testing::Cluster;
 using cmax::testing::kExitNotRated;
+using cmax::testing::kExitNothingMeasured;
 using cmax::testing::Export;
 using cmax::testing::ClusterOptions;
 using namespace std::chrono_literals;
@@ -376,12 +377,12 @@ TEST_CASE("agents report the addresses given with --advertise, and refuse bad on
   CHECK(bad->err.find("'10.0.0.300'") != std::string::npos);
 }
 
-// The exit code follows the tier the coordinator wrote into the run (4 when
-// "not rated"), and tasks that could not run are counted apart and never make
-// it 1 (the precedence itself: tests/coordinator/ctl_progress_test.cc). Which
-// tier a run of suites that could not run gets is the scorecard's call
-// (issue 13 makes it "not rated"); this test holds for either.
-TEST_CASE("tasks that could not run are counted apart and the exit code follows the tier",
+// Tasks that could not run are counted apart and never make the exit code 1
+// (the precedence itself: tests/coordinator/ctl_progress_test.cc); when every
+// task could not run, nothing was measured: 5, whatever the tier, with a
+// loud line on stderr (before, this exited 4 like a run that measured too
+// little for a tier).
+TEST_CASE("a run where every task could not run exits 5 (nothing measured) and says why",
           "[integration]") {
   Cluster c("sk9", {.agents = 2});
   REQUIRE(c.Start().ok());
@@ -407,11 +408,20 @@ suites:
   }
   REQUIRE(info != nullptr);
   const bool not_rated = info->tier().empty() || info->tier() == "not rated";
-  const int want = info->nodes_failed() > 0 ? 1 : (not_rated ? kExitNotRated : 0);
+  const int want = info->nodes_failed() > 0 ? 1 : kExitNothingMeasured;
   CHECK(r.exit.code == want);
+  if (want == kExitNothingMeasured) {
+    CHECK(r.err.find("cmaxctl: NOTHING WAS MEASURED: all 2 tasks could not run; first reason: ") !=
+          std::string::npos);
+    CHECK(r.err.find(", suite selftest)") != std::string::npos);
+  }
   CHECK(r.out.find(not_rated ? "completed: not rated;" : "completed: tier ") !=
         std::string::npos);
   // watch, with and without --json, agrees.
-  CHECK(c.Ctl({"watch", run_id, "--json"}).exit.code == want);
+  auto watch_json = c.Ctl({"watch", run_id, "--json"});
+  CHECK(watch_json.exit.code == want);
+  if (want == kExitNothingMeasured) {
+    CHECK(watch_json.err.find("NOTHING WAS MEASURED") != std::string::npos);
+  }
   CHECK(c.Ctl({"watch", run_id}).exit.code == want);
 }
