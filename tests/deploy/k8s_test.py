@@ -142,8 +142,8 @@ def main():
             for p in c.get("ports", []):
                 port_by_name[p["name"]] = p["containerPort"]
             binary = os.path.basename(c["command"][0])
-            check(c["command"][0].startswith("/usr/local/bin/"),
-                  f"{w['kind']}: command {c['command'][0]} is not where the image installs it")
+            check(c["command"][0].startswith("/usr/bin/"),
+                  f"{w['kind']}: command {c['command'][0]} is not where the image (its Debian packages) installs it")
             path = os.path.join(a.bin_dir, binary)
             if not check(os.access(path, os.X_OK), f"{binary} not built in {a.bin_dir}"):
                 continue
