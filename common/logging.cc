@@ -53,8 +53,6 @@ class OneLineMessageFlag : public spdlog::custom_flag_formatter {
   }
 };
 
-}  // namespace
-
 bool StderrIsJournal() {
   // JOURNAL_STREAM is "DEVICE:INODE" of the stream systemd connected to the
   // journal; it only counts while stderr is still that stream.
@@ -67,6 +65,8 @@ bool StderrIsJournal() {
   return static_cast<unsigned long long>(st.st_dev) == dev &&
          static_cast<unsigned long long>(st.st_ino) == ino;
 }
+
+}  // namespace
 
 std::shared_ptr<spdlog::logger> GetLogger(const std::string& component) {
   static std::mutex mu;

@@ -17,10 +17,6 @@ namespace cmax {
 // Thread-safe.
 std::shared_ptr<spdlog::logger> GetLogger(const std::string& component);
 
-// True when stderr is the stream systemd connected to the journal
-// (JOURNAL_STREAM names its device and inode).
-bool StderrIsJournal();
-
 // Sets the level of every logger: "debug", "info", "warn", "error".
 void SetLogLevel(const std::string& level);
 

@@ -199,13 +199,12 @@ pkgver=$(dpkg-deb -f "$ctx"/cmax-agent_*.deb Version)
 
 # --- 2. the base: bookworm with every dependency of the packages ------------------
 step "base image (debootstrap tree, podman import)"
-deps=$(for d in "$ctx"/*.deb; do dpkg-deb -f "$d" Depends; echo; done | tr ',' '\n' |
-  sed -e 's/|.*//' -e 's/(.*)//' -e 's/:any//' -e 's/[[:space:]]//g' | grep -v -e '^$' -e '^cmax-' | sort -u)
 extra=$(sed -n 's/^ARG EXTRA_PACKAGES="\(.*\)"$/\1/p' "$src/deploy/k8s/Containerfile")
 [[ -n $extra ]] || fail "deploy/k8s/Containerfile has no ARG EXTRA_PACKAGES=\"...\" line"
 CL_WORK=$t/cl CL_PREFIX=cimg
 # shellcheck source=tests/deploy/cluster/lib.sh disable=SC2034
 source "$src/tests/deploy/cluster/lib.sh"
+deps=$(cl_deb_packages Depends "$ctx"/*.deb)
 # shellcheck disable=SC2086
 rootfs=$(cl_rootfs "$build" $deps $extra fio iproute2 procps) || fail "no base tree"
 echo "base tree: $rootfs ($(echo "$deps" "$extra" | wc -w) packages asked for)"

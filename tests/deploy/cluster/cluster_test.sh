@@ -82,11 +82,8 @@ new_version=$(dpkg-deb -f "$CL_WORK"/debs/cmax-agent_*.deb Version)
 # versions), the programs the suites run (the bench package's Recommends),
 # and nothing of cmax: the hosts' base tree has these, so `apt-get install
 # ./*.deb` inside a host (which has no network) resolves from the metadata.
-deps=$(for d in "$CL_WORK"/debs/*.deb; do
-         dpkg-deb -f "$d" Depends
-         if [[ $(dpkg-deb -f "$d" Package) == cmax-bench ]]; then dpkg-deb -f "$d" Recommends; fi
-       done | tr ',' '\n' | sed -E 's/\|.*//; s/\(.*\)//; s/[[:space:]]//g' | grep -v '^cmax-' |
-       grep -v '^$' | sort -u)
+deps=$({ cl_deb_packages Depends "$CL_WORK"/debs/*.deb
+         cl_deb_packages Recommends "$CL_WORK"/debs/cmax-bench_*.deb; } | sort -u)
 # perftest and openmpi-bin are large and need RDMA/MPI hardware to do
 # anything; the suites that use them say "could not run" without them.
 deps=$(echo "$deps" | grep -vx -e perftest -e openmpi-bin)
@@ -106,8 +103,6 @@ cl_host_boot head --bind="$CL_WORK/hosts/head/data:/var/lib/cmax"
 for n in node1 node2 node3; do cl_host_boot "$n"; done
 cl_log "4 hosts booted with systemd ($((SECONDS - started)) s so far)"
 
-# hx HOST CMD...: a command on a host, its output kept in the test log.
-hx() { cl_x "$@"; }
 copy_in() {  # copy_in HOST SRC DEST [MODE]
   local dest=$CL_WORK/hosts/$1/merged$3
   mkdir -p "$(dirname "$dest")"
@@ -122,14 +117,14 @@ copy_out() { cp "$CL_WORK/hosts/$1/merged$2" "$3"; }
 install_pkgs() {  # install_pkgs HOST DEBS_DIR PACKAGE...
   local host=$1 dir=$2; shift 2
   local p files=()
-  hx "$host" rm -rf /root/debs
+  cl_x "$host" rm -rf /root/debs
   for p in "$@"; do
     local f
     f=$(ls "$dir/${p}_"*.deb)
     copy_in "$host" "$f" "/root/debs/$(basename "$f")"
     files+=("./debs/$(basename "$f")")
   done
-  hx "$host" env -C /root DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${files[@]}" \
+  cl_x "$host" env -C /root DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${files[@]}" \
     >"$out/apt-$host.log" 2>&1 || { tail -30 "$out/apt-$host.log"; cl_fail "$host: apt-get install ${files[*]}"; }
 }
 
@@ -152,27 +147,27 @@ install_pkgs node3 "$CL_WORK/debs" cmax-bench cmax-agent
 # ---------------------------------------------------------------- TLS, token, .env
 cl_log "gen-certs.sh, token, .env files"
 "$src/deploy/gen-certs.sh" "$CL_WORK/tls" "head,$headaddr" node1 node2 node3 >/dev/null
-hx head test -s /etc/cmax/token || cl_fail "the coordinator package made no /etc/cmax/token"
+cl_x head test -s /etc/cmax/token || cl_fail "the coordinator package made no /etc/cmax/token"
 copy_out head /etc/cmax/token "$CL_WORK/token"
 token=$(cat "$CL_WORK/token")
 [[ ${#token} -ge 32 ]] || cl_fail "the token is short: ${#token} characters"
 copy_in head "$CL_WORK/tls/ca.pem" /etc/cmax/tls/ca.pem 0644
 copy_in head "$CL_WORK/tls/server.pem" /etc/cmax/tls/server.pem 0644
 copy_in head "$CL_WORK/tls/server.key" /etc/cmax/tls/server.key 0640
-hx head chgrp cmax /etc/cmax/tls/server.key
+cl_x head chgrp cmax /etc/cmax/tls/server.key
 # The coordinator listens on the head's address, gRPC and the web view, with
 # TLS and the token; the operator's own comment must survive the upgrade.
-hx head sed -i -E "s|^CMAX_COORDINATOR_ARGS=.*|CMAX_COORDINATOR_ARGS=--listen $headaddr:8470 --http-listen $headaddr:8480 --tls-cert /etc/cmax/tls/server.pem --tls-key /etc/cmax/tls/server.key --token-file /etc/cmax/token|" /etc/cmax/coordinator.env
-hx head sh -c 'echo "# operator: head of the test cluster" >>/etc/cmax/coordinator.env'
+cl_x head sed -i -E "s|^CMAX_COORDINATOR_ARGS=.*|CMAX_COORDINATOR_ARGS=--listen $headaddr:8470 --http-listen $headaddr:8480 --tls-cert /etc/cmax/tls/server.pem --tls-key /etc/cmax/tls/server.key --token-file /etc/cmax/token|" /etc/cmax/coordinator.env
+cl_x head sh -c 'echo "# operator: head of the test cluster" >>/etc/cmax/coordinator.env'
 for n in node1 node2 node3; do
   copy_in "$n" "$CL_WORK/tls/ca.pem" /etc/cmax/tls/ca.pem 0644
   copy_in "$n" "$CL_WORK/token" /etc/cmax/token 0600
-  hx "$n" sed -i -E 's|^CMAX_AGENT_ARGS=.*|CMAX_AGENT_ARGS=--coordinator head:8470 --tls-ca /etc/cmax/tls/ca.pem --token-file /etc/cmax/token|' /etc/cmax/agent.env
-  hx "$n" sh -c "echo '# operator: $n of the test cluster' >>/etc/cmax/agent.env"
+  cl_x "$n" sed -i -E 's|^CMAX_AGENT_ARGS=.*|CMAX_AGENT_ARGS=--coordinator head:8470 --tls-ca /etc/cmax/tls/ca.pem --token-file /etc/cmax/token|' /etc/cmax/agent.env
+  cl_x "$n" sh -c "echo '# operator: $n of the test cluster' >>/etc/cmax/agent.env"
 done
 
 ctl() {  # ctl ARGS...: cmaxctl on the head, as the operator runs it there
-  hx head cmaxctl --coordinator head:8470 --tls-ca /etc/cmax/tls/ca.pem --token-file /etc/cmax/token "$@"
+  cl_x head cmaxctl --coordinator head:8470 --tls-ca /etc/cmax/tls/ca.pem --token-file /etc/cmax/token "$@"
 }
 wait_agents() {  # wait_agents N SECONDS
   local want=$1 deadline=$((SECONDS + $2)) got=0
@@ -180,7 +175,7 @@ wait_agents() {  # wait_agents N SECONDS
     got=$(ctl agents --json 2>/dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-print(sum(1 for a in d.get("agents", []) if a.get("state", "").lower() in ("connected", "agent_connected", "idle", "busy")))' 2>/dev/null || echo 0)
+print(sum(1 for a in d.get("agents", []) if a.get("state", "") in ("connected", "busy")))' 2>/dev/null || echo 0)
     ((got >= want)) && return 0
     sleep 1
   done
@@ -189,9 +184,9 @@ print(sum(1 for a in d.get("agents", []) if a.get("state", "").lower() in ("conn
 }
 
 cl_log "systemctl enable --now"
-hx head systemctl enable --now cmax-coordinator >/dev/null 2>&1 || { hx head journalctl -u cmax-coordinator --no-pager | tail -20; cl_fail "head: systemctl enable --now cmax-coordinator"; }
+cl_x head systemctl enable --now cmax-coordinator >/dev/null 2>&1 || { cl_x head journalctl -u cmax-coordinator --no-pager | tail -20; cl_fail "head: systemctl enable --now cmax-coordinator"; }
 for n in node1 node2 node3; do
-  hx "$n" systemctl enable --now cmax-agent >/dev/null 2>&1 || cl_fail "$n: systemctl enable --now cmax-agent"
+  cl_x "$n" systemctl enable --now cmax-agent >/dev/null 2>&1 || cl_fail "$n: systemctl enable --now cmax-agent"
 done
 wait_agents 3 60
 
@@ -211,22 +206,22 @@ echo "  run $old_run on $old_version: exit $old_rc"
 
 # ---------------------------------------------------------------- the upgrade
 cl_log "upgrade head and node1 to $new_version"
-coord_pid_before=$(hx head systemctl show -P MainPID cmax-coordinator)
-agent_pid_before=$(hx node1 systemctl show -P MainPID cmax-agent)
+coord_pid_before=$(cl_x head systemctl show -P MainPID cmax-coordinator)
+agent_pid_before=$(cl_x node1 systemctl show -P MainPID cmax-agent)
 install_pkgs head "$CL_WORK/debs" cmax-bench cmax-coordinator
 install_pkgs node1 "$CL_WORK/debs" cmax-bench cmax-agent
-[[ $(hx head dpkg-query -W -f='${Version}' cmax-coordinator) == "$new_version" ]] || cl_fail "head still has the old cmax-coordinator"
-coord_pid_after=$(hx head systemctl show -P MainPID cmax-coordinator)
-agent_pid_after=$(hx node1 systemctl show -P MainPID cmax-agent)
+[[ $(cl_x head dpkg-query -W -f='${Version}' cmax-coordinator) == "$new_version" ]] || cl_fail "head still has the old cmax-coordinator"
+coord_pid_after=$(cl_x head systemctl show -P MainPID cmax-coordinator)
+agent_pid_after=$(cl_x node1 systemctl show -P MainPID cmax-agent)
 [[ $coord_pid_after != 0 && $coord_pid_after != "$coord_pid_before" ]] ||
   cl_fail "the upgrade did not restart cmax-coordinator (MainPID $coord_pid_before -> $coord_pid_after)"
 [[ $agent_pid_after != 0 && $agent_pid_after != "$agent_pid_before" ]] ||
   cl_fail "the upgrade did not restart cmax-agent on node1 (MainPID $agent_pid_before -> $agent_pid_after)"
 copy_out head /etc/cmax/token "$CL_WORK/token-after"
 cmp -s "$CL_WORK/token" "$CL_WORK/token-after" || cl_fail "the upgrade changed /etc/cmax/token"
-hx head grep -q "^# operator: head of the test cluster" /etc/cmax/coordinator.env || cl_fail "the upgrade lost the operator's edit of coordinator.env"
-hx head grep -q -- "--http-listen $headaddr:8480" /etc/cmax/coordinator.env || cl_fail "the upgrade reset coordinator.env"
-hx node1 grep -q "^# operator: node1 of the test cluster" /etc/cmax/agent.env || cl_fail "the upgrade lost the operator's edit of agent.env"
+cl_x head grep -q "^# operator: head of the test cluster" /etc/cmax/coordinator.env || cl_fail "the upgrade lost the operator's edit of coordinator.env"
+cl_x head grep -q -- "--http-listen $headaddr:8480" /etc/cmax/coordinator.env || cl_fail "the upgrade reset coordinator.env"
+cl_x node1 grep -q "^# operator: node1 of the test cluster" /etc/cmax/agent.env || cl_fail "the upgrade lost the operator's edit of agent.env"
 wait_agents 3 60
 ctl report "$old_run" --format json >"$out/old-run-after.json" || cl_fail "cmaxctl report $old_run after the upgrade"
 python3 - "$out/old-run-before.json" "$out/old-run-after.json" <<'EOF' || cl_fail "the old run's scorecard changed through the upgrade"
@@ -312,7 +307,7 @@ echo "  screenshot: $out/webview.png ($(stat -c %s "$out/webview.png") bytes)"
 # ---------------------------------------------------------------- hardening
 cl_log "systemd-analyze security on the booted hosts"
 for u in head:cmax-coordinator node2:cmax-agent; do
-  hx "${u%%:*}" systemd-analyze security --no-pager "${u##*:}.service" >"$out/security-${u##*:}.txt" 2>&1 || true
+  cl_x "${u%%:*}" systemd-analyze security --no-pager "${u##*:}.service" >"$out/security-${u##*:}.txt" 2>&1 || true
   score=$(sed -n 's/.*Overall exposure level for .*: \([0-9.]*\) \(.*\)/\1 \2/p' "$out/security-${u##*:}.txt" | tail -1)
   [[ -n $score ]] || { cat "$out/security-${u##*:}.txt"; cl_fail "systemd-analyze security ${u##*:} printed no exposure"; }
   echo "  ${u##*:}.service: exposure $score"
@@ -386,11 +381,11 @@ EOF
 cl_log "fault: systemctl kill -s SIGKILL cmax-agent on node1 mid-task"
 start_run sigkill
 wait_running node1 sigkill
-restarts_before=$(hx node1 systemctl show -P NRestarts cmax-agent)
-hx node1 systemctl kill -s SIGKILL cmax-agent
+restarts_before=$(cl_x node1 systemctl show -P NRestarts cmax-agent)
+cl_x node1 systemctl kill -s SIGKILL cmax-agent
 deadline=$((SECONDS + 30))
-until [[ $(hx node1 systemctl show -P NRestarts cmax-agent) -gt $restarts_before &&
-         $(hx node1 systemctl is-active cmax-agent) == active ]]; do
+until [[ $(cl_x node1 systemctl show -P NRestarts cmax-agent) -gt $restarts_before &&
+         $(cl_x node1 systemctl is-active cmax-agent) == active ]]; do
   ((SECONDS < deadline)) || cl_fail "systemd did not restart cmax-agent on node1 within 30 s"
   sleep 0.5
 done
@@ -409,7 +404,7 @@ cl_host_poweroff node2 --now
 sleep 5
 cl_host_boot node2
 deadline=$((SECONDS + 60))
-until hx node2 systemctl is-active -q cmax-agent; do
+until cl_x node2 systemctl is-active -q cmax-agent; do
   ((SECONDS < deadline)) || cl_fail "node2's agent did not come back by itself after the boot"
   sleep 0.5
 done
@@ -422,8 +417,8 @@ for n in node1 node3; do node_says poweroff "$n" 't.get("state") == "completed"'
 cl_log "fault: systemctl restart cmax-coordinator mid-run"
 start_run restart
 wait_running node3 restart
-hx head systemctl restart cmax-coordinator
-echo "  cmax-coordinator restarted (MainPID $(hx head systemctl show -P MainPID cmax-coordinator))"
+cl_x head systemctl restart cmax-coordinator
+echo "  cmax-coordinator restarted (MainPID $(cl_x head systemctl show -P MainPID cmax-coordinator))"
 wait_agents 3 60
 settle restart >/dev/null
 for n in node1 node2 node3; do node_says restart "$n" 't.get("state") == "completed"' || cl_fail "a task did not survive the coordinator's restart"; done
@@ -431,8 +426,8 @@ for n in node1 node2 node3; do node_says restart "$n" 't.get("state") == "comple
 cl_log "fault: the coordinator's disk full"
 stored_before=$(wc -l <"$out/export-full.jsonl")
 # Root fills what the cmax user may write, and the 5 % ext4 keeps for root.
-hx head sh -c 'fallocate -l $(( $(stat -f -c "%a * %S" /var/lib/cmax) )) /var/lib/cmax/filler 2>/dev/null || dd if=/dev/zero of=/var/lib/cmax/filler bs=1M status=none 2>/dev/null; sync' || true
-hx head df -h /var/lib/cmax | tail -1 | sed 's/^/  /'
+cl_x head sh -c 'fallocate -l $(( $(stat -f -c "%a * %S" /var/lib/cmax) )) /var/lib/cmax/filler 2>/dev/null || dd if=/dev/zero of=/var/lib/cmax/filler bs=1M status=none 2>/dev/null; sync' || true
+cl_x head df -h /var/lib/cmax | tail -1 | sed 's/^/  /'
 set +e
 timeout 120 ctl run --plan /root/fault.yaml >"$out/run-diskfull.txt" 2>&1
 full_disk_rc=$?
@@ -440,9 +435,9 @@ set -e
 echo "  cmaxctl run on a full disk: exit $full_disk_rc; $(grep -ci 'full\|space' "$out/run-diskfull.txt") line(s) say the disk is full"
 [[ $full_disk_rc -ne 0 ]] || cl_fail "cmaxctl run on a full disk exited 0"
 grep -qi "full\|no space" "$out/run-diskfull.txt" || { cat "$out/run-diskfull.txt"; cl_fail "cmaxctl did not say the coordinator's disk is full"; }
-hx head journalctl -u cmax-coordinator -p warning --no-pager -o cat >"$out/journal-diskfull.txt"
+cl_x head journalctl -u cmax-coordinator -p warning --no-pager -o cat >"$out/journal-diskfull.txt"
 grep -qi "full\|no space" "$out/journal-diskfull.txt" || { tail -20 "$out/journal-diskfull.txt"; cl_fail "the coordinator's journal does not say its disk is full (at warning or above)"; }
-hx head rm -f /var/lib/cmax/filler
+cl_x head rm -f /var/lib/cmax/filler
 # Everything acknowledged before is still there, and the coordinator works
 # again once there is room.
 ctl export "$full_run" >"$CL_WORK/export-full-after.jsonl"
@@ -468,12 +463,12 @@ echo "  with room again: the quick plan exits $after_rc; the full run still has 
 # ---------------------------------------------------------------- journals
 cl_log "journals"
 # A refused agent: one with a wrong token, run by hand on node3 for a moment.
-hx node3 sh -c 'echo wrong-token-0123456789abcdef >/root/bad-token; chmod 600 /root/bad-token'
-hx node3 timeout 5 cmax-agent --coordinator head:8470 --tls-ca /etc/cmax/tls/ca.pem \
+cl_x node3 sh -c 'echo wrong-token-0123456789abcdef >/root/bad-token; chmod 600 /root/bad-token'
+cl_x node3 timeout 5 cmax-agent --coordinator head:8470 --tls-ca /etc/cmax/tls/ca.pem \
   --token-file /root/bad-token --node-name intruder --work-dir /root/intruder >/dev/null 2>&1 || true
 sleep 1
-hx head journalctl -u cmax-coordinator -o json --no-pager >"$out/journal-coordinator.json"
-for n in node1 node2 node3; do hx "$n" journalctl -u cmax-agent -o json --no-pager >"$out/journal-agent-$n.json"; done
+cl_x head journalctl -u cmax-coordinator -o json --no-pager >"$out/journal-coordinator.json"
+for n in node1 node2 node3; do cl_x "$n" journalctl -u cmax-agent -o json --no-pager >"$out/journal-agent-$n.json"; done
 python3 "$here/check_journal.py" --token "$token" --key "$CL_WORK/tls/server.key" \
   --expect "coordinator:4:refused" \
   --expect "coordinator:3:full" \

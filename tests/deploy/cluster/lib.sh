@@ -6,6 +6,7 @@
 # Sourced, not run. The caller sets CL_WORK (a scratch folder this test owns)
 # and CL_PREFIX (1-6 of [a-z0-9]: names of namespaces, machines, cgroups),
 # then calls, in order:
+#   cl_deb_packages FIELD DEB...     what the packages' Depends (Recommends) name
 #   cl_rootfs BUILD_DIR PACKAGE...   the base tree (debootstrap, once per
 #                                    package set, kept in BUILD_DIR/deploy-rootfs)
 #   cl_fabric_up                     the bridge namespace
@@ -47,6 +48,16 @@ cl_cgroup_roots() {
 # cl_rootfs BUILD_DIR PACKAGE...: prints the path of a bookworm minbase tree
 # with systemd, dbus and the packages named, made by debootstrap from the
 # mirror apt already uses on this machine, once per set of packages.
+# cl_deb_packages FIELD DEB...: the package names a field of the .debs
+# (Depends, Recommends) asks for: the first of alternatives, no versions or
+# :any, none of cmax's own; one a line, sorted.
+cl_deb_packages() {
+  local field=$1 d; shift
+  for d in "$@"; do dpkg-deb -f "$d" "$field"; echo; done | tr ',' '\n' |
+    sed -e 's/|.*//' -e 's/(.*)//' -e 's/:any//' -e 's/[[:space:]]//g' |
+    { grep -v -e '^$' -e '^cmax-' || true; } | sort -u
+}
+
 # debootstrap takes real packages only: a virtual one a Depends names
 # (libspdlog1.10-fmt9) becomes the package that provides it.
 cl_real_package() {
