@@ -43,6 +43,9 @@ mkdir -p "$out"
 source "$here/lib.sh"
 started=$SECONDS
 
+# The test's own stdout, for the closing lines: a check that fails inside a
+# command whose output is redirected (settle ... >/dev/null) exits there.
+exec 3>&1
 finish() {
   local rc=$?
   set +e
@@ -59,10 +62,10 @@ finish() {
     echo "$leaks" >&2
     rc=1
   else
-    echo "cleanup: no namespace, link, mount, loop device, nspawn or cgroup left behind"
+    echo "cleanup: no namespace, link, mount, loop device, nspawn or cgroup left behind" >&3
   fi
   rm -rf "$CL_WORK"
-  echo "cluster_test: $((SECONDS - started)) s, exit $rc (output: $out)"
+  echo "cluster_test: $((SECONDS - started)) s, exit $rc (output: $out)" >&3
   exit $rc
 }
 trap finish EXIT
