@@ -117,6 +117,24 @@ void CoordinatorCore::Start() {
   });
 }
 
+void CoordinatorCore::BeginShutdown() {
+  shutting_down_.store(true);
+  Post([this] {
+    const std::string reason = "the coordinator is shutting down; its successor resumes the run";
+    Log()->info("shutting down: no agent or task is declared lost from here on; {} agent "
+                "stream(s) closed so they reconnect to the next coordinator, unfinished runs "
+                "resume there",
+                sessions_.size());
+    for (auto& [raw, session] : sessions_) session->Close(reason);
+    for (auto& [run_id, list] : watchers_) {
+      for (auto& w : list) {
+        if (!w->closed()) w->OnShutdown(reason);
+      }
+    }
+    watchers_.clear();
+  });
+}
+
 void CoordinatorCore::Stop() {
   {
     absl::MutexLock lock(&mu_);

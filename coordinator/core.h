@@ -16,6 +16,7 @@
 #ifndef CMAX_COORDINATOR_CORE_H_
 #define CMAX_COORDINATOR_CORE_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -71,6 +72,9 @@ class RunWatcher {
   virtual ~RunWatcher() = default;
   virtual void OnEvent(const v1::RunEvent& event) = 0;
   virtual void OnEnd() = 0;
+  // The coordinator is shutting down with the run unfinished: the stream
+  // ends with UNAVAILABLE and `reason` (cmaxctl says to watch again).
+  virtual void OnShutdown(const std::string& reason) = 0;
   virtual bool closed() const = 0;
 };
 
@@ -81,6 +85,13 @@ class CoordinatorCore {
   ~CoordinatorCore();
 
   void Start();
+  // The first step of a graceful stop (SIGTERM, `systemctl restart`), before
+  // the gRPC server drains: from here on nothing is declared lost, expired
+  // or assigned (the agents keep their tasks and give them to the next
+  // process, which resumes the runs), agent streams are closed so the
+  // agents start dialling the successor, and watchers are told the run goes
+  // on. Records and statuses still arriving are stored as usual.
+  void BeginShutdown();
   void Stop();
   // Runs `fn` on the core thread. Thread-safe.
   void Post(std::function<void()> fn);
@@ -266,6 +277,7 @@ class CoordinatorCore {
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> shutting_down_{false};  // BeginShutdown; read by Tick
   std::thread thread_;
 
   // Runs whose scorecard is being built (core thread).

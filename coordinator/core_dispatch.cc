@@ -96,7 +96,10 @@ void CoordinatorCore::Tick() {
   // least --heartbeat-timeout (15 s by default), so a silent agent is lost
   // within a second of it; five sweeps a second over 50,000 agents were
   // ~4 % of a core idle (docs/scale.md).
-  if (mono - last_sweep_ns_ >= 200000000) {
+  // Shutting down (BeginShutdown): the agents are about to be cut off by
+  // this process, not lost, and their tasks go on; no sweep, no scheduling.
+  const bool shutting_down = shutting_down_.load();
+  if (!shutting_down && mono - last_sweep_ns_ >= 200000000) {
     last_sweep_ns_ = mono;
     if (mono - last_silence_sweep_ns_ >= 1000000000) {
       last_silence_sweep_ns_ = mono;
@@ -134,7 +137,8 @@ void CoordinatorCore::Tick() {
   // expiry), and at least once a second. It looks at the pending tasks of
   // the nodes that changed (Scheduler::Schedule), with a pass over every
   // task at most every 10 s as a backstop.
-  if (schedule_pending_ || !changes.tasks.empty() || mono - last_schedule_ns_ >= 1000000000) {
+  if (!shutting_down &&
+      (schedule_pending_ || !changes.tasks.empty() || mono - last_schedule_ns_ >= 1000000000)) {
     schedule_pending_ = false;
     last_schedule_ns_ = mono;
     scheduler_.Schedule(registry_, now, &changes);
@@ -349,7 +353,7 @@ void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
   scheduler_.OnStatus(node, status, now, &changes);
   if (TaskRow* t = scheduler_.FindTask(status.task_id());
       t && IsTerminal(status.state()) && IsTerminal(t->info.state())) {
-    if (auto n = store_->CountRecords(t->info.task_id()); n.ok()) t->info.set_records(*n);
+    if (auto n = store_->CountRecords(t->info.task_id(), t->info.attempt()); n.ok()) t->info.set_records(*n);
     changes.tasks.insert(t->info.task_id());
   }
   if (batching_) {

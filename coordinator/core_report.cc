@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <map>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/atomic_file.h"
 #include "common/logging.h"
@@ -110,8 +112,17 @@ CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
     data.record_set = set;
     // The stored bytes go into the set as they are (AddWire): no parse of
     // the whole ExportedRecord and no serializing it again.
+    // Each task's record count is what the store holds for its judged
+    // (latest) attempt, late records included: a task that ended without a
+    // final status of its own (lost, expired, cancelled, or ended across a
+    // coordinator restart) still shows the records it left.
+    absl::flat_hash_map<std::string, std::map<int, int64_t>> stored;
     auto scan = store->ScanRecordRows(run_id, [&](const StoredRecordView& r) {
       set->AddWire(r.task_id, r.attempt, r.seq, r.node, r.suite, r.record, r.late, r.rank);
+      const absl::string_view task(r.task_id.data(), r.task_id.size());
+      auto it = stored.find(task);
+      if (it == stored.end()) it = stored.try_emplace(std::string(task)).first;
+      ++it->second[r.attempt];
       // Checked now and then: a stop must not wait for a long scan.
       if ((++scanned & 0xffff) == 0 && stopping()) {
         built.aborted = true;
@@ -121,6 +132,15 @@ CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
     });
     if (!scan.ok()) Log()->error("run {}: reading records: {}", run_id, scan.ToString());
     if (built.aborted) return built;
+    if (scan.ok()) {
+      for (auto& t : data.tasks) {
+        int64_t n = 0;
+        if (auto it = stored.find(t.task_id()); it != stored.end()) {
+          if (auto a = it->second.find(t.attempt()); a != it->second.end()) n = a->second;
+        }
+        t.set_records(n);
+      }
+    }
   }
   built.card = reports::BuildScorecard(std::move(data));
   built.dir = absl::StrCat(options_.data_dir, "/reports/", run_id);

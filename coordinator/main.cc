@@ -264,6 +264,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   log->info("signal {}: shutting down", sig);
+  (*core)->BeginShutdown();
   if (web) web->Stop();
   if (metrics) metrics->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));

@@ -167,6 +167,9 @@ class Watcher final : public RunWatcher {
   explicit Watcher(WatchReactor* reactor) : reactor_(reactor) {}
   void OnEvent(const v1::RunEvent& event) override;
   void OnEnd() override;
+  void OnShutdown(const std::string& reason) override {
+    Fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, reason));
+  }
   bool closed() const override {
     absl::MutexLock lock(&mu_);
     return reactor_ == nullptr || finished_;
@@ -201,6 +204,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
     });
   }
   void OnWriteDone(bool ok) override { watcher_->WriteDone(ok); }
+  // The client went away or the server is shutting down: the call must
+  // still be finished, or OnDone never comes and Server::Shutdown waits for
+  // the run to end (a `systemctl restart` that took until then).
+  void OnCancel() override { watcher_->Fail(grpc::Status::CANCELLED); }
   void OnDone() override {
     watcher_->Detach();
     delete this;

@@ -545,9 +545,10 @@ absl::Status Store::ScanRecordRows(const std::string& run_id,
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> Store::CountRecords(const std::string& task_id) {
-  Stmt s(db_, "SELECT COUNT(*) FROM records WHERE task_id = ?");
+absl::StatusOr<int64_t> Store::CountRecords(const std::string& task_id, int attempt) {
+  Stmt s(db_, "SELECT COUNT(*) FROM records WHERE task_id = ? AND attempt = ?");
   s.Text(1, task_id);
+  s.Int(2, attempt);
   int rc = sqlite3_step(s.get());
   if (rc != SQLITE_ROW) return Error("count records", rc);
   return s.ColInt(0);

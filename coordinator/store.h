@@ -119,7 +119,8 @@ class Store {
   // bytes as stored (for the scorecard, which keeps them as bytes).
   absl::Status ScanRecordRows(const std::string& run_id,
                               const std::function<bool(const StoredRecordView&)>& fn);
-  absl::StatusOr<int64_t> CountRecords(const std::string& task_id);
+  // The records stored for one attempt of a task.
+  absl::StatusOr<int64_t> CountRecords(const std::string& task_id, int attempt);
 
   // Group commit: from BeginRound to CommitRound every write above is part
   // of one transaction (the methods' own transactions become savepoints

@@ -129,5 +129,10 @@ if [[ $rc -eq 4 ]]; then
   echo "==> not rated: too little was measured for a tier (see 'Missing for a tier' above);" \
        "benchmarks/plans/full.yaml on GPU nodes evaluates every category"
   rc=0
+elif [[ $rc -eq 5 ]]; then
+  # 5: nothing was measured (every task could not run): the quickstart failed
+  # at what it is for, and says so rather than pointing at an empty card.
+  echo "==> NOTHING WAS MEASURED: every task of the quick plan could not run;" \
+       "the lines above say why (a missing suite binary or tool), and so do $work/agent-*.log" >&2
 fi
 exit "$rc"

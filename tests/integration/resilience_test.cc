@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cmax/v1/scorecard.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/export_records.h"
@@ -230,6 +231,52 @@ TEST_CASE("coordinator killed twice mid-run: every record stored exactly once",
   CHECK(c.Ctl({"report", run_id, "--format", "md"}).exit.code == 0);
 }
 
+TEST_CASE("coordinator restarted gracefully mid-run (systemctl restart): tasks finish, counted",
+          "[integration][resilience]") {
+  // SIGTERM, as `systemctl restart cmax-coordinator` sends it, with the
+  // heartbeat timeout the packaged unit runs with (15 s): the agents keep
+  // their tasks running, come back to the new process and end them there.
+  // An operator follows the run (`cmaxctl run` without --no-wait): a watch
+  // stream is open when the signal comes, and must not hold the old process
+  // up until the run has ended there, its agents declared lost.
+  Cluster c("rs5", {.agents = 3, .heartbeat_timeout_s = 15});
+  REQUIRE(c.Start().ok());
+  std::string plan = RecordsPlan(c, "graceful", 2001, 100);
+  std::string run_id = Submit(c, plan);
+  WaitUntilBusy(c, 3);
+  int watch_exit = -1;
+  std::thread watch([&] { watch_exit = c.Ctl({"watch", run_id}, 90s).exit.code; });
+  std::this_thread::sleep_for(2s);
+  c.StopCoordinator(SIGTERM);
+  watch.join();
+  CHECK(watch_exit == 3);  // the run did not finish there: watch again
+  REQUIRE(c.StartCoordinator().ok());
+  RunEnd end = WaitForRun(c, run_id, 120s);
+  INFO(end.output);
+  REQUIRE(end.exit_code == kExitNotRated);
+  auto records = Export(c, run_id);
+  auto seqs = SeqsOf(records);
+  REQUIRE(seqs.size() == 3);
+  for (const auto& [key, s] : seqs) {
+    INFO(std::get<0>(key));
+    CHECK(std::get<1>(key) == 1);
+    CHECK(Contiguous(s));
+    CHECK(s.size() == 2002u);
+  }
+  // The scorecard counts what the store holds, task by task.
+  const cmax::v1::Scorecard card = cmax::testing::ReportCard(c, run_id);
+  int tasks = 0;
+  for (const auto& n : card.nodes()) {
+    for (const auto& t : n.tasks()) {
+      INFO(n.node() << " " << t.task_id() << " " << t.state() << ": " << t.message());
+      CHECK(t.state() == "completed");
+      CHECK(t.records() == 2002);
+      ++tasks;
+    }
+  }
+  CHECK(tasks == 3);
+}
+
 TEST_CASE("agent killed and restarted mid-task: failed or retried as the plan says",
           "[integration][resilience]") {
   const int retries = GENERATE(0, 1);
@@ -357,6 +404,16 @@ suites:
   INFO("late " << late << ", last on time " << last_on_time << ", first late " << first_late);
   CHECK(late > 0);
   CHECK(first_late > last_on_time);
+  // The lost task's summary counts the records it left before it was lost
+  // (the scorecard was written before the late ones came).
+  const cmax::v1::Scorecard card = cmax::testing::ReportCard(c, run_id);
+  int64_t counted = -1;
+  for (const auto& n : card.nodes()) {
+    for (const auto& t : n.tasks()) {
+      if (t.task_id() == task) counted = t.records();
+    }
+  }
+  CHECK(counted == last_on_time + 1);
   // node-0 was not disturbed.
   CHECK(seqs[{run_id + ".1.node-0", 1, 0}].size() == 51);
 }
