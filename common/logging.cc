@@ -53,20 +53,20 @@ class OneLineMessageFlag : public spdlog::custom_flag_formatter {
   }
 };
 
-bool StderrIsJournal() {
+}  // namespace
+
+bool IsJournalStream(int fd) {
   // JOURNAL_STREAM is "DEVICE:INODE" of the stream systemd connected to the
-  // journal; it only counts while stderr is still that stream.
+  // journal; it only counts while `fd` is still that stream.
   const char* env = getenv("JOURNAL_STREAM");
   if (env == nullptr) return false;
   unsigned long long dev = 0, ino = 0;
   if (sscanf(env, "%llu:%llu", &dev, &ino) != 2) return false;
   struct stat st;
-  if (fstat(STDERR_FILENO, &st) != 0) return false;
+  if (fstat(fd, &st) != 0) return false;
   return static_cast<unsigned long long>(st.st_dev) == dev &&
          static_cast<unsigned long long>(st.st_ino) == ino;
 }
-
-}  // namespace
 
 std::shared_ptr<spdlog::logger> GetLogger(const std::string& component) {
   static std::mutex mu;
@@ -77,7 +77,7 @@ std::shared_ptr<spdlog::logger> GetLogger(const std::string& component) {
   formatter->add_flag<PriorityFlag>('*').add_flag<OneLineMessageFlag>('&');
   // Under journald the journal keeps the time and the priority; elsewhere
   // (a terminal, a test's log file) the line says both itself.
-  static const bool journal = StderrIsJournal();
+  static const bool journal = IsJournalStream(STDERR_FILENO);
   formatter->set_pattern(journal ? "%*[%n] %&" : "%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %&");
   logger->set_formatter(std::move(formatter));
   logger->set_level(spdlog::get_level());

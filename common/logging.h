@@ -20,6 +20,11 @@ std::shared_ptr<spdlog::logger> GetLogger(const std::string& component);
 // Sets the level of every logger: "debug", "info", "warn", "error".
 void SetLogLevel(const std::string& level);
 
+// Whether `fd` is the stream systemd connected to the journal
+// (JOURNAL_STREAM): a unit's stdout and stderr. Lines for scripts (the
+// coordinator's "listening on") are not written there: the log has them.
+bool IsJournalStream(int fd);
+
 }  // namespace cmax
 
 #endif  // CMAX_COMMON_LOGGING_H_

@@ -204,10 +204,12 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
   if (statvfs(options_.data_dir.c_str(), &vfs) == 0) {
     int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
     if (free_bytes < options_.min_free_bytes) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "the coordinator's data directory %s has %d MiB free (needs %d MiB): new runs are "
-          "refused until space is freed",
-          options_.data_dir, free_bytes >> 20, options_.min_free_bytes >> 20));
+      std::string why = absl::StrFormat(
+          "the coordinator's disk is full: its data directory %s has %d MiB free (needs %d "
+          "MiB); new runs are refused until space is freed",
+          options_.data_dir, free_bytes >> 20, options_.min_free_bytes >> 20);
+      Log()->warn("run of plan '{}' refused: {}", request.plan().name(), why);
+      return absl::ResourceExhaustedError(why);
     }
   }
   Changes changes;

@@ -278,6 +278,10 @@ class CoordinatorCore {
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> shutting_down_{false};  // BeginShutdown; read by Tick
+  // Rounds whose commit failed since the last error logged (EndRound), and
+  // when that was (0: the store is writing).
+  int64_t failed_rounds_ = 0;
+  int64_t failed_rounds_logged_ns_ = 0;
   std::thread thread_;
 
   // Runs whose scorecard is being built (core thread).

@@ -393,10 +393,25 @@ void CoordinatorCore::SendAck(const std::shared_ptr<AgentSession>& keep, AgentSe
 
 void CoordinatorCore::EndRound() {
   absl::Status committed = store_->CommitRound();
+  const int64_t mono = MonotonicNs();
   if (!committed.ok()) {
-    Log()->error("store: committing this round failed: {}; its acknowledgements are withheld "
-                 "and those agents' streams closed so they resend",
-                 committed.ToString());
+    // A full disk fails every round (several a second): said once, then at
+    // most every 10 s with how many failed since.
+    ++failed_rounds_;
+    if (failed_rounds_logged_ns_ == 0 || mono - failed_rounds_logged_ns_ >= 10'000'000'000) {
+      Log()->error("store: committing this round failed: {}; its acknowledgements are withheld "
+                   "and those agents' streams closed so they resend{}",
+                   std::string(committed.message()),
+                   failed_rounds_ > 1 ? absl::StrCat(" (", failed_rounds_ - 1,
+                                                     " more rounds failed since the last message)")
+                                      : "");
+      failed_rounds_logged_ns_ = mono;
+      failed_rounds_ = 0;
+    }
+  } else if (failed_rounds_logged_ns_ != 0 && store_->last_round_committed_writes()) {
+    Log()->info("store: writes succeed again; the agents resend what was not acknowledged");
+    failed_rounds_logged_ns_ = 0;
+    failed_rounds_ = 0;
   }
   std::vector<Deferred> out;
   out.swap(deferred_);

@@ -1,6 +1,7 @@
 // cmax-coordinator: schedules evaluation suites onto agents, stores their
 // results and writes scorecards. See README.md and deploy/systemd/.
 #include <signal.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -71,7 +72,13 @@ ABSL_FLAG(std::string, test_store_fault_file, "",
 namespace {
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "cmax-coordinator: %s\n", message.c_str());
+  // Under systemd, an error in the journal's format (priority 3), as the
+  // daemon's other lines are; on a terminal, the program's name first.
+  if (cmax::IsJournalStream(STDERR_FILENO)) {
+    cmax::GetLogger("coordinator")->error("cannot start: {}", message);
+  } else {
+    std::fprintf(stderr, "cmax-coordinator: %s\n", message.c_str());
+  }
   return 2;
 }
 
@@ -210,6 +217,10 @@ int main(int argc, char** argv) {
   log->info("cmax-coordinator {} listening on {} (data {}, tls {}, token {}, heartbeat {} s)",
             cmax::kCmaxVersion, shown, data_dir, tls ? "on" : "off",
             token.empty() ? "off" : "on", absl::GetFlag(FLAGS_heartbeat_timeout));
+  // Scripts and tests read the ports from the "listening on", "web on" and
+  // "metrics on" lines on stdout; under systemd stdout is the journal, which
+  // has the same in the log lines already.
+  const bool to_journal = cmax::IsJournalStream(STDOUT_FILENO);
   std::unique_ptr<cmax::MetricsHttpServer> metrics;
   if (const std::string m = absl::GetFlag(FLAGS_metrics_listen); !m.empty()) {
     cmax::MetricsHttpOptions mo;
@@ -229,7 +240,7 @@ int main(int argc, char** argv) {
     metrics = std::move(*started);
     log->info("metrics on {}://{}:{}/metrics", metrics->tls() ? "https" : "http",
               metrics->host(), metrics->port());
-    std::printf("metrics on %s:%d\n", metrics->host().c_str(), metrics->port());
+    if (!to_journal) std::printf("metrics on %s:%d\n", metrics->host().c_str(), metrics->port());
   }
   std::unique_ptr<cmax::coordinator::web::WebServer> web;
   if (const std::string h = absl::GetFlag(FLAGS_http_listen); !h.empty()) {
@@ -255,10 +266,9 @@ int main(int argc, char** argv) {
     }
     web = std::move(*started);
     log->info("web view on {}://{}:{}/", web->tls() ? "https" : "http", web->host(), web->port());
-    std::printf("web on %s:%d\n", web->host().c_str(), web->port());
+    if (!to_journal) std::printf("web on %s:%d\n", web->host().c_str(), web->port());
   }
-  // Scripts and tests read the port from this line on stdout.
-  std::printf("listening on %s\n", shown.c_str());
+  if (!to_journal) std::printf("listening on %s\n", shown.c_str());
   std::fflush(stdout);
 
   int sig = 0;

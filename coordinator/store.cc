@@ -136,8 +136,9 @@ void Store::CheckpointLoop() {
       // try comes in kCheckpointEveryMs. Anything else: the WAL grows until
       // it works again (nothing is lost: the WAL holds every commit).
       warned_ns = MonotonicNs();
-      GetLogger("coordinator")->warn("store: WAL checkpoint failed: {} ({}); will retry",
-                                     sqlite3_errmsg(checkpoint_db_), sqlite3_errstr(rc));
+      const std::string detail = sqlite3_errmsg(checkpoint_db_), code = sqlite3_errstr(rc);
+      GetLogger("coordinator")->warn("store: WAL checkpoint failed: {}{}; will retry", detail,
+                                     code == detail ? "" : absl::StrCat(" (", code, ")"));
     }
   }
 }
@@ -176,7 +177,12 @@ Store::~Store() {
 }
 
 absl::Status Store::Error(const std::string& what, int rc) {
-  std::string msg = absl::StrCat(what, ": ", sqlite3_errmsg(db_), " (", sqlite3_errstr(rc), ")");
+  // "what: <the connection's message>", and the code's text where it adds
+  // something ("database or disk is full" is often both).
+  const std::string detail = sqlite3_errmsg(db_);
+  const std::string code = sqlite3_errstr(rc);
+  std::string msg = absl::StrCat(what, ": ", detail);
+  if (code != detail) absl::StrAppend(&msg, " (", code, ")");
   if (rc == SQLITE_FULL || (rc & 0xff) == SQLITE_FULL ||
       (rc & 0xff) == SQLITE_IOERR) {
     return absl::ResourceExhaustedError(
@@ -191,7 +197,11 @@ absl::Status Store::Exec(const std::string& sql) {
   if (rc != SQLITE_OK) {
     std::string msg = err ? err : "";
     sqlite3_free(err);
-    return Error(absl::StrCat("sql '", sql.substr(0, 60), "': ", msg), rc);
+    // The statement's message is the connection's (Error adds that) unless
+    // it says more.
+    std::string what = absl::StrCat("sql '", sql.substr(0, 60), "'");
+    if (!msg.empty() && msg != sqlite3_errmsg(db_)) absl::StrAppend(&what, ": ", msg);
+    return Error(what, rc);
   }
   return absl::OkStatus();
 }
@@ -220,6 +230,7 @@ absl::Status Store::EnsureRoundTxn() {
 absl::Status Store::CommitRound() {
   if (!in_round_) return absl::OkStatus();
   in_round_ = false;
+  last_round_committed_writes_ = false;
   if (!round_txn_ && !round_failed_) return absl::OkStatus();  // nothing written
   round_txn_ = false;
   // SQLite rolls a whole transaction back on some errors (SQLITE_FULL,
@@ -234,6 +245,7 @@ absl::Status Store::CommitRound() {
     (void)Exec("ROLLBACK");
     return s;
   }
+  last_round_committed_writes_ = true;
   return absl::OkStatus();
 }
 

@@ -131,6 +131,8 @@ class Store {
   absl::Status BeginRound();
   absl::Status CommitRound();
   bool in_round() const { return in_round_; }
+  // Whether the last CommitRound committed writes (not an empty round).
+  bool last_round_committed_writes() const { return last_round_committed_writes_; }
 
   // WAL checkpoints (copying committed pages from the -wal file into the
   // database) run on a thread of the store's own, through a second
@@ -165,6 +167,7 @@ class Store {
   bool in_round_ = false;
   bool round_txn_ = false;
   bool round_failed_ = false;
+  bool last_round_committed_writes_ = false;
   absl::Status Fault(const std::string& op) const {
     return fault_hook_ ? fault_hook_(op) : absl::OkStatus();
   }

@@ -444,6 +444,7 @@ TEST_CASE("a full coordinator disk refuses runs, damages nothing, and recovers",
   CHECK(refused.exit.code == 2);
   CHECK(absl::StrContains(refused.err, c.data_dir()));
   CHECK(absl::StrContains(refused.err, "MiB free"));
+  CHECK(absl::StrContains(refused.err, "disk is full"));
   std::this_thread::sleep_for(3s);  // the suite finishes while the disk is full
   CHECK(IntegrityCheck(db) == "ok");
 

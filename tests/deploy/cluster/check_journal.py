@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The daemons' journals read the way an operator reads them.
 
-  check_journal.py --token T --key KEY.pem [--expect FILE:PRIO:REGEX ...] JOURNAL.json...
+  check_journal.py --token T --key KEY.pem [--expect FILE:PRIO:REGEX ...]
+                   [--earlier-version INVOCATION_ID ...] JOURNAL.json...
 
 Each JOURNAL.json is `journalctl -u UNIT -o json` (one entry a line). Checks:
   - no entry holds the token or a line of the private key;
@@ -11,6 +12,9 @@ Each JOURNAL.json is `journalctl -u UNIT -o json` (one entry a line). Checks:
   - each --expect FILE:PRIO:REGEX: an entry of the journal whose file name
     contains FILE, at exactly priority PRIO (3 error, 4 warning, 6 info),
     whose message matches REGEX (case-insensitive).
+Entries of a unit invocation named by --earlier-version (the daemons of the
+packages the upgrade replaced, _SYSTEMD_INVOCATION_ID) are checked for the
+token and the key only: their format is that version's, not this one's.
 Prints what it found; exit 1 with each failure.
 """
 import argparse
@@ -34,6 +38,7 @@ def main():
     ap.add_argument("--token", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--expect", action="append", default=[])
+    ap.add_argument("--earlier-version", action="append", default=[])
     ap.add_argument("journals", nargs="+")
     a = ap.parse_args()
     key_lines = [l.strip() for l in open(a.key) if l.strip() and not l.startswith("-----")]
@@ -47,6 +52,7 @@ def main():
                     es.append(json.loads(line))
         entries[path] = es
         daemon_lines = 0
+        earlier = 0
         by_prio = {}
         for e in es:
             m = message(e)
@@ -54,6 +60,9 @@ def main():
                 failures.append(f"{path}: an entry holds the token: {m[:80]}...")
             if any(k in m for k in key_lines):
                 failures.append(f"{path}: an entry holds a line of the private key")
+            if e.get("_SYSTEMD_INVOCATION_ID") in a.earlier_version:
+                earlier += 1
+                continue
             if e.get("SYSLOG_IDENTIFIER") in DAEMONS or e.get("_COMM") in DAEMONS:
                 daemon_lines += 1
                 p = int(e.get("PRIORITY", 6))
@@ -61,7 +70,8 @@ def main():
                 if not EVENT.match(m):
                     failures.append(f"{path}: not one '[component] message' event: {m[:160]!r}")
         print(f"{path}: {len(es)} entries, {daemon_lines} from the daemon, by priority "
-              + ", ".join(f"{p}: {n}" for p, n in sorted(by_prio.items())))
+              + ", ".join(f"{p}: {n}" for p, n in sorted(by_prio.items()))
+              + (f"; {earlier} from the version the upgrade replaced" if earlier else ""))
         if daemon_lines == 0:
             failures.append(f"{path}: the daemon wrote nothing to its journal")
     for x in a.expect:
