@@ -18,6 +18,20 @@ namespace {
 
 std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
 
+constexpr size_t kMaxStatusMessageBytes = 2048;
+constexpr size_t kMaxStderrTailBytes = 8192;
+
+// Cuts `s` to at most `max` bytes on a UTF-8 character boundary (a string
+// field must stay valid UTF-8), marking the cut.
+void ClipUtf8(std::string* s, size_t max) {
+  if (s->size() <= max) return;
+  constexpr std::string_view kMark = " [clipped]";
+  size_t n = max - kMark.size();
+  while (n > 0 && (static_cast<unsigned char>((*s)[n]) & 0xc0) == 0x80) --n;
+  s->resize(n);
+  s->append(kMark);
+}
+
 }  // namespace
 
 void CoordinatorCore::Loop() {
@@ -347,7 +361,12 @@ void CoordinatorCore::FlushAgents() {
 }
 
 void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
-                               const v1::TaskStatus& status) {
+                               const v1::TaskStatus& sent) {
+  // What an agent says is stored, shown and printed: its message and stderr
+  // tail are clipped at ingest (the agent sends at most 4 KiB of stderr).
+  v1::TaskStatus status = sent;
+  ClipUtf8(status.mutable_message(), kMaxStatusMessageBytes);
+  ClipUtf8(status.mutable_stderr_tail(), kMaxStderrTailBytes);
   Changes changes;
   const int64_t now = NowUnixNs();
   scheduler_.OnStatus(node, status, now, &changes);

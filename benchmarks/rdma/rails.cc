@@ -1,5 +1,7 @@
 #include "benchmarks/rdma/rails.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -220,6 +222,36 @@ std::vector<std::string> PerftestArgv(const std::string& program, PerftestTest t
   }
   if (!server_address.empty()) argv.push_back(server_address);
   return argv;
+}
+
+absl::StatusOr<ServerReady> ParseServerReady(const std::string& value) {
+  std::vector<std::string> f = absl::StrSplit(value, absl::MaxSplits(' ', 2));
+  if (f.empty() || f[0] != "ready" || f.size() < 2) {
+    return absl::InvalidArgumentError("not a \"ready PORT ADDRESSES\" answer");
+  }
+  ServerReady r;
+  if (!absl::SimpleAtoi(f[1], &r.tcp_port) || r.tcp_port < 1 || r.tcp_port > 65535 ||
+      f[1].find_first_not_of("0123456789") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the peer's TCP port '", f[1].substr(0, 32), "' is not a port number"));
+  }
+  if (f.size() == 3) {
+    for (absl::string_view a : absl::StrSplit(f[2], ',', absl::SkipEmpty())) {
+      const std::string addr(a);
+      unsigned char buf[16];
+      if (addr.size() > 45 || (inet_pton(AF_INET, addr.c_str(), buf) != 1 &&
+                               inet_pton(AF_INET6, addr.c_str(), buf) != 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the peer published '", addr.substr(0, 64),
+            "' as its address, which is not a numeric IPv4 or IPv6 address: refused"));
+      }
+      r.addresses.push_back(addr);
+    }
+  }
+  if (r.addresses.empty()) {
+    return absl::InvalidArgumentError("the peer published no address to connect to");
+  }
+  return r;
 }
 
 }  // namespace cmax::bench::rdma

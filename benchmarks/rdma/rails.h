@@ -83,6 +83,17 @@ std::vector<std::string> PerftestArgv(const std::string& program, PerftestTest t
                                       const Rail& rail, const PerftestOptions& options,
                                       const std::string& server_address);
 
+// The server rank's "ready PORT ADDR,ADDR..." rendezvous value, from the
+// peer node. Each element becomes an argument of the root-run perftest
+// client, so only a TCP port 1-65535 and numeric IPv4 or IPv6 addresses are
+// accepted (a peer publishing "--out_json_file=/x" is refused, never passed
+// on), and at least one address.
+struct ServerReady {
+  int tcp_port = 0;
+  std::vector<std::string> addresses;
+};
+absl::StatusOr<ServerReady> ParseServerReady(const std::string& value);
+
 }  // namespace cmax::bench::rdma
 
 #endif  // CMAX_BENCHMARKS_RDMA_RAILS_H_

@@ -501,20 +501,27 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
                     absl::StrCat("check ", peer_node_, "'s agent and task log"));
         return code;
       }
-      std::vector<std::string> f = absl::StrSplit(*srv, absl::MaxSplits(' ', 2));
-      int tcp_port = 0;
-      if (f.size() != 3 || f[0] != "ready" || !absl::SimpleAtoi(f[1], &tcp_port)) {
+      if (absl::StartsWith(*srv, "fail ")) {
         out_.NotMeasured(
             "rdma.server_failed", kCategory, absl::StrCat("link:", link),
             absl::StrCat("not measured: ", what, " (the server side did not start)"),
-            absl::StrCat(peer_node_, ": ", f.size() > 1 ? *srv : "malformed answer"),
+            absl::StrCat(peer_node_, ": ", OneLine(*srv).substr(0, 512)),
             absl::StrCat("see ", peer_node_, "'s rdma.server_failed record"));
         continue;
       }
-      std::vector<std::string> addrs = absl::StrSplit(f[2], ',', absl::SkipEmpty());
+      // The peer's value becomes perftest arguments: numbers only.
+      absl::StatusOr<rdma::ServerReady> ready = rdma::ParseServerReady(*srv);
+      if (!ready.ok()) {
+        out_.NotMeasured(
+            "rdma.server_failed", kCategory, absl::StrCat("link:", link),
+            absl::StrCat("not measured: ", what, " (the peer's answer was refused)"),
+            absl::StrCat(peer_node_, ": ", ready.status().message()),
+            absl::StrCat("check ", peer_node_, "'s agent and cmax version"));
+        continue;
+      }
       rdma::PerftestOptions o = s_.perftest;
-      o.tcp_port = tcp_port;
-      if (addrs.empty()) addrs.push_back("127.0.0.1");
+      o.tcp_port = ready->tcp_port;
+      const std::vector<std::string>& addrs = ready->addresses;
       // The server's addresses in the order it published them (its agent's
       // advertised address first); the next one only when perftest could
       // not connect to this one ("Couldn't connect to <host>:<port>",

@@ -65,7 +65,8 @@ absl::StatusOr<v1::Scorecard> FetchScorecard(Client& client, const std::string& 
 
 int Write(const std::string& path, const std::string& content) {
   if (path.empty() || path == "-") {
-    std::fwrite(content.data(), 1, content.size(), stdout);
+    const std::string shown = ForTerminal(content);  // agents' text: controls made visible
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
     return kExitOk;
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -124,8 +124,9 @@ int CmdAgents(Client& client, const std::vector<std::string>& args) {
     const std::string addresses = absl::StrJoin(a.addresses(), ",");
     std::printf("%-20s %-12s %-12s %10.3f %8.3f %5d  %-24s %s\n", a.node_name().c_str(),
                 a.state().c_str(), Ago(a.last_heartbeat_unix_ns()).c_str(), a.clock_offset_ms(),
-                a.rtt_ms(), a.inventory().gpu_count(), addresses.empty() ? "-" : addresses.c_str(),
-                detail.c_str());
+                a.rtt_ms(), a.inventory().gpu_count(),
+                addresses.empty() ? "-" : cmax::ctl::ForTerminal(addresses).c_str(),
+                cmax::ctl::ForTerminal(detail).c_str());
   }
   if (resp.agents().empty()) std::printf("(no agents have connected)\n");
   return kOk;
@@ -172,7 +173,7 @@ int Follow(Client& client, const std::string& run_id, bool json) {
     const int code = RunExitCode(have_final ? final.run() : last, CountTasks(tasks),
                                  st.ok());
     if (code == kExitNothingMeasured) {
-      std::fprintf(stderr, "%s\n", NothingMeasuredLine(tasks).c_str());
+      std::fprintf(stderr, "%s\n", cmax::ctl::ForTerminal(NothingMeasuredLine(tasks)).c_str());
     }
     return code;
   }
@@ -269,7 +270,10 @@ int CmdCancel(Client& client, const std::vector<std::string>& args) {
 
 int WriteOut(const std::string& path, const std::string& content) {
   if (path.empty() || path == "-") {
-    std::fwrite(content.data(), 1, content.size(), stdout);
+    // A scorecard holds agents' text (titles, stderr tails): on stdout,
+    // controls are made visible (JSON has none raw); a file keeps it as is.
+    const std::string shown = cmax::ctl::ForTerminal(content);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
     return kOk;
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -138,7 +138,7 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
           absl::FPrintF(out_, "\x1b[%dA\x1b[J", drawn_lines_);
           drawn_lines_ = 0;
         }
-        absl::FPrintF(out_, "%s\n", line);
+        absl::FPrintF(out_, "%s\n", ForTerminal(line));
       }
     }
   }
@@ -149,7 +149,8 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
     }
     absl::FPrintF(out_, "%s %s %s: %s\n",
                   absl::AsciiStrToUpper(SeverityName(ev.finding().severity())),
-                  ev.node(), ev.finding().check_id(), ev.finding().title());
+                  ForTerminal(ev.node()), ForTerminal(ev.finding().check_id()),
+                  ForTerminal(ev.finding().title()));
   }
   if (tty_) Redraw();
   std::fflush(out_);
@@ -206,10 +207,29 @@ int RunProgress::Finish(bool ended, const v1::GetRunResponse* final) {
   std::fflush(out_);
   const int code = RunExitCode(run_, counts, ended);
   if (code == kExitNothingMeasured) {
-    absl::FPrintF(err_, "%s\n", NothingMeasuredLine(tasks));
+    absl::FPrintF(err_, "%s\n", ForTerminal(NothingMeasuredLine(tasks)));
     std::fflush(err_);
   }
   return code;
+}
+
+std::string ForTerminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+    } else if (c == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(text[i + 1]));
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
 }
 
 }  // namespace cmax::ctl

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cmax/v1/service.pb.h"
@@ -62,6 +63,14 @@ std::string NothingMeasuredLine(const std::vector<v1::TaskInfo>& tasks);
 // "run R completed: not rated; 36/36 tasks ended: 13 completed, 23 could
 // not run, 0 failed; 0 nodes failed" (", N cancelled" when some were).
 std::string SummaryLine(const v1::RunInfo& run, const TaskCounts& counts);
+
+// Text that came from agents and records (task messages, stderr tails,
+// finding titles, GPU models, scorecards) made safe to print on a terminal:
+// every C0 control but newline and tab, DEL, and every C1 control (UTF-8
+// U+0080..U+009F) is written as a visible escape ("\x1b", "\u009b"), so an
+// agent cannot set the window title, move the cursor, recolour or erase
+// lines (and hide a FAIL). Valid UTF-8 text is otherwise left as it is.
+std::string ForTerminal(std::string_view text);
 
 class RunProgress {
  public:

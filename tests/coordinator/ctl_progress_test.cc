@@ -199,3 +199,55 @@ TEST_CASE("Finish prints the loud line on its error stream only when nothing was
 
 }  // namespace
 }  // namespace cmax::ctl
+
+namespace cmax::ctl {
+namespace {
+
+TEST_CASE("an agent's text cannot drive the terminal: controls are shown, not sent",
+          "[ctl][security]") {
+  // A window title, an erased line and a carriage return over a FAIL, an
+  // 8-bit CSI (C1), a bell: each made visible.
+  const std::string hostile =
+      "\x1b]0;all good\x07\x1b[2K\rPASS \xc2\x9b" "31m\x7f\x01";
+  const std::string shown = ForTerminal(hostile);
+  INFO(shown);
+  for (char c : shown) {
+    const auto u = static_cast<unsigned char>(c);
+    CHECK((u >= 0x20 || c == '\n' || c == '\t'));
+    CHECK(u != 0x7f);
+  }
+  CHECK(shown.find("\xc2\x9b") == std::string::npos);
+  CHECK(shown == "\\x1b]0;all good\\x07\\x1b[2K\\x0dPASS \\u009b31m\\x7f\\x01");
+  // Text, newlines, tabs and other UTF-8 (an em dash, a GPU model) stay.
+  CHECK(ForTerminal("FAIL n1 gemm \xe2\x80\x94 NVIDIA H100\n\tstderr: x") ==
+        "FAIL n1 gemm \xe2\x80\x94 NVIDIA H100\n\tstderr: x");
+}
+
+TEST_CASE("a failed task's message reaches the progress lines with its controls shown",
+          "[ctl][security]") {
+  FILE* out = std::tmpfile();
+  FILE* err = std::tmpfile();
+  REQUIRE(out != nullptr);
+  REQUIRE(err != nullptr);
+  RunProgress p(out, /*tty=*/false, err);
+  v1::RunEvent ev;
+  v1::TaskInfo* t = ev.mutable_task();
+  t->set_task_id("r1.0.n1");
+  t->set_node("n1");
+  t->set_suite("gemm");
+  t->set_state(v1::TASK_FAILED);
+  t->set_exit_code(1);
+  t->set_message("\x1b[2K\rgemm passed");
+  p.OnEvent(ev);
+  const std::string printed = Contents(out);
+  INFO(printed);
+  CHECK(printed.find('\x1b') == std::string::npos);
+  CHECK(printed.find('\r') == std::string::npos);
+  CHECK(printed.find("FAIL n1 gemm") != std::string::npos);
+  CHECK(printed.find("\\x1b[2K\\x0dgemm passed") != std::string::npos);
+  std::fclose(out);
+  std::fclose(err);
+}
+
+}  // namespace
+}  // namespace cmax::ctl

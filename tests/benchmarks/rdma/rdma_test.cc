@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "benchmarks/rdma/perftest_report.h"
 #include "benchmarks/rdma/rails.h"
@@ -223,6 +224,35 @@ TEST_CASE("perftest argv: server, client, RoCE, CUDA, duration", "[rdma][argv]")
   CHECK_FALSE(ValidHcaName("-x"));
   CHECK_FALSE(ValidHcaName("mlx5;rm"));
   CHECK_FALSE(ValidHcaName(""));
+}
+
+TEST_CASE("a peer's ready answer: numeric addresses and a port, nothing else reaches perftest",
+          "[rdma][argv][security]") {
+  auto ok = ParseServerReady("ready 18515 10.0.0.2,fd00::2");
+  REQUIRE(ok.ok());
+  CHECK(ok->tcp_port == 18515);
+  CHECK(ok->addresses == std::vector<std::string>{"10.0.0.2", "fd00::2"});
+  // A hostile rank 0: every element would be an argument of the root-run
+  // perftest client. Each is refused, with what was refused said.
+  for (const char* bad : {"ready 18515 --out_json_file=/any/path",
+                          "ready 18515 10.0.0.2,--out_json_file=/x",
+                          "ready --out_json_file=/x 10.0.0.2",
+                          "ready 18515 host.example",  // a name: not what a server publishes
+                          "ready 18515 10.0.0.2;rm",
+                          "ready 0 10.0.0.2",
+                          "ready 70000 10.0.0.2",
+                          "ready +80 10.0.0.2",
+                          "ready 18515 ",
+                          "ready 18515",
+                          "readyish 18515 10.0.0.2",
+                          ""}) {
+    INFO(bad);
+    auto r = ParseServerReady(bad);
+    CHECK_FALSE(r.ok());
+  }
+  auto refused = ParseServerReady("ready 18515 --out_json_file=/any/path");
+  CHECK(absl::StrContains(refused.status().message(), "--out_json_file=/any/path"));
+  CHECK(absl::StrContains(refused.status().message(), "refused"));
 }
 
 TEST_CASE("the installed perftest accepts every argv the suite builds",
