@@ -372,7 +372,8 @@ void CoordinatorCore::OnStatus(AgentSession* session, const std::string& node,
   scheduler_.OnStatus(node, status, now, &changes);
   if (TaskRow* t = scheduler_.FindTask(status.task_id());
       t && IsTerminal(status.state()) && IsTerminal(t->info.state())) {
-    if (auto n = store_->CountRecords(t->info.task_id(), t->info.attempt()); n.ok()) t->info.set_records(*n);
+    auto n = store_->CountRecords(t->info.task_id(), t->info.attempt());
+    if (n.ok()) t->info.set_records(*n);
     changes.tasks.insert(t->info.task_id());
   }
   if (batching_) {
@@ -412,10 +413,10 @@ void CoordinatorCore::SendAck(const std::shared_ptr<AgentSession>& keep, AgentSe
 
 void CoordinatorCore::EndRound() {
   absl::Status committed = store_->CommitRound();
-  const int64_t mono = MonotonicNs();
   if (!committed.ok()) {
     // A full disk fails every round (several a second): said once, then at
     // most every 10 s with how many failed since.
+    const int64_t mono = MonotonicNs();
     ++failed_rounds_;
     if (failed_rounds_logged_ns_ == 0 || mono - failed_rounds_logged_ns_ >= 10'000'000'000) {
       Log()->error("store: committing this round failed: {}; its acknowledgements are withheld "

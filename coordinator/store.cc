@@ -30,6 +30,16 @@ CREATE INDEX IF NOT EXISTS records_by_run ON records(run_id);
 INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'cmax.v1');
 )sql";
 
+// The connection's message, and the code's text where it adds something
+// ("database or disk is full" is often both).
+std::string SqliteMessage(sqlite3* db, int rc) {
+  std::string msg = sqlite3_errmsg(db);
+  if (const std::string code = sqlite3_errstr(rc); code != msg) {
+    absl::StrAppend(&msg, " (", code, ")");
+  }
+  return msg;
+}
+
 // RAII prepared statement.
 class Stmt {
  public:
@@ -136,9 +146,8 @@ void Store::CheckpointLoop() {
       // try comes in kCheckpointEveryMs. Anything else: the WAL grows until
       // it works again (nothing is lost: the WAL holds every commit).
       warned_ns = MonotonicNs();
-      const std::string detail = sqlite3_errmsg(checkpoint_db_), code = sqlite3_errstr(rc);
-      GetLogger("coordinator")->warn("store: WAL checkpoint failed: {}{}; will retry", detail,
-                                     code == detail ? "" : absl::StrCat(" (", code, ")"));
+      GetLogger("coordinator")->warn("store: WAL checkpoint failed: {}; will retry",
+                                     SqliteMessage(checkpoint_db_, rc));
     }
   }
 }
@@ -177,12 +186,7 @@ Store::~Store() {
 }
 
 absl::Status Store::Error(const std::string& what, int rc) {
-  // "what: <the connection's message>", and the code's text where it adds
-  // something ("database or disk is full" is often both).
-  const std::string detail = sqlite3_errmsg(db_);
-  const std::string code = sqlite3_errstr(rc);
-  std::string msg = absl::StrCat(what, ": ", detail);
-  if (code != detail) absl::StrAppend(&msg, " (", code, ")");
+  std::string msg = absl::StrCat(what, ": ", SqliteMessage(db_, rc));
   if (rc == SQLITE_FULL || (rc & 0xff) == SQLITE_FULL ||
       (rc & 0xff) == SQLITE_IOERR) {
     return absl::ResourceExhaustedError(
