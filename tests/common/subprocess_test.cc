@@ -7,6 +7,8 @@
 #include <chrono>
 #include <fstream>
 
+#include "tests/scratch_dir.h"
+
 using namespace std::chrono_literals;
 
 TEST_CASE("RunCommand captures output and the exit code", "[subprocess]") {
@@ -34,9 +36,8 @@ TEST_CASE("a missing program is NOT_FOUND", "[subprocess]") {
 }
 
 TEST_CASE("Spawn redirects output and signals the whole group", "[subprocess]") {
-  char dir[] = "/tmp/cmax-sub-XXXXXX";
-  REQUIRE(mkdtemp(dir));
-  std::string out = std::string(dir) + "/out";
+  cmax::testing::ScratchDir dir;
+  std::string out = dir.path + "/out";
   cmax::SpawnOptions opts;
   opts.argv = {"sh", "-c", "echo started; sleep 30 & wait"};
   opts.stdout_path = out;

@@ -12,15 +12,10 @@
 #include <thread>
 
 #include "tests/coordinator/fake_session.h"
+#include "tests/scratch_dir.h"
 
 namespace cmax::coordinator {
 namespace {
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/cmax-core-test-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  return tmpl;
-}
 
 // A finished run with one task on node "n1": after a restart it is in the
 // store only, so records for it take the store lookup.
@@ -93,7 +88,8 @@ v1::AgentMessage Hello(const std::string& node) {
 
 TEST_CASE("a failed task lookup acknowledges nothing and the resent records arrive once",
           "[core][store]") {
-  const std::string dir = TempDir();
+  cmax::testing::ScratchDir scratch;  // removed after the core closes its store
+  const std::string& dir = scratch.path;
   SeedFinishedTask(dir);
   auto fail = std::make_shared<bool>(true);
   CoreOptions o;
@@ -138,7 +134,8 @@ TEST_CASE("a failed task lookup acknowledges nothing and the resent records arri
 
 TEST_CASE("records of a task the store does not know are acknowledged and dropped",
           "[core][store]") {
-  const std::string dir = TempDir();
+  cmax::testing::ScratchDir scratch;  // removed after the core closes its store
+  const std::string& dir = scratch.path;
   SeedFinishedTask(dir);
   CoreOptions o;
   o.data_dir = dir;
@@ -155,7 +152,8 @@ TEST_CASE("records of a task the store does not know are acknowledged and droppe
 
 TEST_CASE("export reads the run's records on the export thread, not the core thread",
           "[core][export]") {
-  const std::string dir = TempDir();
+  cmax::testing::ScratchDir scratch;  // removed after the core closes its store
+  const std::string& dir = scratch.path;
   SeedFinishedTask(dir);
   SeedRecords(dir, 3);
   CoreOptions o;
@@ -194,7 +192,8 @@ TEST_CASE("export reads the run's records on the export thread, not the core thr
 
 TEST_CASE("export of an unknown run answers NOT_FOUND and of a known one its records",
           "[core][export]") {
-  const std::string dir = TempDir();
+  cmax::testing::ScratchDir scratch;  // removed after the core closes its store
+  const std::string& dir = scratch.path;
   SeedFinishedTask(dir);
   SeedRecords(dir, 2);
   CoreOptions o;

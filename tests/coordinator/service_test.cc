@@ -15,23 +15,18 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/coordinator/fake_session.h"
+#include "tests/scratch_dir.h"
 
 namespace cmax::coordinator {
 namespace {
 
 using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>;
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/cmax-service-test-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  return tmpl;
-}
-
 // A core, its service and a server on an ephemeral loopback port.
 struct Served {
   explicit Served(const std::string& token = "secret token") {
     CoreOptions o;
-    o.data_dir = TempDir();
+    o.data_dir = scratch.path;
     auto c = CoordinatorCore::Create(o);
     REQUIRE(c.ok());
     core = std::move(*c);
@@ -76,6 +71,7 @@ struct Served {
     return false;
   }
 
+  cmax::testing::ScratchDir scratch;  // first: removed after the core is gone
   std::unique_ptr<CoordinatorCore> core;
   std::unique_ptr<CoordinatorService> service;
   std::unique_ptr<grpc::Server> server;

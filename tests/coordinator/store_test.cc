@@ -8,14 +8,10 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/scratch_dir.h"
+
 namespace cmax::coordinator {
 namespace {
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/cmax-store-test-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  return tmpl;
-}
 
 v1::SpooledRecord Rec(const std::string& task, int attempt, int rank, int64_t seq, double v) {
   v1::SpooledRecord r;
@@ -28,7 +24,8 @@ v1::SpooledRecord Rec(const std::string& task, int attempt, int rank, int64_t se
 }
 
 TEST_CASE("runs, tasks and agents survive a reopen", "[store]") {
-  std::string dir = TempDir();
+  cmax::testing::ScratchDir scratch;  // removed after the store closes
+  const std::string& dir = scratch.path;
   {
     auto store = Store::Open(dir + "/cmax.db");
     REQUIRE(store.ok());
@@ -80,7 +77,8 @@ TEST_CASE("runs, tasks and agents survive a reopen", "[store]") {
 }
 
 TEST_CASE("a record is stored once per (task, attempt, rank, seq)", "[store]") {
-  auto store = Store::Open(TempDir() + "/cmax.db");
+  cmax::testing::ScratchDir scratch;
+  auto store = Store::Open(scratch.path + "/cmax.db");
   REQUIRE(store.ok());
   std::vector<v1::SpooledRecord> recs = {Rec("t", 1, 0, 0, 1), Rec("t", 1, 0, 1, 2),
                                          Rec("t", 2, 0, 0, 3), Rec("t", 1, 1, 0, 4)};
@@ -124,7 +122,8 @@ TEST_CASE("a record is stored once per (task, attempt, rank, seq)", "[store]") {
 }
 
 TEST_CASE("a file that is not a database is refused", "[store]") {
-  std::string path = TempDir() + "/cmax.db";
+  cmax::testing::ScratchDir scratch;
+  std::string path = scratch.path + "/cmax.db";
   std::ofstream(path) << std::string(8192, 'x');
   auto store = Store::Open(path);
   CHECK_FALSE(store.ok());
@@ -147,7 +146,8 @@ int64_t CountWith(Store* store, const std::string& run_id) {
 
 TEST_CASE("a round is one transaction: a reader sees its writes only after CommitRound",
           "[store]") {
-  std::string dir = TempDir();
+  cmax::testing::ScratchDir scratch;  // removed after the store closes
+  const std::string& dir = scratch.path;
   auto store = Store::Open(dir + "/cmax.db");
   REQUIRE(store.ok());
   auto reader = Store::OpenReader(dir + "/cmax.db");
@@ -184,7 +184,8 @@ TEST_CASE("a round is one transaction: a reader sees its writes only after Commi
 
 TEST_CASE("an insert refused in a round leaves the round's other writes to commit",
           "[store]") {
-  std::string dir = TempDir();
+  cmax::testing::ScratchDir scratch;  // removed after the store closes
+  const std::string& dir = scratch.path;
   auto store = Store::Open(dir + "/cmax.db");
   REQUIRE(store.ok());
   int calls = 0;
@@ -212,7 +213,8 @@ namespace cmax::coordinator {
 namespace {
 
 TEST_CASE("store: the rows scan gives each record's fields and stored bytes", "[store]") {
-  auto store = Store::Open(TempDir() + "/cmax.db");
+  cmax::testing::ScratchDir scratch;
+  auto store = Store::Open(scratch.path + "/cmax.db");
   REQUIRE(store.ok());
   std::vector<v1::SpooledRecord> recs = {Rec("t", 1, 0, 0, 1), Rec("t", 1, 2, 7, 2),
                                          Rec("u", 3, 0, 0, 3)};
@@ -258,7 +260,8 @@ TEST_CASE("store: the rows scan gives each record's fields and stored bytes", "[
 }
 
 TEST_CASE("store: WAL checkpoints run on the store's own thread", "[store]") {
-  const std::string dir = TempDir();
+  cmax::testing::ScratchDir scratch;  // removed after the store closes
+  const std::string& dir = scratch.path;
   auto store = Store::Open(dir + "/cmax.db");
   REQUIRE(store.ok());
   auto file_size = [&](const std::string& name) {
