@@ -48,6 +48,16 @@ std::vector<GpuSpec> MakeSpecs() {
   // FP32 67, TF32 989/2, BF16/FP16 1,979/2, FP8 3,958/2; 4.8 TB/s; NVLink
   // 900 GB/s; PCIe Gen5. H200 NVL: FP64 30, FP64 Tensor 60, FP32 60, TF32
   // 835/2, BF16/FP16 1,671/2, FP8 3,341/2; 4.8 TB/s; NVLink bridge 900 GB/s.
+  // GH200 (the Hopper GPU of a Grace Hopper superchip) before the H200
+  // entries, whose "h200" it contains. Source: NVIDIA GH200 Grace Hopper
+  // Superchip datasheet (2024, nvidia.com/en-us/data-center/grace-hopper-
+  // superchip/): FP64 34, FP64 Tensor 67, FP32 67, TF32 989/2, BF16/FP16
+  // 1,979/2, FP8 3,958/2 (as H100 SXM); 96 GB HBM3 at 4 TB/s, or 144 GB
+  // HBM3e at 4.9 TB/s ("GH200 144G HBM3e" as the driver names it); NVLink
+  // 900 GB/s; the host link is NVLink-C2C to Grace (900 GB/s), not PCIe.
+  v.push_back({"GH200 144GB HBM3e", {"gh200", "144g"}, 989.5, 989.5, 1979, 494.5, 67, 34, 67,
+               4900, 900, 0});
+  v.push_back({"GH200", {"gh200"}, 989.5, 989.5, 1979, 494.5, 67, 34, 67, 4000, 900, 0});
   v.push_back({"H200 NVL", {"h200", "nvl"}, 835.5, 835.5, 1670.5, 417.5, 60, 30, 60, 4800, 900,
                5});
   v.push_back({"H200 SXM", {"h200"}, 989.5, 989.5, 1979, 494.5, 67, 34, 67, 4800, 900, 5});

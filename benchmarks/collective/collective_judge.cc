@@ -499,8 +499,8 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
         out->push_back(std::move(per));
       }
     };
-    // One rank: busbw is 0 by definition (factor (n-1)/n), so the soak is
-    // judged on algbw.
+    // One rank: busbw is no figure (factor (n-1)/n is 0; the runner does not
+    // record it), so the soak is judged on algbw.
     const bool one_rank = r.ranks == "1";
     const std::string bw_name = one_rank ? "algbw" : "busbw";
     auto figure = [&](const SoakInterval& iv) { return one_rank ? iv.algbw : iv.busbw; };

@@ -176,6 +176,8 @@ double BusFactor(Op op, int nranks) {
   return 1.0;
 }
 
+bool BusBwDefined(Op op, int nranks) { return BusFactor(op, nranks) > 0; }
+
 Bandwidth ComputeBandwidth(Op op, const Shape& shape, int nranks, double seconds) {
   Bandwidth bw;
   if (seconds <= 0) return bw;

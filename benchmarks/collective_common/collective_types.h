@@ -79,6 +79,11 @@ struct Bandwidth {
   double busbw_gbps = 0;
 };
 double BusFactor(Op op, int nranks);
+// Whether bus bandwidth is a figure for `op` with `nranks` ranks: false for
+// all_reduce, all_gather, reduce_scatter and alltoall with one rank, where
+// the factor ((n-1)/n) is 0 and no byte moves between ranks. Such a busbw
+// is recorded as not measured, never as 0 (runner.h).
+bool BusBwDefined(Op op, int nranks);
 // From the per-call count, the element size, the rank count and the time
 // of one call in seconds (nccl-tests' getBw).
 Bandwidth ComputeBandwidth(Op op, const Shape& shape, int nranks, double seconds);

@@ -164,9 +164,12 @@ std::vector<v1::Finding> TransportFindings(const NcclLogFacts& f,
     out.push_back(std::move(fd));
     return out;
   }
-  const bool inter_node = f.nodes > 1 || f.net_connections > 0;
+  // Traffic left the node: the run spans nodes, NCCL said so, or a channel
+  // went through the network. One node alone never judges the network
+  // (NCCL picks and logs one at init even for a single rank).
+  const bool inter_node = expect.nodes > 1 || f.nodes > 1 || f.net_connections > 0;
   const bool socket = f.transport == "Socket" || (f.network.empty() && f.ib_no_device);
-  if (socket && expect.rdma_devices_present && (inter_node || f.network == "Socket")) {
+  if (socket && expect.rdma_devices_present && inter_node) {
     v1::Finding fd;
     fd.set_check_id("collective.nccl_socket_fallback");
     fd.set_severity(v1::SEVERITY_FAIL);

@@ -58,11 +58,18 @@ NcclLogFacts ParseNcclLog(std::string_view text);
 struct TransportExpectation {
   bool rdma_devices_present = false;  // /sys/class/infiniband has devices
   bool expect_gdr = false;            // the plan expects GPUDirect RDMA
+  // Nodes the run's ranks are on, as the suite knows it; 0 unknown. NCCL
+  // logs its network choice at init even for one rank on one node, where
+  // no traffic leaves the node: the transport is judged only when traffic
+  // crossed nodes (this is above 1, NCCL's nNodes is, or channels went
+  // through the network).
+  int nodes = 0;
 };
 
 // Findings (suite, time and base labels are filled by the RecordWriter):
 //  collective.nccl_socket_fallback  FAIL: sockets for inter-node traffic (or
-//    "NET/IB : No device found") on a node with RDMA devices;
+//    "NET/IB : No device found") on a node with RDMA devices, in a run whose
+//    traffic crossed nodes;
 //  collective.nccl_gdr_off          FAIL: inter-node connections without
 //    GDRDMA where the plan expects GPUDirect RDMA;
 //  collective.nccl_transport        INFO: what NCCL used;

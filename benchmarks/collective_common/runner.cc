@@ -251,18 +251,46 @@ void PrintOpHeader(FILE* t, Op op) {
                "(GB/s)", "");
 }
 
+// A busbw column: "n/a" where it is no figure (BusBwDefined).
+std::string BusText(bool defined, double gbps) {
+  return defined ? absl::StrFormat("%.2f", gbps) : std::string("n/a");
+}
+
 void PrintRow(FILE* t, const RunState& st, Op op, const Result& out, const Result* in) {
   std::fprintf(t, "%12zu  %12zu  %8s  %6s  %6d", out.size_bytes, out.count, DTypeName(st.o.dtype),
                IsReduction(op) ? "sum" : "none", RootOf(op));
-  std::fprintf(t, "  %7s  %6.2f  %6.2f  %5lld", TimeText(out.time_us).c_str(), out.bw.algbw_gbps,
-               out.bw.busbw_gbps, static_cast<long long>(out.wrong));
+  const bool bus = BusBwDefined(op, st.b.world_size());
+  std::fprintf(t, "  %7s  %6.2f  %6s  %5lld", TimeText(out.time_us).c_str(), out.bw.algbw_gbps,
+               BusText(bus, out.bw.busbw_gbps).c_str(), static_cast<long long>(out.wrong));
   if (in != nullptr) {
-    std::fprintf(t, "  %7s  %6.2f  %6.2f  %5lld\n", TimeText(in->time_us).c_str(),
-                 in->bw.algbw_gbps, in->bw.busbw_gbps, static_cast<long long>(in->wrong));
+    std::fprintf(t, "  %7s  %6.2f  %6s  %5lld\n", TimeText(in->time_us).c_str(),
+                 in->bw.algbw_gbps, BusText(bus, in->bw.busbw_gbps).c_str(),
+                 static_cast<long long>(in->wrong));
   } else {
     std::fprintf(t, "  %7s  %6s  %6s  %5s\n", "N/A", "N/A", "N/A", "N/A");
   }
   std::fflush(t);
+}
+
+// Not measured: `op`'s bus bandwidth in a one-rank run (BusBwDefined), one
+// finding per op from rank 0. The run's algbw, times and element check are
+// recorded as usual; only the figure that needs a second rank is missing.
+v1::Finding BusBwNotMeasured(const RunState& st, Op op) {
+  v1::Finding f;
+  f.set_check_id("collective.busbw_one_rank");
+  f.set_severity(v1::SEVERITY_INFO);
+  f.set_not_measured(true);
+  f.set_category("networking");
+  f.set_subject(absl::StrCat("node:", st.node));
+  f.set_title(absl::StrCat("not measured: ", OpName(op), " bus bandwidth with one rank"));
+  f.set_detail(absl::StrCat(
+      "bus bandwidth is algbw x ", op == Op::kAllReduce ? "2(n-1)/n" : "(n-1)/n",
+      " (nccl-tests PERFORMANCE.md): with one rank no byte moves between ranks, so it is no "
+      "figure, not 0; algbw and the element check were measured"));
+  f.add_evidence(st.o.command);
+  for (const auto& [k, v] : BaseLabels(st, op)) (*f.mutable_labels())[k] = v;
+  f.set_action("run the collective over two or more GPUs or nodes to measure bus bandwidth");
+  return f;
 }
 
 void Record(RunState& st, const Result& r) {
@@ -273,7 +301,9 @@ void Record(RunState& st, const Result& r) {
   labels["redop"] = IsReduction(r.op) ? "sum" : "none";
   labels["root"] = absl::StrCat(RootOf(r.op));
   labels["wrong"] = absl::StrCat(r.wrong);
-  st.out.Measure("busbw_gbps", r.bw.busbw_gbps, "GB/s", labels);
+  if (BusBwDefined(r.op, st.b.world_size())) {
+    st.out.Measure("busbw_gbps", r.bw.busbw_gbps, "GB/s", labels);
+  }
   st.out.Measure("algbw_gbps", r.bw.algbw_gbps, "GB/s", labels);
   labels["time_us_max"] = absl::StrFormat("%.3f", r.time_us_max);
   labels["time_agg"] = "mean over ranks";
@@ -550,7 +580,9 @@ int RunSoak(RunState& st) {
       labels["iterations"] = absl::StrCat(iterations);
       if (verify) labels["wrong"] = absl::StrCat(wrong);  // unknown when not checked
       labels["verified"] = verify ? "true" : "false";
-      st.out.Measure("busbw_gbps", bw.busbw_gbps, "GB/s", labels);
+      if (BusBwDefined(op, b.world_size())) {
+        st.out.Measure("busbw_gbps", bw.busbw_gbps, "GB/s", labels);
+      }
       st.out.Measure("algbw_gbps", bw.algbw_gbps, "GB/s", labels);
       labels["time_us_max"] = absl::StrFormat("%.3f", worst * 1e6);
       labels["time_agg"] = "mean over ranks";
@@ -564,7 +596,8 @@ int RunSoak(RunState& st) {
       const std::string wrong_text = verify ? absl::StrCat(wrong) : "-";
       std::fprintf(st.table, "  %8d  %10.1f  %10lld  %9.2f  %7s  %6.2f  %6.2f  %6s\n", interval,
                    t_start, static_cast<long long>(iterations), duration,
-                   TimeText(mean * 1e6).c_str(), bw.algbw_gbps, bw.busbw_gbps,
+                   TimeText(mean * 1e6).c_str(), bw.algbw_gbps,
+                   BusText(BusBwDefined(op, b.world_size()), bw.busbw_gbps).c_str(),
                    wrong_text.c_str());
       std::fflush(st.table);
     }
@@ -591,6 +624,7 @@ int RunSoak(RunState& st) {
                  std::string(failed.message()).c_str());
     return kExitFoundFailures;
   }
+  if (b.rank() == 0 && !BusBwDefined(op, b.world_size())) st.out.Find(BusBwNotMeasured(st, op));
   return exit_code;
 }
 
@@ -777,22 +811,32 @@ int RunCollectives(const Options& o, Backend& b, RecordWriter& out, FILE* table,
       return kExitFoundFailures;
     }
     const double avg = busbw_n ? busbw_sum / busbw_n : 0;
+    const bool bus = BusBwDefined(op, b.world_size());
     if (table) {
       std::fprintf(table, "# Out of bounds values : %d %s\n", bad_results,
                    bad_results ? "FAILED" : "OK");
-      std::fprintf(table, "# Avg bus bandwidth    : %g \n#\n", avg);
+      if (bus) {
+        std::fprintf(table, "# Avg bus bandwidth    : %g \n#\n", avg);
+      } else {
+        std::fprintf(table, "# Avg bus bandwidth    : n/a (one rank: not measured)\n#\n");
+      }
       std::fflush(table);
     }
     if (b.rank() == 0 && busbw_n > 0) {
       auto labels = BaseLabels(st, op);
-      labels["results"] = absl::StrCat(busbw_n);
-      out.Measure("avg_busbw_gbps", avg, "GB/s", labels);
+      if (bus) {
+        labels["results"] = absl::StrCat(busbw_n);
+        out.Measure("avg_busbw_gbps", avg, "GB/s", labels);
+      } else {
+        out.Find(BusBwNotMeasured(st, op));
+      }
     }
     if (bad_results > 0) exit_code = kExitFoundFailures;
   }
   if (b.world_size() == 1 && table) {
-    std::fprintf(table, "# One rank: bus bandwidth is 0 by definition (factor (n-1)/n); the run "
-                        "only shows that the suite works.\n");
+    std::fprintf(table, "# One rank: bus bandwidth of all_reduce, all_gather, reduce_scatter and "
+                        "alltoall is not measured (factor (n-1)/n is 0); algbw and the element "
+                        "check are.\n");
   }
   return exit_code;
 }

@@ -40,6 +40,15 @@ std::string HostName() {
 }
 }  // namespace
 
+PollState QueryState(cudaError_t rc) {
+  static const CudaQueryCalls kCalls{
+      .success = cudaSuccess,
+      .not_ready = cudaErrorNotReady,
+      .peek_last = [] { return static_cast<int>(cudaPeekAtLastError()); },
+      .take_last = [] { return static_cast<int>(cudaGetLastError()); }};
+  return CudaQueryState(rc, kCalls);
+}
+
 absl::Status CudaStatus(cudaError_t err, const char* call, const char* file, int line, int gpu) {
   if (err == cudaSuccess) return absl::OkStatus();
   const char* base = std::strrchr(file, '/');

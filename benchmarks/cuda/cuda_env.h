@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "benchmarks/gpu_common/driver_check.h"
+#include "benchmarks/gpu_common/gpu_poll.h"
 #include "common/record_io.h"
 
 namespace cmax::bench {
@@ -41,6 +42,50 @@ absl::Status CublasStatus(cublasStatus_t st, const char* call, const char* file,
     if (cublasStatus_t cmax_st_ = (call); cmax_st_ != CUBLAS_STATUS_SUCCESS)          \
       return ::cmax::bench::CublasStatus(cmax_st_, #call, __FILE__, __LINE__, gpu);   \
   } while (0)
+
+// cudaEventQuery / cudaStreamQuery's result as a poll state, with a
+// cudaErrorNotReady it left as the last error cleared (gpu_poll.h,
+// CudaQueryState): every query polled with a deadline goes through this.
+PollState QueryState(cudaError_t rc);
+
+// Page-locked host memory (cudaMallocHost). A cudaMemcpyAsync between the
+// device and pageable memory may return only once the copy is done (CUDA
+// runtime API, "API synchronization behavior"): on a hung GPU it never
+// returns, and a deadline polled after it is never reached. Every copy that
+// is waited for with a deadline (PollUntil) uses one of these instead.
+// Leak() gives the memory up without cudaFreeHost, which may wait for the
+// device too: for the path that reports a hang and exits.
+class PinnedHost {
+ public:
+  PinnedHost() = default;
+  PinnedHost(const PinnedHost&) = delete;
+  PinnedHost& operator=(const PinnedHost&) = delete;
+  ~PinnedHost() {
+    if (p_ != nullptr) cudaFreeHost(p_);
+  }
+  cudaError_t Allocate(size_t bytes) {
+    if (p_ != nullptr) cudaFreeHost(p_);
+    p_ = nullptr;
+    bytes_ = 0;
+    cudaError_t e = cudaMallocHost(&p_, bytes);
+    if (e == cudaSuccess) bytes_ = bytes;
+    return e;
+  }
+  void* get() const { return p_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+  size_t bytes() const { return bytes_; }
+  void Leak() {
+    p_ = nullptr;
+    bytes_ = 0;
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 // Probes the driver the way driver_check.h describes: cudaDriverGetVersion,
 // cudaRuntimeGetVersion, cudaGetDeviceCount, /proc/driver/nvidia/version,

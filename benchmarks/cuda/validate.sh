@@ -12,10 +12,26 @@
 # one line: "<step>: PASS|FAIL|NOT MEASURED (exit N) <why>; <figures>"
 # (validate_lib.sh decides: exit 2 of a suite is NOT MEASURED, never FAIL;
 # numbers are parsed as numbers, a NaN or an ERROR row is a failure).
-# Acceptance on an H200 (issue 4): BF16 dense GEMM at 8192^3 >= 750 TFLOP/s
-# (about 790 measured with cuBLASLt on random data), device-to-device copy
-# >= 3600 GB/s counting bytes read and written, pinned H2D and D2H >= 45 GB/s
-# per GPU; every fault-injection mode must exit 1.
+# Acceptance, each GPU against its own card (the suites write the figure
+# beside each measurement: spec_tflops and spec_gbps from the datasheet
+# entry reports/gpu_specs.cc matches for the model, most specific first, so
+# an H200 NVL or a GH200 is never held to an H200 SXM; pcie_gbps from the
+# GPU's PCIe link as sysfs describes it, benchmarks/gpu_common/pcie_link.h):
+#   BF16 GEMM at 8192^3 >= 0.70 x the dense BF16 peak: healthy Hopper GPUs
+#     reach 0.78-0.83 of it (H100 SXM 792 and GH200 821 of 989.5 TFLOP/s,
+#     stas00/ml-engineering's maximum achievable matmul FLOPS; PyTorch on a
+#     lent H200 769-798); 0.70 stays below that spread and fails a GPU that
+#     lost a tenth or more to clocks, power or a wrong algorithm;
+#   device-to-device copy (bytes read + written) >= 0.75 x the datasheet
+#     HBM bandwidth: a lent H200 copied at about 4.3 of its 4.8 TB/s (0.90);
+#   pinned H2D and D2H per GPU >= 0.70 x the link's rate per direction after
+#     encoding (gen 5 x16: 63.0 GB/s, so 44.1): DMA over PCIe delivers about
+#     0.80-0.90 of it after packet overhead; a GPU without a PCIe link
+#     (NVLink-C2C) says "no figure" instead;
+#   cmax's figure as a ratio of PyTorch's in the same run on GPU 0: >= 0.97
+#     for the BF16 GEMM, >= 0.95 for the device copy (below, cmax measured
+#     less than the GPU can do);
+# every fault-injection mode must exit 1.
 # Exit: 0 every step passed; 1 a step failed; 2 nothing failed but a step was
 # not measured (no GPU, no driver, no cuBLASLt or NCCL on the node, ...).
 set -uo pipefail
@@ -29,7 +45,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --bin) bin_dir=$2; shift 2 ;;
     --logs) log_dir=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -88,18 +104,18 @@ if [[ ${not_measured} -gt 0 ]]; then
   echo "validate.sh: NOT MEASURED: no usable GPU (see the probe line; ${log_dir}/probe.err)"
   exit 2
 fi
-h200_gemm='gemm_tflops|shape=square_8192|750|H200'
+# The floors, as fractions of each record's own reference (see the top).
+gemm_floor='gemm_tflops|shape=square_8192|x0.70|spec_tflops'
+memory_floor='memory_bandwidth_gbps|test=d2d|x0.75|spec_gbps;memory_bandwidth_gbps|test=h2d|x0.70|pcie_gbps;memory_bandwidth_gbps|test=d2h|x0.70|pcie_gbps'
 for dtype in bf16 fp16 fp8 tf32 fp32 fp64; do
   check=
-  [[ ${dtype} == bf16 ]] && check=${h200_gemm}
+  [[ ${dtype} == bf16 ]] && check=${gemm_floor}
   run_step "gemm_${dtype}" pass "${check}" -- gemm --dtype "${dtype}"
 done
-run_step memory pass \
-  'memory_bandwidth_gbps|test=d2d|3600|H200;memory_bandwidth_gbps|test=h2d|45|H200;memory_bandwidth_gbps|test=d2h|45|H200' \
-  -- memory
+run_step memory pass "${memory_floor}" -- memory
 ngpu=$(timeout 60 nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 if [[ ${ngpu} -le 1 ]]; then
-  echo "note: ${ngpu} GPU: the collective step only shows that NCCL runs and verifies (bus bandwidth with one rank is 0 by definition)"
+  echo "note: ${ngpu} GPU: the collective step only shows that NCCL runs and verifies (bus bandwidth of the (n-1)/n ops with one rank is not measured)"
 fi
 CMAX_TASK_DIR=${log_dir} run_step collective pass "" -- collective --backend nccl --op all -b 8 -e 1G -f 4 -n 20 -w 5
 # The burn-in's own duration plus 10 minutes, when that is longer than a step's timeout.
@@ -149,9 +165,23 @@ EOF
   cmax_d2d=$(vl_figure "${log_dir}/memory.jsonl" memory_bandwidth_gbps test=d2d)
   echo "torch (GPU 0): bf16 8192^3 ${torch_gemm:-?} TFLOP/s, d2d copy ${torch_d2d:-?} GB/s"
   echo "cmax  (GPU 0): bf16 8192^3 ${cmax_gemm:-?} TFLOP/s, d2d copy ${cmax_d2d:-?} GB/s"
-  echo "ratio cmax/torch: gemm $(vl_ratio "${cmax_gemm}" "${torch_gemm}"), d2d $(vl_ratio "${cmax_d2d}" "${torch_d2d}")"
+  for ratio in "gemm_vs_torch ${cmax_gemm:-} ${torch_gemm:-} 0.97" "d2d_vs_torch ${cmax_d2d:-} ${torch_d2d:-} 0.95"; do
+    # shellcheck disable=SC2086 # the four words of one comparison
+    set -- ${ratio}
+    if [[ $# -eq 4 ]]; then
+      vl_ratio_check "$1" "$2" "$3" "$4"
+    else
+      vl_ratio_check "$1" "" "" ""   # a figure is missing: not measured
+    fi
+    case $? in
+      0) passed=$((passed + 1)) ;;
+      2) not_measured=$((not_measured + 1)) ;;
+      *) fails=$((fails + 1)) ;;
+    esac
+  done
 else
   echo "torch: not measured (python3 -c 'import torch' with CUDA does not work here)"
+  not_measured=$((not_measured + 1))
 fi
 
 echo "== summary: ${passed} passed, ${fails} failed, ${not_measured} not measured (logs: ${log_dir})"

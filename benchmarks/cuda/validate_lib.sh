@@ -7,9 +7,16 @@
 #   vl_verdict STEP RC JSONL [EXPECT] [CHECK]
 #     EXPECT   pass (default) or fault: a fault-injection run, which must exit
 #              1 with a failure finding (the planted error found).
-#     CHECK    an acceptance check on the figures, "metric|label=value|min|model":
-#              every measurement of `metric` whose labels include label=value
-#              and whose model label contains `model` must be >= min.
+#     CHECK    an acceptance check on the figures, in one of two forms:
+#              "metric|label=value|min|model": every measurement of `metric`
+#              whose labels include label=value and whose model label
+#              contains `model` must be >= min;
+#              "metric|label=value|xFRACTION|ref": every such measurement
+#              must be >= FRACTION times the number in its own label `ref`
+#              (the GPU's spec or link figure the suite wrote beside it:
+#              spec_tflops, spec_gbps, pcie_gbps), so each GPU is held to
+#              its own card; a measurement without `ref` is said ("no
+#              figure for ...") and does not fail.
 #              Several checks separated by ";".
 #   prints one line: "STEP: VERDICT (exit RC) details", VERDICT one of
 #   PASS, FAIL, NOT MEASURED; returns 0, 1 or 2 accordingly.
@@ -77,9 +84,24 @@ vl_verdict() {
         if (c[1] != metric) continue
         split(c[2], kv, "=")
         if (kv[1] != "" && str(kv[1]) != kv[2]) continue
+        who = str("gpu"); who = who == "" ? "" : " gpu " who
+        if (substr(c[3], 1, 1) == "x") {
+          # A fraction of the reference figure in the record itself.
+          ref = str(c[4])
+          if (!isnum(ref) || ref + 0 <= 0) continue
+          seen_check[i]++
+          frac = substr(c[3], 2) + 0
+          floor_v = frac * ref
+          spec = str("spec"); spec = spec == "" ? str("model") : spec
+          if (v < floor_v) {
+            fails = fails (fails ? "; " : "") sprintf("%s %s%s %.1f < %.1f (%s x %s %s)", spec, c[2], who, v, floor_v, substr(c[3], 2), c[4], ref)
+          } else {
+            oks = oks (oks ? ", " : "") sprintf("%s%s %.1f >= %.1f (%s x %s %s)", c[2], who, v, floor_v, substr(c[3], 2), c[4], ref)
+          }
+          continue
+        }
         if (c[4] != "" && index(str("model"), c[4]) == 0) continue
         seen_check[i]++
-        who = str("gpu"); who = who == "" ? "" : " gpu " who
         if (v < c[3] + 0) {
           fails = fails (fails ? "; " : "") sprintf("%s %s%s %.1f < %s", c[4], c[2], who, v, c[3])
         } else {
@@ -116,7 +138,11 @@ vl_verdict() {
       for (i = 1; i <= nc; i++) {
         if (checks[i] == "" || seen_check[i]) continue
         split(checks[i], c, "|")
-        missing = missing (missing ? ", " : "") c[2] (c[4] != "" ? " on " c[4] : "")
+        if (substr(c[3], 1, 1) == "x") {
+          missing = missing (missing ? ", " : "") c[2] " (no " c[4] " label: no spec entry or link figure for this GPU)"
+        } else {
+          missing = missing (missing ? ", " : "") c[2] (c[4] != "" ? " on " c[4] : "")
+        }
       }
       note = (nnm > 0) ? sprintf("; %d not measured (%s)", nnm, nm) : ""
       if (missing != "") note = note "; no figure for " missing
@@ -154,6 +180,26 @@ vl_figure() {
   [[ -f $file ]] || return 0
   grep "^{\"measurement\":" "$file" | grep "\"metric\":\"$metric\"" | grep -F "\"${label%%=*}\":\"${label#*=}\"" |
     head -n1 | sed -n 's/.*"value":\(-\{0,1\}[0-9.eE+-]*\)[,}].*/\1/p'
+}
+
+# vl_ratio_check NAME CMAX TORCH MIN: cmax's figure as a ratio of PyTorch's,
+# measured in the same run on the same GPU; prints "NAME: PASS|FAIL|NOT
+# MEASURED ..." and returns 0, 1 or 2. Below MIN cmax measured less than the
+# GPU can do (a wrong algorithm choice, a copy that is not the fast path):
+# a FAIL of cmax, not of the GPU. A missing figure is not measured.
+vl_ratio_check() {
+  local name=$1 ours=$2 theirs=$3 min=$4 verdict
+  if [[ $(vl_ratio "${ours}" "${theirs}") == - ]]; then
+    echo "${name}: NOT MEASURED (cmax ${ours:-?}, torch ${theirs:-?})"
+    return 2
+  fi
+  # Compared unrounded: 0.966 is below 0.97 though it prints as 0.97.
+  verdict=$(awk -v a="${ours}" -v b="${theirs}" -v m="${min}" 'BEGIN {
+    r = a / b
+    if (r >= m + 0) printf "PASS ratio %.3f >= %s", r, m; else printf "FAIL ratio %.3f < %s", r, m }')
+  echo "${name}: ${verdict} (cmax ${ours}, torch ${theirs})"
+  [[ ${verdict} == PASS* ]] && return 0
+  return 1
 }
 
 # "cmax/torch 0.97" for two numbers, "-" when either is missing.

@@ -31,8 +31,12 @@ std::string ReductionSchemeName(uint32_t scheme) {
 }
 
 uint32_t GemmReductionMask(int output_bytes) {
-  if (output_bytes < 4) return kReductionInplace | kReductionComputeType;
+  if (output_bytes < 4) return kReductionComputeType;
   return kReductionAll;
+}
+
+bool ReducesInOutputType(uint32_t scheme) {
+  return scheme == kReductionInplace || scheme == kReductionOutputType;
 }
 
 int FirstWithoutSplitK(const std::vector<AlgoSplit>& algos) {

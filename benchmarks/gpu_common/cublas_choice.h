@@ -29,12 +29,20 @@ inline constexpr uint32_t kReductionAll = 7;
 std::string ReductionSchemeName(uint32_t scheme);
 
 // The reduction-scheme mask the throughput GEMM asks the heuristic for.
-// Split-K partial sums reduced in a 16-bit output type (bf16, fp16) are
-// rounded to 8 or 11 bits once per split, more than the verification's
-// tolerance allows on narrow shapes with long k; so for outputs of fewer
-// than 4 bytes the OUTPUT_TYPE scheme is masked out and split-K reduces in
-// place or in the compute type (fp32). Wider outputs may use any scheme.
+// cuBLASLt adds split-K partial sums in the output type for two of its
+// schemes: OUTPUT_TYPE, and INPLACE ("parts are added up in the output data
+// type", cublasLtReductionScheme_t in the cuBLASLt documentation). With a
+// 16-bit output (bf16, fp16; also fp8 inputs with a bf16 output) each split
+// then rounds to 8 or 11 bits, more than the verification allows on narrow
+// shapes with long k, and a healthy GPU would fail as "wrong result". So
+// for outputs of fewer than 4 bytes only the COMPUTE_TYPE scheme (fp32) is
+// admitted; wider outputs may use any scheme.
 uint32_t GemmReductionMask(int output_bytes);
+
+// True for the schemes that add split-K parts in the output type (INPLACE,
+// OUTPUT_TYPE): the verification's tolerance widens for those
+// (gemm_check.h, GemmReduction). NONE and COMPUTE_TYPE: false.
+bool ReducesInOutputType(uint32_t scheme);
 
 // What an algorithm's configuration says about split-K
 // (CUBLASLT_ALGO_CONFIG_SPLITK_NUM, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME).

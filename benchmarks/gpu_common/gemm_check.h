@@ -49,11 +49,12 @@ struct GemmSample {
 };
 
 // How the GEMM that produced the samples reduced split-K partial sums.
-// With split_k > 1 and the reduction done in the output type, each of the
+// With split_k > 1 and the reduction done in the output type (cuBLASLt's
+// OUTPUT_TYPE and INPLACE schemes; cublas_choice.h ReducesInOutputType), each of the
 // split_k partial sums is rounded to the output type before the next is
 // added: the tolerance grows by split_k * 2 * u_out * scale (one output
-// rounding of a partial of size up to `scale` per split). Reductions in
-// place or in the compute type add nothing beyond the accumulation term.
+// rounding of a partial of size up to `scale` per split). A reduction in
+// the compute type adds nothing beyond the accumulation term.
 struct GemmReduction {
   int split_k = 1;
   bool in_output_type = false;

@@ -45,6 +45,15 @@ PollResult PollUntil(const std::function<PollState()>& poll, const std::function
   }
 }
 
+PollState CudaQueryState(int rc, const CudaQueryCalls& calls) {
+  if (rc == calls.success) return PollState::kDone;
+  if (rc != calls.not_ready) return PollState::kFailed;
+  if (calls.peek_last && calls.take_last && calls.peek_last() == calls.not_ready) {
+    calls.take_last();
+  }
+  return PollState::kPending;
+}
+
 std::string PollOutcomeName(PollOutcome o) {
   switch (o) {
     case PollOutcome::kDone: return "done";

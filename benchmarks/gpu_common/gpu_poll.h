@@ -43,6 +43,23 @@ PollResult PollUntil(const std::function<PollState()>& poll, const std::function
                      std::chrono::steady_clock::duration timeout, const PollClock& clock,
                      std::chrono::microseconds max_sleep = std::chrono::milliseconds(1));
 
+// What a CUDA query (cudaEventQuery, cudaStreamQuery) returned, as a poll
+// state: `success` is done, `not_ready` pending, anything else failed. A
+// query that returns cudaErrorNotReady may also leave it as the runtime's
+// last error, where the next cudaGetLastError() -- the check after a kernel
+// launch (kernels.h) -- would report it as that launch's failure. So when
+// the query said not ready and `peek_last` (cudaPeekAtLastError) shows that
+// same code, `take_last` (cudaGetLastError) clears it; any other last error
+// is left for its own check. Host-only: the CUDA calls come as functions
+// and the codes as ints, so tests need no GPU.
+struct CudaQueryCalls {
+  int success = 0;
+  int not_ready = 0;
+  std::function<int()> peek_last;
+  std::function<int()> take_last;
+};
+PollState CudaQueryState(int rc, const CudaQueryCalls& calls);
+
 // "done", "failed", "timed out", "stopped".
 std::string PollOutcomeName(PollOutcome o);
 

@@ -15,8 +15,10 @@ SuiteInfo Declaration() {
         "Host<->device (pinned memory on the GPU's NUMA node; each GPU alone and all\n"
         "at once), device-to-device copy, an HBM copy kernel and peer-to-peer copies\n"
         "between every pair of GPUs; every copy verified against a random pattern.\n"
-        "d2d and hbm count bytes read + written. Tests: h2d d2h h2d_all d2h_all d2d\n"
-        "hbm p2p (default all).",
+        "d2d and hbm count bytes read + written. Each figure is the median of the\n"
+        "timed copies (label stat=median); the all-GPU aggregate of h2d_all/d2h_all is\n"
+        "all bytes over the wall time (stat=wall). One GPU: p2p is not measured.\n"
+        "Tests: h2d d2h h2d_all d2h_all d2d hbm p2p (default all).",
     .scopes = {SCOPE_NODE},
     .default_timeout_s = 1200,
     .exclusive = true,

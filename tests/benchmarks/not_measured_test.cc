@@ -528,6 +528,51 @@ TEST_CASE("rdma without RDMA devices: not measured with the reason, in the score
   }
 }
 
+TEST_CASE("collective with one rank: busbw of the (n-1)/n ops is not measured, in the scorecard too",
+          "[not_measured][scorecard]") {
+  // A group of one (no rendezvous): gloo runs every op on this process alone.
+  SuiteRun r = Bench("cmax-bench",
+                     {"collective", "--backend", "gloo", "--op", "all", "-b", "1K", "-e", "4K",
+                      "-f", "4", "-n", "2", "-w", "1", "--gloo-address", "127.0.0.1", "--jsonl"},
+                     {{"CMAX_RENDEZVOUS", ""}});
+  INFO(Describe(r));
+  REQUIRE(r.exit_code == 0);
+  std::set<std::string> bus_ops, alg_ops, nm_ops;
+  for (const auto& rec : r.records) {
+    if (rec.has_measurement()) {
+      const auto& m = rec.measurement();
+      const std::string op = m.labels().count("op") ? m.labels().at("op") : "";
+      if (m.metric() == "busbw_gbps" || m.metric() == "avg_busbw_gbps") {
+        bus_ops.insert(op);
+        CHECK(m.value() > 0);  // a figure, never the 0 of a factor of 0
+      }
+      if (m.metric() == "algbw_gbps") alg_ops.insert(op);
+    }
+    if (rec.has_finding() && rec.finding().check_id() == "collective.busbw_one_rank") {
+      CheckMarker(rec.finding(), "networking");
+      nm_ops.insert(rec.finding().labels().at("op"));
+    }
+  }
+  CHECK(bus_ops == std::set<std::string>{"broadcast", "sendrecv"});
+  CHECK(alg_ops.size() == 6);
+  CHECK(nm_ops == std::set<std::string>{"all_gather", "all_reduce", "alltoall", "reduce_scatter"});
+  RequireScorecardGradesOnlyWhatRan("collective", r, "networking");
+  // The scorecard says which figure is missing, op by op.
+  v1::Scorecard card = reports::BuildScorecard(DataFor("collective", r));
+  std::set<std::string> said;
+  for (const auto& c : card.categories()) {
+    for (const auto& rule : c.rules()) {
+      if (rule.rule_id() != "collective.busbw_one_rank") continue;
+      CHECK(rule.outcome() == "not_measured");
+      CHECK(rule.node() == kNode);
+      for (const char* op : {"all_gather", "all_reduce", "alltoall", "reduce_scatter"}) {
+        if (absl::StrContains(rule.message(), absl::StrCat(op, " bus bandwidth"))) said.insert(op);
+      }
+    }
+  }
+  CHECK(said.size() == 4);
+}
+
 TEST_CASE("selftest writes findings only under its own category", "[not_measured]") {
   for (const char* mode : {"fail", "records", "ok"}) {
     SuiteRun r =

@@ -56,6 +56,12 @@ TEST_CASE("GPU models map to their datasheet entries", "[gpu_specs]") {
   using cmax::reports::FindGpuSpec;
   CHECK(FindGpuSpec("NVIDIA H200")->name == "H200 SXM");
   CHECK(FindGpuSpec("NVIDIA H200 NVL")->name == "H200 NVL");
+  // A Grace Hopper GPU is no H200 SXM, though its name contains "H200".
+  CHECK(FindGpuSpec("NVIDIA GH200 480GB")->name == "GH200");
+  CHECK(FindGpuSpec("NVIDIA GH200 480GB")->memory_gbps == 4000);
+  CHECK(FindGpuSpec("NVIDIA GH200 480GB")->pcie_gen == 0);
+  CHECK(FindGpuSpec("NVIDIA GH200 144G HBM3e")->name == "GH200 144GB HBM3e");
+  CHECK(FindGpuSpec("NVIDIA GH200 144G HBM3e")->memory_gbps == 4900);
   CHECK(FindGpuSpec("NVIDIA H100 80GB HBM3")->name == "H100 SXM");
   CHECK(FindGpuSpec("NVIDIA H100 PCIe")->name == "H100 PCIe");
   CHECK(FindGpuSpec("NVIDIA A100-SXM4-80GB")->name == "A100 80GB SXM");

@@ -118,6 +118,11 @@ class GpuBurnin {
     CMAX_CUDA(cudaMalloc(&d.p, d_bytes));
     CMAX_CUDA(cudaMalloc(&ref.p, d_bytes));
     CMAX_CUDA(cudaMalloc(&counter.p, sizeof(unsigned long long)));
+    // The mismatch count comes back into page-locked memory: the copy is
+    // then queued on the stream and the hang poll below can reach its
+    // deadline (cuda_env.h, PinnedHost).
+    PinnedHost pinned_total;
+    CMAX_CUDA(pinned_total.Allocate(sizeof(unsigned long long)));
     CMAX_CUDA(cudaMemsetAsync(counter.p, 0, sizeof(unsigned long long), ctx_.stream));
     CMAX_CUDA(LaunchFillUniform(a.p, t.ab_elem, n * n, 0xB0A1ULL, ctx_.stream));
     CMAX_CUDA(LaunchFillUniform(b.p, t.ab_elem, n * n, 0xB0A2ULL, ctx_.stream));
@@ -168,8 +173,7 @@ class GpuBurnin {
       return PollUntil(
                  [&] {
                    gpu_state = query();
-                   if (gpu_state == cudaErrorNotReady) return PollState::kPending;
-                   return gpu_state == cudaSuccess ? PollState::kDone : PollState::kFailed;
+                   return QueryState(gpu_state);
                  },
                  {}, hang_deadline, RealPollClock(), std::chrono::milliseconds(2))
                  .outcome != PollOutcome::kTimedOut;
@@ -178,6 +182,7 @@ class GpuBurnin {
       hung_ = true;
       r->hung = true;
       a.p = b.p = d.p = ref.p = counter.p = nullptr;
+      pinned_total.Leak();
       ev.e.clear();
       return absl::DeadlineExceededError(absl::StrFormat(
           "%s did not complete within %g s (still cudaErrorNotReady) on GPU %d (%s, PCI %s)",
@@ -212,15 +217,15 @@ class GpuBurnin {
         CMAX_CUDA(LaunchCountDiffering(d.p, ref.p, elems, elem_bytes, count_dev, ctx_.stream));
         ++iteration;
       }
-      unsigned long long total = 0;
-      CMAX_CUDA(cudaMemcpyAsync(&total, count_dev, sizeof(total), cudaMemcpyDeviceToHost,
-                                ctx_.stream));
+      CMAX_CUDA(cudaMemcpyAsync(pinned_total.get(), count_dev, sizeof(unsigned long long),
+                                cudaMemcpyDeviceToHost, ctx_.stream));
       if (!wait_gpu([&] { return cudaStreamQuery(ctx_.stream); })) {
         r->iterations = iteration - batch;
         return hung(absl::StrFormat("a batch of %d GEMMs (about %.0f ms of work)", batch,
                                     batch * iter_ms));
       }
       CMAX_CUDA(gpu_state);
+      const unsigned long long total = *pinned_total.as<unsigned long long>();
       loop_iterations += batch;
       live_->iterations = iteration;
       if (total > seen) {

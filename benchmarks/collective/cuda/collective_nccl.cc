@@ -45,6 +45,7 @@
 #include "benchmarks/gpu_common/gpu_poll.h"
 #include "benchmarks/suite.h"
 #include "common/args.h"
+#include "common/status_macros.h"
 #include "common/record_io.h"
 #include "common/rendezvous_client.h"
 
@@ -111,6 +112,7 @@ class NcclBackend : public collective::Backend {
     CMAX_CUDA(cudaSetDevice(gpu_));
     CMAX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CMAX_CUDA(cudaMalloc(&scratch_, kScratch));
+    CMAX_CUDA(pinned_.Allocate(kStaging));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclUniqueId copy = id;
@@ -137,22 +139,35 @@ class NcclBackend : public collective::Backend {
     return p;
   }
   void Free(void* p) override { cudaFree(p); }
-  // Copies on the communicator's stream and waits for it: a cudaMemcpy from
-  // pageable memory on the legacy stream may return before its DMA ends, and
-  // NCCL's next call on the non-blocking stream would not wait for it (stale
-  // inputs, false wrong elements).
+  // Copies on the communicator's stream (a cudaMemcpy on the legacy stream
+  // may return before its DMA ends, and NCCL's next call on the non-blocking
+  // stream would not wait for it: stale inputs, false wrong elements),
+  // through the page-locked staging buffer in pieces of kStaging bytes, each
+  // waited for by Synchronize: a copy to or from pageable memory blocks
+  // until it is done, and on a hung GPU the collective's timeout would
+  // never be reached (cuda_env.h, PinnedHost).
   absl::Status Upload(void* dst, const void* host, size_t bytes) override {
     const int gpu = gpu_;
     CMAX_CUDA(cudaSetDevice(gpu_));
-    CMAX_CUDA(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
-    CMAX_CUDA(cudaStreamSynchronize(stream_));
+    for (size_t done = 0; done < bytes; done += kStaging) {
+      const size_t n = std::min(kStaging, bytes - done);
+      std::memcpy(pinned_.get(), static_cast<const char*>(host) + done, n);
+      CMAX_CUDA(cudaMemcpyAsync(static_cast<char*>(dst) + done, pinned_.get(), n,
+                                cudaMemcpyHostToDevice, stream_));
+      CMAX_RETURN_IF_ERROR(Synchronize());
+    }
     return absl::OkStatus();
   }
   absl::Status Download(void* host, const void* src, size_t bytes) override {
     const int gpu = gpu_;
     CMAX_CUDA(cudaSetDevice(gpu_));
-    CMAX_CUDA(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    CMAX_CUDA(cudaStreamSynchronize(stream_));
+    for (size_t done = 0; done < bytes; done += kStaging) {
+      const size_t n = std::min(kStaging, bytes - done);
+      CMAX_CUDA(cudaMemcpyAsync(pinned_.get(), static_cast<const char*>(src) + done, n,
+                                cudaMemcpyDeviceToHost, stream_));
+      CMAX_RETURN_IF_ERROR(Synchronize());
+      std::memcpy(static_cast<char*>(host) + done, pinned_.get(), n);
+    }
     return absl::OkStatus();
   }
 
@@ -200,9 +215,10 @@ class NcclBackend : public collective::Backend {
     const int gpu = gpu_;
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
     while (true) {
-      cudaError_t e = cudaStreamQuery(stream_);
-      if (e == cudaSuccess) return absl::OkStatus();
-      if (e != cudaErrorNotReady) CMAX_CUDA(e);
+      const cudaError_t e = cudaStreamQuery(stream_);
+      const PollState state = QueryState(e);
+      if (state == PollState::kDone) return absl::OkStatus();
+      if (state == PollState::kFailed) CMAX_CUDA(e);
       ncclResult_t async = ncclSuccess;
       if (ncclResult_t q = ncclCommGetAsyncError(comm_, &async); q != ncclSuccess) {
         return NcclStatus(q, "ncclCommGetAsyncError", rank_, gpu_);
@@ -250,6 +266,9 @@ class NcclBackend : public collective::Backend {
 
  private:
   static constexpr size_t kScratch = 1 << 20;
+  // The page-locked buffer Upload, Download and GatherBytes copy through.
+  static constexpr size_t kStaging = 4 << 20;
+  static_assert(kStaging >= kScratch, "a gather's whole result fits the staging buffer");
 
   absl::Status GatherBytes(const void* in, size_t bytes, void* out) {
     const int gpu = gpu_;
@@ -258,13 +277,17 @@ class NcclBackend : public collective::Backend {
     }
     char* dev_in = static_cast<char*>(scratch_);
     char* dev_out = dev_in + bytes;
-    // On the communicator's stream, like Upload (the same race otherwise).
+    // On the communicator's stream, like Upload (the same race otherwise),
+    // and through page-locked memory, so that Synchronize's deadline holds.
     CMAX_CUDA(cudaSetDevice(gpu_));
-    CMAX_CUDA(cudaMemcpyAsync(dev_in, in, bytes, cudaMemcpyHostToDevice, stream_));
+    std::memcpy(pinned_.get(), in, bytes);
+    CMAX_CUDA(cudaMemcpyAsync(dev_in, pinned_.get(), bytes, cudaMemcpyHostToDevice, stream_));
     CMAX_NCCL(ncclAllGather(dev_in, dev_out, bytes, ncclUint8, comm_, stream_));
-    CMAX_CUDA(cudaMemcpyAsync(out, dev_out, bytes * static_cast<size_t>(nranks_),
-                              cudaMemcpyDeviceToHost, stream_));
-    return Synchronize();
+    const size_t gathered = bytes * static_cast<size_t>(nranks_);
+    CMAX_CUDA(cudaMemcpyAsync(pinned_.get(), dev_out, gathered, cudaMemcpyDeviceToHost, stream_));
+    CMAX_RETURN_IF_ERROR(Synchronize());
+    std::memcpy(out, pinned_.get(), gathered);
+    return absl::OkStatus();
   }
 
   // Waits until the communicator's state leaves ncclInProgress, within the
@@ -299,6 +322,7 @@ class NcclBackend : public collective::Backend {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;
+  PinnedHost pinned_;
 };
 
 // A finding naming the rank whose communicator could not be created.
@@ -345,13 +369,17 @@ bool RdmaDevicesPresent() {
   return !ec && it != std::filesystem::directory_iterator();
 }
 
+// `nodes`: how many nodes the ranks are on (1 for the ranks of one process;
+// for a group, the world over the local ranks): a one-node run never judges
+// the network (nccl_log.h, TransportExpectation).
 void ReportTransport(RecordWriter& out, FILE* table, const std::string& log_path, bool expect_gdr,
-                     int nranks) {
+                     int nranks, int nodes) {
   const std::string text = ReadAll(log_path);
   collective::NcclLogFacts facts = collective::ParseNcclLog(text);
   collective::TransportExpectation expect;
   expect.rdma_devices_present = RdmaDevicesPresent();
   expect.expect_gdr = expect_gdr;
+  expect.nodes = nodes;
   auto labels = collective::TransportLabels(facts);
   labels["ranks"] = absl::StrCat(nranks);
   labels["log"] = log_path;
@@ -419,7 +447,9 @@ int RunGroupRank(const Setup& setup, RecordWriter& out, const std::string& log_p
   }
   FILE* table = (!setup.jsonl && place.rank == 0) ? stdout : nullptr;
   int rc = collective::RunCollectives(setup.options, backend, out, table);
-  ReportTransport(out, table, log_path, setup.expect_gdr, place.world_size);
+  const int local = std::max(place.local_world_size, 1);
+  ReportTransport(out, table, log_path, setup.expect_gdr, place.world_size,
+                  (place.world_size + local - 1) / local);
   return rc;
 }
 
@@ -464,9 +494,10 @@ int RunLocalRanks(const Setup& setup, RecordWriter& out, const std::vector<int>&
   FILE* table = setup.jsonl ? nullptr : stdout;
   if (n == 1 && table) {
     std::fprintf(table, "# A single GPU only shows that the suite runs: NCCL needs one GPU per "
-                        "rank, and bus bandwidth with one rank is 0 by definition.\n");
+                        "rank, and with one rank the bus bandwidth of the (n-1)/n ops is not "
+                        "measured.\n");
   }
-  ReportTransport(out, table, log_path, setup.expect_gdr, n);
+  ReportTransport(out, table, log_path, setup.expect_gdr, n, 1);
   return *std::max_element(codes.begin(), codes.end());
 }
 

@@ -146,8 +146,9 @@ class GpuGemm {
     double ab_scale = 1.0;
 
     LtObjects lt;
-    // No split-K reduction in a 16-bit output type (cublas_choice.h,
-    // GemmReductionMask): its rounding exceeds the check's tolerance.
+    // No split-K reduction in a 16-bit output type, in place or not
+    // (cublas_choice.h, GemmReductionMask): its rounding exceeds the check's
+    // tolerance.
     CMAX_RETURN_IF_ERROR(CreateTnMatmul(t, s.m, s.n, s.k, kWorkspaceBytes,
                                         GemmReductionMask(static_cast<int>(t.cd_size)), gpu, &lt));
     if (o_.dtype == GemmDtype::kFp8) {
@@ -305,7 +306,7 @@ class GpuGemm {
     }
     GemmReduction reduction;
     reduction.split_k = row->split.split_k;
-    reduction.in_output_type = row->split.reduction_scheme == kReductionOutputType;
+    reduction.in_output_type = ReducesInOutputType(row->split.reduction_scheme);
     row->verdict = CheckGemmSamples(o_.dtype, s.k, samples, reduction);
     return absl::OkStatus();
   }
@@ -481,6 +482,14 @@ int RunCudaGemm(int argc, char** argv) {
       labels["split_k"] = absl::StrCat(r.split.split_k);
       labels["reduction_scheme"] =
           r.split.split_k > 1 ? ReductionSchemeName(r.split.reduction_scheme) : "none";
+      // The GPU's own dense datasheet peak for the dtype (reports/gpu_specs.cc):
+      // what validate.sh holds the figure to, as a fraction.
+      if (auto spec = reports::FindGpuSpec(r.gpu.name); spec) {
+        if (const double peak = reports::PeakTflops(*spec, dtype_name); peak > 0) {
+          labels["spec"] = spec->name;
+          labels["spec_tflops"] = absl::StrFormat("%g", peak);
+        }
+      }
       if (r.algos_failed > 0) {
         labels["algos_failed"] = absl::StrCat(r.algos_failed);
         out.Log("warn", absl::StrCat("GPU ", r.gpu.index, " ", r.shape.name, ": ", r.algos_failed,

@@ -12,7 +12,11 @@
 // poisoned before the timed copies and checked word by word after them, so
 // a copy that moved nothing or the wrong bytes is a FAIL, not a fast number.
 // Times are CUDA events; a figure is the median over the timed iterations
-// (the *_all tests: the whole timed loop). GB/s = 1e9 bytes per second.
+// (labelled stat=median), for the *_all tests too: each GPU's own copies
+// are timed one by one while all run at once. Their aggregate is all bytes
+// over the wall time from the common start to the last GPU's end
+// (stat=wall). GB/s = 1e9 bytes per second. One GPU alone: p2p is not
+// measured, with that reason (memory.p2p_not_measured).
 #include <barrier>
 #include <chrono>
 #include <cstdio>
@@ -35,11 +39,13 @@
 #include "benchmarks/cuda/pattern.h"
 #include "benchmarks/gpu_common/gemm_check.h"
 #include "benchmarks/gpu_common/numa_memory.h"
+#include "benchmarks/gpu_common/pcie_link.h"
 #include "benchmarks/suite.h"
 #include "common/suite_flags.h"
 #include "common/median.h"
 #include "common/record_io.h"
 #include "common/status_macros.h"
+#include "reports/gpu_specs.h"
 
 namespace cmax::bench {
 namespace {
@@ -230,6 +236,21 @@ Result HostCopy(GpuMem& g, const MemOptions& o, bool to_device) {
   return r;
 }
 
+// memory.p2p_not_measured: p2p bandwidth unknown for `why`, never a pass
+// (record.proto, Finding.not_measured).
+v1::Finding P2pNotMeasured(const std::string& why, const std::string& cmd) {
+  v1::Finding f;
+  f.set_check_id("memory.p2p_not_measured");
+  f.set_severity(v1::SEVERITY_INFO);
+  f.set_not_measured(true);
+  f.set_category("compute");
+  f.set_subject("node");
+  f.set_title("not measured: p2p bandwidth");
+  f.set_detail(why);
+  f.add_evidence(cmd);
+  return f;
+}
+
 // h2d_all or d2h_all: every GPU at once. Returns one Result per GPU (its own
 // loop time) and one aggregate (all bytes over the wall time).
 std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, const MemOptions& o,
@@ -249,7 +270,8 @@ std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, cons
     const int gpu = g.info.index;
     const uint64_t seed = SeedFor(test, gpu, 0);
     const int64_t words = g.words(o.size);
-    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    // e[0] before the first timed copy, e[i + 1] after copy i.
+    std::vector<cudaEvent_t> ev(static_cast<size_t>(o.iters) + 1, nullptr);
     bool arrived = false;
     auto op = [&]() {
       return to_device ? cudaMemcpyAsync(g.dst, g.host->data(), static_cast<size_t>(o.size),
@@ -264,8 +286,7 @@ std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, cons
       } else {
         CMAX_CUDA(LaunchFillPattern(static_cast<uint64_t*>(g.src), words, seed, g.stream));
       }
-      CMAX_CUDA(cudaEventCreate(&e0));
-      CMAX_CUDA(cudaEventCreate(&e1));
+      for (auto& e : ev) CMAX_CUDA(cudaEventCreate(&e));
       for (int i = 0; i < o.warmup; ++i) CMAX_CUDA(op());
       CMAX_CUDA(cudaStreamSynchronize(g.stream));
       // Poison the destination after the warm-up, before the timed copies.
@@ -277,14 +298,20 @@ std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, cons
       }
       arrived = true;
       sync.arrive_and_wait();
-      CMAX_CUDA(cudaEventRecord(e0, g.stream));
-      for (int i = 0; i < o.iters; ++i) CMAX_CUDA(op());
-      CMAX_CUDA(cudaEventRecord(e1, g.stream));
-      CMAX_CUDA(cudaEventSynchronize(e1));
+      CMAX_CUDA(cudaEventRecord(ev[0], g.stream));
+      for (int i = 0; i < o.iters; ++i) {
+        CMAX_CUDA(op());
+        CMAX_CUDA(cudaEventRecord(ev[static_cast<size_t>(i) + 1], g.stream));
+      }
+      CMAX_CUDA(cudaEventSynchronize(ev.back()));
       end[x] = Clock::now();
-      float ms = 0;
-      CMAX_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-      r.median_ms = ms / o.iters;
+      std::vector<double> ms;
+      for (size_t i = 0; i + 1 < ev.size(); ++i) {
+        float t = 0;
+        CMAX_CUDA(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+        ms.push_back(t);
+      }
+      r.median_ms = Median(ms);
       if (to_device) {
         CMAX_ASSIGN_OR_RETURN(r.mismatches, DeviceCheck(g, g.dst, words, seed));
       } else {
@@ -294,8 +321,9 @@ std::vector<Result> HostCopyAll(std::vector<std::unique_ptr<GpuMem>>& gpus, cons
     };
     r.error = run();
     if (!arrived) sync.arrive_and_drop();  // never leave the others waiting
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
+    for (auto e : ev) {
+      if (e) cudaEventDestroy(e);
+    }
     r.gbps = GbPerS(o.size, r.median_ms);
   };
   std::vector<std::thread> threads;
@@ -487,6 +515,17 @@ int RunCudaMemory(int argc, char** argv) {
   }
   // (src, dst) -> why peer access is not possible.
   std::map<std::pair<int, int>, std::string> no_peer;
+  if (o.tests.count("p2p") && gpus.size() < 2) {
+    // Nothing to copy between: not measured, with the reason, never an
+    // empty matrix that reads like a pass.
+    v1::Finding f = P2pNotMeasured(
+        gpus.empty() ? std::string("no GPU selected")
+                     : absl::StrCat("only GPU ", gpus.front()->info.index,
+                                    " is selected; p2p needs two GPUs"),
+        cmd);
+    f.set_action("select two or more GPUs (gpus: all) on a node that has them");
+    out.Find(f);
+  }
   if (o.tests.count("p2p")) {
     for (auto& s : gpus) {
       for (auto& d : gpus) {
@@ -526,12 +565,28 @@ int RunCudaMemory(int argc, char** argv) {
     labels["size_bytes"] = absl::StrCat(o.size);
     labels["bytes_counted"] = absl::StrCat(r.bytes_counted);
     labels["verified"] = r.mismatches == 0 ? "true" : "false";
+    labels["stat"] = r.gpu < 0 ? "wall" : "median";
     if (r.gpu < 0) labels["gpu"] = "all";
     if (g && (r.test == "h2d" || r.test == "d2h" || r.test == "h2d_all" || r.test == "d2h_all")) {
       for (auto& m : gpus) {
         if (m->info.index == r.gpu && m->host) {
           labels["host_numa_node"] = absl::StrCat(m->host->node());
         }
+      }
+      // The link the copy crossed, read from the device (pcie_link.h): what
+      // a host copy is held to (validate.sh), never a figure for one card.
+      if (auto link = ReadPcieLink("", g->pci_bus_id); link.ok()) {
+        labels["pcie_gen"] = absl::StrCat(link->gen);
+        labels["pcie_width"] = absl::StrCat(link->width);
+        labels["pcie_gbps"] = absl::StrFormat("%.2f", link->gbps);
+        if (!link->current.empty()) labels["pcie_current"] = link->current;
+      }
+    }
+    if (g && (r.test == "d2d" || r.test == "hbm")) {
+      // The GPU's own datasheet memory bandwidth (reports/gpu_specs.cc).
+      if (auto spec = reports::FindGpuSpec(g->name); spec && spec->memory_gbps > 0) {
+        labels["spec"] = spec->name;
+        labels["spec_gbps"] = absl::StrFormat("%g", spec->memory_gbps);
       }
     }
     if (r.test == "p2p") {
@@ -572,18 +627,13 @@ int RunCudaMemory(int argc, char** argv) {
   if (!no_peer.empty()) {
     // One not-measured finding for every pair without peer access: the p2p
     // bandwidth of those pairs is unknown, never a pass (record.proto).
-    v1::Finding f;
-    f.set_check_id("memory.p2p_not_measured");
-    f.set_severity(v1::SEVERITY_INFO);
-    f.set_not_measured(true);
-    f.set_category("compute");
-    f.set_subject("node");
+    v1::Finding f = P2pNotMeasured(
+        absl::StrCat(no_peer.begin()->second, " for GPU ", no_peer.begin()->first.first,
+                     " -> GPU ", no_peer.begin()->first.second,
+                     no_peer.size() > 1 ? " and the other pairs in the evidence" : ""),
+        cmd);
     f.set_title(absl::StrCat("not measured: p2p bandwidth of ", no_peer.size(),
                              " GPU pairs without peer access"));
-    f.set_detail(absl::StrCat(no_peer.begin()->second, " for GPU ", no_peer.begin()->first.first,
-                              " -> GPU ", no_peer.begin()->first.second,
-                              no_peer.size() > 1 ? " and the other pairs in the evidence" : ""));
-    f.add_evidence(cmd);
     for (const auto& [pair, why] : no_peer) {
       f.add_evidence(absl::StrCat("gpu:", pair.first, "->gpu:", pair.second, ": ", why));
     }

@@ -115,6 +115,27 @@ TEST_CASE("nccl log: socket fallback on a node with RDMA devices fails", "[colle
   CHECK(FindCheck(plain, "collective.nccl_socket_fallback") == nullptr);
 }
 
+TEST_CASE("nccl log: one rank on one node never judges the network", "[collective][nccl_log]") {
+  // NCCL logs "Using network Socket" at init even for a single rank; no
+  // channel goes through the network and nothing leaves the node.
+  NcclLogFacts f = ParseNcclLog(Fixture("one_rank_socket.log"));
+  CHECK(f.network == "Socket");
+  CHECK(f.ib_no_device);
+  CHECK(f.nodes == 1);
+  CHECK(f.ranks == 1);
+  CHECK(f.net_connections == 0);
+  for (int nodes : {0, 1}) {
+    INFO("the suite says the run spans " << nodes << " node(s) (0: unknown)");
+    auto findings = TransportFindings(f, {.rdma_devices_present = true, .nodes = nodes});
+    CHECK(FindCheck(findings, "collective.nccl_socket_fallback") == nullptr);
+    CHECK(FindCheck(findings, "collective.nccl_transport") != nullptr);
+  }
+  // The same log from a rank of a run the suite knows spans two nodes
+  // (NCCL's nNodes line can be cut off): sockets there are a fallback.
+  auto two = TransportFindings(f, {.rdma_devices_present = true, .nodes = 2});
+  CHECK(FindCheck(two, "collective.nccl_socket_fallback") != nullptr);
+}
+
 TEST_CASE("nccl log: an empty log is not measured, never a pass", "[collective][nccl_log]") {
   NcclLogFacts f = ParseNcclLog("some unrelated output\n");
   auto findings = TransportFindings(f, {});

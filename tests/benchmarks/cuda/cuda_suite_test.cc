@@ -102,22 +102,36 @@ TEST_CASE("NCCL collectives over every GPU are measured and verified", "[gpu]") 
                     "-n", "3", "-w", "1", "-d", "bfloat16", "--jsonl"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  std::set<std::string> ops;
+  std::set<std::string> ops, bus_ops, bus_not_measured;
   bool transport = false;
   for (const auto& rec : r.records) {
     if (rec.has_finding()) {
       CHECK(rec.finding().severity() < cmax::v1::SEVERITY_FAIL);
       if (rec.finding().check_id() == "collective.nccl_transport") transport = true;
+      // One GPU on one node: the network is never judged.
+      CHECK(rec.finding().check_id() != "collective.nccl_socket_fallback");
+      if (rec.finding().check_id() == "collective.busbw_one_rank") {
+        CHECK(rec.finding().not_measured());
+        bus_not_measured.insert(rec.finding().labels().at("op"));
+      }
     }
-    if (!rec.has_measurement() || rec.measurement().metric() != "busbw_gbps") continue;
+    if (!rec.has_measurement()) continue;
     const auto& m = rec.measurement();
+    if (m.metric() == "busbw_gbps") bus_ops.insert(m.labels().at("op"));
+    if (m.metric() != "algbw_gbps") continue;
     ops.insert(m.labels().at("op"));
     CHECK(m.labels().at("wrong") == "0");
     CHECK(m.labels().at("ranks") == std::to_string(n));
-    // One rank: busbw is 0 by definition for the (n-1)/n ops.
-    if (n == 1 && m.labels().at("op") == "all_reduce") CHECK(m.value() == 0.0);
   }
   CHECK(ops.size() == 6);
+  if (n == 1) {
+    // One rank: the (n-1)/n ops' busbw is not measured, never a 0.
+    CHECK(bus_ops == std::set<std::string>{"broadcast", "sendrecv"});
+    CHECK(bus_not_measured.size() == 4);
+  } else {
+    CHECK(bus_ops.size() == 6);
+    CHECK(bus_not_measured.empty());
+  }
   CHECK(transport);
 
   SuiteRun bad = RunCuda({"collective", "--op=all_reduce", "-b", "64K", "-e", "64K", "-n", "2",

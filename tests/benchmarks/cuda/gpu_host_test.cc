@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "benchmarks/gpu_common/gemm_check.h"
 #include "benchmarks/gpu_common/gpu_poll.h"
 #include "benchmarks/gpu_common/library_search.h"
+#include "benchmarks/gpu_common/pcie_link.h"
 #include "benchmarks/health/fabric_checks.h"
 #include "benchmarks/health/file_gpu_probe.h"
 
@@ -66,13 +68,25 @@ TEST_CASE("burn-in and consistency take the first offered algorithm without spli
 }
 
 TEST_CASE("the GEMM never reduces split-K in a 16-bit output type", "[gpu_host]") {
-  // bf16/fp16 outputs (2 bytes): in place or in the fp32 compute type only.
-  CHECK((GemmReductionMask(2) & kReductionOutputType) == 0);
-  CHECK((GemmReductionMask(2) & kReductionComputeType) != 0);
+  // bf16/fp16 outputs (2 bytes; fp8 inputs write bf16 too): only in the fp32
+  // compute type. INPLACE adds the parts in the output type as OUTPUT_TYPE
+  // does (cuBLASLt, cublasLtReductionScheme_t), so neither is admitted.
+  for (int bytes : {1, 2}) {
+    INFO(bytes << "-byte output");
+    CHECK(GemmReductionMask(bytes) == kReductionComputeType);
+    CHECK((GemmReductionMask(bytes) & kReductionInplace) == 0);
+    CHECK((GemmReductionMask(bytes) & kReductionOutputType) == 0);
+  }
   CHECK(GemmReductionMask(4) == kReductionAll);
   CHECK(GemmReductionMask(8) == kReductionAll);
   CHECK(ReductionSchemeName(kReductionOutputType) == "output_type");
+  CHECK(ReductionSchemeName(kReductionInplace) == "inplace");
   CHECK(ReductionSchemeName(kReductionNone) == "none");
+  // Which kept schemes round each part to the output type.
+  CHECK(ReducesInOutputType(kReductionInplace));
+  CHECK(ReducesInOutputType(kReductionOutputType));
+  CHECK_FALSE(ReducesInOutputType(kReductionComputeType));
+  CHECK_FALSE(ReducesInOutputType(kReductionNone));
 }
 
 TEST_CASE("a split-K reduction in the output type widens the tolerance by its splits", "[gpu_host]") {
@@ -87,11 +101,21 @@ TEST_CASE("a split-K reduction in the output type widens the tolerance by its sp
   const double plain = AllowedError(GemmDtype::kBf16, k, s);
   const double split8 = AllowedError(GemmDtype::kBf16, k, s, {8, true});
   CHECK(split8 == Approx(plain + 2 * 8 * u_out * s.scale));
-  // In place or in the compute type: nothing added.
+  // In the compute type, or no split: nothing added.
   CHECK(AllowedError(GemmDtype::kBf16, k, s, {8, false}) == plain);
   CHECK(AllowedError(GemmDtype::kBf16, k, s, {1, true}) == plain);
   CHECK_FALSE(CheckGemmSamples(GemmDtype::kBf16, k, {s}).ok());
   CHECK(CheckGemmSamples(GemmDtype::kBf16, k, {s}, {8, true}).ok());
+  // The GEMM's own mapping of a kept algorithm's scheme (gpu_gemm.cc): an
+  // in-place split-K result of a healthy GPU passes like an output-type one.
+  for (uint32_t scheme : {kReductionInplace, kReductionOutputType}) {
+    INFO(ReductionSchemeName(scheme));
+    const GemmReduction kept{8, ReducesInOutputType(scheme)};
+    CHECK(CheckGemmSamples(GemmDtype::kBf16, k, {s}, kept).ok());
+  }
+  CHECK_FALSE(
+      CheckGemmSamples(GemmDtype::kBf16, k, {s}, {8, ReducesInOutputType(kReductionComputeType)})
+          .ok());
   // A wrong element (off by the scale) still fails with the widened bound.
   s.got = s.ref + s.scale;
   CHECK_FALSE(CheckGemmSamples(GemmDtype::kBf16, k, {s}, {8, true}).ok());
@@ -144,6 +168,100 @@ TEST_CASE("the deadline poll ends a wait that never finishes", "[gpu_host]") {
   fc = FakeClock();
   r = PollUntil([] { return PollState::kFailed; }, {}, seconds(1), fc.clock());
   CHECK(r.outcome == PollOutcome::kFailed);
+}
+
+TEST_CASE("a polled CUDA query that said not ready leaves no stale error behind", "[gpu_host]") {
+  // A fake runtime: its last-error slot, as cudaPeekAtLastError /
+  // cudaGetLastError see it. The codes are CUDA's (cudaErrorNotReady 600,
+  // cudaErrorLaunchFailure 719), but any distinct ints would do.
+  constexpr int kSuccess = 0, kNotReady = 600, kLaunchFailure = 719;
+  int last = kSuccess;
+  int takes = 0;
+  CudaQueryCalls calls{.success = kSuccess,
+                       .not_ready = kNotReady,
+                       .peek_last = [&] { return last; },
+                       .take_last = [&] {
+                         ++takes;
+                         int was = last;
+                         last = kSuccess;
+                         return was;
+                       }};
+  // The query was not ready and left that as the last error: cleared, so
+  // the next launch's cudaGetLastError() is that launch's own.
+  last = kNotReady;
+  CHECK(CudaQueryState(kNotReady, calls) == PollState::kPending);
+  CHECK(last == kSuccess);
+  CHECK(takes == 1);
+  // Not ready with nothing left behind: nothing to take.
+  CHECK(CudaQueryState(kNotReady, calls) == PollState::kPending);
+  CHECK(takes == 1);
+  // Not ready while an earlier call's real error is pending: that error
+  // stays for its own check.
+  last = kLaunchFailure;
+  CHECK(CudaQueryState(kNotReady, calls) == PollState::kPending);
+  CHECK(last == kLaunchFailure);
+  CHECK(takes == 1);
+  // Done and failed map as the deadline poll expects.
+  CHECK(CudaQueryState(kSuccess, calls) == PollState::kDone);
+  CHECK(CudaQueryState(kLaunchFailure, calls) == PollState::kFailed);
+
+  // Through the deadline poll, as the burn-in's hang check uses it: a GPU
+  // that finishes on the 4th query ends done with the slot clean.
+  FakeClock fc;
+  int queries = 0;
+  last = kSuccess;
+  PollResult r = PollUntil(
+      [&] {
+        const int rc = ++queries < 4 ? kNotReady : kSuccess;
+        if (rc == kNotReady) last = kNotReady;  // what the runtime may do
+        return CudaQueryState(rc, calls);
+      },
+      {}, std::chrono::seconds(5), fc.clock());
+  CHECK(r.outcome == PollOutcome::kDone);
+  CHECK(last == kSuccess);
+}
+
+TEST_CASE("every copy the GPU suites wait for with a deadline goes through page-locked memory",
+          "[gpu_host]") {
+  // A cudaMemcpyAsync between the device and pageable host memory returns
+  // only once it is done, so on a hung GPU the poll after it never reaches
+  // its deadline (burnin.gpu_hang never written, the NCCL timeout never
+  // fires). In every GPU source that polls (PollUntil, QueryState), each
+  // host<->device cudaMemcpyAsync must name a PinnedHost buffer (the
+  // sources call them pinned*), never a stack variable or a vector.
+  const fs::path root = fs::path(CMAX_SOURCE_DIR) / "benchmarks";
+  int polling_files = 0, copies = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    const std::string ext = e.path().extension().string();
+    if (ext != ".cc" && ext != ".cu") continue;
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("PollUntil(") == std::string::npos &&
+        text.find("QueryState(") == std::string::npos) {
+      continue;
+    }
+    if (e.path().filename() == "gpu_poll.cc" || e.path().filename() == "cuda_env.cc") continue;
+    ++polling_files;
+    for (size_t at = text.find("cudaMemcpyAsync("); at != std::string::npos;
+         at = text.find("cudaMemcpyAsync(", at + 1)) {
+      // The call's text up to its closing parenthesis.
+      size_t end = at + std::string("cudaMemcpyAsync(").size();
+      for (int depth = 1; end < text.size() && depth > 0; ++end) {
+        if (text[end] == '(') ++depth;
+        if (text[end] == ')') --depth;
+      }
+      const std::string call = text.substr(at, end - at);
+      if (!absl::StrContains(call, "HostToDevice") && !absl::StrContains(call, "DeviceToHost")) {
+        continue;
+      }
+      ++copies;
+      INFO(e.path().string() << ": " << call);
+      CHECK(absl::StrContains(call, "pinned"));
+    }
+  }
+  // The burn-in and the NCCL collective poll; both copy to and from the host.
+  CHECK(polling_files >= 2);
+  CHECK(copies >= 4);
 }
 
 TEST_CASE("cuBLASLt and NCCL are looked for in CUDA dirs and pip wheels of python3 on PATH",
@@ -259,4 +377,48 @@ gpus:
   CHECK(ok.findings.empty());
   REQUIRE(ok.logs.size() == 1);
   CHECK(absl::StrContains(ok.logs[0], "checking each GPU's registration"));
+}
+
+TEST_CASE("a GPU's PCIe link and the rate its host copies are held to", "[gpu_host]") {
+  // sysfs spellings (Documentation/ABI/testing/sysfs-bus-pci).
+  CHECK(PcieGenFromSpeed("32.0 GT/s PCIe") == 5);
+  CHECK(PcieGenFromSpeed("16.0 GT/s PCIe\n") == 4);
+  CHECK(PcieGenFromSpeed("8.0 GT/s PCIe") == 3);
+  CHECK(PcieGenFromSpeed("2.5 GT/s PCIe") == 1);
+  CHECK(PcieGenFromSpeed("5.0 GT/s") == 2);
+  CHECK(PcieGenFromSpeed("64.0 GT/s PCIe") == 6);
+  CHECK(PcieGenFromSpeed("Unknown") == 0);
+  CHECK(PcieGenFromSpeed("") == 0);
+  CHECK(PcieGenFromSpeed("20.0 GT/s PCIe") == 0);
+  // Gen 5 x16 (an H200 SXM's host link): 32 GT/s x 16 x 128/130 / 8.
+  CHECK(PcieGbPerDirection(5, 16) == Approx(63.0154).epsilon(1e-4));
+  CHECK(PcieGbPerDirection(4, 16) == Approx(31.5077).epsilon(1e-4));
+  CHECK(PcieGbPerDirection(1, 16) == Approx(4.0));  // 8b/10b
+  CHECK(PcieGbPerDirection(5, 8) == Approx(PcieGbPerDirection(5, 16) / 2));
+  CHECK(PcieGbPerDirection(0, 16) == 0);
+  CHECK(PcieGbPerDirection(5, 0) == 0);
+
+  TempTree t;
+  const std::string dev = "/sys/bus/pci/devices/0000:1b:00.0/";
+  t.File(dev + "max_link_speed", "32.0 GT/s PCIe\n");
+  t.File(dev + "max_link_width", "16\n");
+  // Idle: the GPU has lowered its link; the rate still comes from max_*.
+  t.File(dev + "current_link_speed", "2.5 GT/s PCIe\n");
+  t.File(dev + "current_link_width", "16\n");
+  auto link = ReadPcieLink(t.root.string(), "0000:1b:00.0");
+  REQUIRE(link.ok());
+  CHECK(link->gen == 5);
+  CHECK(link->width == 16);
+  CHECK(link->gbps == Approx(63.0154).epsilon(1e-4));
+  CHECK(link->current == "2.5 GT/s PCIe x16");
+  // No such device (or a GPU on NVLink-C2C without these files): NOT_FOUND.
+  auto none = ReadPcieLink(t.root.string(), "0000:99:00.0");
+  CHECK(absl::IsNotFound(none.status()));
+  // Text that is no rate: INVALID_ARGUMENT naming the file's words.
+  const std::string odd = "/sys/bus/pci/devices/0000:2b:00.0/";
+  t.File(odd + "max_link_speed", "Unknown\n");
+  t.File(odd + "max_link_width", "16\n");
+  auto bad = ReadPcieLink(t.root.string(), "0000:2b:00.0");
+  CHECK(absl::IsInvalidArgument(bad.status()));
+  CHECK_THAT(std::string(bad.status().message()), Catch::Contains("'Unknown'"));
 }

@@ -63,3 +63,38 @@ TEST_CASE("cuda memory measures device bandwidth on one GPU", "[gpu]") {
   }
   CHECK(measured >= 3);
 }
+
+TEST_CASE("cuda memory on one GPU: p2p not measured with the reason, *_all a median",
+          "[gpu]") {
+  std::string why;
+  if (cmax::testing::UsableGpusInChild(&why) == 0) {
+    CMAX_SKIP("no usable GPU (" << why << ")");
+  }
+  LibRun r = RunSuiteFn(RunCudaMemory,
+                        {"memory", "--size=16M", "--iters=5", "--warmup=1",
+                         "--tests=p2p,h2d_all", "--gpus=0", "--jsonl"},
+                        300);
+  CHECK(r.exit_code == 0);
+  bool p2p_said = false;
+  int per_gpu = 0, aggregate = 0;
+  for (const auto& rec : r.records) {
+    if (rec.has_finding() && rec.finding().check_id() == "memory.p2p_not_measured") {
+      CHECK(rec.finding().not_measured());
+      CHECK_THAT(rec.finding().detail(), Catch::Contains("p2p needs two GPUs"));
+      p2p_said = true;
+    }
+    if (!rec.has_measurement()) continue;
+    const auto& labels = rec.measurement().labels();
+    CHECK(labels.at("test") == "h2d_all");  // nothing for p2p
+    if (labels.at("gpu") == "all") {
+      CHECK(labels.at("stat") == "wall");
+      ++aggregate;
+    } else {
+      CHECK(labels.at("stat") == "median");
+      ++per_gpu;
+    }
+  }
+  CHECK(p2p_said);
+  CHECK(per_gpu == 1);
+  CHECK(aggregate == 1);
+}
