@@ -24,6 +24,8 @@
 #include "common/logging.h"
 #include "common/metrics_http.h"
 #include "common/net_address.h"
+#include "common/owned_dir.h"
+#include "common/secrets.h"
 
 ABSL_FLAG(std::string, coordinator, "", "coordinator address HOST:PORT (required)");
 ABSL_FLAG(std::string, node_name, "", "this node's name (required)");
@@ -59,6 +61,10 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus metrics on HTTP(S) HOST:PORT (a bare PORT: 127.0.0.1); off unless "
           "given. Asks for the agent's own token (--token-file) when it has one; beyond "
           "loopback it needs --metrics-tls-cert and --metrics-tls-key, or --allow-insecure");
+ABSL_FLAG(std::string, read_token_file, "",
+          "file holding a read-only bearer token that --metrics-listen accepts as well as "
+          "--token-file's: give Prometheus this one, so a scrape config's secret cannot "
+          "connect to the coordinator as this agent");
 ABSL_FLAG(std::string, metrics_tls_cert, "", "server certificate (PEM) for --metrics-listen");
 ABSL_FLAG(std::string, metrics_tls_key, "", "its private key (PEM)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
@@ -114,7 +120,7 @@ int main(int argc, char** argv) {
       "       [--token-file F] [--tls-ca F [--tls-cert F --tls-key F]] [--allow-insecure]\n"
       "       [--allow-read DIR,...] [--storage-roots DIR,...] [--root DIR]\n"
       "       [--bench-dir DIR] [--advertise ADDR[,ADDR...]]\n"
-      "       [--metrics-listen HOST:PORT [--metrics-tls-cert F --metrics-tls-key F]]\n"
+      "       [--metrics-listen HOST:PORT [--metrics-tls-cert F --metrics-tls-key F] [--read-token-file F]]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
       "Flags may be written with dashes or underscores.");
   // --help lists this file's flags (absl matches files named after the
@@ -141,6 +147,12 @@ int main(int argc, char** argv) {
       options.work_dir.empty()) {
     std::fprintf(stderr,
                  "cmax-agent: --coordinator, --node-name and --work-dir are required\n");
+    return 2;
+  }
+  // Spools and task files are trusted as written: the work dir must be the
+  // agent's own (common/owned_dir.h).
+  if (absl::Status s = cmax::EnsureOwnedDir(options.work_dir, "work dir"); !s.ok()) {
+    std::fprintf(stderr, "cmax-agent: %s\n", std::string(s.message()).c_str());
     return 2;
   }
   options.root = absl::GetFlag(FLAGS_root);
@@ -264,6 +276,21 @@ int main(int argc, char** argv) {
     cmax::MetricsHttpOptions mo;
     mo.listen = m;
     mo.token = options.token;
+    if (const std::string f = absl::GetFlag(FLAGS_read_token_file); !f.empty()) {
+      std::string warning;
+      auto t = cmax::ReadTokenFile(f, &warning);
+      if (!t.ok() || options.token.empty() || *t == options.token) {
+        std::fprintf(stderr, "cmax-agent: --read-token-file: %s\n",
+                     !t.ok() ? std::string(t.status().message()).c_str()
+                     : options.token.empty()
+                         ? "needs --token-file (without a token nothing is asked)"
+                         : "holds the same token as --token-file; use another secret");
+        agent.Stop();
+        return 2;
+      }
+      if (!warning.empty()) log->warn("{}", warning);
+      mo.read_token = *t;
+    }
     mo.tls_cert_file = absl::GetFlag(FLAGS_metrics_tls_cert);
     mo.tls_key_file = absl::GetFlag(FLAGS_metrics_tls_key);
     mo.allow_insecure = absl::GetFlag(FLAGS_allow_insecure);

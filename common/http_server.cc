@@ -5,6 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/http_connection.h"
+#include "common/logging.h"
 #include "common/net_address.h"
 #include "common/secrets.h"
 
@@ -71,29 +73,25 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
         options.flag, " ", target, " is not loopback: give a TLS certificate and key ",
         options.insecure_hint));
   }
-  auto out = std::unique_ptr<HttpListener>(new HttpListener());
-  if (tls) {
-    auto ssl = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
-                                                    options.tls_key_file.c_str());
-    if (!ssl->is_valid()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(options.name, " TLS: cannot load ", options.tls_cert_file, " and ",
-                       options.tls_key_file));
-    }
-    out->server_ = std::move(ssl);
-  } else {
-    out->server_ = std::make_unique<httplib::Server>();
+  if (!IsLoopbackTarget(target) && !tls) {
+    // Allowed, and said as loudly as the gRPC listener says it.
+    GetLogger(options.name)
+        ->warn("INSECURE: --allow-insecure: {} {} serves plain HTTP beyond loopback; the "
+               "bearer token and every answer cross the network in clear text",
+               options.flag, target);
   }
+  GuardedServerOptions so;
+  so.name = options.name;
+  so.limits = options.limits;
+  so.io_timeout_s = options.io_timeout_s;
+  so.keep_alive_timeout_s = options.keep_alive_timeout_s;
+  so.tls_cert_file = options.tls_cert_file;
+  so.tls_key_file = options.tls_key_file;
+  auto server = NewGuardedServer(so);
+  if (!server.ok()) return server.status();
+  auto out = std::unique_ptr<HttpListener>(new HttpListener());
+  out->server_ = std::move(*server);
   httplib::Server& srv = *out->server_;
-  // A few threads are plenty for a scraper or a browser or two; slow clients time out.
-  const int threads = options.threads;
-  srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  srv.set_read_timeout(options.io_timeout_s, 0);
-  srv.set_write_timeout(options.io_timeout_s, 0);
-  srv.set_keep_alive_max_count(16);
-  if (options.keep_alive_timeout_s > 0)
-    srv.set_keep_alive_timeout(options.keep_alive_timeout_s);
-  srv.set_payload_max_length(options.payload_max_bytes);
   routes(srv);
   const int bound =
       port == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, port) ? port : -1);

@@ -2,7 +2,8 @@
 // coordinator and the agent, common/metrics_http.h, and the coordinator's
 // web view, coordinator/web/web_server.h): a cpp-httplib server (Debian's
 // libcpp-httplib) bound on a listen address with the loopback/TLS rule, run
-// on a thread of its own, and the constant-time bearer token check.
+// on a thread of its own, every connection admitted and read through the
+// guard of common/http_guard.h, and the constant-time bearer token check.
 //
 // Only the .cc files of those endpoints include this header (it pulls in
 // httplib.h); their own headers stay free of it.
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "common/http_guard.h"
 
 namespace cmax {
 
@@ -31,12 +33,13 @@ struct HttpListenOptions {
   bool allow_insecure = false;
   // What the refusal beyond loopback without TLS suggests.
   std::string insecure_hint = "(the same ones as the gRPC listener), or --allow-insecure";
-  int threads = 2;
-  size_t payload_max_bytes = 4096;
+  // What a peer may send and hold before any credential is checked
+  // (common/http_guard.h): head and body sizes, the request deadline,
+  // connections in all and from one address.
+  HttpLimits limits;
   int io_timeout_s = 5;
-  // How long an idle keep-alive connection holds its thread (cpp-httplib's
-  // default, 5 s, when 0).
-  int keep_alive_timeout_s = 0;
+  // How long an idle keep-alive connection holds its thread.
+  int keep_alive_timeout_s = 5;
 };
 
 // A bound server serving on its own thread until Stop() (or destruction).

@@ -5,7 +5,8 @@
 // beyond loopback only with TLS (a certificate and key) or an explicit
 // allow_insecure; and the bearer token ("Authorization: Bearer <token>",
 // compared in constant time) on every request whenever a token is
-// configured -- Prometheus sends it with `authorization: {credentials_file:}`.
+// configured (or the read-only token, when one is) -- Prometheus sends it
+// with `authorization: {credentials_file:}`.
 // GET /metrics only: anything else is 404 or 405; a wrong or missing token
 // is 401 with no detail; a render that fails is 503 with its message.
 #ifndef CMAX_COMMON_METRICS_HTTP_H_
@@ -23,6 +24,10 @@ struct MetricsHttpOptions {
   // HOST:PORT, [V6]:PORT, or a bare PORT (then 127.0.0.1). Port 0: any free one.
   std::string listen;
   std::string token;         // empty: no token asked (only with --no-token)
+  // A second token accepted here, and only for reading (--read-token-file):
+  // what a scrape config holds, so its secret cannot submit runs or connect
+  // as an agent. Empty: only `token`.
+  std::string read_token;
   std::string tls_cert_file;  // PEM; both or neither
   std::string tls_key_file;
   bool allow_insecure = false;  // beyond loopback without TLS

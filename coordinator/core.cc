@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "common/owned_dir.h"
 #include "common/plan_parser.h"
 #include "common/secrets.h"
 #include "common/status_macros.h"
@@ -36,10 +37,9 @@ bool IsSafeId(const std::string& id) {
 
 absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     const CoreOptions& options) {
-  if (mkdir(options.data_dir.c_str(), 0750) != 0 && errno != EEXIST) {
-    return absl::InternalError(
-        absl::StrCat("cannot create data dir ", options.data_dir, ": ", strerror(errno)));
-  }
+  // Its own folder: the database and the reports are trusted as written
+  // (common/owned_dir.h).
+  CMAX_RETURN_IF_ERROR(EnsureOwnedDir(options.data_dir, "data dir"));
   std::string reports = options.data_dir + "/reports";
   if (mkdir(reports.c_str(), 0750) != 0 && errno != EEXIST) {
     return absl::InternalError(absl::StrCat("cannot create ", reports, ": ", strerror(errno)));

@@ -35,6 +35,11 @@ ABSL_FLAG(std::string, data_dir, "", "directory for cmax.db and reports/ (requir
 ABSL_FLAG(std::string, token_file, "",
           "file holding the bearer token every agent and cmaxctl call must present "
           "(required unless --no-token; deploy/install.sh writes /etc/cmax/token)");
+ABSL_FLAG(std::string, read_token_file, "",
+          "file holding a second, read-only bearer token: --metrics-listen and --http-listen "
+          "accept it as well as --token-file's, the gRPC API (agents, cmaxctl) never does. "
+          "Give it to Prometheus and dashboards, so their secret cannot submit runs or "
+          "connect as an agent");
 ABSL_FLAG(bool, no_token, false,
           "run without a token: every local user who can reach the port may submit plans "
           "whose suites run as root on every agent (development only; logged loudly)");
@@ -88,7 +93,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "cmax-coordinator --data-dir DIR [--listen HOST:PORT] (--token-file F | --no-token) "
       "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS] "
-      "[--metrics-listen HOST:PORT] [--http-listen HOST:PORT]\n"
+      "[--metrics-listen HOST:PORT] [--http-listen HOST:PORT] [--read-token-file F]\n"
       "Flags may be written with dashes or underscores (--data-dir, --data_dir).");
   // --help lists this file's flags (absl matches files named after the
   // program by default, and this one is main.cc).
@@ -124,6 +129,19 @@ int main(int argc, char** argv) {
   }
   if (!token.empty() && absl::GetFlag(FLAGS_no_token)) {
     return Fail("--token-file and --no-token contradict each other");
+  }
+  std::string read_token;
+  if (!absl::GetFlag(FLAGS_read_token_file).empty()) {
+    if (token.empty()) return Fail("--read-token-file needs --token-file");
+    std::string warning;
+    auto t = cmax::ReadTokenFile(absl::GetFlag(FLAGS_read_token_file), &warning);
+    if (!t.ok()) return Fail(std::string(t.status().message()));
+    if (!warning.empty()) log->warn("{}", warning);
+    read_token = *t;
+    if (read_token == token) {
+      return Fail("--read-token-file holds the same token as --token-file: a read-only token "
+                  "must be a different secret");
+    }
   }
   if (token.empty()) {
     log->warn("INSECURE: --no-token: every caller that reaches {} may submit and cancel runs "
@@ -226,6 +244,7 @@ int main(int argc, char** argv) {
     cmax::MetricsHttpOptions mo;
     mo.listen = m;
     mo.token = token;
+    mo.read_token = read_token;
     mo.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
     mo.tls_key_file = absl::GetFlag(FLAGS_tls_key);
     mo.allow_insecure = absl::GetFlag(FLAGS_allow_insecure);
@@ -247,6 +266,7 @@ int main(int argc, char** argv) {
     cmax::coordinator::web::WebOptions wo;
     wo.listen = h;
     wo.token = token;
+    wo.read_token = read_token;
     wo.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
     wo.tls_key_file = absl::GetFlag(FLAGS_tls_key);
     wo.report_root = absl::StrCat(data_dir, "/reports");

@@ -3,7 +3,11 @@
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/secrets.h"
@@ -11,6 +15,22 @@
 
 namespace cmax::coordinator {
 namespace {
+
+// The names of the client certificate a stream's peer presented (mutual
+// TLS: --tls-client-ca): its subject alternative names and common name.
+// Empty when it presented none; then the bearer token is its only
+// credential.
+std::vector<std::string> CertificateNames(const grpc::CallbackServerContext& context) {
+  std::vector<std::string> names;
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (!auth || !auth->IsPeerAuthenticated()) return names;
+  for (const char* property : {"x509_subject_alternative_name", "x509_common_name"}) {
+    for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+      names.emplace_back(v.data(), v.size());
+    }
+  }
+  return names;
+}
 
 grpc::Status Unauthenticated() {
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
@@ -73,6 +93,8 @@ class Session final : public AgentSession {
   }
   void Received() { last_receive_mono_ns_.store(MonotonicNs(), std::memory_order_relaxed); }
   void WriteDone(bool ok);
+  // Ends the stream with `status` (once; nothing after Detach).
+  void End(const grpc::Status& status);
   void Detach() {
     absl::MutexLock lock(&mu_);
     reactor_ = nullptr;
@@ -91,7 +113,9 @@ class AgentReactor final
     : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
   AgentReactor(CoordinatorCore* core, grpc::CallbackServerContext* context, bool authorized)
-      : core_(core), session_(std::make_shared<Session>(this, context->peer())) {
+      : core_(core),
+        session_(std::make_shared<Session>(this, context->peer())),
+        certificate_names_(CertificateNames(*context)) {
     if (!authorized) {
       GetLogger("coordinator")->warn("agent stream from {} refused: bad token", context->peer());
       session_->Detach();
@@ -105,6 +129,18 @@ class AgentReactor final
     if (!ok) {
       session_->Close("stream closed by the agent");
       return;
+    }
+    if (in_.has_hello()) {
+      if (absl::Status id = CheckAgentIdentity(certificate_names_, in_.hello().node_name());
+          !id.ok()) {
+        // Another node's certificate cannot say Hello as this node, nor
+        // take over its session.
+        GetLogger("coordinator")
+            ->warn("agent stream from {} refused: {}", session_->peer(),
+                   std::string(id.message()));
+        session_->End(ToGrpc(id));
+        return;
+      }
     }
     auto session = session_;
     // Heard now, as a pong's t4 is taken now, not when the core's round
@@ -132,6 +168,7 @@ class AgentReactor final
  private:
   CoordinatorCore* core_;
   std::shared_ptr<Session> session_;
+  const std::vector<std::string> certificate_names_;
   v1::AgentMessage in_;
 };
 
@@ -154,10 +191,14 @@ void Session::WriteDone(bool ok) {
 }
 
 void Session::Close(const std::string& reason) {
+  End(grpc::Status(grpc::StatusCode::UNAVAILABLE, reason));
+}
+
+void Session::End(const grpc::Status& status) {
   absl::MutexLock lock(&mu_);
   if (!reactor_ || finished_) return;
   finished_ = true;
-  reactor_->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, reason));
+  reactor_->Finish(status);
 }
 
 // Streams a run's events to one cmaxctl.
@@ -320,6 +361,19 @@ grpc::ServerUnaryReactor* Unary(CoordinatorCore* core, grpc::CallbackServerConte
 }
 
 }  // namespace
+
+absl::Status CheckAgentIdentity(const std::vector<std::string>& certificate_names,
+                                const std::string& node_name) {
+  if (certificate_names.empty()) return absl::OkStatus();
+  for (const std::string& name : certificate_names) {
+    if (name == node_name) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("its client certificate is for ", absl::StrJoin(certificate_names, ", "),
+                   ", but its Hello says node '", node_name,
+                   "': an agent's certificate must name its node (deploy/gen-certs.sh "
+                   "makes one per node)"));
+}
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;

@@ -4,7 +4,9 @@
 #define CMAX_COORDINATOR_SERVICE_H_
 
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "cmax/v1/service.grpc.pb.h"
 #include "coordinator/core.h"
 
@@ -46,6 +48,14 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   CoordinatorCore* core_;
   std::string token_;
 };
+
+// Whether an agent stream may say Hello as `node_name`: always when its
+// peer presented no client certificate (the token is then its credential),
+// else only when one of the certificate's names (`certificate_names`: its
+// subject alternative names and common name) is the node name.
+// PERMISSION_DENIED, naming both, otherwise.
+absl::Status CheckAgentIdentity(const std::vector<std::string>& certificate_names,
+                                const std::string& node_name);
 
 // absl::Status -> grpc::Status (the codes are the same numbers).
 grpc::Status ToGrpc(const absl::Status& status);

@@ -5,8 +5,10 @@
 #
 #   deploy/quickstart.sh [--agents N] [--plan FILE] [--keep-running]
 #
-# Environment: CMAX_BUILD_DIR (default build/), CMAX_QUICKSTART_DIR (default
-# /tmp/cmax-quickstart), CMAX_PORT (default 8470).
+# Environment: CMAX_BUILD_DIR (default build/), CMAX_QUICKSTART_DIR (default:
+# a new /tmp/cmax-quickstart.XXXXXX made by mktemp -d, mode 0700; a folder
+# given here must be yours and not writable by group or others), CMAX_PORT
+# (default 8470).
 # Exit code: cmaxctl run's, except that a run which completed "not rated" (4)
 # exits 0 after saying so (the quick plan alone never rates a cluster).
 set -euo pipefail
@@ -23,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     --plan) plan=${2:?--plan needs a file}; shift 2 ;;
     --plan=*) plan=${1#*=}; shift ;;
     --keep-running) keep=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "quickstart: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -31,7 +33,6 @@ done
   echo "quickstart: --agents must be 1..64" >&2; exit 2; }
 
 build=${CMAX_BUILD_DIR:-$root/build}
-work=${CMAX_QUICKSTART_DIR:-/tmp/cmax-quickstart}
 port=${CMAX_PORT:-8470}
 addr=127.0.0.1:$port
 
@@ -64,7 +65,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir -p "$work"
+# The work folder holds the token: never one that another local user made
+# or can write (a fixed name in /tmp could be theirs, made first).
+if [[ -n ${CMAX_QUICKSTART_DIR:-} ]]; then
+  work=$CMAX_QUICKSTART_DIR
+  mkdir -p -m 0700 "$work"
+  [[ -O $work ]] || { echo "quickstart: $work belongs to another user" >&2; exit 2; }
+  if (( 8#$(stat -c %a "$work") & 8#022 )); then
+    echo "quickstart: $work is writable by group or others (chmod go-w, or another folder)" >&2
+    exit 2
+  fi
+else
+  work=$(mktemp -d /tmp/cmax-quickstart.XXXXXX)
+fi
 # A token of its own (mode 0600): no other local user can command the agents.
 # The agents and cmaxctl find it through CMAX_TOKEN_FILE.
 if [[ ! -s $work/token ]]; then

@@ -742,6 +742,8 @@ void NodeSections(const v1::Scorecard& card,
 
 }  // namespace
 
+absl::string_view HtmlScript() { return kScript; }
+
 std::string RenderHtml(const v1::Scorecard& card) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   absl::StrAppend(&out, "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
@@ -759,7 +761,8 @@ std::string RenderHtml(const v1::Scorecard& card) {
   Findings(card, &out);
   Rules(card, &out);
   NodeSections(card, reasons, &out);
-  absl::StrAppend(&out, "<p id=\"cmax-timing\"></p>\n<script>", kScript, "</script>\n</body>\n</html>\n");
+  absl::StrAppend(&out, "<p id=\"cmax-timing\"></p>\n<script>", HtmlScript(),
+                  "</script>\n</body>\n</html>\n");
   return out;
 }
 

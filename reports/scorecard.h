@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "cmax/v1/scorecard.pb.h"
 #include "reports/run_data.h"
 
@@ -34,6 +35,9 @@ std::string RenderMarkdown(const v1::Scorecard& card);
 // script, style sheet, font or image); every text from the data is
 // HTML-escaped.
 std::string RenderHtml(const v1::Scorecard& card);
+// The inline script RenderHtml embeds, byte for byte (a server that sends the
+// page names its hash in a Content-Security-Policy).
+absl::string_view HtmlScript();
 // JUnit XML (render_junit.cc): a <testsuite> per node (and "fleet"), a
 // <testcase> per node and category and per node and rule; fail ->
 // <failure>, critical -> <error>, not measured -> <skipped>.

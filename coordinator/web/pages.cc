@@ -426,6 +426,8 @@ std::string RunPage(const RunProgress& p, bool has_scorecard, const PageContext&
   return out;
 }
 
+absl::string_view RunPageScript() { return kRunScript; }
+
 std::string RunJson(const RunProgress& p, bool has_scorecard) {
   google::protobuf::Struct root;
   auto& f = *root.mutable_fields();

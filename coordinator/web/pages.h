@@ -60,6 +60,9 @@ std::string RunPage(const RunProgress& progress, bool has_scorecard,
                     const PageContext& ctx);
 // "/api/runs/ID": what the run page's script reads.
 std::string RunJson(const RunProgress& progress, bool has_scorecard);
+// The run page's inline script, byte for byte as RunPage embeds it (the
+// Content-Security-Policy names its hash).
+absl::string_view RunPageScript();
 // The sign-in form; `next` is where it returns (a path of this server).
 std::string LoginPage(absl::string_view next, absl::string_view message, int status);
 // The page after a good sign-in: it goes on to `next` (see web_server.cc for why

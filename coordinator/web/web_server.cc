@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "common/http_server.h"
 #include "common/logging.h"
 #include "common/net_address.h"
@@ -23,6 +26,7 @@
 #include "coordinator/core.h"
 #include "coordinator/web/pages.h"
 #include "google/protobuf/util/json_util.h"
+#include "reports/scorecard.h"
 
 namespace cmax::coordinator::web {
 namespace {
@@ -70,18 +74,33 @@ std::string ToJson(const google::protobuf::Message& m) {
   return out;
 }
 
-// Every answer: no caching, no sniffing, no framing, no referrer; scripts
-// and styles only inline (the pages carry their own), fetches only here.
+// "'sha256-<base64>'": a CSP source that admits exactly this inline script
+// (CSP Level 2, "hash-source").
+std::string ScriptHashSource(absl::string_view script) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(script.data(), script.size(), digest, &len, EVP_sha256(), nullptr);
+  return absl::StrCat("'sha256-",
+                      absl::Base64Escape(absl::string_view(
+                          reinterpret_cast<const char*>(digest), len)),
+                      "'");
+}
+
+// Every answer: no caching, no sniffing, no framing, no referrer; styles
+// only inline; scripts only the two the pages carry, by their hashes (the
+// run page's live update, the scorecard's filter), so text an agent got
+// into a page can never run even if it escaped escaping; fetches only here.
 void SecurityHeaders(httplib::Response& res) {
+  static const std::string csp = absl::StrCat(
+      "default-src 'none'; script-src ", ScriptHashSource(RunPageScript()), " ",
+      ScriptHashSource(reports::HtmlScript()),
+      "; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; "
+      "form-action 'self'; base-uri 'none'; frame-ancestors 'none'");
   res.set_header("Cache-Control", "no-store");
   res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Referrer-Policy", "no-referrer");
   res.set_header("X-Frame-Options", "DENY");
-  res.set_header(
-      "Content-Security-Policy",
-      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-      "img-src data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
-      "frame-ancestors 'none'");
+  res.set_header("Content-Security-Policy", csp);
 }
 
 std::string HexOf(const unsigned char* p, size_t n) {
@@ -119,6 +138,13 @@ struct WebServer::Impl {
   std::unique_ptr<WebSource> source;
   std::string session_key;  // 32 random bytes, hex; sessions end with the process
   bool tls = false;
+  // The sessions signed in and not yet signed out: nonce -> expiry (unix s).
+  // A cookie is honoured only while its nonce is here, so /logout ends it
+  // for good, not just in the browser that sent it. At most kMaxSessions
+  // (the ones that expire first go when a new one needs room).
+  static constexpr size_t kMaxSessions = 4096;
+  mutable absl::Mutex sessions_mu;
+  std::map<std::string, int64_t> sessions ABSL_GUARDED_BY(sessions_mu);
   std::unique_ptr<HttpListener> listener;
 
   std::string Mac(absl::string_view data) const {
@@ -129,16 +155,33 @@ struct WebServer::Impl {
     return HexOf(out, len);
   }
 
-  // "<expiry unix s>.<nonce>.<HMAC-SHA256(key, expiry.nonce)>"
-  absl::StatusOr<std::string> NewSession() const {
+  // "<expiry unix s>.<nonce>.<HMAC-SHA256(key, expiry.nonce)>"; the nonce
+  // is remembered until it expires or signs out.
+  absl::StatusOr<std::string> NewSession() {
     auto nonce = RandomHex(16);
     if (!nonce.ok()) return nonce.status();
+    const int64_t now = absl::ToUnixSeconds(absl::Now());
     const int64_t expiry = absl::ToUnixSeconds(absl::Now() + options.session_lifetime);
+    {
+      absl::MutexLock lock(&sessions_mu);
+      for (auto it = sessions.begin(); it != sessions.end();) {
+        it = it->second < now ? sessions.erase(it) : std::next(it);
+      }
+      while (sessions.size() >= kMaxSessions) {
+        auto first = sessions.begin();
+        for (auto it = sessions.begin(); it != sessions.end(); ++it) {
+          if (it->second < first->second) first = it;
+        }
+        sessions.erase(first);
+      }
+      sessions[*nonce] = expiry;
+    }
     const std::string body = absl::StrCat(expiry, ".", *nonce);
     return absl::StrCat(body, ".", Mac(body));
   }
 
-  bool ValidSession(const httplib::Request& req) const {
+  // The nonce of the request's valid session cookie; "" when it has none.
+  std::string SessionNonce(const httplib::Request& req) const {
     for (absl::string_view part : absl::StrSplit(req.get_header_value("Cookie"), ';')) {
       part = absl::StripAsciiWhitespace(part);
       if (!absl::ConsumePrefix(&part, kCookie) || !absl::ConsumePrefix(&part, "="))
@@ -147,10 +190,14 @@ struct WebServer::Impl {
       int64_t expiry = 0;
       if (f.size() != 3 || !absl::SimpleAtoi(f[0], &expiry)) continue;
       if (expiry < absl::ToUnixSeconds(absl::Now())) continue;
-      if (SameSecret(f[2], Mac(absl::StrCat(f[0], ".", f[1])))) return true;
+      if (!SameSecret(f[2], Mac(absl::StrCat(f[0], ".", f[1])))) continue;
+      absl::MutexLock lock(&sessions_mu);
+      if (sessions.count(f[1])) return f[1];
     }
-    return false;
+    return "";
   }
+
+  bool ValidSession(const httplib::Request& req) const { return !SessionNonce(req).empty(); }
 
   std::string CookieAttributes() const {
     return absl::StrCat("; Path=/; HttpOnly; SameSite=Strict", tls ? "; Secure" : "");
@@ -213,7 +260,8 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
         if (options.token.empty() || req.path == "/login") {
           return httplib::Server::HandlerResponse::Unhandled;
         }
-        if (BearerTokenMatches(req, options.token) || ValidSession(req)) {
+        if (BearerTokenMatches(req, options.token) ||
+            BearerTokenMatches(req, options.read_token) || ValidSession(req)) {
           return httplib::Server::HandlerResponse::Unhandled;
         }
         res.status = 401;
@@ -256,7 +304,8 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     }
     // The pre-routing check refused a token in the query, so this one came
     // in the body.
-    if (!SameSecret(req.get_param_value("token"), options.token)) {
+    const std::string given = req.get_param_value("token");
+    if (!SameSecret(given, options.token) && !SameSecret(given, options.read_token)) {
       // The audit trail names the caller, never what it sent.
       GetLogger("web")->warn("sign-in refused (wrong token) from {}:{}", req.remote_addr,
                              req.remote_port);
@@ -282,7 +331,13 @@ void WebServer::Impl::Routes(httplib::Server& srv) {
     // navigation is same-site.
     res.set_content(SignedInPage(next), "text/html; charset=utf-8");
   });
-  srv.Post("/logout", [this](const httplib::Request&, httplib::Response& res) {
+  srv.Post("/logout", [this](const httplib::Request& req, httplib::Response& res) {
+    // Ended here, not only in this browser: a copy of the cookie is
+    // refused from now on.
+    if (const std::string nonce = SessionNonce(req); !nonce.empty()) {
+      absl::MutexLock lock(&sessions_mu);
+      sessions.erase(nonce);
+    }
     res.set_header("Set-Cookie",
                    absl::StrCat(kCookie, "=", CookieAttributes(), "; Max-Age=0"));
     res.set_redirect("/login", 303);
@@ -416,12 +471,14 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(
   lo.insecure_hint =
       "(--tls-cert and --tls-key, the gRPC listener's); --allow-insecure does not "
       "apply to the web view";
-  // cpp-httplib gives each connection a thread until it closes, and a
-  // browser keeps up to 6 open; a waiting /api/runs/ID holds one up to
-  // poll_hold. So: threads for a few browsers, idle connections closed soon.
-  lo.threads = 16;
+  // Each connection has a thread until it closes, and a browser keeps up to
+  // 6 open; a waiting /api/runs/ID holds one up to poll_hold. So: room for
+  // a few browsers from one address and some more in all, idle connections
+  // closed soon; the sign-in form's body is far under the 4 KiB a body may
+  // have (common/http_guard.h).
+  lo.limits.max_connections = 64;
+  lo.limits.max_connections_per_peer = 16;
   lo.keep_alive_timeout_s = 2;
-  lo.payload_max_bytes = 4096;
   // Beyond loopback a token is asked as well (checked before binding).
   {
     std::string host;

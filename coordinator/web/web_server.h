@@ -68,6 +68,9 @@ struct WebOptions {
   // HOST:PORT, [V6]:PORT, or a bare PORT (then 127.0.0.1). Port 0: any free one.
   std::string listen;
   std::string token;          // empty: nothing asked (the coordinator's --no-token)
+  // Also accepted, as a bearer token or at the sign-in form
+  // (--read-token-file): the view only reads. Empty: only `token`.
+  std::string read_token;
   std::string tls_cert_file;  // PEM; both or neither; then HTTPS
   std::string tls_key_file;
   // <data dir>/reports: scorecards are <report_root>/<run>/scorecard.{html,md,json}.

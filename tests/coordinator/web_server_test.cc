@@ -3,7 +3,12 @@
 // URL), what the pages show and escape, scorecard files and the live poll.
 #include "coordinator/web/web_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <openssl/evp.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -11,10 +16,12 @@
 #include <fstream>
 #include <memory>
 
+#include "absl/strings/escaping.h"
 #include "absl/synchronization/mutex.h"
 #include "common/subprocess.h"
 #include "coordinator/core.h"
 #include "coordinator/web/pages.h"
+#include "reports/scorecard.h"
 #include "tests/scratch_dir.h"
 
 namespace cmax::coordinator::web {
@@ -89,7 +96,8 @@ class FakeSource : public WebSource {
 };
 
 struct Fixture {
-  explicit Fixture(std::string token = kToken, ComparePage compare = nullptr) {
+  explicit Fixture(std::string token = kToken, ComparePage compare = nullptr,
+                   std::string read_token = "") {
     std::filesystem::create_directories(dir.path + "/reports/r1");
     std::ofstream(dir.path + "/reports/r1/scorecard.html") << "<html>card r1</html>";
     std::ofstream(dir.path + "/reports/r1/scorecard.md") << "# card r1\n";
@@ -100,6 +108,7 @@ struct Fixture {
     WebOptions o;
     o.listen = "127.0.0.1:0";
     o.token = token;
+    o.read_token = read_token;
     o.report_root = dir.path + "/reports";
     o.compare_page = std::move(compare);
     auto s = WebServer::Start(std::move(o), std::move(src));
@@ -176,6 +185,51 @@ TEST_CASE("the web view serves every page with the bearer header", "[web]") {
   auto agents = f.Get("/api/agents", f.Bearer());
   REQUIRE(agents);
   CHECK(agents->body.find("\"node_name\":\"n1\"") != std::string::npos);
+}
+
+// The CSP source a browser computes for an inline script's text.
+std::string Sha256Source(const std::string& script) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(script.data(), script.size(), d, &n, EVP_sha256(), nullptr);
+  return "'sha256-" + absl::Base64Escape(std::string(reinterpret_cast<char*>(d), n)) + "'";
+}
+
+// The text between the page's <script> and </script>.
+std::string InlineScript(const std::string& page) {
+  const size_t a = page.find("<script>");
+  const size_t b = page.find("</script>", a);
+  if (a == std::string::npos || b == std::string::npos) return "";
+  return page.substr(a + 8, b - a - 8);
+}
+
+TEST_CASE("only the pages' own inline scripts may run: hashes, never 'unsafe-inline'",
+          "[web]") {
+  Fixture f;
+  auto run = f.Get("/runs/r1", f.Bearer());
+  auto card = f.Get("/runs/r1/scorecard.html", f.Bearer());
+  REQUIRE(run);
+  REQUIRE(card);
+  REQUIRE(run->status == 200);
+  const std::string csp = run->get_header_value("Content-Security-Policy");
+  INFO(csp);
+  const size_t at = csp.find("script-src ");
+  REQUIRE(at != std::string::npos);
+  const std::string scripts = csp.substr(at, csp.find(';', at) - at);
+  CHECK(scripts.find("unsafe-inline") == std::string::npos);
+  // The run page's script and the scorecard's, as the browser hashes them.
+  const std::string run_script = InlineScript(run->body);
+  REQUIRE_FALSE(run_script.empty());
+  CHECK(scripts.find(Sha256Source(run_script)) != std::string::npos);
+  if (card->status == 200 && !InlineScript(card->body).empty()) {
+    CHECK(scripts.find(Sha256Source(InlineScript(card->body))) != std::string::npos);
+  }
+  CHECK(scripts.find(Sha256Source(std::string(cmax::reports::HtmlScript()))) !=
+        std::string::npos);
+  // Every page carries the same policy.
+  auto index = f.Get("/", f.Bearer());
+  REQUIRE(index);
+  CHECK(index->get_header_value("Content-Security-Policy") == csp);
 }
 
 TEST_CASE("the run page shows progress and failures with every text escaped", "[web]") {
@@ -278,12 +332,89 @@ TEST_CASE("signing in with the form sets a session cookie that is not the token"
   REQUIRE(later);
   CHECK(later->status == 401);
 
+  // Signing out ends the session on the server: the same cookie, sent again
+  // (a copy kept by another tab, a proxy, a thief), is refused; another
+  // session lives on.
+  auto second = f.client->Post("/login", std::string("token=") + kToken + "&next=%2F",
+                               "application/x-www-form-urlencoded");
+  REQUIRE(second);
+  const std::string other = SessionCookie(second);
+  auto out = f.client->Post("/logout", {{"Cookie", cookie}}, "", "application/x-www-form-urlencoded");
+  REQUIRE(out);
+  CHECK(out->status == 303);
+  CHECK(out->get_header_value("Set-Cookie").find("Max-Age=0") != std::string::npos);
+  auto replay = f.Get("/api/runs", {{"Cookie", cookie}});
+  REQUIRE(replay);
+  CHECK(replay->status == 401);
+  auto still = f.Get("/api/runs", {{"Cookie", other}});
+  REQUIRE(still);
+  CHECK(still->status == 200);
+
   // A sign-in may only return to a path of this server.
   auto away = f.client->Post("/login",
                              std::string("token=") + kToken + "&next=%2F%2Fevil.example",
                              "application/x-www-form-urlencoded");
   REQUIRE(away);
   CHECK(away->body.find("evil") == std::string::npos);
+}
+
+TEST_CASE("the read-only token opens the web view, by header and at the sign-in form",
+          "[web][security]") {
+  const std::string read_token = "read-only-token-for-the-web-test";
+  Fixture f(kToken, nullptr, read_token);
+  auto api = f.Get("/api/runs", {{"Authorization", "Bearer " + read_token}});
+  REQUIRE(api);
+  CHECK(api->status == 200);
+  auto main = f.Get("/api/runs", f.Bearer());  // the main token still reads
+  REQUIRE(main);
+  CHECK(main->status == 200);
+  auto signin = f.client->Post("/login", "token=" + read_token + "&next=%2F",
+                               "application/x-www-form-urlencoded");
+  REQUIRE(signin);
+  CHECK(signin->status == 200);
+  const std::string cookie = SessionCookie(signin);
+  CHECK_FALSE(cookie.empty());
+  auto page = f.Get("/runs/r1", {{"Cookie", cookie}});
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  auto wrong = f.Get("/api/runs", {{"Authorization", "Bearer " + read_token + "x"}});
+  REQUIRE(wrong);
+  CHECK(wrong->status == 401);
+}
+
+TEST_CASE("the sign-in form takes a body of a stated length only, and a small one",
+          "[web][security]") {
+  Fixture f;
+  // Raw requests: cpp-httplib's client would add a length itself.
+  auto raw = [&](const std::string& request) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(f.server->port()));
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0);
+    REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(request.size()));
+    std::string reply;
+    char buf[4096];
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) reply.append(buf, n);
+    ::close(fd);
+    return reply.substr(0, reply.find("\r\n"));
+  };
+  CHECK(raw("POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            "application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n") ==
+        "HTTP/1.1 411 Length Required");
+  CHECK(raw("POST /login HTTP/1.1\r\nHost: x\r\n\r\n") == "HTTP/1.1 411 Length Required");
+  CHECK(raw("POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 33554432\r\n\r\n") ==
+        "HTTP/1.1 413 Payload Too Large");
+  // The control: a form of a stated length is read and judged.
+  const std::string form = "token=wrong&next=%2F";
+  CHECK(raw("POST /login HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: "
+            "application/x-www-form-urlencoded\r\nContent-Length: " +
+            std::to_string(form.size()) + "\r\n\r\n" + form) ==
+        "HTTP/1.1 401 Unauthorized");
 }
 
 TEST_CASE("a token in the URL is refused even when it is right", "[web]") {

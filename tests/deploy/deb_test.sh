@@ -4,7 +4,9 @@
 # test machine) with the `cmax` user, the state directories and /etc/cmax
 # made and the units installed but not enabled, `systemd-analyze verify`
 # passes on the installed units, and purge removes what the packages made
-# while keeping the coordinator's results unless CMAX_PURGE_RESULTS=yes.
+# while keeping the coordinator's results unless CMAX_PURGE_RESULTS=yes, and
+# the `cmax` system user always (Debian practice; the test removes the user
+# it made at the end).
 #   tests/deploy/deb_test.sh BUILD_DIR
 # Needs root and a machine without cmax installed (it refuses otherwise,
 # rather than purge an operator's installation).
@@ -28,6 +30,10 @@ out=$(mktemp -d /tmp/cmax-deb-XXXXXX)
 cleanup() {
   dpkg --purge cmax-coordinator cmax-agent cmax-bench-cuda cmax-bench >/dev/null 2>&1 || true
   rm -rf /var/lib/cmax /var/lib/cmax-agent /etc/cmax "$out"
+  # The user the packages made (none existed at the start): the packages
+  # keep it on purge, the test does not.
+  if getent passwd cmax >/dev/null; then deluser --system --quiet cmax >/dev/null 2>&1 || true; fi
+  if getent group cmax >/dev/null; then delgroup --system --quiet cmax >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
@@ -53,6 +59,8 @@ dpkg -i "${debs[@]}" >"$out/install.log" 2>&1 || { cat "$out/install.log"; fail 
 getent passwd cmax >/dev/null || fail "no cmax user after install"
 [[ $(stat -c '%U:%G %a' /var/lib/cmax) == "cmax:cmax 750" ]] || fail "/var/lib/cmax is $(stat -c '%U:%G %a' /var/lib/cmax)"
 [[ $(stat -c '%G %a' /etc/cmax/token) == "cmax 640" ]] || fail "/etc/cmax/token is $(stat -c '%G %a' /etc/cmax/token)"
+[[ $(stat -c '%G %a' /etc/cmax/read-token) == "cmax 640" ]] || fail "/etc/cmax/read-token is $(stat -c '%G %a' /etc/cmax/read-token 2>&1)"
+cmp -s /etc/cmax/token /etc/cmax/read-token && fail "the read-only token is the token"
 [[ $(stat -c '%a' /var/lib/cmax-agent) == 700 ]] || fail "/var/lib/cmax-agent mode $(stat -c '%a' /var/lib/cmax-agent)"
 for f in /etc/cmax/coordinator.env /etc/cmax/agent.env /usr/share/cmax/plans/quick.yaml \
          /lib/systemd/system/cmax-coordinator.service /lib/systemd/system/cmax-agent.service; do
@@ -65,6 +73,8 @@ if ls /etc/systemd/system/*.wants/cmax-* >/dev/null 2>&1; then fail "a cmax unit
 /usr/bin/cmaxctl --help >/dev/null 2>&1 || true
 grep -q '^ExecStart=/usr/bin/cmax-coordinator ' /lib/systemd/system/cmax-coordinator.service ||
   fail "the packaged coordinator unit does not start /usr/bin/cmax-coordinator"
+grep -q '^MemoryMax=[0-9]' /lib/systemd/system/cmax-coordinator.service ||
+  fail "the packaged coordinator unit has no MemoryMax= ceiling"
 # A second configure keeps what an operator changed.
 echo "# operator's line" >>/etc/cmax/agent.env
 token_before=$(cat /etc/cmax/token)
@@ -89,7 +99,8 @@ echo "== purge keeps results"
 mkdir -p /var/lib/cmax/reports/r1 && echo '{}' >/var/lib/cmax/reports/r1/scorecard.json
 dpkg --purge cmax-coordinator cmax-agent cmax-bench-cuda cmax-bench >"$out/purge.log" 2>&1 ||
   { cat "$out/purge.log"; fail "dpkg --purge"; }
-getent passwd cmax >/dev/null && fail "the cmax user is left after purge"
+getent passwd cmax >/dev/null || fail "purge removed the cmax user (it must stay, owning the kept results)"
+[[ $(stat -c %U /var/lib/cmax) == cmax ]] || fail "the kept /var/lib/cmax is owned by $(stat -c %U /var/lib/cmax)"
 [[ -e /etc/cmax ]] && fail "/etc/cmax is left after purge: $(ls -A /etc/cmax)"
 [[ -e /var/lib/cmax-agent ]] && fail "/var/lib/cmax-agent is left after purge"
 [[ -e /usr/bin/cmax-coordinator ]] && fail "/usr/bin/cmax-coordinator is left after purge"

@@ -204,6 +204,11 @@ def main():
     check(not any("hostPath" in v for v in sspec.get("volumes", [])), "coordinator mounts host paths")
 
     dspec, (agent_c,) = containers(ds)
+    # Neither talks to the Kubernetes API: no service-account token in either
+    # pod, so a compromised suite or handler holds no cluster credential.
+    for name, spec in (("coordinator", sspec), ("agent", dspec)):
+        check(spec.get("automountServiceAccountToken") is False,
+              f"the {name} pod mounts a service-account token (automountServiceAccountToken)")
     granted = set()
     if agent_c.get("securityContext", {}).get("privileged"):
         granted.add("privileged")

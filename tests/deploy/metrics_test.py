@@ -142,6 +142,19 @@ def run(a, b, tmp, procs):
     check(r.returncode == 2 and "is not loopback" in r.stderr,
           f"agent --metrics-listen 0.0.0.0:0: exit {r.returncode}, {r.stderr.strip()[-300:]}")
 
+    # Allowed with --allow-insecure, and said in the log as the gRPC
+    # listener says it (started, read, stopped: no traffic is sent to it).
+    ins = procs.start([b("cmax-coordinator"), "--data-dir", os.path.join(tmp, "insecure"),
+                       "--token-file", tok, "--listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:0",
+                       "--allow-insecure"],
+                      os.path.join(tmp, "ins.out"), os.path.join(tmp, "ins.log"))
+    m = wait_line(os.path.join(tmp, "ins.log"),
+                  r"INSECURE: --allow-insecure: --metrics-listen 0\.0\.0\.0:\d+ serves plain HTTP", ins)
+    check(m, "--allow-insecure metrics: no INSECURE line: " +
+          (open(os.path.join(tmp, "ins.log")).read()[-500:] if os.path.exists(os.path.join(tmp, "ins.log")) else ""))
+    ins.terminate()
+    ins.wait(timeout=30)
+
     c = procs.start([b("cmax-coordinator"), "--data-dir", os.path.join(tmp, "data"), "--token-file", tok,
                      "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
                     os.path.join(tmp, "c.out"), os.path.join(tmp, "c.log"))

@@ -24,7 +24,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--build-dir DIR] [--seconds N] [--jobs N]" >&2; exit 2 ;;
   esac
 done
-targets=(plan_parser record_line rendezvous version)
+targets=(plan_parser record_line rendezvous version http_request)
 
 cxx=$(command -v clang++ || command -v clang++-14 || true)
 cc=$(command -v clang || command -v clang-14 || true)

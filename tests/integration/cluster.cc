@@ -90,8 +90,14 @@ absl::Status Cluster::Start() {
   }
   if (options_.tls) {
     std::string names = netns_ ? hub_addr_ + ",127.0.0.1,localhost" : "127.0.0.1,localhost";
-    auto r = RunCommand({SourceDir() + "/deploy/gen-certs.sh", dir_ + "/tls", names, "client"},
-                        std::chrono::seconds(60));
+    // "client" for cmaxctl; with mutual TLS each agent has its node's own,
+    // as the coordinator binds a certificate to the node it names.
+    std::vector<std::string> argv = {SourceDir() + "/deploy/gen-certs.sh", dir_ + "/tls", names,
+                                     "client"};
+    if (options_.mtls) {
+      for (int i = 0; i < options_.agents; ++i) argv.push_back(node(i));
+    }
+    auto r = RunCommand(argv, std::chrono::seconds(60));
     if (!r.ok() || r->exit.code != 0) return absl::InternalError("gen-certs.sh failed");
   }
   if (options_.token.empty() && !options_.no_token) {
@@ -191,8 +197,8 @@ absl::Status Cluster::StartAgent(int i) {
   if (!options_.token.empty()) argv.insert(argv.end(), {"--token-file", dir_ + "/token"});
   if (options_.tls) argv.insert(argv.end(), {"--tls-ca", dir_ + "/tls/ca.pem"});
   if (options_.tls && options_.mtls) {
-    argv.insert(argv.end(), {"--tls-cert", dir_ + "/tls/client.pem", "--tls-key",
-                             dir_ + "/tls/client.key"});
+    argv.insert(argv.end(), {"--tls-cert", dir_ + "/tls/" + node(i) + ".pem", "--tls-key",
+                             dir_ + "/tls/" + node(i) + ".key"});
   }
   // Namespaces put the coordinator on a (test-made) non-loopback address.
   if (netns_ && !options_.tls) argv.push_back("--allow-insecure");

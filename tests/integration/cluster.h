@@ -36,7 +36,8 @@ struct ClusterOptions {
   bool no_token = false;
   bool tls = false;              // server TLS with certificates made for the test
   // With tls: the coordinator requires client certificates (--tls-client-ca)
-  // and agents and Ctl present tls/client.pem.
+  // and each agent presents its node's certificate (tls/node-N.pem: the
+  // coordinator binds a certificate to the node it names), Ctl tls/client.pem.
   bool mtls = false;
   std::vector<std::string> agent_roots;  // per agent --root (fixture trees), may be short
   std::vector<int> clock_offsets_ms;     // per agent --test-clock-offset-ms

@@ -156,7 +156,10 @@ class Tmpfs {
  public:
   Tmpfs(const std::string& dir, const std::string& size) : dir_(dir) {
     std::filesystem::create_directories(dir);
-    auto r = cmax::RunCommand({"mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", dir}, 30s);
+    // mode=0750: a daemon refuses a state folder others can write
+    // (common/owned_dir.h), and a fresh tmpfs is 1777 by default.
+    auto r = cmax::RunCommand(
+        {"mount", "-t", "tmpfs", "-o", "size=" + size + ",mode=0750", "tmpfs", dir}, 30s);
     mounted_ = r.ok() && r->exit.exited && r->exit.code == 0;
     if (!mounted_) why_ = r.ok() ? r->err : std::string(r.status().message());
   }
@@ -545,4 +548,52 @@ TEST_CASE("mutual TLS: no client certificate or one from another CA is refused",
   CHECK_FALSE(absl::StrContains(listed.out, "intruder"));
   (*intruder)->SignalGroup(SIGKILL);
   (*intruder)->Wait();
+}
+
+TEST_CASE("mutual TLS: another node's certificate can neither join as a node nor take its session",
+          "[integration][resilience][security]") {
+  // Each agent dials with its own node's certificate (Cluster: mtls).
+  Cluster c("rs7", {.agents = 2, .token = "mutual tls token", .tls = true, .mtls = true});
+  auto s = c.Start();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+
+  // node-0's certificate and the shared token, saying Hello as node-1, which
+  // is connected: the takeover of a session an impostor would attempt.
+  cmax::SpawnOptions so;
+  so.argv = {Cluster::BinDir() + "/cmax-agent", "--coordinator", c.address(),
+             "--node-name", "node-1", "--work-dir", c.dir() + "/impostor",
+             "--bench-dir", Cluster::BinDir(), "--token-file", c.dir() + "/token",
+             "--tls-ca", c.dir() + "/tls/ca.pem", "--tls-cert", c.dir() + "/tls/node-0.pem",
+             "--tls-key", c.dir() + "/tls/node-0.key"};
+  if (c.using_netns()) so.argv.insert(so.argv.begin(), {"ip", "netns", "exec", "rs7-hub"});
+  so.stdout_path = c.dir() + "/impostor.log";
+  so.stderr_path = so.stdout_path;
+  auto impostor = cmax::Subprocess::Spawn(so);
+  REQUIRE(impostor.ok());
+  std::this_thread::sleep_for(4s);
+  (*impostor)->SignalGroup(SIGKILL);
+  (*impostor)->Wait();
+
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string log = slurp(c.dir() + "/coordinator.log");
+  INFO(log);
+  CHECK(absl::StrContains(log, "refused: its client certificate is for node-0"));
+  CHECK(absl::StrContains(log, "its Hello says node 'node-1'"));
+  const std::string impostor_log = slurp(c.dir() + "/impostor.log");
+  INFO(impostor_log);
+  CHECK(absl::StrContains(impostor_log, "certificate must name its node"));
+  // The real node-1 kept its session: still connected, and it still runs
+  // work (a hostcheck on both nodes completes).
+  auto listed = c.Ctl({"agents"});
+  INFO(listed.out << listed.err);
+  CHECK(c.WaitForAgents(2, "connected", 10s).ok());
+  const std::string plan = c.WritePlan("rs7", "name: rs7\nsuites:\n  - suite: hostcheck\n");
+  auto run = c.Ctl({"run", "--plan", plan}, 90s);
+  INFO(run.out << run.err);
+  CHECK(absl::StrContains(run.out, "hostcheck on node-1: completed"));
+  CHECK(absl::StrContains(run.out, "hostcheck on node-0: completed"));
 }

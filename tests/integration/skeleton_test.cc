@@ -1,5 +1,6 @@
 // The walking skeleton end to end: real coordinator, agents and cmaxctl.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/export_records.h"
+#include "tests/scratch_dir.h"
 
 using cmax::testing::Cluster;
 using cmax::testing::kExitNotRated;
@@ -271,6 +273,58 @@ TEST_CASE("the default set-up refuses unauthenticated callers", "[integration][s
   INFO(bare->err);
   CHECK(bare->exit.code == 2);
   CHECK(bare->err.find("a token is required") != std::string::npos);
+}
+
+TEST_CASE("the read-only token is refused by the gRPC API and must be its own secret",
+          "[integration][security]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string read_token = scratch.path + "/read-token";
+  {
+    std::ofstream(read_token) << "a-read-only-token-for-sk11\n";
+  }
+  chmod(read_token.c_str(), 0600);
+  Cluster c("sk11", {.agents = 1, .coordinator_args = {"--read-token-file", read_token}});
+  auto s = c.Start();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  std::string plan = c.WritePlan("p", "name: p\nsuites:\n  - suite: selftest\n");
+  // cmaxctl with the read-only token: neither a submit nor a listing.
+  std::vector<std::string> reader = {Cluster::BinDir() + "/cmaxctl", "--coordinator",
+                                     c.address(), "--token-file", read_token};
+  if (c.using_netns()) {
+    // The coordinator is on the test bridge's address, without TLS.
+    reader.insert(reader.begin(), {"ip", "netns", "exec", "sk11-hub"});
+    reader.push_back("--allow-insecure");
+  }
+  for (std::vector<std::string> call : {std::vector<std::string>{"run", "--plan", plan},
+                                        std::vector<std::string>{"agents"}}) {
+    std::vector<std::string> argv = reader;
+    argv.insert(argv.end(), call.begin(), call.end());
+    auto r = cmax::RunCommand(argv, 30s);
+    REQUIRE(r.ok());
+    INFO(call[0] << ": " << r->out << r->err);
+    CHECK(r->exit.code == 2);
+    CHECK(r->err.find("refused the credentials") != std::string::npos);
+  }
+  auto runs = c.Ctl({"runs", "--json"});  // nothing was submitted
+  CHECK(runs.exit.code == 0);
+  CHECK(runs.out.find("\"runId\"") == std::string::npos);
+
+  // The read-only token as the main token's twin, or without a main token:
+  // the coordinator does not start.
+  for (std::vector<std::string> flags :
+       {std::vector<std::string>{"--token-file", read_token, "--read-token-file", read_token},
+        std::vector<std::string>{"--no-token", "--read-token-file", read_token}}) {
+    std::vector<std::string> argv = {Cluster::BinDir() + "/cmax-coordinator", "--data-dir",
+                                     c.dir() + "/twin", "--listen", "127.0.0.1:0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto r = cmax::RunCommand(argv, 30s);
+    REQUIRE(r.ok());
+    INFO(r->err);
+    CHECK(r->exit.code == 2);
+    CHECK((r->err.find("must be a different secret") != std::string::npos ||
+           r->err.find("--read-token-file needs --token-file") != std::string::npos));
+  }
 }
 
 TEST_CASE("running without a token needs --no-token and is logged loudly", "[integration][security]") {
