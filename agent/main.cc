@@ -186,6 +186,26 @@ int main(int argc, char** argv) {
     }
     options.token = std::string(absl::StripAsciiWhitespace(token));
   }
+  // The read-only token of --metrics-listen, checked with the other flags.
+  std::string read_token;
+  if (const std::string f = absl::GetFlag(FLAGS_read_token_file); !f.empty()) {
+    std::string warning;
+    auto t = cmax::ReadTokenFile(f, &warning);
+    std::string why;
+    if (!t.ok()) {
+      why = std::string(t.status().message());
+    } else if (options.token.empty()) {
+      why = "needs --token-file (without a token nothing is asked)";
+    } else if (*t == options.token) {
+      why = "holds the same token as --token-file; use another secret";
+    }
+    if (!why.empty()) {
+      std::fprintf(stderr, "cmax-agent: --read-token-file: %s\n", why.c_str());
+      return 2;
+    }
+    if (!warning.empty()) log->warn("{}", warning);
+    read_token = *t;
+  }
   if (std::string f = absl::GetFlag(FLAGS_tls_ca); !f.empty()) {
     if (!ReadFile(f, &options.tls_ca_pem) || options.tls_ca_pem.empty()) {
       std::fprintf(stderr, "cmax-agent: cannot read --tls-ca %s\n", f.c_str());
@@ -276,21 +296,7 @@ int main(int argc, char** argv) {
     cmax::MetricsHttpOptions mo;
     mo.listen = m;
     mo.token = options.token;
-    if (const std::string f = absl::GetFlag(FLAGS_read_token_file); !f.empty()) {
-      std::string warning;
-      auto t = cmax::ReadTokenFile(f, &warning);
-      if (!t.ok() || options.token.empty() || *t == options.token) {
-        std::fprintf(stderr, "cmax-agent: --read-token-file: %s\n",
-                     !t.ok() ? std::string(t.status().message()).c_str()
-                     : options.token.empty()
-                         ? "needs --token-file (without a token nothing is asked)"
-                         : "holds the same token as --token-file; use another secret");
-        agent.Stop();
-        return 2;
-      }
-      if (!warning.empty()) log->warn("{}", warning);
-      mo.read_token = *t;
-    }
+    mo.read_token = read_token;
     mo.tls_cert_file = absl::GetFlag(FLAGS_metrics_tls_cert);
     mo.tls_key_file = absl::GetFlag(FLAGS_metrics_tls_key);
     mo.allow_insecure = absl::GetFlag(FLAGS_allow_insecure);

@@ -4,29 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstring>
-#include <vector>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/atomic_file.h"
+#include "common/secrets.h"
 
 namespace cmax {
-namespace {
-
-bool InOwnGroups(gid_t gid) {
-  if (gid == getegid()) return true;
-  const int n = getgroups(0, nullptr);
-  if (n <= 0) return false;
-  std::vector<gid_t> groups(static_cast<size_t>(n));
-  const int got = getgroups(n, groups.data());
-  for (int i = 0; i < got; ++i) {
-    if (groups[static_cast<size_t>(i)] == gid) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 absl::Status EnsureOwnedDir(const std::string& path, const std::string& what) {
   if (mkdir(path.c_str(), 0750) != 0 && errno != EEXIST) {
@@ -55,7 +38,7 @@ absl::Status EnsureOwnedDir(const std::string& path, const std::string& what) {
         "%s %s is writable by others (mode %04o): chmod o-w it, or use a folder of its own",
         what, path, mode));
   }
-  if ((mode & S_IWGRP) != 0 && !InOwnGroups(st.st_gid)) {
+  if ((mode & S_IWGRP) != 0 && !ProcessInGroup(st.st_gid)) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "%s %s is writable by group %d, which this process is not in (mode %04o): chmod g-w "
         "it, or use a folder of its own",

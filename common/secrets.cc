@@ -57,8 +57,9 @@ std::string GroupName(gid_t gid) {
   }
 }
 
-// True when this process is in `gid`: its effective gid or a supplementary group.
-bool InGroup(gid_t gid) {
+}  // namespace
+
+bool ProcessInGroup(gid_t gid) {
   if (getegid() == gid) return true;
   int n = getgroups(0, nullptr);
   if (n <= 0) return false;
@@ -70,8 +71,6 @@ bool InGroup(gid_t gid) {
   return false;
 }
 
-}  // namespace
-
 std::string TokenFileModeWarning(const std::string& path, unsigned mode, gid_t gid) {
   std::vector<std::string> problems;
   const unsigned others = mode & 07, group_bits = (mode >> 3) & 07;
@@ -80,7 +79,7 @@ std::string TokenFileModeWarning(const std::string& path, unsigned mode, gid_t g
       name.empty() ? absl::StrCat("group ", gid) : absl::StrCat("group ", name, " (gid ", gid, ")");
   if (others != 0) problems.push_back(absl::StrCat(Access(others), " by others"));
   if (group_bits & 2) problems.push_back(absl::StrCat("writable by ", group));
-  if ((group_bits & 4) && !InGroup(gid) && name != kTokenGroup) {
+  if ((group_bits & 4) && !ProcessInGroup(gid) && name != kTokenGroup) {
     problems.push_back(absl::StrCat("readable by ", group,
                                     ", which is neither this process's group nor ",
                                     kTokenGroup));

@@ -27,6 +27,10 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path, std::string* 
 // root:cmax ...".
 std::string TokenFileModeWarning(const std::string& path, unsigned mode, gid_t gid);
 
+// True when this process is in group `gid`: its effective gid or one of its
+// supplementary groups.
+bool ProcessInGroup(gid_t gid);
+
 // Whole file (certificates, keys), up to 1 MiB.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
 

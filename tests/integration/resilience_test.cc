@@ -490,6 +490,24 @@ TEST_CASE("a full agent work dir fails the task clearly and the agent keeps serv
   CHECK(ok.exit.code == kExitNotRated);
 }
 
+// A cmax-agent started by hand beside the cluster's, as `node` with the
+// cluster's token and CA and the client certificate <cert>.pem/.key, in the
+// coordinator's namespace `hub` when the cluster uses namespaces; its output
+// in <dir>/extra-<node>.log. The caller kills it.
+absl::StatusOr<std::unique_ptr<cmax::Subprocess>> SpawnAgentWithCertificate(
+    Cluster& c, const std::string& hub, const std::string& node, const std::string& cert) {
+  cmax::SpawnOptions so;
+  so.argv = {Cluster::BinDir() + "/cmax-agent", "--coordinator", c.address(),
+             "--node-name", node, "--work-dir", c.dir() + "/extra-" + node,
+             "--bench-dir", Cluster::BinDir(), "--token-file", c.dir() + "/token",
+             "--tls-ca", c.dir() + "/tls/ca.pem", "--tls-cert", cert + ".pem",
+             "--tls-key", cert + ".key"};
+  if (c.using_netns()) so.argv.insert(so.argv.begin(), {"ip", "netns", "exec", hub});
+  so.stdout_path = c.dir() + "/extra-" + node + ".log";
+  so.stderr_path = so.stdout_path;
+  return cmax::Subprocess::Spawn(so);
+}
+
 TEST_CASE("mutual TLS: no client certificate or one from another CA is refused",
           "[integration][resilience][security]") {
   Cluster c("rs6", {.agents = 2, .token = "mutual tls token", .tls = true, .mtls = true});
@@ -532,16 +550,7 @@ TEST_CASE("mutual TLS: no client certificate or one from another CA is refused",
   CHECK(own.exit.code == 0);
 
   // An agent with the foreign certificate never gets in.
-  cmax::SpawnOptions so;
-  so.argv = {Cluster::BinDir() + "/cmax-agent", "--coordinator", c.address(),
-             "--node-name", "intruder", "--work-dir", c.dir() + "/intruder",
-             "--bench-dir", Cluster::BinDir(), "--token-file", c.dir() + "/token",
-             "--tls-ca", c.dir() + "/tls/ca.pem", "--tls-cert", other + "/client.pem",
-             "--tls-key", other + "/client.key"};
-  if (c.using_netns()) so.argv.insert(so.argv.begin(), {"ip", "netns", "exec", "rs6-hub"});
-  so.stdout_path = c.dir() + "/intruder.log";
-  so.stderr_path = so.stdout_path;
-  auto intruder = cmax::Subprocess::Spawn(so);
+  auto intruder = SpawnAgentWithCertificate(c, "rs6-hub", "intruder", other + "/client");
   REQUIRE(intruder.ok());
   std::this_thread::sleep_for(4s);
   auto listed = c.Ctl({"agents"});
@@ -560,16 +569,7 @@ TEST_CASE("mutual TLS: another node's certificate can neither join as a node nor
 
   // node-0's certificate and the shared token, saying Hello as node-1, which
   // is connected: the takeover of a session an impostor would attempt.
-  cmax::SpawnOptions so;
-  so.argv = {Cluster::BinDir() + "/cmax-agent", "--coordinator", c.address(),
-             "--node-name", "node-1", "--work-dir", c.dir() + "/impostor",
-             "--bench-dir", Cluster::BinDir(), "--token-file", c.dir() + "/token",
-             "--tls-ca", c.dir() + "/tls/ca.pem", "--tls-cert", c.dir() + "/tls/node-0.pem",
-             "--tls-key", c.dir() + "/tls/node-0.key"};
-  if (c.using_netns()) so.argv.insert(so.argv.begin(), {"ip", "netns", "exec", "rs7-hub"});
-  so.stdout_path = c.dir() + "/impostor.log";
-  so.stderr_path = so.stdout_path;
-  auto impostor = cmax::Subprocess::Spawn(so);
+  auto impostor = SpawnAgentWithCertificate(c, "rs7-hub", "node-1", c.dir() + "/tls/node-0");
   REQUIRE(impostor.ok());
   std::this_thread::sleep_for(4s);
   (*impostor)->SignalGroup(SIGKILL);
@@ -583,7 +583,7 @@ TEST_CASE("mutual TLS: another node's certificate can neither join as a node nor
   INFO(log);
   CHECK(absl::StrContains(log, "refused: its client certificate is for node-0"));
   CHECK(absl::StrContains(log, "its Hello says node 'node-1'"));
-  const std::string impostor_log = slurp(c.dir() + "/impostor.log");
+  const std::string impostor_log = slurp(c.dir() + "/extra-node-1.log");
   INFO(impostor_log);
   CHECK(absl::StrContains(impostor_log, "certificate must name its node"));
   // The real node-1 kept its session: still connected, and it still runs

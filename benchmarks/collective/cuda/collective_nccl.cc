@@ -45,9 +45,9 @@
 #include "benchmarks/gpu_common/gpu_poll.h"
 #include "benchmarks/suite.h"
 #include "common/args.h"
-#include "common/status_macros.h"
 #include "common/record_io.h"
 #include "common/rendezvous_client.h"
+#include "common/status_macros.h"
 
 namespace cmax::bench {
 namespace {
