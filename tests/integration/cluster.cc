@@ -181,7 +181,8 @@ std::string Cluster::agent_work_dir(int i) const { return absl::StrCat(dir_, "/a
 absl::Status Cluster::StartAgent(int i) {
   std::vector<std::string> argv = {BinDir() + "/cmax-agent", "--coordinator", address_,
                                    "--node-name", node(i), "--work-dir", agent_work_dir(i),
-                                   "--bench-dir", BinDir()};
+                                   "--bench-dir",
+                                   options_.bench_dir.empty() ? BinDir() : options_.bench_dir};
   if (i < static_cast<int>(options_.agent_roots.size()) && !options_.agent_roots[i].empty()) {
     argv.insert(argv.end(), {"--root", options_.agent_roots[i]});
   }

@@ -48,6 +48,9 @@ struct ClusterOptions {
   // Added to every agent's environment (and so to its suites'): e.g. a PATH
   // with a fake tool first (tests/integration/rdma_test.cc).
   std::map<std::string, std::string> agent_env;
+  // Every agent's --bench-dir; empty: the build's own (BinDir()). A folder
+  // with a stand-in cmax-bench, e.g. the hostile rank of rdma_test.cc.
+  std::string bench_dir;
   // Added to the coordinator's command line (e.g. --http-listen 127.0.0.1:0,
   // which listens on the loopback of the coordinator's namespace: reach it
   // with OnHub).

@@ -7,6 +7,8 @@
 // rendezvous carried them. Each agent's --root is a sysfs tree of two GPUs
 // and two NDR NICs (tests/fixtures/rdma/two-rails.topo). The real perftest is
 // not run here: that needs an RDMA device (soft-RoCE needs a kernel module).
+// A hostile rank 0 (tests/integration/hostile_rdma_rank.cc, as the agents'
+// cmax-bench) publishes perftest options where its port and addresses go.
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -314,4 +316,74 @@ TEST_CASE(
   CHECK(read_bw == 0);
   CHECK(server_failed == 4);  // two rails, a record on each node
   CHECK(run_failed == 2);     // one per rail
+}
+
+TEST_CASE(
+    "rdma with a hostile rank 0: options and garbage in its rendezvous answers never "
+    "reach the client's perftest",
+    "[integration][rdma][security]") {
+  // Issue 28, item 1: rank 0 published "ready 18515 --out_json_file=/any/path"
+  // and the client ran `ib_write_bw ... --out_json_file=/any/path` as root.
+  // Both agents get tests/integration/hostile_rdma_rank.cc as cmax-bench:
+  // whichever node is rank 0 lies, rank 1 is the real suite.
+  cmax::testing::ScratchDir tmp;
+  const std::string topo =
+      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
+  const std::string r0 = tmp.path + "/root-0", r1 = tmp.path + "/root-1";
+  cmax::testing::BuildTopologyTree(topo, r0);
+  cmax::testing::BuildTopologyTree(topo, r1);
+  const std::string bench = tmp.path + "/hostile-bench";
+  fs::create_directories(bench);
+  fs::create_symlink(Cluster::BinDir() + "/hostile_rdma_rank", bench + "/cmax-bench");
+  for (const auto& e : fs::directory_iterator(Cluster::BinDir())) {
+    const std::string name = e.path().filename();
+    if (absl::StartsWith(name, "cmax-bench-")) fs::create_symlink(e.path(), bench + "/" + name);
+  }
+  const std::string log = tmp.path + "/perftest.log", marker = tmp.path + "/injected.json";
+  ClusterOptions o;
+  o.agents = 2;
+  o.agent_roots = {r0, r1};
+  o.bench_dir = bench;
+  o.agent_env = {{"PATH", FakePerftestDir(tmp.path) + ":" + getenv("PATH")},
+                 {"FAKE_PERFTEST_LOG", log},
+                 {"HOSTILE_RDMA_MARKER", marker}};
+  Cluster c("rd4", o);
+  REQUIRE(c.Start().ok());
+  auto r = c.Ctl({"run", "--plan", c.WritePlan("rdma", kPlan)}, 300s);
+  INFO(r.out << r.err);
+  INFO("perftest log:\n" << Slurp(log));
+  // No perftest client ran at all, so none with the injected option, and
+  // nothing was written where the option pointed.
+  CHECK_FALSE(absl::StrContains(Slurp(log), " client "));
+  CHECK_FALSE(absl::StrContains(Slurp(log), "--out_json_file"));
+  CHECK_FALSE(fs::exists(marker));
+  // Six runs (two rails, three tests), six refusals on the client's node,
+  // each naming the peer and what it published; nothing measured.
+  int refused = 0;
+  std::string client;
+  for (const auto& rec : Export(c, Cluster::RunIdFrom(r.out))) {
+    if (rec.suite() != "rdma") continue;
+    CHECK_FALSE(rec.record().has_measurement());
+    if (!rec.record().has_finding()) continue;
+    const auto& f = rec.record().finding();
+    INFO(rec.node() << " " << f.check_id() << ": " << f.title() << " -- " << f.detail());
+    CHECK(f.not_measured());
+    if (!absl::StrContains(f.title(), "the peer's answer was refused")) continue;
+    ++refused;
+    CHECK(f.check_id() == "rdma.server_failed");
+    CHECK((client.empty() || client == rec.node()));
+    client = rec.node();
+    const std::string other = client == c.node(0) ? c.node(1) : c.node(0);
+    CHECK_THAT(f.detail(), Catch::StartsWith(other + ": ") &&
+                               (Catch::Contains("not a numeric IPv4 or IPv6 address: refused") ||
+                                Catch::Contains("is not a port number")));
+  }
+  CHECK(refused == 6);
+  // Not measured is not a pass: cmaxctl says nothing was measured (5), and
+  // the pair's networking has no grade.
+  CHECK(r.exit.code == kExitNothingMeasured);
+  const auto card = ReportCard(c, Cluster::RunIdFrom(r.out));
+  for (const auto& cat : card.categories()) {
+    if (cat.name() == "Networking") CHECK_FALSE(cat.measured());
+  }
 }
