@@ -27,7 +27,8 @@ if(GIT_FOUND AND EXISTS ${PROJECT_SOURCE_DIR}/.git)
 endif()
 
 
-# The units as packaged: binaries in /usr/bin, the README in the package's doc.
+# The units as packaged: binaries in /usr/bin, the README (and the docs/ pages
+# its map links, beside it as in the tree) in the package's doc.
 foreach(unit cmax-coordinator cmax-agent)
   file(READ ${PROJECT_SOURCE_DIR}/deploy/systemd/${unit}.service _unit)
   string(REPLACE "file:///usr/local/share/doc/cmax/README.md"
@@ -56,15 +57,20 @@ foreach(c ${_components})
           DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-${c} COMPONENT ${c})
 endforeach()
 
+file(GLOB _cmax_docs ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(TARGETS cmax-coordinator cmaxctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT coordinator)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/cmax-coordinator.service
         DESTINATION lib/systemd/system COMPONENT coordinator)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-coordinator
         COMPONENT coordinator)
+install(FILES ${_cmax_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-coordinator/docs
+        COMPONENT coordinator)
 install(TARGETS cmax-agent RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT agent)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/cmax-agent.service
         DESTINATION lib/systemd/system COMPONENT agent)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-agent
+        COMPONENT agent)
+install(FILES ${_cmax_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-agent/docs
         COMPONENT agent)
 install(TARGETS cmax-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench)
 # Slurm: the HealthCheckProgram beside cmax-bench, the job script with the plans.

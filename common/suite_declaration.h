@@ -96,7 +96,7 @@ struct SuiteInfo {
   // (reports::JudgeCategory): hostcheck's fleet-wide inventory uniformity
   // and audit's version drift grade Lifecycle. Empty: `category`.
   std::string judge_category = "";
-  std::string help;        // one line: catalog, README, the binaries' suite tables
+  std::string help;        // one line: catalog, docs/plans.md, the binaries' suite tables
   std::string details = "";  // the rest of `<binary> <suite> --help`
   std::vector<v1::Scope> scopes;  // allowed scopes; the first is the default
   int default_timeout_s = 600;

@@ -1,5 +1,5 @@
 // cmax-coordinator: schedules evaluation suites onto agents, stores their
-// results and writes scorecards. See README.md and deploy/systemd/.
+// results and writes scorecards. See README.md, docs/operating.md and deploy/systemd/.
 #include <signal.h>
 #include <unistd.h>
 #include <sys/stat.h>

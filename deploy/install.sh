@@ -35,14 +35,17 @@ for b in cmax-coordinator cmax-agent cmaxctl cmax-bench cmax-bench-cuda; do
   [[ -x $build/bin/$b ]] && install -m 0755 "$build/bin/$b" "$prefix/bin/$b"
 done
 install -m 0644 benchmarks/plans/*.yaml "$prefix/share/cmax/plans/"
-# Slurm: the HealthCheckProgram and the job script (README, "Slurm").
+# Slurm: the HealthCheckProgram and the job script (docs/slurm.md).
 install -m 0755 deploy/slurm/cmax-healthcheck "$prefix/bin/cmax-healthcheck"
 install -d "$prefix/share/cmax/slurm"
 install -m 0755 deploy/slurm/cmax-eval.sbatch "$prefix/share/cmax/slurm/"
 for d in benchmarks/*/data; do
   [[ -d $d ]] && cp -r "$d/." "$prefix/share/cmax/"
 done
+# The README and the pages its map links (docs/), side by side as in the tree.
 install -m 0644 README.md "$prefix/share/doc/cmax/README.md"
+install -d "$prefix/share/doc/cmax/docs"
+install -m 0644 docs/*.md "$prefix/share/doc/cmax/docs/"
 
 getent group cmax >/dev/null || groupadd --system cmax
 getent passwd cmax >/dev/null || useradd --system --gid cmax --home-dir /var/lib/cmax \

@@ -4,7 +4,7 @@
 // parameters (its --help lists them, it refuses a value the plan catalog
 // refuses), both binaries' suite tables list the suites they serve with the
 // declared summary, the fleet metric table is the declared one, and the
-// README's suite table has one row per suite with its binaries and help.
+// suite table of docs/plans.md has one row per suite with its binaries and help.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -215,17 +215,18 @@ TEST_CASE("both binaries list the suites they serve with the declared summary",
   }
 }
 
-TEST_CASE("the README's suite table has a row per registered suite, from its declaration",
+TEST_CASE("the suite table of docs/plans.md has a row per registered suite, from its declaration",
           "[declarations]") {
-  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/README.md");
+  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/docs/plans.md");
+  REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string readme = ss.str();
-  const size_t head = readme.find("| suite | binary | category | what it does |");
+  const std::string doc = ss.str();
+  const size_t head = doc.find("| suite | binary | category | what it does |");
   REQUIRE(head != std::string::npos);
   std::vector<std::string> rows;
   for (absl::string_view line :
-       absl::StrSplit(absl::string_view(readme).substr(head), '\n')) {
+       absl::StrSplit(absl::string_view(doc).substr(head), '\n')) {
     if (!absl::StartsWith(line, "|")) break;
     rows.emplace_back(line);
   }

@@ -8,7 +8,7 @@
 # from it with what deploy/k8s/coordinator.yaml and agent.yaml give them
 # (command, arguments, environment, volumes, user and security context, read
 # from the manifests); the agent joins; `cmaxctl run` of the image's quick
-# plan, from inside the coordinator's container as the README says, ends
+# plan, from inside the coordinator's container as docs/kubernetes.md says, ends
 # with hostcheck and connectivity completed and a verdict for the node.
 #   tests/deploy/image_test.sh BUILD_DIR
 #
@@ -339,7 +339,7 @@ bench_dir=$(arg_value "$t/agent.args" bench-dir)
 tls_ca=$(arg_value "$t/agent.args" tls-ca)
 plan=/usr/share/cmax/plans/quick.yaml
 
-# What the manifests and the README count on, inside the image.
+# What the manifests and docs/kubernetes.md count on, inside the image.
 pm run --rm --network none "$ref" sh -c "
   set -e
   for f in $coord_cmd $agent_cmd /usr/bin/cmaxctl ${bench_dir:-/usr/bin}/cmax-bench; do

@@ -4,7 +4,7 @@
 A coordinator and an agent on loopback, each with --metrics-listen; a small
 plan run through cmaxctl so there is a scorecard. Then:
   - both outputs pass `promtool check metrics`, and carry the series the
-    README names (agents by state, tasks, records, the ingest histogram,
+    docs/prometheus.md names (agents by state, tasks, records, the ingest histogram,
     store size, the last scorecard's tier, grades and verdicts; the agent's
     children, unacknowledged records, spool bytes, last task end per suite);
   - no token or a wrong token is 401, a path other than /metrics is 404;
