@@ -1,6 +1,9 @@
 #include "common/record_io.h"
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
+#include "common/suite_declaration.h"
 #include "common/time_util.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -52,8 +55,51 @@ RecordWriter::RecordWriter(std::string suite, FILE* out,
                            std::map<std::string, std::string> labels)
     : suite_(std::move(suite)), out_(out), labels_(std::move(labels)) {}
 
+namespace {
+
+// OK, or why a figure of `suite` named `metric` in `unit` contradicts the
+// suite's declaration. Suites no registered suite is named after (a test's
+// own writer) declare nothing and are not checked.
+std::string UndeclaredFigure(const std::string& suite, const std::string& metric,
+                             const std::string& unit) {
+  const SuiteInfo* info = FindSuite(suite);
+  if (info == nullptr) return "";
+  const MetricSpec* spec = FindSuiteMetric(*info, metric);
+  if (spec == nullptr) {
+    return absl::StrCat("suite '", suite, "' wrote metric '", metric, "' (", unit,
+                        "), which it does not declare: add a MetricSpec to benchmarks/", suite,
+                        "/", suite, "_declaration.cc or write a declared metric");
+  }
+  if (spec->unit != unit) {
+    return absl::StrCat("suite '", suite, "' wrote metric '", metric, "' in '", unit,
+                        "', but declares it in '", spec->unit,
+                        "': one metric has one unit (benchmarks/", suite, "/", suite,
+                        "_declaration.cc)");
+  }
+  return "";
+}
+
+}  // namespace
+
 void RecordWriter::Write(v1::Record record) {
   if (record.time_unix_ns() == 0) record.set_time_unix_ns(NowUnixNs());
+  // A figure its suite does not declare would be judged, charted and
+  // compared as something it is not: the suite stops here, with exit 2
+  // (could not run) and the reason on stderr, before a wrong record leaves.
+  std::string wrong;
+  if (record.has_measurement()) {
+    const v1::Measurement& m = record.measurement();
+    wrong = UndeclaredFigure(m.suite(), m.metric(), m.unit());
+  } else if (record.has_sample()) {
+    const v1::Sample& s = record.sample();
+    wrong = UndeclaredFigure(s.suite(), s.metric(), s.unit());
+  }
+  if (!wrong.empty()) {
+    if (out_) fflush(out_);
+    std::fprintf(stderr, "cmax: %s\n", wrong.c_str());
+    std::fflush(stderr);
+    _exit(2);
+  }
   if (record.has_finding()) {
     int s = record.finding().severity();
     absl::MutexLock lock(&mu_);

@@ -31,6 +31,12 @@ std::string MessageToJsonLine(const google::protobuf::Message& message, bool pre
 // Writes Records for a suite: JSON lines (--jsonl) or nothing (the suite then
 // prints its human table itself). Thread-safe; every record is flushed at once
 // so the agent's tailer sees it promptly.
+//
+// A Measurement or Sample of a registered suite must be one its suite
+// declares (common/suite_declaration.h), in the declared unit: anything
+// else ends the process at once with exit 2 (could not run) and a line on
+// stderr naming the suite, the metric and both units, so no figure leaves
+// under a name or unit the judges, charts and comparisons would misread.
 class RecordWriter {
  public:
   // `out` stays owned by the caller; nullptr discards records.

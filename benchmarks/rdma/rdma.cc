@@ -610,7 +610,7 @@ int RdmaRun::ClientRuns(RendezvousClient& rv) {
         l["size_bytes"] = absl::StrCat(row.bytes);
         l["iterations"] = absl::StrCat(row.iterations);
         l["min_rate_fraction"] = absl::StrCat(s_.min_rate_fraction);
-        out_.Measure(rdma::PerftestMetric(t), row.average_gbps, "Gbit/s", l);
+        out_.Measure(rdma::PerftestMetric(t), row.average_gbps, "Gb/s", l);
         if (!s_.jsonl) {
           std::printf("%s: %lld B %.2f Gb/s (port %.0f Gb/s)\n", what.c_str(),
                       static_cast<long long>(row.bytes), row.average_gbps,

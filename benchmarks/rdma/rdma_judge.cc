@@ -293,7 +293,7 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     v1::RuleResult r =
         MakeRule(lat ? "rdma.latency" : "rdma.bandwidth", Category(), "pass", "", "fleet");
     r.set_value(s.median);
-    r.set_unit(lat ? "us" : "Gbit/s");
+    r.set_unit(lat ? "us" : "Gb/s");
     r.set_message(absl::StrCat(
         metric, " at ", list.front()->size, " B over ", s.n, " links: median ",
         FormatNumber(s.median), ", ", lat ? "max " : "min ",

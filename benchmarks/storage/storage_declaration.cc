@@ -73,7 +73,9 @@ SuiteInfo Declaration() {
              .help = "fio bandwidth of one pattern and operation, per job and in all"},
             // Every other metric the suite writes (the declarations test reads them all).
             {.name = "storage_iops", .unit = "IOPS", .better = MetricBetter::kHigher,
-             .help = "I/O operations a second (ops/s for the metadata pattern)"},
+             .help = "I/O operations a second of the data patterns"},
+            {.name = "storage_metadata_ops", .unit = "ops/s", .better = MetricBetter::kHigher,
+             .help = "file creates, stats or deletes a second (the metadata pattern, per op)"},
             {.name = "storage_lat_p50_us", .unit = "us", .better = MetricBetter::kLower,
              .help = "median completion latency"},
             {.name = "storage_lat_p99_us", .unit = "us", .better = MetricBetter::kLower,

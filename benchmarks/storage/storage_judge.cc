@@ -150,7 +150,7 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
     const std::string& metric = m.metric();
     if (metric != "storage_bandwidth_mbps" && metric != "storage_checkpoint_seconds" &&
         metric != "storage_restore_seconds" &&
-        !(metric == "storage_iops" && LabelValue(m, "pattern") == "metadata")) {
+        metric != "storage_metadata_ops") {
       return;
     }
     std::string cls = LabelValue(m, "storage_class");
@@ -208,13 +208,13 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
     }
 
     Aggregate agg;
-    if (metric == "storage_iops") {
+    if (metric == "storage_metadata_ops") {
       for (const auto& n : nodes) agg.value += n.value;
       agg.method = "sum of the nodes' operation rates";
     } else {
       agg = AggregateBandwidth(nodes);
     }
-    std::string unit = metric == "storage_iops" ? "ops/s" : "MB/s";
+    std::string unit = metric == "storage_metadata_ops" ? "ops/s" : "MB/s";
     std::string outcome = "pass";
     double expected = 0;
     auto floor = data.plan.expect().metrics().find(
@@ -224,7 +224,7 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
       if (agg.value < expected) outcome = "fail";
     }
     v1::RuleResult r = Rule(
-        metric == "storage_iops" ? "storage.aggregate_metadata_rate"
+        metric == "storage_metadata_ops" ? "storage.aggregate_metadata_rate"
                                  : "storage.aggregate_bandwidth",
         outcome, "", subject,
         absl::StrFormat("%s %s on %s: %.1f %s across %zu node(s)%s", pattern, op, where,

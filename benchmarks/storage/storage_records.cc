@@ -137,7 +137,7 @@ void StorageRun::EmitMetadata(const JobSpec& spec, const FioReport& report) {
       l["op"] = op;
       l["job"] = absl::StrCat(n);
       l["files_per_job"] = absl::StrCat(spec.metadata_files);
-      out_->Measure("storage_iops", j.read.iops, "ops/s", l);
+      out_->Measure("storage_metadata_ops", j.read.iops, "ops/s", l);
       if (j.read.have_percentiles) {
         l["latency"] = j.read.latency_kind;
         out_->Measure("storage_lat_p50_us", j.read.p50_us, "us", l);
@@ -154,7 +154,7 @@ void StorageRun::EmitMetadata(const JobSpec& spec, const FioReport& report) {
     l["op"] = op;
     l["job"] = "all";
     l["files_per_job"] = absl::StrCat(spec.metadata_files);
-    out_->Measure("storage_iops", iops, "ops/s", l);
+    out_->Measure("storage_metadata_ops", iops, "ops/s", l);
     l["latency_total"] = "highest job percentile (upper bound of the merged percentile)";
     out_->Measure("storage_lat_p50_us", p50, "us", l);
     out_->Measure("storage_lat_p99_us", p99, "us", l);

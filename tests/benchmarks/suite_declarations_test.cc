@@ -369,7 +369,7 @@ TEST_CASE("compare's metric directions are the declarations'", "[declarations]")
 // of a `cond ? "a" : "b"`). A metric-writing call whose name is not a
 // literal must be one of the few below, each with its names' source scanned
 // too, so a new computed name cannot slip past.
-TEST_CASE("every metric name a suite's sources write is declared by that suite",
+TEST_CASE("every metric name a suite's sources write is declared by that suite, in its unit",
           "[declarations]") {
   namespace fs = std::filesystem;
   const fs::path root(CMAX_SOURCE_DIR);
@@ -379,6 +379,13 @@ TEST_CASE("every metric name a suite's sources write is declared by that suite",
   const std::regex ternary(
       R"re(\bMeasure\(\s*[\w.]+\s*\?\s*"([a-z0-9_]+)"\s*:\s*"([a-z0-9_]+)")re");
   const std::regex computed(R"re((?:\.|->)(?:Measure|Sample)\(\s*([^"\s][^,]*),)re");
+  // The unit where a call names it as a literal: Measure/Sample(name, value,
+  // unit), MeasureOpt(r, g, name, value, unit), a SampleWindow's Add(name,
+  // unit, value). RecordWriter stops a suite that writes another unit at run
+  // time; this finds it in code no test here runs (the GPU suites).
+  const std::regex with_unit(
+      R"re(\b(?:Measure|Sample|MeasureOpt\(\s*\w+\s*,\s*\w+\s*,)\(?\s*"([a-z0-9_]+)"\s*,\s*([^;"]*?),\s*"([^"]*)")re");
+  const std::regex window_unit(R"re((?:\.|->)Add\(\s*"([a-z0-9_]+)"\s*,\s*"([^"]*)")re");
   // Computed names: file -> where its names come from (scanned below).
   const std::map<std::string, std::string> computed_ok = {
       // MeasureOpt(r, g, "name", ...)'s body; its callers' names are scanned.
@@ -416,8 +423,22 @@ TEST_CASE("every metric name a suite's sources write is declared by that suite",
     }
     return false;
   };
-  std::vector<std::string> undeclared, uncovered;
-  size_t names_seen = 0;
+  std::vector<std::string> undeclared, uncovered, wrong_units;
+  size_t names_seen = 0, units_seen = 0;
+  auto unit_of = [&](const Folder& f, const std::string& where, const std::string& metric,
+                     const std::string& unit) {
+    for (const std::string& name : f.suites) {
+      const SuiteInfo* s = FindSuite(name);
+      const MetricSpec* m = s == nullptr ? nullptr : FindSuiteMetric(*s, metric);
+      if (m == nullptr) continue;
+      ++units_seen;
+      if (m->unit != unit) {
+        wrong_units.push_back(absl::StrCat(where, ": '", metric, "' written in '", unit,
+                                           "', declared in '", m->unit, "' by ", name));
+      }
+      return;
+    }
+  };
   auto need = [&](const Folder& f, const std::string& where, const std::string& metric) {
     ++names_seen;
     if (!declared_by(f.suites, metric)) {
@@ -450,6 +471,14 @@ TEST_CASE("every metric name a suite's sources write is declared by that suite",
           continue;
         }
         need(f, rel, (*it)[1].str());
+      }
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), with_unit);
+           it != std::sregex_iterator(); ++it) {
+        unit_of(f, rel, (*it)[1].str(), (*it)[3].str());
+      }
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), window_unit);
+           it != std::sregex_iterator(); ++it) {
+        unit_of(f, rel, (*it)[1].str(), (*it)[2].str());
       }
       for (auto it = std::sregex_iterator(text.begin(), text.end(), opt);
            it != std::sregex_iterator(); ++it) {
@@ -494,6 +523,10 @@ TEST_CASE("every metric name a suite's sources write is declared by that suite",
   CHECK(names_seen > 100);
   INFO("undeclared:\n" << absl::StrJoin(undeclared, "\n"));
   CHECK(undeclared.empty());
+  INFO(units_seen << " units written beside a literal metric name");
+  CHECK(units_seen > 100);
+  INFO("written in a unit other than the declared one:\n" << absl::StrJoin(wrong_units, "\n"));
+  CHECK(wrong_units.empty());
   INFO("metric names computed where this test cannot read them (add the call to "
        "computed_ok with its names' source, or write the name as a literal):\n"
        << absl::StrJoin(uncovered, "\n"));

@@ -49,11 +49,11 @@ RunData Pairs(const std::vector<std::string>& nodes, const BwFn& bw) {
                                                 {"peer_port_rate_gbps", "400"},
                                                 {"min_rate_fraction", "0.9"}};
         auto rec = Meas(client, "rdma", "rdma_write_bw_gbps", bw(client, server, rail),
-                        "Gbit/s", l);
+                        "Gb/s", l);
         rec.set_task_id(absl::StrCat("rdma.", server, ".", client));
         d.records.push_back(rec);
         rec = Meas(client, "rdma", "rdma_read_bw_gbps", bw(client, server, rail) - 2,
-                   "Gbit/s", l);
+                   "Gb/s", l);
         rec.set_task_id(absl::StrCat("rdma.", server, ".", client));
         d.records.push_back(rec);
       }
