@@ -594,7 +594,7 @@ int RunSoak(RunState& st) {
                                     static_cast<long long>(total)));
     if (st.table) {
       const std::string wrong_text = verify ? absl::StrCat(wrong) : "-";
-      std::fprintf(st.table, "  %8d  %10.1f  %10lld  %9.2f  %7s  %6.2f  %6.2f  %6s\n", interval,
+      std::fprintf(st.table, "  %8d  %10.1f  %10lld  %9.2f  %7s  %6.2f  %6s  %6s\n", interval,
                    t_start, static_cast<long long>(iterations), duration,
                    TimeText(mean * 1e6).c_str(), bw.algbw_gbps,
                    BusText(BusBwDefined(op, b.world_size()), bw.busbw_gbps).c_str(),
