@@ -5,12 +5,13 @@
 # operator would: the project's .deb packages installed with apt-get, a CA
 # and certificates from deploy/gen-certs.sh, the .env files edited, the units
 # enabled; agents dial the coordinator by host name over TLS with the token;
-# `cmaxctl run --plan full.yaml` from the head; the web view in Chromium; the
-# journals read. Then the faults real nodes have (an agent SIGKILLed mid-task,
-# a node's plug pulled mid-run, the coordinator restarted mid-run, the
-# coordinator's disk full), each with its records exported and counted per
-# task, and an upgrade over packages built from an earlier commit with a run
-# in the store. `systemd-analyze security` of both units on the booted host.
+# `cmaxctl run --plan full.yaml` from the head; the web view in Chromium;
+# pre-auth floods of the web view; the journals read. Then the faults real
+# nodes have (an agent SIGKILLed mid-task, a node's plug pulled mid-run, the
+# coordinator restarted mid-run, the coordinator's disk full), each with its
+# records exported and counted per task, and an upgrade over packages built
+# from an earlier commit with a run in the store. `systemd-analyze security`
+# of both units on the booted host.
 #
 #   tests/deploy/cluster/cluster_test.sh SOURCE_DIR BUILD_DIR
 #
@@ -314,6 +315,32 @@ grep -qi "not rated" "$CL_WORK/webview.html" || cl_fail "the web view does not s
 grep -q "$token" "$CL_WORK/webview.html" && cl_fail "the web view's page holds the token"
 cp "$CL_WORK/webview.html" "$out/webview.html"
 echo "  screenshot: $out/webview.png ($(stat -c %s "$out/webview.png") bytes)"
+
+# ---------------------------------------------------------------- floods
+# Before any credential (issue 28, item 2), against the installed daemon and
+# its unit's limits: 10 connections of 30,000 headers and unbounded login
+# bodies leave the coordinator's memory within 64 MiB of where it was, and 16
+# slow clients (a byte every 2 s, from the head) keep no authorised request
+# (from node2, another address) from an answer within 5 s.
+cl_log "pre-auth floods against the installed coordinator's web view"
+flood() { ip netns exec "$CL_PREFIX-$1" python3 "$src/tests/deploy/cluster/flood.py" "${@:2}"; }
+coordinator_rss_mib() {
+  # shellcheck disable=SC2016  # expanded inside the head
+  cl_x head sh -c 'awk "/^VmRSS/ {print int(\$2 / 1024)}" /proc/$(systemctl show -p MainPID --value cmax-coordinator)/status'
+}
+rss_before=$(coordinator_rss_mib)
+flood head headers "$headaddr" 8480 "$CL_WORK/tls/ca.pem" || cl_fail "a pre-auth flood was not refused as it should be"
+rss_after=$(coordinator_rss_mib)
+echo "  coordinator RSS: $rss_before MiB before the floods, $rss_after MiB after"
+(( rss_after - rss_before < 64 )) || cl_fail "the floods grew the coordinator by $((rss_after - rss_before)) MiB (limit 64)"
+flood head slowloris "$headaddr" 8480 "$CL_WORK/tls/ca.pem" >"$CL_WORK/slowloris.txt" 2>&1 &
+slow_pid=$!
+sleep 2
+flood node2 authorised "$headaddr" 8480 "$CL_WORK/tls/ca.pem" "$CL_WORK/token" ||
+  cl_fail "an authorised request was not answered in time during a slowloris"
+wait "$slow_pid" || { cat "$CL_WORK/slowloris.txt"; cl_fail "the slow clients were not cut or refused"; }
+cat "$CL_WORK/slowloris.txt"
+cl_x head systemctl is-active --quiet cmax-coordinator || cl_fail "the coordinator did not survive the floods"
 
 # ---------------------------------------------------------------- hardening
 cl_log "systemd-analyze security on the booted hosts"
