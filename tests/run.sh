@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, configures and builds cmax with its tests into
-# build/ (CMAX_BUILD_DIR overrides), and runs ctest; then says how many test
+# build/ (CMAX_BUILD_DIR overrides), and runs ctest, then last
+# tmp_leftovers_test (what the tests left in /tmp); then says how many test
 # cases were skipped (tests/skip.h) and why. Its exit code is ctest's.
 #   tests/run.sh [ctest arguments...]     e.g. tests/run.sh -R plan
 set -euo pipefail
@@ -39,7 +40,12 @@ export CMAX_TEST_SKIP_LOG=$skip_log
 rc=0
 # --no-tests=error: a build without tests (or a -R that matches none) fails
 # instead of printing "No tests were found!!!" and exiting 0.
-ctest --output-on-failure --timeout 600 -j "$jobs" --no-tests=error "$@" || rc=$?
+# The last test (label "last": tmp_leftovers_test) lists what the others
+# left in /tmp since this mark.
+mark=$build/Testing/run-started
+touch "$mark"
+ctest --output-on-failure --timeout 600 -j "$jobs" --no-tests=error -LE last "$@" || rc=$?
+CMAX_TEST_RUN_STARTED=$mark ctest --output-on-failure --no-tests=error -L last || rc=$?
 if [[ -s $skip_log ]]; then
   echo "tests/run.sh: $(wc -l <"$skip_log") Catch2 case(s) skipped, not passed (why, then how many):"
   cut -f2 "$skip_log" | sort | uniq -c | sort -rn | sed -E 's/^ *([0-9]+) (.*)$/  \2: \1/'

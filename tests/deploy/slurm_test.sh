@@ -177,4 +177,9 @@ html=$(sed -n 's/^cmax-eval: scorecard: \(.*\) (also.*/\1/p' "$t/job/eval.out")
 [[ -s $html ]] || fail "the printed scorecard $html does not exist"
 [[ -z $(squeue -h 2>/dev/null) ]] || fail "jobs left in the queue: $(squeue -h)"
 pgrep -f "cmax-agent.*cmax-agent-" >/dev/null && fail "the job left an agent running"
+# Nor the agent's work folder (mktemp -d on the node, made after $t).
+job_id=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$t/job/sbatch.out")
+[[ -n $job_id ]] || fail "no job id in sbatch's output: $(cat "$t/job/sbatch.out")"
+left=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name "cmax-agent-$job_id.*" -newer "$t" 2>/dev/null)
+[[ -z $left ]] || fail "the job left its agent's work folder: $left"
 echo "slurm_test: every check holds"

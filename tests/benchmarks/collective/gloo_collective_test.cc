@@ -13,8 +13,8 @@
 #include "benchmarks/collective_common/collective_types.h"
 #include "common/suite_catalog.h"
 #include "tests/benchmarks/collective/rank_runner.h"
+#include "tests/scratch_dir.h"
 
-using cmax::testing::MakeTempDir;
 using cmax::testing::MeasurementsOf;
 using cmax::testing::RankOutput;
 using cmax::testing::RunRanks;
@@ -38,7 +38,8 @@ std::string Describe(const std::vector<RankOutput>& outs) {
 }
 
 void CheckAllOpsCorrect(int n) {
-  const std::string dir = MakeTempDir("gloo");
+  const cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
   auto outs = RunRanks(kBench,
                        {"collective", "--backend=gloo", "--op=all", "--min-bytes=1K",
                         "--max-bytes=256K", "--factor=16", "--iters=3", "--warmup=1",
@@ -84,7 +85,8 @@ TEST_CASE("gloo: every op correct with 3 ranks", "[collective][gloo]") { CheckAl
 TEST_CASE("gloo: every op correct with 4 ranks", "[collective][gloo]") { CheckAllOpsCorrect(4); }
 
 TEST_CASE("gloo: a corrupted element fails the run and is named", "[collective][gloo]") {
-  const std::string dir = MakeTempDir("gloo-fault");
+  const cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
   auto outs = RunRanks(kBench,
                        {"collective", "--backend", "gloo", "--op", "all_reduce", "-b", "4K", "-e",
                         "4K", "-n", "2", "-w", "1", "-c", "1", "-d", "int32",
@@ -117,7 +119,8 @@ TEST_CASE("gloo: a corrupted element fails the run and is named", "[collective][
 }
 
 TEST_CASE("gloo: the human table has nccl-tests' columns and footer", "[collective][gloo]") {
-  const std::string dir = MakeTempDir("gloo-table");
+  const cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
   auto outs = RunRanks(kBench,
                        {"collective", "--backend=gloo", "--op=all_reduce,alltoall", "-b", "1K",
                         "-e", "8K", "-f", "8", "-n", "2", "-w", "0", "--gloo-address=127.0.0.1"},
@@ -148,7 +151,8 @@ TEST_CASE("gloo: the flags the catalog builds are the ones the suite takes", "[c
   argv.insert(argv.end(), args->begin(), args->end());
   argv.push_back("--jsonl");  // the agent adds it
   argv.push_back("--gloo-address=127.0.0.1");
-  const std::string dir = MakeTempDir("gloo-catalog");
+  const cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
   auto outs = RunRanks(kBench, argv, 2, dir, std::chrono::seconds(60));
   INFO(Describe(outs));
   for (const auto& o : outs) {

@@ -27,12 +27,6 @@ std::string ReadFile(const std::string& path) {
 
 }  // namespace
 
-std::string MakeTempDir(const std::string& tag) {
-  std::string tmpl = absl::StrCat("/tmp/cmax-", tag, "-XXXXXX");
-  char* d = mkdtemp(tmpl.data());
-  return d ? std::string(d) : std::string("/tmp");
-}
-
 std::vector<v1::Record> ParseRecords(const std::string& text) {
   std::vector<v1::Record> out;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {

@@ -22,9 +22,6 @@ struct RankOutput {
   std::vector<v1::Record> records;  // parsed from stdout (--jsonl)
 };
 
-// A fresh directory under /tmp.
-std::string MakeTempDir(const std::string& tag);
-
 // `n` ranks of `binary args...` with CMAX_RENDEZVOUS (a fake server in
 // `dir`), CMAX_RANK, CMAX_WORLD_SIZE and CMAX_NODE_NAME=node-<rank>.
 // `during` (optional) runs on a thread of its own once every rank is

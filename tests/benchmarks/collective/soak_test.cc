@@ -20,6 +20,7 @@
 #include "common/subprocess.h"
 #include "common/suite_catalog.h"
 #include "tests/benchmarks/collective/rank_runner.h"
+#include "tests/scratch_dir.h"
 
 using cmax::collective::PlannedIntervals;
 using cmax::collective::SoakConfig;
@@ -192,7 +193,8 @@ TEST_CASE("soak watchdog: a termination request reports the progress so far, onc
 }
 
 TEST_CASE("gloo soak of two ranks: one busbw figure per interval", "[collective][soak]") {
-  const std::string dir = cmax::testing::MakeTempDir("soak");
+  const cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
   auto outs = cmax::testing::RunRanks(
       std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench",
       {"collective", "--backend=gloo", "--op=all_reduce", "--min-bytes=256K", "--max-bytes=256K",
@@ -244,7 +246,8 @@ TEST_CASE("gloo soak of two ranks: one busbw figure per interval", "[collective]
 }
 
 TEST_CASE("gloo soak with a corrupted element fails and names the rank", "[collective][soak]") {
-  const std::string dir = cmax::testing::MakeTempDir("soakbad");
+  const cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
   auto outs = cmax::testing::RunRanks(
       std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench",
       {"collective", "--backend=gloo", "--op=all_reduce", "--min-bytes=64K", "--max-bytes=64K",
@@ -270,7 +273,8 @@ TEST_CASE("gloo soak with a corrupted element fails and names the rank", "[colle
 
 TEST_CASE("gloo soak: a stopped rank makes the others report that they waited",
           "[collective][soak]") {
-  const std::string dir = cmax::testing::MakeTempDir("soakstop");
+  const cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
   // Rank 2 is stopped at 3 s. Rank 1 is SIGTERMed 4 s later (more than half
   // the 6 s stall limit spent waiting, as when an agent ends the group):
   // it still says it waited. Rank 0's own watchdog fires at 6 s. Rank 2 is
