@@ -238,11 +238,12 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
 }
 
 std::string CoverageText(const CategoryCoverage& c, int selected) {
-  // A category with no node of its own evaluated but fleet-wide results
-  // (inventory uniformity) says what those covered: "evaluated on 0 of 3
-  // nodes" next to a grade reads as a contradiction.
+  // A category with no plan entry and no node of its own evaluated but
+  // fleet-wide results (inventory uniformity) says what those covered:
+  // "evaluated on 0 of 3 nodes" next to a grade reads as a contradiction.
+  // With plan entries the node count stays: that is what the tier needs.
   std::string text =
-      c.evaluated.empty() && c.fleet_rules > 0
+      c.evaluated.empty() && c.fleet_rules > 0 && c.entries.empty()
           ? absl::StrCat("fleet rules: ", c.fleet_rules_evaluated, " of ", c.fleet_rules)
           : absl::StrCat("evaluated on ",
                          CountedOf(static_cast<int64_t>(c.evaluated.size()), selected, "node",
@@ -264,7 +265,7 @@ std::string CoverageText(const CategoryCoverage& c, int selected) {
 }
 
 bool IsFleetOnly(const v1::CategoryGrade& c) {
-  return c.nodes_evaluated() == 0 && c.fleet_rules() > 0;
+  return c.nodes_evaluated() == 0 && c.fleet_rules() > 0 && c.entries().empty();
 }
 
 std::string EvaluatedOnText(const v1::CategoryGrade& c) {

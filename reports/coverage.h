@@ -56,7 +56,8 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
 // this category".
 std::string CoverageText(const CategoryCoverage& c, int selected);
 
-// Graded by fleet-wide results alone: no node evaluated, some fleet rule.
+// Judged by fleet-wide results alone: no plan entry, no node evaluated, some
+// fleet rule (Lifecycle's inventory uniformity).
 bool IsFleetOnly(const v1::CategoryGrade& c);
 
 // The "Evaluated on" cell: "3 of 3 nodes", "1 of 1 node", or for a

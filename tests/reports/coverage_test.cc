@@ -506,6 +506,10 @@ TEST_CASE("counts in coverage texts say 1 node and 2 nodes", "[coverage]") {
   CHECK(EvaluatedOnText(g) == "1 of 3 nodes");
   g.set_fleet_rules(4);  // it evaluated a node: the node count stays
   CHECK(EvaluatedOnText(g) == "1 of 3 nodes");
+  g.set_nodes_evaluated(0);
+  CHECK(EvaluatedOnText(g) == "fleet rules: 0 of 4");
+  g.add_entries()->set_entry("gemm");  // a plan entry: the tier needs the node count
+  CHECK(EvaluatedOnText(g) == "0 of 3 nodes");
 }
 
 }  // namespace
