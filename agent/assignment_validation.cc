@@ -55,10 +55,15 @@ absl::Status ValidateAssignment(const v1::TaskAssignment& a,
         absl::StrCat("unknown suite '", a.suite().substr(0, 200), "'"));
   }
   std::vector<std::string> args(a.args().begin(), a.args().end());
-  std::string binary = absl::StrCat(bench_dir, "/", SuiteBinary(*suite, args));
+  const std::string binary_name = SuiteBinary(*suite, args);
+  std::string binary = absl::StrCat(bench_dir, "/", binary_name);
   if (access(binary.c_str(), X_OK) != 0) {
-    return absl::NotFoundError(absl::StrCat("suite ", suite->name, " needs ", binary,
-                                            ", which is not an executable file"));
+    // The cause first, in words the same for every suite of that binary
+    // (the task names its suite already), so the scorecard groups them:
+    // "cmax-bench-cuda is missing" once, not once per GPU suite
+    // (reports/coverage.h, NotRatedHeadline).
+    return absl::NotFoundError(
+        absl::StrCat(binary_name, " is missing: ", binary, " is not an executable file"));
   }
   if (absl::Status s = ValidateSuiteArgs(*suite, args); !s.ok()) {
     // The coordinator checked these against the same declaration; a refusal

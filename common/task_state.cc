@@ -1,5 +1,7 @@
 #include "common/task_state.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace cmax {
 
 bool IsTerminal(v1::TaskState s) {
@@ -23,6 +25,35 @@ const char* TaskStateName(v1::TaskState s) {
     case v1::TASK_CANCELLED: return "cancelled";
     default: return "unknown";
   }
+}
+
+namespace {
+constexpr int kCouldNotRunExit = 2;  // DESIGN.md, "Suite exit codes"
+}  // namespace
+
+TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks) {
+  TaskCounts c;
+  for (const auto& t : tasks) {
+    ++c.total;
+    if (IsTerminal(t.state())) ++c.ended;
+    if (t.state() == v1::TASK_COMPLETED) {
+      ++c.completed;
+    } else if (t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit) {
+      ++c.could_not_run;
+    } else if (IsFailedState(t.state())) {
+      ++c.failed;
+    } else if (t.state() == v1::TASK_CANCELLED) {
+      ++c.cancelled;
+    }
+  }
+  return c;
+}
+
+std::string TaskCountsText(const TaskCounts& c) {
+  std::string text = absl::StrCat(c.completed, " completed, ", c.could_not_run,
+                                  " could not run, ", c.failed, " failed");
+  if (c.cancelled > 0) absl::StrAppend(&text, ", ", c.cancelled, " cancelled");
+  return text;
 }
 
 }  // namespace cmax

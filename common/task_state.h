@@ -6,6 +6,9 @@
 #ifndef CMAX_COMMON_TASK_STATE_H_
 #define CMAX_COMMON_TASK_STATE_H_
 
+#include <string>
+#include <vector>
+
 #include "cmax/v1/run.pb.h"
 
 namespace cmax {
@@ -19,6 +22,22 @@ bool IsFailedState(v1::TaskState state);
 // "pending", "assigned", "running", "completed", "failed", "timed_out",
 // "lost", "cancelled"; "unknown" for anything else.
 const char* TaskStateName(v1::TaskState state);
+
+// The tasks of a run by outcome, as cmaxctl prints them and the coordinator
+// logs them: one count so the two never disagree (a task that could not run,
+// exit code 2, is not a failure).
+struct TaskCounts {
+  int total = 0;
+  int ended = 0;
+  int completed = 0;
+  int could_not_run = 0;  // TASK_FAILED with exit code 2
+  int failed = 0;         // crashed (other exit codes, signals), timed out, lost
+  int cancelled = 0;
+};
+TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks);
+
+// "13 completed, 23 could not run, 1 failed" and ", 1 cancelled" when any.
+std::string TaskCountsText(const TaskCounts& counts);
 
 }  // namespace cmax
 

@@ -16,6 +16,7 @@
 #include "common/logging.h"
 #include "common/owned_dir.h"
 #include "common/plan_parser.h"
+#include "common/plural.h"
 #include "common/secrets.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -229,8 +230,8 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
   resp.set_run_id(run_id);
   resp.set_tasks(static_cast<int>(rows.size()));
   for (const auto& n : run->nodes) resp.add_nodes(n);
-  Log()->info("run {} submitted: plan '{}', {} tasks on {} nodes", run_id, request.plan().name(),
-              rows.size(), run->nodes.size());
+  Log()->info("{}", RunSubmittedLine(run_id, request.plan().name(), rows.size(),
+                                     run->nodes.size()));
   Changes sched;
   scheduler_.Schedule(registry_, NowUnixNs(), &sched);
   Apply(sched);
@@ -337,6 +338,20 @@ absl::StatusOr<T> AwaitOnCore(CoordinatorCore* core, std::function<absl::StatusO
 }  // namespace
 
 bool IsSafeRunId(const std::string& id) { return IsSafeId(id); }
+
+std::string RunSubmittedLine(const std::string& run_id, const std::string& plan, size_t tasks,
+                             size_t nodes) {
+  return absl::StrCat("run ", run_id, " submitted: plan '", plan, "', ",
+                      Counted(static_cast<int64_t>(tasks), "task", "tasks"), " on ",
+                      Counted(static_cast<int64_t>(nodes), "node", "nodes"));
+}
+
+std::string RunEndedLine(const std::string& run_id, const std::string& state,
+                         const std::string& tier, const TaskCounts& tasks, int nodes_failed) {
+  return absl::StrCat("run ", run_id, " ", state, ": tier ", tier.empty() ? "none" : tier, "; ",
+                      Counted(tasks.total, "task", "tasks"), ": ", TaskCountsText(tasks), "; ",
+                      Counted(nodes_failed, "node", "nodes"), " failed");
+}
 
 absl::StatusOr<v1::ListAgentsResponse> CoordinatorCore::SnapshotAgents(absl::Duration timeout) {
   return AwaitOnCore<v1::ListAgentsResponse>(

@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/metrics_text.h"
+#include "common/task_state.h"
 #include "coordinator/heartbeat_pacer.h"
 #include "coordinator/registry.h"
 #include "coordinator/rendezvous.h"
@@ -306,6 +307,15 @@ class CoordinatorCore {
 // query (letters, digits, '-', '_', '.', no "..", 1-128 characters); the web
 // view's 400 for a bad id.
 bool IsSafeRunId(const std::string& id);
+
+// The coordinator's log lines at a run's start and end, in the words and
+// counts cmaxctl uses (common/task_state.h, common/plural.h): "run R
+// submitted: plan 'quick', 2 tasks on 1 node"; "run R completed: tier not
+// rated; 2 tasks: 0 completed, 2 could not run, 0 failed; 0 nodes failed".
+std::string RunSubmittedLine(const std::string& run_id, const std::string& plan, size_t tasks,
+                             size_t nodes);
+std::string RunEndedLine(const std::string& run_id, const std::string& state,
+                         const std::string& tier, const TaskCounts& tasks, int nodes_failed);
 
 }  // namespace cmax::coordinator
 

@@ -188,9 +188,13 @@ void CoordinatorCore::CompleteRun(BuiltScorecard built) {
   if (written) run->info.set_report_dir(dir);
   scheduler_.RefreshCounters(run);
   if (auto s = store_->PutRun(*run); !s.ok()) Log()->error("persisting run: {}", s.ToString());
-  Log()->info("run {} {}: tier {}, {} of {} tasks failed, {} nodes failed; scorecard in {}",
-              run_id, run->info.state(), card.tier(), run->info.tasks_failed(),
-              run->info.tasks_total(), nodes_failed, dir);
+  // Counted like cmaxctl counts them (RunInfo.tasks_failed includes the
+  // tasks that could not run; this line says those apart).
+  std::vector<v1::TaskInfo> tasks;
+  for (const TaskRow* t : scheduler_.TasksOf(run_id)) tasks.push_back(t->info);
+  Log()->info("{}; scorecard in {}",
+              RunEndedLine(run_id, run->info.state(), card.tier(), CountTasks(tasks), nodes_failed),
+              dir);
   v1::RunEvent final_event = RunEventFor(*run);
   Broadcast(run_id, final_event);
   if (auto it = watchers_.find(run_id); it != watchers_.end()) {

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/plural.h"
 #include "common/suite_declaration.h"
 #include "reports/judge_util.h"
 #include "reports/judged_view.h"
@@ -190,9 +192,13 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
     }
   });
   for (const auto& r : results) {
-    if (r.outcome() == "not_measured") continue;
     auto cit = cov.categories.find(r.category());
     if (cit == cov.categories.end()) continue;
+    if (r.node().empty()) {
+      ++cit->second.fleet_rules;
+      if (r.outcome() != "not_measured") ++cit->second.fleet_rules_evaluated;
+    }
+    if (r.outcome() == "not_measured") continue;
     for (const auto& n : SplitNodes(r.node())) {
       if (selected.count(n)) cit->second.evaluated.insert(n);
     }
@@ -224,14 +230,24 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
     e.set_nodes_asked(static_cast<int>(asked.size()));
     e.set_nodes_evaluated(static_cast<int>(asked.size() - why.size()));
     for (auto& line : GroupReasons(why)) e.add_not_evaluated(std::move(line));
-    cov.categories[SuiteCategory(spec.suite())].entries.push_back(std::move(e));
+    CategoryCoverage& c = cov.categories[SuiteCategory(spec.suite())];
+    c.entries.push_back(std::move(e));
+    c.entry_why.push_back(std::move(why));
   }
   return cov;
 }
 
 std::string CoverageText(const CategoryCoverage& c, int selected) {
+  // A category with no plan entry and no node of its own evaluated but
+  // fleet-wide results (inventory uniformity) says what those covered:
+  // "evaluated on 0 of 3 nodes" next to a grade reads as a contradiction.
+  // With plan entries the node count stays: that is what the tier needs.
   std::string text =
-      absl::StrCat("evaluated on ", c.evaluated.size(), " of ", selected, " nodes");
+      c.evaluated.empty() && c.fleet_rules > 0 && c.entries.empty()
+          ? absl::StrCat("fleet rules: ", c.fleet_rules_evaluated, " of ", c.fleet_rules)
+          : absl::StrCat("evaluated on ",
+                         CountedOf(static_cast<int64_t>(c.evaluated.size()), selected, "node",
+                                   "nodes"));
   if (c.entries.empty()) {
     absl::StrAppend(&text, "; the plan has no suite of this category");
     return text;
@@ -246,6 +262,76 @@ std::string CoverageText(const CategoryCoverage& c, int selected) {
   }
   absl::StrAppend(&text, "; ", absl::StrJoin(parts, "; "));
   return text;
+}
+
+bool IsFleetOnly(const v1::CategoryGrade& c) {
+  return c.nodes_evaluated() == 0 && c.fleet_rules() > 0 && c.entries().empty();
+}
+
+std::string EvaluatedOnText(const v1::CategoryGrade& c) {
+  if (IsFleetOnly(c)) {
+    return absl::StrCat("fleet rules: ", c.fleet_rules_evaluated(), " of ", c.fleet_rules());
+  }
+  return CountedOf(c.nodes_evaluated(), c.nodes_selected(), "node", "nodes");
+}
+
+namespace {
+
+// "a", "a and b", "a, b and c", "a, b, c and 2 more".
+std::string JoinNames(const std::vector<std::string>& names, size_t max_named = 3) {
+  if (names.size() <= 1) return names.empty() ? "" : names[0];
+  if (names.size() <= max_named) {
+    std::vector<std::string> head(names.begin(), names.end() - 1);
+    return absl::StrCat(absl::StrJoin(head, ", "), " and ", names.back());
+  }
+  std::vector<std::string> head(names.begin(), names.begin() + max_named);
+  return absl::StrCat(absl::StrJoin(head, ", "), " and ", names.size() - max_named, " more");
+}
+
+// Entries of one category whose gaps read the same (same counts, same
+// reasons), grouped in plan order: indexes into c.entries.
+std::vector<std::vector<size_t>> SameGaps(const CategoryCoverage& c,
+                                          const std::function<bool(const v1::EntryCoverage&)>& keep) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < c.entries.size(); ++i) {
+    const v1::EntryCoverage& e = c.entries[i];
+    if (!keep(e)) continue;
+    const std::string key = absl::StrCat(e.nodes_evaluated(), "/", e.nodes_asked(), "\n",
+                                         absl::StrJoin(e.not_evaluated(), "\n"));
+    auto [it, added] = group_of.try_emplace(key, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  return groups;
+}
+
+std::vector<std::string> EntryNames(const CategoryCoverage& c, const std::vector<size_t>& idx) {
+  std::vector<std::string> names;
+  for (size_t i : idx) names.push_back(c.entries[i].entry());
+  return names;
+}
+
+std::string Clip(std::string text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+  return absl::StrCat(text.substr(0, cut), "\u2026");
+}
+
+}  // namespace
+
+std::vector<std::string> EntryGaps(const CategoryCoverage& c) {
+  std::vector<std::string> out;
+  for (const auto& group : SameGaps(c, [](const v1::EntryCoverage& e) {
+         return e.not_evaluated_size() > 0;
+       })) {
+    const v1::EntryCoverage& e = c.entries[group.front()];
+    const std::string head = absl::StrCat(absl::StrJoin(EntryNames(c, group), ", "), " on ",
+                                          e.nodes_evaluated(), " of ", e.nodes_asked());
+    for (const auto& reason : e.not_evaluated()) out.push_back(absl::StrCat(head, ": ", reason));
+  }
+  return out;
 }
 
 std::vector<std::string> MissingForTier(const Coverage& coverage) {
@@ -263,19 +349,130 @@ std::vector<std::string> MissingForTier(const Coverage& coverage) {
       continue;
     }
     if (got < needed) {
-      missing.push_back(absl::StrCat(name, " evaluated on ", got, " of ", coverage.selected,
-                                     " nodes (needs ", needed, ")"));
+      missing.push_back(absl::StrCat(name, " evaluated on ",
+                                     CountedOf(got, coverage.selected, "node", "nodes"),
+                                     " (needs ", needed, ")"));
     }
-    for (const auto& e : c.entries) {
-      const int need = NodesNeeded(e.nodes_asked());
-      if (e.nodes_evaluated() >= need) continue;
-      std::string line = absl::StrCat(name, ": ", e.entry(), " evaluated on ", e.nodes_evaluated(),
-                                      " of ", e.nodes_asked(), " nodes (needs ", need, ")");
+    // Each entry in one line; entries that fell short the same way share it.
+    for (const auto& group : SameGaps(c, [](const v1::EntryCoverage& e) {
+           return e.nodes_evaluated() < NodesNeeded(e.nodes_asked());
+         })) {
+      const v1::EntryCoverage& e = c.entries[group.front()];
+      std::string line = absl::StrCat(
+          name, ": ", absl::StrJoin(EntryNames(c, group), ", "), " evaluated on ",
+          CountedOf(e.nodes_evaluated(), e.nodes_asked(), "node", "nodes"), " (needs ",
+          NodesNeeded(e.nodes_asked()), ")");
       if (e.not_evaluated_size() > 0) absl::StrAppend(&line, ": ", e.not_evaluated(0));
+      if (e.not_evaluated_size() > 1) {
+        absl::StrAppend(&line, " (and ", e.not_evaluated_size() - 1, " more ",
+                        e.not_evaluated_size() == 2 ? "reason" : "reasons", ")");
+      }
       missing.push_back(std::move(line));
     }
   }
   return missing;
+}
+
+std::string ShortCause(const std::string& reason) {
+  constexpr size_t kMaxCause = 80;
+  // The text before the first ": " is the cause, what follows its detail
+  // ("no GPU driver: libcuda.so.1: cannot open shared object file").
+  auto head = [](absl::string_view text) {
+    return std::string(absl::StripAsciiWhitespace(text.substr(0, text.find(": "))));
+  };
+  absl::string_view r = absl::StripAsciiWhitespace(reason);
+  for (absl::string_view verdict : {"could not run", "not measured"}) {
+    if (!absl::StartsWith(r, verdict)) continue;
+    const std::string rest = StripVerdictPrefixes(std::string(r));
+    return rest.empty() ? std::string(verdict) : Clip(head(rest), kMaxCause);
+  }
+  // "stopped: rank 1 on b could not run: ...": the cause is elsewhere.
+  if (absl::StartsWith(r, "stopped")) return "stopped with a rank of its group on another node";
+  return Clip(head(r), kMaxCause);
+}
+
+std::string NotRatedHeadline(const Coverage& coverage) {
+  if (coverage.selected == 0) return "the run selected no nodes";
+  // Categories and entries named per clause before "and N more": all five
+  // rated categories fit.
+  constexpr size_t kNamedSubjects = 5;
+  const int needed = NodesNeeded(coverage.selected);
+  // cause -> what it left unmeasured (categories or entries) and where.
+  struct Cause {
+    std::vector<std::string> subjects;
+    std::set<std::string> nodes;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Cause> causes;
+  std::vector<std::string> not_in_plan;
+  // "evaluated on 2 of 3 nodes (needs 3)" -> categories short that way with
+  // no entry to name a cause (records outside the plan, nodes never asked).
+  std::vector<std::pair<std::string, std::vector<std::string>>> uncaused;
+  auto add = [&](const std::string& cause, const std::string& subject, const std::string& node) {
+    auto [it, added] = causes.try_emplace(cause);
+    if (added) order.push_back(cause);
+    auto& subjects = it->second.subjects;
+    if (std::find(subjects.begin(), subjects.end(), subject) == subjects.end()) {
+      subjects.push_back(subject);
+    }
+    it->second.nodes.insert(node);
+  };
+  for (const auto& name : RatedCategories()) {
+    const CategoryCoverage& c = coverage.categories.at(name);
+    const int got = static_cast<int>(c.evaluated.size());
+    if (c.entries.empty() && got == 0) {
+      not_in_plan.push_back(name);
+      continue;
+    }
+    if (got < needed) {
+      // The category as a whole, on the nodes none of its entries evaluated.
+      bool any = false;
+      for (const auto& why : c.entry_why) {
+        for (const auto& [node, reason] : why) {
+          if (c.evaluated.count(node)) continue;
+          add(ShortCause(reason), name, node);
+          any = true;
+        }
+      }
+      if (!any) {
+        const std::string shortfall =
+            absl::StrCat("evaluated on ", CountedOf(got, coverage.selected, "node", "nodes"),
+                         " (needs ", needed, ")");
+        auto it = std::find_if(uncaused.begin(), uncaused.end(),
+                               [&](const auto& u) { return u.first == shortfall; });
+        if (it == uncaused.end()) {
+          it = uncaused.emplace(uncaused.end(), shortfall, std::vector<std::string>{});
+        }
+        it->second.push_back(name);
+      }
+      continue;
+    }
+    // The category is covered; an entry of it is short.
+    for (size_t i = 0; i < c.entries.size(); ++i) {
+      const v1::EntryCoverage& e = c.entries[i];
+      if (e.nodes_evaluated() >= NodesNeeded(e.nodes_asked())) continue;
+      for (const auto& [node, reason] : c.entry_why[i]) add(ShortCause(reason), e.entry(), node);
+    }
+  }
+  std::vector<std::string> clauses;
+  for (const auto& cause : order) {
+    const Cause& c = causes[cause];
+    clauses.push_back(absl::StrCat(
+        JoinNames(c.subjects, kNamedSubjects), " not measured: ", cause, " on ",
+        CountedOf(static_cast<int64_t>(c.nodes.size()), coverage.selected, "node", "nodes")));
+  }
+  for (const auto& [shortfall, names] : uncaused) {
+    clauses.push_back(absl::StrCat(JoinNames(names, kNamedSubjects), " ", shortfall));
+  }
+  if (!not_in_plan.empty()) {
+    clauses.push_back(absl::StrCat(JoinNames(not_in_plan, kNamedSubjects), " not in the plan"));
+  }
+  if (clauses.size() > kHeadlineCauses) {
+    const size_t more = clauses.size() - kHeadlineCauses;
+    clauses.resize(kHeadlineCauses);
+    clauses.push_back(absl::StrCat("and ", more, " more ", more == 1 ? "cause" : "causes"));
+  }
+  return absl::StrJoin(clauses, "; ");
 }
 
 }  // namespace cmax::reports

@@ -30,6 +30,12 @@ int NodesNeeded(int n);
 struct CategoryCoverage {
   std::set<std::string> evaluated;           // selected nodes evaluated here
   std::vector<v1::EntryCoverage> entries;    // the plan entries of this category
+  // Per entry (same order as `entries`): (node, reason) for each node it
+  // ran on and evaluated nothing on, ungrouped, for the not-rated headline.
+  std::vector<std::vector<std::pair<std::string, std::string>>> entry_why;
+  // Fleet-wide rule results here (no node), and those not not_measured.
+  int fleet_rules = 0;
+  int fleet_rules_evaluated = 0;
 };
 
 struct Coverage {
@@ -43,14 +49,45 @@ struct Coverage {
 // `data` is the judged view; `results` the judges' normalised results.
 Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>& results);
 
-// "evaluated on 2 of 3 nodes; gemm on 3 of 3; memory on 0 of 3: 3 nodes
-// (a, b, c): could not run: no GPU driver".
+// "evaluated on 2 of 3 nodes; gemm on 3 of 3; memory on 0 of 3 (3 nodes
+// (a, b, c): could not run: no GPU driver)". A category that evaluated no
+// node of its own but has fleet-wide results says what those covered in
+// place of the node count: "fleet rules: 2 of 2; the plan has no suite of
+// this category".
 std::string CoverageText(const CategoryCoverage& c, int selected);
 
-// What keeps the run from a tier, one line per gap (empty: it may be rated):
-// "Compute evaluated on 0 of 3 nodes (needs 3)", "Networking: nccl-all-nodes
-// evaluated on 1 of 3 nodes (needs 3)", "Storage: not in the plan".
+// Judged by fleet-wide results alone: no plan entry, no node evaluated, some
+// fleet rule (Lifecycle's inventory uniformity).
+bool IsFleetOnly(const v1::CategoryGrade& c);
+
+// The "Evaluated on" cell: "3 of 3 nodes", "1 of 1 node", or for a
+// fleet-only category "fleet rules: 1 of 1".
+std::string EvaluatedOnText(const v1::CategoryGrade& c);
+
+// The plan entries' gaps, entries with the same counts and reasons said
+// once: "gemm, memory on 0 of 3: 3 nodes (a, b, c): could not run: no GPU
+// driver". One line per (entries, reason).
+std::vector<std::string> EntryGaps(const CategoryCoverage& c);
+
+// What keeps the run from a tier, one line per gap (empty: it may be rated),
+// each plan entry in one line: "Compute evaluated on 0 of 3 nodes (needs
+// 3)", "Compute: gemm, memory evaluated on 0 of 3 nodes (needs 3): 3 nodes
+// (a, b, c): could not run: no GPU driver", "Storage: the plan has no suite
+// of this category".
 std::vector<std::string> MissingForTier(const Coverage& coverage);
+
+// The not-rated headline, one sentence that groups the gaps by cause and
+// says each cause once: "Compute and Networking not measured:
+// cmax-bench-cuda is missing on 1 of 1 node; Storage not in the plan". At
+// most kHeadlineCauses causes, then "and N more causes". Empty when
+// MissingForTier is empty.
+std::string NotRatedHeadline(const Coverage& coverage);
+inline constexpr size_t kHeadlineCauses = 3;
+
+// A reason's cause in a few words, for the headline: "could not run: no GPU
+// driver: libcuda.so.1: ..." -> "no GPU driver"; "crashed (exit code 139):
+// ..." -> "crashed (exit code 139)".
+std::string ShortCause(const std::string& reason);
 
 // "3 nodes (a, b, c): <reason>" / "node-2: <reason>": groups the nodes that
 // share one reason, in first-seen order of the reasons.

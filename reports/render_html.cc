@@ -14,8 +14,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/plural.h"
 #include "reports/html/chart_svg.h"
 #include "reports/cost.h"
+#include "reports/coverage.h"
 #include "reports/judge_util.h"
 #include "reports/outcome_order.h"
 #include "reports/scorecard.h"
@@ -250,8 +252,9 @@ void Overview(const v1::Scorecard& card, std::string* out) {
   int measured = 0;
   for (const auto& c : card.categories()) measured += c.measured() ? 1 : 0;
   absl::StrAppend(out, "<p>Coverage: ", measured, " of ", card.categories_size(),
-                  " categories measured; the widest evaluated ", evaluated_any, " of ", selected,
-                  " selected nodes.</p></div>\n");
+                  " categories measured; the widest evaluated ",
+                  CountedOf(evaluated_any, selected, "selected node", "selected nodes"),
+                  ".</p></div>\n");
   int pass = 0, warn = 0, fail = 0;
   for (const auto& n : card.nodes()) {
     if (n.verdict() == "pass") ++pass;
@@ -266,8 +269,8 @@ void Overview(const v1::Scorecard& card, std::string* out) {
     absl::StrAppend(out, "<div class=\"card\"><h3>", H(c.name()), " <span class=\"badge ",
                     GradeClass(c.grade()), "\">", H(c.grade()), "</span></h3>",
                     c.simulated() ? "<div class=\"sim\">simulated</div>" : "",
-                    "<div>", c.nodes_evaluated(), " of ", c.nodes_selected(),
-                    " nodes evaluated</div><div class=\"kf\">", H(KeyFigure(card, c)),
+                    "<div>", H(EvaluatedOnText(c)), IsFleetOnly(c) ? "" : " evaluated",
+                    "</div><div class=\"kf\">", H(KeyFigure(card, c)),
                     "</div></div>\n");
   }
   absl::StrAppend(out, "</div>\n");
@@ -288,7 +291,7 @@ void Overview(const v1::Scorecard& card, std::string* out) {
     row("Missing for a tier", absl::StrCat("<ul>", absl::StrJoin(items, ""), "</ul>"));
   }
   if (!card.measured_part_tier().empty()) row("Measured part", H(card.measured_part_tier()));
-  row("Why", H(card.tier_reason()));
+  // No "Why" row: the tier box above says the tier reason once.
   row("Generated", absl::StrCat(H(card.generated()), " by cmax ", H(card.cmax_version())));
   absl::StrAppend(out, "</table>\n</section>\n");
 }
@@ -300,9 +303,8 @@ void Categories(const v1::Scorecard& card, std::string* out) {
     absl::StrAppend(out, "<tr><td>", H(c.name()),
                     c.simulated() ? " <span class=\"sim\">(simulated)</span>" : "",
                     "</td><td><span class=\"badge ", GradeClass(c.grade()), "\">", H(c.grade()),
-                    "</span></td><td>", c.nodes_evaluated(), " of ", c.nodes_selected(),
-                    " nodes</td><td>", H(c.summary()), "<br><small>", H(c.coverage()),
-                    "</small></td></tr>\n");
+                    "</span></td><td>", H(EvaluatedOnText(c)), "</td><td>", H(c.summary()),
+                    "</td></tr>\n");
   }
   absl::StrAppend(out, "</table>\n");
 }
@@ -445,6 +447,10 @@ void Rules(const v1::Scorecard& card, std::string* out) {
                     "\">", H(c.grade()), "</span></h3>\n");
     if (c.simulated()) {
       absl::StrAppend(out, "<div class=\"banner\">", H(kSimulatedBanner), "</div>\n");
+    }
+    // Its coverage in full: the summary cell above names three reasons at most.
+    if (!c.coverage().empty()) {
+      absl::StrAppend(out, "<p class=\"cov\">Coverage: ", H(c.coverage()), "</p>\n");
     }
     if (!c.evidence().empty()) {
       absl::StrAppend(out, "<ul>");

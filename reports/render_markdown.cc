@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "reports/cost.h"
+#include "reports/coverage.h"
 #include "reports/judge_util.h"
 #include "reports/outcome_order.h"
 #include "reports/scorecard.h"
@@ -122,8 +123,7 @@ void Categories(const v1::Scorecard& card, std::string* out) {
     const std::string grade = c.measured() ? absl::StrCat("**", Md(c.grade()), "**")
                                            : Md(c.grade());
     absl::StrAppend(out, "| ", Md(c.name()), c.simulated() ? " (simulated)" : "", " | ", grade,
-                    " | ", c.nodes_evaluated(), " of ", c.nodes_selected(), " nodes | ",
-                    Md(c.summary()), " |\n");
+                    " | ", Md(EvaluatedOnText(c)), " | ", Md(c.summary()), " |\n");
   }
   absl::StrAppend(out, "\n");
 }
@@ -183,6 +183,8 @@ void Rules(const v1::Scorecard& card, std::string* out) {
   for (const auto& c : card.categories()) {
     absl::StrAppend(out, "### ", Md(c.name()), ": ", Md(c.grade()), "\n\n");
     if (c.simulated()) absl::StrAppend(out, "> **", kSimulatedBanner, "**\n\n");
+    // Its coverage in full: the summary cell names three reasons at most.
+    if (!c.coverage().empty()) absl::StrAppend(out, "Coverage: ", Md(c.coverage(), false), "\n\n");
     for (const auto& e : c.evidence()) absl::StrAppend(out, "- ", Md(e, false), "\n");
     if (!c.evidence().empty()) absl::StrAppend(out, "\n");
     if (c.rules().empty()) {

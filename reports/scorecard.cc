@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/plural.h"
 #include "common/record_io.h"
 #include "google/protobuf/util/json_util.h"
 #include "common/time_util.h"
@@ -59,10 +60,6 @@ std::string Described(const v1::RuleResult& r) {
   return absl::StrCat(r.node(), ": ", r.message());
 }
 
-std::string Plural(size_t n, const std::string& one, const std::string& many) {
-  return absl::StrCat(n, " ", n == 1 ? one : many);
-}
-
 struct CategoryWork {
   CategoryTally tally;
   std::vector<const v1::RuleResult*> rules;
@@ -72,8 +69,8 @@ struct CategoryWork {
 };
 
 // The messages of `rs`, identical ones grouped by node ("3 nodes (a, b, c):
-// ..."), at most kSummaryMessages reasons then "and N more".
-std::string ListGrouped(const std::vector<const v1::RuleResult*>& rs) {
+// ..."), each group one reason.
+std::vector<std::string> GroupedMessages(const std::vector<const v1::RuleResult*>& rs) {
   std::vector<std::pair<std::string, std::string>> node_reason;
   for (const auto* r : rs) {
     const auto nodes = SplitNodes(r->node());
@@ -84,44 +81,69 @@ std::string ListGrouped(const std::vector<const v1::RuleResult*>& rs) {
       for (const auto& n : nodes) node_reason.push_back({n, r->message()});
     }
   }
-  std::vector<std::string> grouped = GroupReasons(node_reason);
-  std::vector<std::string> shown(grouped.begin(),
-                                 grouped.begin() + std::min(grouped.size(), kSummaryMessages));
-  std::string text = absl::StrJoin(shown, "; ");
-  if (grouped.size() > kSummaryMessages) {
-    absl::StrAppend(&text, " (and ", grouped.size() - kSummaryMessages, " more)");
-  }
-  return text;
+  return GroupReasons(node_reason);
 }
 
-// "1 failure: node-2: ...; evaluated on 3 of 3 nodes; hostcheck on 3 of 3"
-// or, with nothing evaluated, "not measured: evaluated on 0 of 3 nodes; gemm
-// on 0 of 3 (3 nodes (a, b, c): could not run: no GPU driver)".
-std::string Summary(const CategoryWork& w, bool measured, const CategoryCoverage& cov,
-                    const std::string& coverage) {
+// The summary cell of the category tables (HTML, Markdown): read at a
+// glance on a 1,000-node card, so at most kSummaryMessages reasons and a
+// count of the rest, which the category's own section (its coverage and
+// rules) and the findings table give in full. Failures and warnings first,
+// then what was not measured (not-measured results, plan entries that
+// evaluated nothing on some nodes):
+//   "1 failure: node-2: agent lost during hostcheck"
+//   "no warnings or failures; not measured: gemm on 2 of 3: node-3: ..."
+//   "not measured: gemm, memory on 0 of 3: 3 nodes (a, b, c): could not run: ...;
+//    and 4 more in the Compute section"
+std::string Summary(const std::string& name, const CategoryWork& w, bool measured,
+                    const CategoryCoverage& cov, int selected) {
   std::vector<const v1::RuleResult*> fired, not_measured;
   for (const auto* r : w.rules) {
     if (Fired(r->outcome())) fired.push_back(r);
-    if (r->outcome() == "not_measured") not_measured.push_back(r);
+    // A task that could not run (task.*) is its plan entry's gap below,
+    // said there once; without plan entries it is said here.
+    if (r->outcome() == "not_measured" &&
+        (cov.entries.empty() || !absl::StartsWith(r->rule_id(), "task."))) {
+      not_measured.push_back(r);
+    }
   }
-  if (!measured) {
-    if (!cov.entries.empty()) return absl::StrCat("not measured: ", coverage);
-    if (not_measured.empty()) return "not measured: no suite in this run evaluated anything here";
-    return absl::StrCat("not measured: ", ListGrouped(not_measured));
-  }
+  const std::vector<std::string> fired_reasons = GroupedMessages(fired);
+  std::vector<std::string> missing_reasons = EntryGaps(cov);
+  for (auto& m : GroupedMessages(not_measured)) missing_reasons.push_back(std::move(m));
+
+  size_t budget = kSummaryMessages;
+  auto take = [&budget](const std::vector<std::string>& from) {
+    const size_t n = std::min(budget, from.size());
+    budget -= n;
+    return absl::StrJoin(from.begin(), from.begin() + n, "; ");
+  };
   std::string text;
-  if (fired.empty()) {
-    text = "no warnings or failures";
+  if (!measured) {
+    text = "not measured: ";
+    if (!missing_reasons.empty()) {
+      absl::StrAppend(&text, take(missing_reasons));
+    } else if (cov.entries.empty()) {
+      absl::StrAppend(&text, "no suite in this run evaluated anything here");
+    } else {
+      absl::StrAppend(&text, CoverageText(cov, selected));  // its entries ran elsewhere
+    }
   } else {
-    std::vector<std::string> counts;
-    if (w.tally.critical > 0) counts.push_back(absl::StrCat(w.tally.critical, " critical"));
-    if (w.tally.fail > 0) counts.push_back(Plural(w.tally.fail, "failure", "failures"));
-    if (w.tally.warn > 0) counts.push_back(Plural(w.tally.warn, "warning", "warnings"));
-    text = absl::StrCat(absl::StrJoin(counts, ", "), ": ", ListGrouped(fired));
+    if (fired.empty()) {
+      text = "no warnings or failures";
+    } else {
+      std::vector<std::string> counts;
+      if (w.tally.critical > 0) counts.push_back(absl::StrCat(w.tally.critical, " critical"));
+      if (w.tally.fail > 0) counts.push_back(Counted(w.tally.fail, "failure", "failures"));
+      if (w.tally.warn > 0) counts.push_back(Counted(w.tally.warn, "warning", "warnings"));
+      text = absl::StrCat(absl::StrJoin(counts, ", "), ": ", take(fired_reasons));
+    }
+    if (budget > 0 && !missing_reasons.empty()) {
+      absl::StrAppend(&text, "; not measured: ", take(missing_reasons));
+    }
   }
-  absl::StrAppend(&text, "; ", coverage);
-  if (!not_measured.empty()) {
-    absl::StrAppend(&text, "; not measured: ", ListGrouped(not_measured));
+  const size_t total = (measured ? fired_reasons.size() : 0) + missing_reasons.size();
+  if (total > kSummaryMessages) {
+    absl::StrAppend(&text, "; and ", total - kSummaryMessages, " more in the ", name,
+                    " section");
   }
   return text;
 }
@@ -134,24 +156,23 @@ v1::CategoryGrade MakeCategory(const std::string& name, CategoryWork& w,
   c.set_measured(IsMeasured(w.tally));
   c.set_grade(GradeFor(w.tally));
   c.set_simulated(w.simulated);
+  // A category graded by fleet-wide results alone (inventory uniformity)
+  // says "fleet rules: 1 of 1" here and in its "Evaluated on" cell.
   c.set_coverage(CoverageText(cov, selected));
-  if (c.measured() && cov.evaluated.empty()) {
-    // Graded by fleet-wide results alone (inventory uniformity, a group's
-    // figure): no node of its own was evaluated here.
-    c.set_coverage(absl::StrCat("fleet-wide results only; ", c.coverage()));
-  }
   c.set_nodes_evaluated(static_cast<int>(cov.evaluated.size()));
   c.set_nodes_selected(selected);
+  c.set_fleet_rules(cov.fleet_rules);
+  c.set_fleet_rules_evaluated(cov.fleet_rules_evaluated);
   for (const auto& e : cov.entries) *c.add_entries() = e;
   std::stable_sort(w.rules.begin(), w.rules.end(), [](const auto* a, const auto* b) {
     return OutcomeBadness(a->outcome()) > OutcomeBadness(b->outcome());
   });
-  const std::string summary = Summary(w, c.measured(), cov, c.coverage());
+  const std::string summary = Summary(name, w, c.measured(), cov, selected);
   c.set_summary(w.simulated ? absl::StrCat(kSimulatedBanner, ": ", summary) : summary);
   for (const auto& [suite, counts] : w.suites) {
     std::vector<std::string> parts;
-    if (counts[0] > 0) parts.push_back(Plural(counts[0], "measurement", "measurements"));
-    if (counts[1] > 0) parts.push_back(Plural(counts[1], "finding", "findings"));
+    if (counts[0] > 0) parts.push_back(Counted(counts[0], "measurement", "measurements"));
+    if (counts[1] > 0) parts.push_back(Counted(counts[1], "finding", "findings"));
     if (counts[2] > 0) parts.push_back(absl::StrCat(counts[2], " not measured"));
     c.add_evidence(absl::StrCat(suite, ": ", absl::StrJoin(parts, ", ")));
   }
@@ -398,16 +419,16 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
                               security_critical);
   const std::vector<std::string> missing = MissingForTier(coverage);
   if (!missing.empty()) {
+    // The reason is one sentence that groups the gaps by cause; `missing`
+    // lists each gap once with its detail; measured_part_tier says what the
+    // measured part alone would give. None repeats another.
     for (const auto& m : missing) card.add_missing(m);
-    std::string reason = absl::StrCat("not rated: ", absl::StrJoin(missing, "; "));
     if (tier.tier != kNotRated) {
       card.set_measured_part_tier(
           absl::StrCat(tier.tier, " (measured part only; not a rating)"));
-      absl::StrAppend(&reason, ". The measured part alone would give ", tier.tier, " (",
-                      tier.reason, "); that is not a rating");
     }
     tier.tier = kNotRated;
-    tier.reason = std::move(reason);
+    tier.reason = absl::StrCat("not rated: ", NotRatedHeadline(coverage));
   }
   card.set_tier(tier.tier);
   card.set_tier_reason(card.simulated() ? absl::StrCat(kSimulatedBanner, "; ", tier.reason)

@@ -5,9 +5,11 @@
 //
 // Input: RunData.inventories (each node's last Hello, built by
 // `cmax-bench hostcheck --inventory`), restricted to RunData.nodes when that
-// is set. Fewer than two nodes with an inventory: no result (nothing to
-// compare). GPU model and driver are compared among nodes with GPUs only; a
-// CPU node already differs in gpu_count.
+// is set. No inventory: no result. One node with an inventory (a one-node
+// fleet): one not_measured result, inventory.uniform, since nothing could be
+// compared; Lifecycle is then not measured rather than graded on nothing.
+// GPU model and driver are compared among nodes with GPUs only; a CPU node
+// already differs in gpu_count.
 //
 // Output, category Lifecycle, one fleet-wide result an attribute
 // (rule_id inventory.uniform_<attribute>): pass when every node agrees,
@@ -132,7 +134,18 @@ void JudgeInventoryUniformity(const RunData& data, std::vector<v1::RuleResult>* 
   } else {
     for (const auto& [node, inv] : data.inventories) nodes.emplace_back(node, &inv);
   }
-  if (nodes.size() < 2) return;
+  if (nodes.empty()) return;
+  if (nodes.size() == 1) {
+    v1::RuleResult r;
+    r.set_rule_id("inventory.uniform");
+    r.set_category(Category());
+    r.set_subject("fleet");
+    r.set_outcome("not_measured");
+    r.set_message(absl::StrCat("inventory uniformity needs two or more nodes to compare; only ",
+                               nodes.front().first, " has an inventory"));
+    out->push_back(std::move(r));
+    return;
+  }
 
   static const Attribute kAttributes[] = {
       {"gpu_count", "GPU count", false,

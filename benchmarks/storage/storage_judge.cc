@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/plural.h"
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
@@ -50,6 +51,32 @@ struct NodeFigure {
 int64_t LabelInt(const v1::Measurement& m, const std::string& key) {
   int64_t v = 0;
   return absl::SimpleAtoi(LabelValue(m, key), &v) ? v : 0;
+}
+
+// Where a group's figures were taken, in words: "shared storage (nfs
+// server:/export at /mnt/shared)". Every clause is filled or left out: a
+// record without a storage class or mount labels (a simulated run) reads
+// "storage", not "storage of unknown class ( at )".
+std::string StorageWhere(const std::string& cls, const NodeFigure& f) {
+  std::string where = cls == "shared" ? "shared storage" : cls == "local" ? "local scratch"
+                                                                          : "storage";
+  std::vector<std::string> mount;
+  for (const std::string* part : {&f.fs_type, &f.mount_source}) {
+    if (!part->empty()) mount.push_back(*part);
+  }
+  std::string location = absl::StrJoin(mount, " ");
+  if (!f.path.empty()) absl::StrAppend(&location, location.empty() ? "at " : " at ", f.path);
+  if (!location.empty()) absl::StrAppend(&where, " (", location, ")");
+  return where;
+}
+
+// "seq-read read" / "metadata" / "read": the pattern and op that are set.
+std::string PatternOp(const std::string& pattern, const std::string& op) {
+  std::vector<std::string> parts;
+  for (const std::string* part : {&pattern, &op}) {
+    if (!part->empty()) parts.push_back(*part);
+  }
+  return absl::StrJoin(parts, " ");
 }
 
 bool ParseSeries(const std::string& text, std::vector<double>* out) {
@@ -187,9 +214,8 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
     std::vector<NodeFigure> nodes;
     for (const auto& [n, f] : by_node) nodes.push_back(f);
     const NodeFigure& any = nodes.front();
-    std::string where = absl::StrCat(cls == "shared" ? "shared storage" :
-                                     cls == "local" ? "local scratch" : "storage of unknown class",
-                                     " (", any.fs_type, " ", any.mount_source, " at ", any.path, ")");
+    const std::string where = StorageWhere(cls, any);
+    const std::string what = PatternOp(pattern, op);
     std::string subject = absl::StrCat("storage:", cls, "/", pattern, op.empty() ? "" : "/", op);
 
     if (metric == "storage_checkpoint_seconds" || metric == "storage_restore_seconds") {
@@ -199,8 +225,9 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
           metric == "storage_checkpoint_seconds" ? "storage.checkpoint_seconds"
                                                  : "storage.restore_seconds",
           "pass", "", subject,
-          absl::StrFormat("%s on %s: %.2f s on the slowest of %zu node(s) (%s)",
-                          pattern, where, slowest->value, nodes.size(), slowest->node));
+          absl::StrFormat("%s on %s: %.2f s on the slowest of %s (%s)", pattern, where,
+                          slowest->value, Counted(nodes.size(), "node", "nodes"),
+                          slowest->node));
       r.set_value(slowest->value);
       r.set_unit("s");
       out->push_back(r);
@@ -227,8 +254,8 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
         metric == "storage_metadata_ops" ? "storage.aggregate_metadata_rate"
                                  : "storage.aggregate_bandwidth",
         outcome, "", subject,
-        absl::StrFormat("%s %s on %s: %.1f %s across %zu node(s)%s", pattern, op, where,
-                        agg.value, unit, nodes.size(),
+        absl::StrFormat("%s on %s: %.1f %s across %s%s", what, where, agg.value, unit,
+                        Counted(nodes.size(), "node", "nodes"),
                         expected > 0 ? absl::StrFormat(" (expected at least %.1f)", expected)
                                      : ""));
     r.set_value(agg.value);
@@ -251,8 +278,8 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
     for (const Outlier& o : FindOutliers(items, Better::kHigher)) {
       v1::RuleResult s = Rule(
           "storage.straggler", "warn", o.item.node, subject,
-          absl::StrFormat("%s is a straggler for %s %s on %s: %.1f %s, %.0f%% of the median",
-                          o.item.node, pattern, op, where, o.item.value, unit,
+          absl::StrFormat("%s is a straggler for %s on %s: %.1f %s, %.0f%% of the median",
+                          o.item.node, what, where, o.item.value, unit,
                           o.relative_to_median * 100));
       s.set_value(o.item.value);
       s.set_unit(unit);

@@ -205,8 +205,8 @@ int CmdRun(Client& client, const std::vector<std::string>& args) {
   if (json) {
     std::printf("%s\n", MessageToJsonLine(resp).c_str());
   } else {
-    std::printf("run %s: plan '%s', %d tasks on %d nodes\n", resp.run_id().c_str(),
-                plan->name().c_str(), resp.tasks(), resp.nodes_size());
+    std::printf("%s\n",
+                SubmittedLine(resp.run_id(), plan->name(), resp.tasks(), resp.nodes_size()).c_str());
   }
   std::fflush(stdout);
   if (no_wait) return kOk;

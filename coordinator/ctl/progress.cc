@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/plural.h"
 #include "common/severity.h"
 #include "common/task_state.h"
 
@@ -31,22 +32,10 @@ std::string FirstLine(const std::string& s, size_t max) {
 
 }  // namespace
 
-TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks) {
-  TaskCounts c;
-  for (const auto& t : tasks) {
-    ++c.total;
-    if (IsTerminal(t.state())) ++c.ended;
-    if (t.state() == v1::TASK_COMPLETED) {
-      ++c.completed;
-    } else if (CouldNotRun(t)) {
-      ++c.could_not_run;
-    } else if (IsFailedState(t.state())) {
-      ++c.failed;
-    } else if (t.state() == v1::TASK_CANCELLED) {
-      ++c.cancelled;
-    }
-  }
-  return c;
+std::string SubmittedLine(const std::string& run_id, const std::string& plan, int tasks,
+                          int nodes) {
+  return absl::StrCat("run ", run_id, ": plan '", plan, "', ", Counted(tasks, "task", "tasks"),
+                      " on ", Counted(nodes, "node", "nodes"));
 }
 
 bool IsNotRated(const std::string& tier) {
@@ -95,11 +84,8 @@ std::string SummaryLine(const v1::RunInfo& run, const TaskCounts& c) {
   std::string line = absl::StrCat(
       "run ", run.run_id(), " ", run.state(), ": ",
       IsNotRated(run.tier()) ? "not rated" : absl::StrCat("tier ", run.tier()), "; ", c.ended,
-      "/", c.total, " tasks ended: ", c.completed, " completed, ", c.could_not_run,
-      " could not run, ", c.failed, " failed");
-  if (c.cancelled > 0) absl::StrAppend(&line, ", ", c.cancelled, " cancelled");
-  absl::StrAppend(&line, "; ", run.nodes_failed(), " node", run.nodes_failed() == 1 ? "" : "s",
-                  " failed");
+      "/", c.total, " tasks ended: ", TaskCountsText(c), "; ",
+      Counted(run.nodes_failed(), "node", "nodes"), " failed");
   return line;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cmax/v1/service.pb.h"
+#include "common/task_state.h"
 
 namespace cmax::ctl {
 
@@ -30,16 +31,15 @@ namespace cmax::ctl {
 inline constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitUnfinished = 3,
                      kExitNotRated = 4, kExitNothingMeasured = 5;
 
-// The tasks of a run by outcome.
-struct TaskCounts {
-  int total = 0;
-  int ended = 0;
-  int completed = 0;
-  int could_not_run = 0;  // TASK_FAILED with exit code 2
-  int failed = 0;         // crashed (other exit codes, signals), timed out, lost
-  int cancelled = 0;
-};
-TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks);
+// The tasks of a run by outcome (common/task_state.h: the coordinator's log
+// counts them the same way).
+using ::cmax::CountTasks;
+using ::cmax::TaskCounts;
+
+// "run R: plan 'quick', 2 tasks on 1 node": what `cmaxctl run` prints once
+// the run is submitted.
+std::string SubmittedLine(const std::string& run_id, const std::string& plan, int tasks,
+                          int nodes);
 
 // True when `tier` says the scorecard gives no tier ("not rated", or none).
 bool IsNotRated(const std::string& tier);

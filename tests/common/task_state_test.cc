@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "common/plural.h"
 #include "google/protobuf/util/json_util.h"
 
 TEST_CASE("every task state has its own name and the end states are terminal", "[task_state]") {
@@ -70,4 +71,38 @@ TEST_CASE("the run messages keep their names, wire bytes and JSON after the move
   CHECK(r.SerializeAsString() == std::string("\x18\x03\x38\x01", 4));
   CHECK(cmax::v1::RunInfo::descriptor()->full_name() == "cmax.v1.RunInfo");
   CHECK(cmax::v1::AttemptSummary::descriptor()->FindFieldByName("state")->number() == 2);
+}
+
+namespace {
+cmax::v1::TaskInfo Ended(cmax::v1::TaskState state, int exit_code) {
+  cmax::v1::TaskInfo t;
+  t.set_state(state);
+  t.set_exit_code(exit_code);
+  return t;
+}
+}  // namespace
+
+// The coordinator's log and cmaxctl count with this one function: a run
+// whose two tasks could not run is "0 failed, 2 could not run" in both, never
+// "2 of 2 tasks failed" in one of them.
+TEST_CASE("tasks that could not run are counted apart from failures, in words",
+          "[task_state]") {
+  const cmax::TaskCounts two = cmax::CountTasks(
+      {Ended(cmax::v1::TASK_FAILED, 2), Ended(cmax::v1::TASK_FAILED, 2)});
+  CHECK(two.total == 2);
+  CHECK(two.could_not_run == 2);
+  CHECK(two.failed == 0);
+  CHECK(cmax::TaskCountsText(two) == "0 completed, 2 could not run, 0 failed");
+  const cmax::TaskCounts mixed = cmax::CountTasks(
+      {Ended(cmax::v1::TASK_COMPLETED, 0), Ended(cmax::v1::TASK_FAILED, 139),
+       Ended(cmax::v1::TASK_LOST, -1), Ended(cmax::v1::TASK_CANCELLED, -1)});
+  CHECK(cmax::TaskCountsText(mixed) == "1 completed, 0 could not run, 2 failed, 1 cancelled");
+}
+
+TEST_CASE("counted nouns: 1 node, 2 nodes, 1 of 1 node", "[task_state]") {
+  CHECK(cmax::Counted(1, "node", "nodes") == "1 node");
+  CHECK(cmax::Counted(0, "node", "nodes") == "0 nodes");
+  CHECK(cmax::Counted(2, "task", "tasks") == "2 tasks");
+  CHECK(cmax::CountedOf(1, 1, "node", "nodes") == "1 of 1 node");
+  CHECK(cmax::CountedOf(0, 3, "node", "nodes") == "0 of 3 nodes");
 }

@@ -215,4 +215,23 @@ TEST_CASE("export of an unknown run answers NOT_FOUND and of a known one its rec
   CHECK(calls == 2);
 }
 
+// The coordinator's log lines count the way cmaxctl does: a run whose two
+// tasks could not run ended with "0 failed", not "2 of 2 tasks failed".
+TEST_CASE("the run log lines say could not run apart and 1 node", "[core]") {
+  CHECK(RunSubmittedLine("r1", "quick", 2, 1) == "run r1 submitted: plan 'quick', 2 tasks on 1 node");
+  CHECK(RunSubmittedLine("r1", "full", 1, 3) == "run r1 submitted: plan 'full', 1 task on 3 nodes");
+  std::vector<v1::TaskInfo> tasks(2);
+  for (auto& t : tasks) {
+    t.set_state(v1::TASK_FAILED);
+    t.set_exit_code(2);
+  }
+  CHECK(RunEndedLine("r1", "completed", "not rated", CountTasks(tasks), 0) ==
+        "run r1 completed: tier not rated; 2 tasks: 0 completed, 2 could not run, 0 failed; "
+        "0 nodes failed");
+  tasks[1].set_exit_code(139);
+  CHECK(RunEndedLine("r1", "completed", "Gold", CountTasks(tasks), 1) ==
+        "run r1 completed: tier Gold; 2 tasks: 0 completed, 1 could not run, 1 failed; "
+        "1 node failed");
+}
+
 }  // namespace cmax::coordinator

@@ -75,6 +75,16 @@ TEST_CASE("the final line names the tier and counts could-not-run apart", "[ctl]
         "1 failed, 1 cancelled; 1 node failed");
 }
 
+TEST_CASE("the submitted line and the final line say 1 node and 2 nodes", "[ctl]") {
+  CHECK(SubmittedLine("r1", "quick", 2, 1) == "run r1: plan 'quick', 2 tasks on 1 node");
+  CHECK(SubmittedLine("r1", "quick", 1, 2) == "run r1: plan 'quick', 1 task on 2 nodes");
+  // Two tasks that could not run: 0 failed, as the coordinator logs it.
+  std::vector<v1::TaskInfo> tasks(2, Task(v1::TASK_FAILED, 2));
+  CHECK(SummaryLine(Run("completed", "not rated"), CountTasks(tasks)) ==
+        "run r1 completed: not rated; 2/2 tasks ended: 0 completed, 2 could not run, 0 failed; "
+        "0 nodes failed");
+}
+
 TEST_CASE("exit codes: 3 unfinished, then 1 failed, then 4 not rated, else 0", "[ctl]") {
   const TaskCounts none = CountTasks({Task(v1::TASK_COMPLETED)});
   const TaskCounts cannot = CountTasks({Task(v1::TASK_COMPLETED), Task(v1::TASK_FAILED, 2)});

@@ -175,7 +175,14 @@ TEST_CASE("full.yaml on three CPU-only nodes is not rated and says what was not 
     CHECK(absl::StrContains(e->not_evaluated(0), "3 nodes"));
     CHECK(absl::StrContains(e->not_evaluated(0), "could not run"));
   }
-  CHECK(absl::StrContains(card.tier_reason(), "Compute evaluated on 0 of 3 nodes"));
+  // The list gives the counts; the headline is one sentence naming Compute
+  // with its cause (the GPU suites' reason, said once for all of them).
+  CHECK(std::find(card.missing().begin(), card.missing().end(),
+                  "Compute evaluated on 0 of 3 nodes (needs 3)") != card.missing().end());
+  CHECK(absl::StartsWith(card.tier_reason(), "not rated: Compute"));
+  CHECK(absl::StrContains(card.tier_reason(), " not measured: "));
+  CHECK(absl::StrContains(card.tier_reason(), " on 3 of 3 nodes"));
+  CHECK(card.tier_reason().size() < 400);
   // Networking: connectivity measured every pair; the NCCL entries could not run.
   const auto& net = CategoryOf(card, "Networking");
   CHECK(net.measured());

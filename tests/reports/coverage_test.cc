@@ -5,7 +5,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "reports/coverage.h"
+#include "reports/judge_util.h"
 #include "reports/scorecard.h"
 #include "tests/reports/scorecard_test_util.h"
 
@@ -78,12 +80,17 @@ TEST_CASE("not-measured findings and exit-2 tasks never grade a category", "[cov
   CHECK_FALSE(compute.measured());
   CHECK(compute.grade() == "not measured");
   CHECK(compute.nodes_evaluated() == 0);
-  // One reason for the three nodes, without stacked verdict words.
-  CHECK(absl::StrContains(compute.summary(), "evaluated on 0 of 3 nodes"));
+  // One reason for the three nodes, without stacked verdict words; in the
+  // coverage each entry, in the summary the two entries that fell short the
+  // same way said once.
+  CHECK(absl::StrContains(compute.coverage(), "evaluated on 0 of 3 nodes"));
   CHECK(absl::StrContains(
-      compute.summary(),
+      compute.coverage(),
       "gemm on 0 of 3 (3 nodes (node-1, node-2, node-3): could not run: no GPU driver: "
       "libcuda.so.1: cannot open shared object)"));
+  CHECK(compute.summary() ==
+        "not measured: gemm, memory on 0 of 3: 3 nodes (node-1, node-2, node-3): could not "
+        "run: no GPU driver: libcuda.so.1: cannot open shared object");
   CHECK_FALSE(absl::StrContains(compute.summary(), "could not run: could not run"));
   CHECK_FALSE(absl::StrContains(compute.summary(), "not measured: not measured"));
   REQUIRE(compute.entries_size() == 2);
@@ -92,7 +99,16 @@ TEST_CASE("not-measured findings and exit-2 tasks never grade a category", "[cov
   CHECK(compute.entries(0).nodes_evaluated() == 0);
 
   CHECK(card.tier() == "not rated");
-  CHECK(absl::StrContains(card.tier_reason(), "Compute evaluated on 0 of 3 nodes (needs 3)"));
+  // The headline groups by cause; the list has the counts, each entry once.
+  CHECK(card.tier_reason() ==
+        "not rated: Compute not measured: no GPU driver on 3 of 3 nodes; Networking, Storage "
+        "and Security not in the plan");
+  REQUIRE(card.missing_size() == 5);
+  CHECK(card.missing(0) == "Compute evaluated on 0 of 3 nodes (needs 3)");
+  CHECK(card.missing(1) ==
+        "Compute: gemm, memory evaluated on 0 of 3 nodes (needs 3): 3 nodes (node-1, node-2, "
+        "node-3): could not run: no GPU driver: libcuda.so.1: cannot open shared object");
+  CHECK(card.missing(2) == "Networking: the plan has no suite of this category");
   for (const auto& n : card.nodes()) {
     INFO(n.node());
     CHECK(n.verdict() == "warn");  // not measured is never a pass, never a fail
@@ -157,7 +173,11 @@ TEST_CASE("a tier needs every rated category on at least 90% of the nodes", "[co
   CHECK(run_with(10, 9).tier() == "Platinum");
   const v1::Scorecard short_card = run_with(10, 8);
   CHECK(short_card.tier() == "not rated");
-  CHECK(absl::StrContains(short_card.tier_reason(), "Compute evaluated on 8 of 10 nodes (needs 9)"));
+  // No plan entries to name a cause: the counts are the reason, said once
+  // for the categories short the same way.
+  CHECK(short_card.tier_reason() ==
+        "not rated: Compute, Networking, Storage and Security evaluated on 8 of 10 nodes "
+        "(needs 9)");
   CHECK(short_card.measured_part_tier() == "Platinum (measured part only; not a rating)");
 }
 
@@ -174,9 +194,13 @@ TEST_CASE("a plan entry that evaluated too few of its nodes keeps the run from a
   INFO(card.tier_reason());
   CHECK(net.measured());  // the connectivity findings
   CHECK(card.tier() == "not rated");
-  CHECK(absl::StrContains(card.tier_reason(),
-                          "Networking: nccl-all-nodes evaluated on 0 of 3 nodes (needs 3): 3 nodes "
-                          "(node-1, node-2, node-3): could not run: no CUDA device"));
+  // The category is covered (connectivity): the entry is what is missing.
+  CHECK(card.tier_reason() ==
+        "not rated: nccl-all-nodes not measured: no CUDA device on 3 of 3 nodes");
+  REQUIRE(card.missing_size() == 1);
+  CHECK(card.missing(0) ==
+        "Networking: nccl-all-nodes evaluated on 0 of 3 nodes (needs 3): 3 nodes "
+        "(node-1, node-2, node-3): could not run: no CUDA device");
 }
 
 TEST_CASE("only the last attempt of a task is judged, earlier ones are history",
@@ -425,8 +449,67 @@ TEST_CASE("a category graded by fleet-wide results alone says so", "[coverage]")
   const v1::Scorecard card = BuildScorecard(d);
   const auto& life = testing::Category(card, "Lifecycle");
   REQUIRE(life.measured());  // the inventories agree: a fleet-wide pass
+  CHECK(life.grade() == "A");
   CHECK(life.nodes_evaluated() == 0);
-  CHECK(absl::StartsWith(life.coverage(), "fleet-wide results only; evaluated on 0 of 2 nodes"));
+  // What it evaluated, in place of "evaluated on 0 of 2 nodes" next to an A:
+  // two attributes compared (GPU count and kernel; these nodes have no GPU,
+  // so model and driver are not compared).
+  CHECK(life.fleet_rules() == 2);
+  CHECK(life.fleet_rules_evaluated() == 2);
+  CHECK(IsFleetOnly(life));
+  CHECK(EvaluatedOnText(life) == "fleet rules: 2 of 2");
+  CHECK(life.coverage() == "fleet rules: 2 of 2; the plan has no suite of this category");
+  CHECK_FALSE(absl::StrContains(life.summary(), "0 of 2"));
+  const std::string md = RenderMarkdown(card);
+  CHECK(absl::StrContains(md, "| Lifecycle | **A** | fleet rules: 2 of 2 | no warnings or failures |"));
+  CHECK_FALSE(absl::StrContains(md, "| Lifecycle | **A** | 0 of 2 nodes"));
+  const std::string html = RenderHtml(card);
+  CHECK(absl::StrContains(html, "<td>fleet rules: 2 of 2</td>"));
+  CHECK(absl::StrContains(html, "A</span></h3><div>fleet rules: 2 of 2</div>"));  // its card
+  // A category that evaluated nodes keeps its node count.
+  CHECK(EvaluatedOnText(testing::Category(card, "Compute")) == "0 of 2 nodes");
+}
+
+TEST_CASE("a one-node fleet leaves Lifecycle not measured: nothing to compare",
+          "[coverage]") {
+  RunData d;
+  d.run.set_run_id("run-1");
+  d.nodes = {"solo"};
+  v1::Inventory inv;
+  inv.set_kernel("6.1.0-28-amd64");
+  inv.set_gpu_count(8);
+  d.inventories["solo"] = inv;
+  const v1::Scorecard card = BuildScorecard(d);
+  const auto& life = testing::Category(card, "Lifecycle");
+  CHECK_FALSE(life.measured());
+  CHECK(life.grade() == "not measured");  // never an A on nothing compared
+  CHECK(life.fleet_rules() == 1);
+  CHECK(life.fleet_rules_evaluated() == 0);
+  CHECK(EvaluatedOnText(life) == "fleet rules: 0 of 1");
+  CHECK(life.summary() ==
+        "not measured: inventory uniformity needs two or more nodes to compare; only solo has "
+        "an inventory");
+  // Not measured is never a pass: the node's verdict is untouched by it.
+  CHECK(NodeOf(card, "solo").verdict() != "pass");
+}
+
+TEST_CASE("counts in coverage texts say 1 node and 2 nodes", "[coverage]") {
+  CategoryCoverage one;
+  CHECK(CoverageText(one, 1) == "evaluated on 0 of 1 node; the plan has no suite of this category");
+  one.evaluated = {"a"};
+  CHECK(CoverageText(one, 2) == "evaluated on 1 of 2 nodes; the plan has no suite of this category");
+  v1::CategoryGrade g;
+  g.set_nodes_evaluated(1);
+  g.set_nodes_selected(1);
+  CHECK(EvaluatedOnText(g) == "1 of 1 node");
+  g.set_nodes_selected(3);
+  CHECK(EvaluatedOnText(g) == "1 of 3 nodes");
+  g.set_fleet_rules(4);  // it evaluated a node: the node count stays
+  CHECK(EvaluatedOnText(g) == "1 of 3 nodes");
+  g.set_nodes_evaluated(0);
+  CHECK(EvaluatedOnText(g) == "fleet rules: 0 of 4");
+  g.add_entries()->set_entry("gemm");  // a plan entry: the tier needs the node count
+  CHECK(EvaluatedOnText(g) == "0 of 3 nodes");
 }
 
 }  // namespace
@@ -494,6 +577,192 @@ TEST_CASE("a gang one rank of which could not run: the others were stopped, said
   }
   CHECK(AnyReasonContains(NodeOf(card, "node-2"), "nccl-all-nodes (collective) could not run"));
   CHECK(NodeOf(card, "node-2").verdict() == "warn");  // could not run is never a fail
+}
+
+}  // namespace
+}  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+// full.yaml's shape on one node whose agent has no cmax-bench-cuda: hostcheck,
+// storage and audit ran; every GPU entry could not run, each with the agent's
+// words (agent/assignment_validation.cc) naming its own suite.
+RunData OneNodeWithoutCuda() {
+  RunData d;
+  d.run.set_run_id("run-1");
+  d.plan.set_name("full");
+  d.nodes = {"solo"};
+  auto add = [&](const std::string& suite, const std::string& name) {
+    v1::SuiteSpec* s = d.plan.add_suites();
+    s->set_suite(suite);
+    s->set_name(name);
+    return d.plan.suites_size() - 1;
+  };
+  const int hostcheck = add("hostcheck", "");
+  v1::TaskInfo h = EntryTask(d, hostcheck, "solo", v1::TASK_COMPLETED);
+  d.tasks.push_back(h);
+  d.records.push_back(OfTask(Find("solo", "hostcheck", "hostcheck.swap", v1::SEVERITY_INFO,
+                                  "reliability", "node", "swap is disabled"),
+                             h));
+  const int storage = add("storage", "");
+  v1::TaskInfo st = EntryTask(d, storage, "solo", v1::TASK_COMPLETED);
+  d.tasks.push_back(st);
+  d.records.push_back(OfTask(Find("solo", "storage", "storage.verify", v1::SEVERITY_INFO,
+                                  "storage", "path:/data", "written data read back intact"),
+                             st));
+  const int audit = add("audit", "");
+  v1::TaskInfo a = EntryTask(d, audit, "solo", v1::TASK_COMPLETED);
+  d.tasks.push_back(a);
+  d.records.push_back(OfTask(Find("solo", "audit", "audit.runc", v1::SEVERITY_INFO, "security",
+                                  "node", "runc 1.1.14 is not affected"),
+                             a));
+  for (const auto& [suite, name] : std::vector<std::pair<std::string, std::string>>{
+           {"gemm", "gemm"},
+           {"memory", "memory"},
+           {"burnin", "burnin"},
+           {"collective", "nccl-intra-node"},
+           {"collective", "nccl-alltoall"}}) {
+    const int i = add(suite, name);
+    d.tasks.push_back(EntryTask(
+        d, i, "solo", v1::TASK_FAILED, 2,
+        "could not run: cmax-bench-cuda is missing: /usr/lib/cmax/cmax-bench-cuda is not an "
+        "executable file"));
+  }
+  return d;
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("the not-rated headline is one sentence that says each cause once", "[coverage]") {
+  const v1::Scorecard card = BuildScorecard(OneNodeWithoutCuda());
+  INFO(card.tier_reason());
+  CHECK(card.tier() == "not rated");
+  // Compute and Networking as a whole; burnin, an entry of Reliability
+  // (which hostcheck covered), by name; the cause once.
+  CHECK(card.tier_reason() ==
+        "not rated: Compute, Networking and burnin not measured: cmax-bench-cuda is missing on "
+        "1 of 1 node");
+  CHECK(card.tier_reason().size() < 200);
+  CHECK(Occurrences(card.tier_reason(), "cmax-bench-cuda") == 1);
+  CHECK_FALSE(absl::StrContains(card.tier_reason(), ". "));  // one sentence
+  CHECK_FALSE(absl::StrContains(card.tier_reason(), " 1 nodes"));
+  // The list: each gap once, entries that fell short the same way in one
+  // line (burnin is Reliability's, covered by hostcheck on the node).
+  std::vector<std::string> missing(card.missing().begin(), card.missing().end());
+  INFO(absl::StrJoin(missing, "\n"));
+  CHECK(missing ==
+        std::vector<std::string>{
+            "Compute evaluated on 0 of 1 node (needs 1)",
+            "Compute: gemm, memory evaluated on 0 of 1 node (needs 1): solo: could not run: "
+            "cmax-bench-cuda is missing: /usr/lib/cmax/cmax-bench-cuda is not an executable "
+            "file",
+            "Networking evaluated on 0 of 1 node (needs 1)",
+            "Networking: nccl-intra-node, nccl-alltoall evaluated on 0 of 1 node (needs 1): "
+            "solo: could not run: cmax-bench-cuda is missing: /usr/lib/cmax/cmax-bench-cuda is "
+            "not an executable file",
+            "Reliability: burnin evaluated on 0 of 1 node (needs 1): solo: could not run: "
+            "cmax-bench-cuda is missing: /usr/lib/cmax/cmax-bench-cuda is not an executable "
+            "file"});
+  // The headline is said once in each rendering: HTML's tier box (no "Why"
+  // row repeating it), Markdown's "Why" row.
+  const std::string html = RenderHtml(card);
+  CHECK(Occurrences(html, "Compute, Networking and burnin not measured") == 1);
+  CHECK_FALSE(absl::StrContains(html, "<th>Why</th>"));
+  const std::string md = RenderMarkdown(card);
+  CHECK(Occurrences(md, "Compute, Networking and burnin not measured") == 1);
+  CHECK(absl::StrContains(md, "| Why | not rated: Compute, Networking and burnin not measured: "));
+}
+
+TEST_CASE("the headline names entries of a covered category, groups causes, caps the count",
+          "[coverage]") {
+  Coverage cov;
+  cov.selected = 3;
+  for (const auto& name : CategoryNames()) cov.categories[name];
+  // Compute: nothing on c; gemm crashed there (the cause), memory fine.
+  CategoryCoverage& compute = cov.categories["Compute"];
+  compute.evaluated = {"a", "b"};
+  v1::EntryCoverage gemm;
+  gemm.set_entry("gemm");
+  gemm.set_nodes_asked(3);
+  gemm.set_nodes_evaluated(2);
+  gemm.add_not_evaluated("c: crashed (exit code 139): Segmentation fault");
+  compute.entries.push_back(gemm);
+  compute.entry_why.push_back({{"c", "crashed (exit code 139): Segmentation fault"}});
+  // Networking covered by connectivity; an NCCL entry short on every node.
+  CategoryCoverage& net = cov.categories["Networking"];
+  net.evaluated = {"a", "b", "c"};
+  v1::EntryCoverage nccl;
+  nccl.set_entry("nccl-all-nodes");
+  nccl.set_nodes_asked(3);
+  nccl.set_nodes_evaluated(0);
+  nccl.add_not_evaluated("3 nodes (a, b, c): could not run: no GPU driver: libcuda.so.1");
+  net.entries.push_back(nccl);
+  net.entry_why.push_back({{"a", "could not run: no GPU driver: libcuda.so.1"},
+                           {"b", "could not run: no GPU driver: libcuda.so.1"},
+                           {"c", "could not run: no GPU driver: libcuda.so.1"}});
+  // Reliability fine; Storage and Security not in the plan.
+  cov.categories["Reliability"].evaluated = {"a", "b", "c"};
+  cov.categories["Reliability"].entries.emplace_back();
+  cov.categories["Reliability"].entry_why.emplace_back();
+  CHECK(NotRatedHeadline(cov) ==
+        "Compute not measured: crashed (exit code 139) on 1 of 3 nodes; nccl-all-nodes not "
+        "measured: no GPU driver on 3 of 3 nodes; Storage and Security not in the plan");
+  // More causes than kHeadlineCauses: the rest is a count.
+  cov.categories["Reliability"].evaluated = {"a"};
+  cov.categories["Reliability"].entry_why[0] = {{"b", "agent lost: no heartbeat"},
+                                                {"c", "hung: killed at timeout"}};
+  const std::string capped = NotRatedHeadline(cov);
+  CHECK(capped ==
+        "Compute not measured: crashed (exit code 139) on 1 of 3 nodes; nccl-all-nodes not "
+        "measured: no GPU driver on 3 of 3 nodes; Reliability not measured: agent lost on 1 of "
+        "3 nodes; and 2 more causes");
+  CHECK(ShortCause("could not run: no GPU driver: libcuda.so.1: cannot open") == "no GPU driver");
+  CHECK(ShortCause("could not run") == "could not run");
+  CHECK(ShortCause("not measured: not measured: no CUDA device") == "no CUDA device");
+  CHECK(ShortCause("completed without results") == "completed without results");
+  CHECK(ShortCause("stopped: rank 1 on b could not run: x") ==
+        "stopped with a rank of its group on another node");
+}
+
+TEST_CASE("a category's summary holds three reasons and a count, the section the rest",
+          "[coverage]") {
+  // Eight nodes, each failing its own way: eight distinct reasons.
+  RunData d;
+  d.run.set_run_id("run-1");
+  for (int i = 0; i < 8; ++i) {
+    const std::string n = absl::StrCat("node-", i);
+    d.nodes.push_back(n);
+    d.records.push_back(Find(n, "health", absl::StrCat("health.x", i), v1::SEVERITY_FAIL,
+                             "reliability", "node", absl::StrCat("fault number ", i)));
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  const auto& rel = Category(card, "Reliability");
+  INFO(rel.summary());
+  CHECK(absl::StartsWith(rel.summary(), "8 failures: "));
+  int named = 0;
+  for (int i = 0; i < 8; ++i) named += absl::StrContains(rel.summary(), absl::StrCat("fault number ", i));
+  CHECK(named == 3);
+  CHECK(absl::EndsWith(rel.summary(), "; and 5 more in the Reliability section"));
+  CHECK(rel.summary().size() < 400);
+  // Every reason is in the category's own section and in the findings.
+  const std::string md = RenderMarkdown(card);
+  const std::string html = RenderHtml(card);
+  for (int i = 0; i < 8; ++i) {
+    INFO(i);
+    const std::string reason = absl::StrCat("fault number ", i);
+    CHECK(absl::StrContains(md.substr(md.find("### Reliability")), reason));
+    CHECK(absl::StrContains(html.substr(html.find("id=\"rules\"")), reason));
+  }
+  // The summary cell is the summary alone: the coverage is in the section.
+  CHECK(absl::StrContains(md, "| Reliability | **D** | 8 of 8 nodes | 8 failures: "));
+  CHECK(absl::StrContains(md, "### Reliability: D\n\nCoverage: evaluated on 8 of 8 nodes"));
+  CHECK(absl::StrContains(html, "<p class=\"cov\">Coverage: evaluated on 8 of 8 nodes"));
+  CHECK_FALSE(absl::StrContains(html, "<small>"));
 }
 
 }  // namespace

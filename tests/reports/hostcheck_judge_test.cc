@@ -128,9 +128,18 @@ TEST_CASE(
   CHECK(Fleet(results, "inventory.uniform_driver_version")->outcome() == "pass");
 }
 
-TEST_CASE("inventory: one node gives nothing to compare", "[judge][inventory]") {
+TEST_CASE("inventory: one node gives nothing to compare, said as not measured",
+          "[judge][inventory]") {
   RunData data;
   data.inventories["node-a"] = Node(8, kH100, "580.65.06");
-  CHECK(Judge(data).empty());
-  CHECK(Judge(RunData{}).empty());
+  const auto results = Judge(data);
+  // One result, not measured: never a pass on nothing compared.
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].rule_id() == "inventory.uniform");
+  CHECK(results[0].outcome() == "not_measured");
+  CHECK(results[0].node().empty());
+  CHECK(results[0].category() == "Lifecycle");
+  CHECK(results[0].message() ==
+        "inventory uniformity needs two or more nodes to compare; only node-a has an inventory");
+  CHECK(Judge(RunData{}).empty());  // no inventory at all: nothing to say
 }

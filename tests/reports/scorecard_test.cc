@@ -44,7 +44,7 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
   const auto& rel = Category(card, "Reliability");
   CHECK(rel.measured());
   CHECK(rel.grade() == "A");
-  CHECK(absl::StrContains(rel.summary(), "evaluated on 3 of 3 nodes"));
+  CHECK(absl::StrContains(rel.coverage(), "evaluated on 3 of 3 nodes"));
   CHECK(absl::StrContains(rel.summary(), "no warnings or failures"));
   CHECK(rel.nodes_evaluated() == 3);
   CHECK(rel.nodes_selected() == 3);
@@ -68,7 +68,7 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
   // would give is shown, labelled as no rating.
   CHECK(card.tier() == "not rated");
   CHECK(absl::StartsWith(card.tier_reason(), "not rated: "));
-  CHECK(absl::StrContains(card.tier_reason(), "Compute: the plan has no suite of this category"));
+  CHECK(card.tier_reason() == "not rated: Compute, Networking, Storage and Security not in the plan");
   CHECK(card.missing_size() == 4);
   CHECK(card.measured_part_tier() == "Gold (measured part only; not a rating)");
   CHECK_FALSE(card.simulated());
@@ -105,7 +105,9 @@ TEST_CASE("a lost agent fails its node and lowers Reliability", "[scorecard]") {
   // Compute, Networking, Storage and Security were evaluated on 2 of the 3
   // selected nodes: fewer than 90%, so no tier; the rest would give Silver.
   CHECK(card.tier() == "not rated");
-  CHECK(absl::StrContains(card.tier_reason(), "Compute evaluated on 2 of 3 nodes (needs 3)"));
+  CHECK(card.tier_reason() ==
+        "not rated: hostcheck not measured: agent lost on 1 of 3 nodes; Compute, Networking, "
+        "Storage and Security evaluated on 2 of 3 nodes (needs 3)");
   CHECK(card.measured_part_tier() == "Silver (measured part only; not a rating)");
 
   // The run-level findings list names the lost node, with an action.
