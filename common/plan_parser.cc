@@ -20,6 +20,14 @@
 namespace cmax {
 namespace {
 
+// `min_nodes` (SuiteSpec.min_nodes): a group of nodes that runs as one task.
+// Node scope has one node a task by definition, and pairs always two.
+constexpr int64_t kMaxMinNodes = 100000;
+constexpr char kMinNodesScopes[] = "min_nodes applies to scopes gang and barrier";
+bool MinNodesApplies(v1::Scope scope) {
+  return scope == v1::SCOPE_GANG || scope == v1::SCOPE_BARRIER;
+}
+
 class Parser {
  public:
   explicit Parser(std::string source) : source_(std::move(source)) {}
@@ -186,7 +194,7 @@ class Parser {
   absl::Status ParseSuite(const YAML::Node& node, v1::SuiteSpec* out) const {
     CMAX_RETURN_IF_ERROR(CheckKeys(node,
                                    {"suite", "name", "scope", "timeout", "nodes", "params",
-                                    "retries", "ranks_per_node", "launcher", "env"},
+                                    "retries", "ranks_per_node", "launcher", "env", "min_nodes"},
                                    "suite entry"));
     if (!node["suite"]) return Error(node, "suite entry needs 'suite'");
     CMAX_ASSIGN_OR_RETURN(std::string suite_name, Scalar(node["suite"], "suite"));
@@ -253,6 +261,9 @@ class Parser {
           return Error(v, "ranks_per_node must be a number in [1, 1024] or 'gpus'");
         }
         out->set_ranks_per_node(s);
+      } else if (key == "min_nodes") {
+        CMAX_ASSIGN_OR_RETURN(int64_t n, Int(v, key, 1, kMaxMinNodes));
+        out->set_min_nodes(static_cast<int>(n));
       } else if (key == "launcher") {
         CMAX_ASSIGN_OR_RETURN(std::string s, Scalar(v, key));
         if (s != "agents" && s != "mpirun") return Error(v, "launcher must be agents or mpirun");
@@ -276,6 +287,9 @@ class Parser {
     if (out->scope() == v1::SCOPE_NODE &&
         (!out->ranks_per_node().empty() || !out->launcher().empty())) {
       return Error(node, "ranks_per_node and launcher apply to group scopes (gang, barrier, pairs)");
+    }
+    if (out->min_nodes() > 0 && !MinNodesApplies(out->scope())) {
+      return Error(node["min_nodes"], kMinNodesScopes);
     }
     for (const auto& [pkey, pval] : out->params()) {
       if (IsMpirunOption(pkey) && out->launcher() != "mpirun") {
@@ -441,6 +455,13 @@ absl::Status ValidatePlan(const v1::Plan& plan) {
     if (s.scope() == v1::SCOPE_NODE && (!s.ranks_per_node().empty() || !s.launcher().empty())) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, "ranks_per_node and launcher apply to group scopes (gang, barrier, pairs)"));
+    }
+    if (s.min_nodes() < 0 || s.min_nodes() > kMaxMinNodes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "min_nodes must be in [1, ", kMaxMinNodes, "]"));
+    }
+    if (s.min_nodes() > 0 && !MinNodesApplies(s.scope())) {
+      return absl::InvalidArgumentError(absl::StrCat(where, kMinNodesScopes));
     }
     if (!s.nodes().name_regex().empty()) {
       RE2 re(s.nodes().name_regex(), RE2::Quiet);

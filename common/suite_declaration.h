@@ -99,6 +99,12 @@ struct SuiteInfo {
   std::string help;        // one line: catalog, docs/plans.md, the binaries' suite tables
   std::string details = "";  // the rest of `<binary> <suite> --help`
   std::vector<v1::Scope> scopes;  // allowed scopes; the first is the default
+  // The ranks a group task (gang, barrier) of this suite needs to measure
+  // anything: connectivity measures between ranks, so a gang of one rank (one
+  // node, one rank a node) has nothing to measure. A group with fewer ends its
+  // entry "not measured: needs 2 nodes, the run has 1" (coordinator/
+  // scheduler.h). In ranks, not nodes: two ranks on one node do measure.
+  int min_ranks = 1;
   int default_timeout_s = 600;
   bool exclusive = true;   // takes the node (GPU- or storage-heavy)
   bool takes_root = false; // accepts --root (fixture trees)

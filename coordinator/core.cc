@@ -234,6 +234,9 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
                                      run->nodes.size()));
   Changes sched;
   scheduler_.Schedule(registry_, NowUnixNs(), &sched);
+  // A run whose every entry needed more nodes than it has ended in
+  // CreateRun (persisted above as such): its scorecard is built now.
+  for (const auto& id : changes.finished_runs) sched.finished_runs.push_back(id);
   Apply(sched);
   Checkpoint();  // the caller is told "submitted" once it is durable
   return resp;

@@ -137,6 +137,60 @@ std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
 // kAuto's backstop: a full pass at most this often (wall clock).
 constexpr int64_t kFullPassEveryNs = 10'000'000'000;
 
+// A task that could not run ends with the suites' exit code for it (DESIGN.md,
+// "Suite exit codes"): the judges and cmaxctl count it as not measured.
+constexpr int kCouldNotRunExit = 2;
+
+// Ranks a group task puts on `node` (SuiteSpec.ranks_per_node): a number,
+// "gpus" (the node's GPU count from its inventory, at least 1), or 1.
+int LocalRanks(const std::string& ranks_per_node, const Registry& registry,
+               const std::string& node) {
+  if (ranks_per_node == "gpus") {
+    const AgentEntry* e = registry.Find(node);
+    return std::max(1, e ? e->inventory.gpu_count() : 1);
+  }
+  int v = 1;
+  if (!ranks_per_node.empty() && absl::SimpleAtoi(ranks_per_node, &v) && v > 0) return v;
+  return 1;
+}
+
+// "not measured: needs 2 nodes, the run has 1"; when the entry selects fewer
+// nodes than the run has, it says so ("the entry selects 1 of the run's 3"),
+// so the user knows whether to add nodes or widen the entry's selection.
+std::string TooFewNodesMessage(int needed, int selected, int connected) {
+  std::string has = selected == connected
+                        ? absl::StrCat("the run has ", selected)
+                        : absl::StrCat("the entry selects ", selected, " of the run's ", connected);
+  return absl::StrCat("not measured: needs ", needed, " nodes, ", has);
+}
+
+// Why a plan entry over `nodes` cannot measure anything, or "" when it can:
+// a pair needs two nodes; a gang or barrier the plan entry's min_nodes and
+// the suite's min_ranks (connectivity: 2), counted with the entry's ranks per
+// node, so one node with two ranks is enough for it and one with one rank is
+// not.
+std::string TooFewNodes(const SuiteInfo& info, const v1::SuiteSpec& spec, v1::Scope scope,
+                        const std::vector<std::string>& nodes, int connected,
+                        const Registry& registry) {
+  const int have = static_cast<int>(nodes.size());
+  if (scope == v1::SCOPE_PAIRS) return have < 2 ? TooFewNodesMessage(2, have, connected) : "";
+  if (scope != v1::SCOPE_GANG && scope != v1::SCOPE_BARRIER) return "";
+  if (have < spec.min_nodes()) return TooFewNodesMessage(spec.min_nodes(), have, connected);
+  int world = 0, most = 1;
+  for (const auto& n : nodes) {
+    const int local = LocalRanks(spec.ranks_per_node(), registry, n);
+    world += local;
+    most = std::max(most, local);
+  }
+  if (world >= info.min_ranks) return "";
+  // In nodes when more nodes are what it takes (the usual case: one rank a
+  // node); in ranks when these nodes could hold enough with more of them.
+  const int nodes_needed = (info.min_ranks + most - 1) / most;
+  if (nodes_needed > have) return TooFewNodesMessage(nodes_needed, have, connected);
+  return absl::StrCat("not measured: needs ", info.min_ranks, " ranks, its ", have,
+                      " nodes have ", world, " (ranks_per_node)");
+}
+
 }  // namespace
 
 absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registry& registry,
@@ -200,6 +254,23 @@ absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registr
       created.push_back(std::move(t));
     };
 
+    // A group entry that needs more nodes than it has is not refused (a
+    // one-node cluster still gets the rest of its evaluation): it gets one
+    // task over the nodes it has, ended here before any attempt as "could
+    // not run" (exit code 2), which the scorecard shows as not measured,
+    // never as a pass or a failure.
+    const std::string too_few = TooFewNodes(*info, spec, scope, *nodes,
+                                            static_cast<int>(connected.size()), registry);
+    if (!too_few.empty()) {
+      make_task(ScopeName(scope), *nodes, false);
+      auto& ti = created.back()->info;
+      ti.set_state(v1::TASK_FAILED);
+      ti.set_exit_code(kCouldNotRunExit);
+      ti.set_message(too_few);
+      ti.set_finished_unix_ns(now_unix_ns);
+      continue;
+    }
+
     switch (scope) {
       case v1::SCOPE_NODE:
         for (const auto& n : *nodes) make_task(n, {n}, false);
@@ -209,11 +280,7 @@ absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registr
         make_task(scope == v1::SCOPE_GANG ? "gang" : "barrier", *nodes, true);
         break;
       case v1::SCOPE_PAIRS: {
-        auto rounds = PairRounds(*nodes);
-        if (rounds.empty()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("suite ", i, " (", spec.suite(), ") with scope pairs needs two nodes"));
-        }
+        auto rounds = PairRounds(*nodes);  // not empty: two nodes or more
         int k = 0;
         for (const auto& round : rounds) {
           for (const auto& [a, b] : round) make_task(absl::StrCat("p", k++), {a, b}, true);
@@ -241,6 +308,9 @@ absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registr
     Index(row);
   }
   tasks_of_.erase(run_id);
+  // Every entry needed more nodes than the run has: nothing will ever be
+  // assigned, so the run ends now (and gets its scorecard, which says why).
+  MaybeFinishRun(run_id, now_unix_ns, changes);
   return out;
 }
 
@@ -367,14 +437,7 @@ void Scheduler::Assign(TaskRow* task, const Registry& registry, int64_t now_unix
   for (const auto& n : task->nodes) {
     int local = 1;
     if (group && run) {
-      const std::string& rpn = run->plan.suites(task->info.suite_index()).ranks_per_node();
-      if (rpn == "gpus") {
-        const AgentEntry* e = registry.Find(n);
-        local = std::max(1, e ? e->inventory.gpu_count() : 1);
-      } else if (!rpn.empty()) {
-        int v = 1;
-        if (absl::SimpleAtoi(rpn, &v) && v > 0) local = v;
-      }
+      local = LocalRanks(run->plan.suites(task->info.suite_index()).ranks_per_node(), registry, n);
     }
     local_sizes.push_back(local);
   }

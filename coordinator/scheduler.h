@@ -27,7 +27,8 @@
 // resends keep it.
 //
 // A run ends when all its tasks have ended: "completed", or "cancelled" after
-// a cancel.
+// a cancel. A task whose entry needs more nodes than the run has ends at
+// creation (CreateRun) without an attempt.
 //
 // Thread: owned by the coordinator core thread; not thread-safe.
 #ifndef CMAX_COORDINATOR_SCHEDULER_H_
@@ -78,8 +79,16 @@ enum class ScheduleMode {
 
 class Scheduler {
  public:
-  // Expands `plan` over the connected agents. INVALID_ARGUMENT when the plan
-  // selects no connected node or asks for something impossible.
+  // Expands `plan` over the connected agents. INVALID_ARGUMENT for an
+  // unknown suite or bad parameters, FAILED_PRECONDITION when an entry
+  // selects no connected node (or names one that is not connected).
+  // An entry that needs more nodes than it selects (pairs: 2; gang, barrier:
+  // SuiteSpec.min_nodes, and ranks enough for the suite's SuiteInfo.min_ranks)
+  // is not refused:
+  // it gets one task over its nodes, already ended as could not run
+  // (TASK_FAILED, exit code 2, attempt 0, never assigned) with the message
+  // "not measured: needs 2 nodes, the run has 1", and the rest of the plan
+  // runs. When no task is left to run the run ends here (finished_runs).
   absl::StatusOr<RunRow*> CreateRun(const v1::Plan& plan, const Registry& registry,
                                     int64_t now_unix_ns, const std::string& run_id,
                                     Changes* changes);

@@ -60,6 +60,9 @@ std::string WhyNotEvaluated(const v1::TaskInfo& t, const std::string& node,
       return not_measured.empty() ? std::string("completed without results")
                                   : with("not measured", not_measured);
     case v1::TASK_FAILED:
+      // Never attempted (too few nodes for the entry): not measured, in the
+      // coordinator's words.
+      if (TaskNotStarted(t)) return with("not measured", message);
       if (TaskCouldNotRun(t)) {
         std::string why = !not_measured.empty() ? not_measured
                           : !message.empty()    ? message

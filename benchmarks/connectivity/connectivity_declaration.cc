@@ -19,6 +19,8 @@ SuiteInfo Declaration() {
         "group's rendezvous (CMAX_RENDEZVOUS, set by the agent): run alone it\n"
         "exits 2.",
     .scopes = {SCOPE_GANG},
+    // Between ranks: a gang of one rank has no pair to measure.
+    .min_ranks = 2,
     .default_timeout_s = 300,
     .exclusive = false,
     .params =

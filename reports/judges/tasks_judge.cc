@@ -5,7 +5,9 @@
 // other nodes of the group were stopped and get "not measured" for the plan
 // entry, not a fail. A suite that could not run (exit 2) or was cancelled
 // leaves its category "not measured" on that node, with the suite's own
-// reason. Completed tasks give nothing here: their records speak for them.
+// reason; so does an entry the coordinator never started because the run has
+// too few nodes for it ("not measured: needs 2 nodes, the run has 1").
+// Completed tasks give nothing here: their records speak for them.
 #include <algorithm>
 #include <map>
 
@@ -78,6 +80,14 @@ void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         r.set_outcome("fail");
         r.set_message(absl::StrCat(label, " crashed (exit code ", t.exit_code(), ")", suffix));
         r.set_action("read the stderr tail; rerun the suite by hand with cmax-bench");
+      } else if (TaskNotStarted(t)) {
+        // The run had too few nodes for the entry: nothing was attempted.
+        r.set_rule_id("task.not_started");
+        r.set_category(SuiteCategory(t.suite()));
+        r.set_outcome("not_measured");
+        r.set_message(absl::StrCat(label, " not measured", suffix));
+        r.set_action("run the plan on a cluster with the nodes the entry needs, or leave the "
+                     "entry out");
       } else if (t.state() == v1::TASK_FAILED) {
         r.set_rule_id("task.could_not_run");
         r.set_category(SuiteCategory(t.suite()));

@@ -94,6 +94,31 @@ TEST_CASE("plan errors name file, line and column", "[plan]") {
   }
 }
 
+TEST_CASE("min_nodes: gang and barrier only, at least 1", "[plan]") {
+  auto gang = ParsePlan(
+      "name: x\nsuites:\n  - suite: selftest\n    min_nodes: 2\n    scope: gang\n", "p.yaml");
+  REQUIRE(gang.ok());
+  CHECK(gang->suites(0).min_nodes() == 2);
+  CHECK(cmax::ValidatePlan(*gang).ok());
+  auto node = ParsePlan("name: x\nsuites:\n  - suite: selftest\n    min_nodes: 2\n", "p.yaml");
+  REQUIRE_FALSE(node.ok());
+  CHECK_THAT(std::string(node.status().message()),
+             Catch::Contains("p.yaml:4:16") && Catch::Contains("min_nodes applies to scopes"));
+  auto pairs = ParsePlan(
+      "name: x\nsuites:\n  - suite: rdma\n    scope: pairs\n    min_nodes: 3\n", "p.yaml");
+  CHECK_FALSE(pairs.ok());
+  auto zero = ParsePlan(
+      "name: x\nsuites:\n  - suite: selftest\n    scope: gang\n    min_nodes: 0\n", "p.yaml");
+  REQUIRE_FALSE(zero.ok());
+  CHECK_THAT(std::string(zero.status().message()), Catch::Contains("min_nodes must be"));
+  // From the wire: the same rules.
+  gang->mutable_suites(0)->set_scope(cmax::v1::SCOPE_NODE);
+  CHECK(cmax::ValidatePlan(*gang).message().find("min_nodes") != std::string::npos);
+  gang->mutable_suites(0)->set_scope(cmax::v1::SCOPE_GANG);
+  gang->mutable_suites(0)->set_min_nodes(-1);
+  CHECK(cmax::ValidatePlan(*gang).message().find("min_nodes") != std::string::npos);
+}
+
 TEST_CASE("durations", "[plan]") {
   CHECK(*cmax::ParseDurationSeconds("90") == 90);
   CHECK(*cmax::ParseDurationSeconds("90s") == 90);

@@ -417,6 +417,153 @@ TEST_CASE("a plan selecting no connected node is refused", "[scheduler]") {
   CHECK(run.status().message().find("node-9") != std::string::npos);
 }
 
+// Issue #33 item 7: one node is a cluster too. Entries that need more nodes
+// than the run has end unstarted as could not run (exit code 2, attempt 0),
+// with the reason; the plan is not refused and the rest of it runs.
+constexpr char kOneNodePlan[] = R"(name: one
+suites:
+  - suite: selftest
+  - suite: rdma
+    name: rdma-pairs
+    scope: pairs
+  - suite: selftest
+    name: gang-of-two
+    scope: gang
+    min_nodes: 2
+  - suite: connectivity
+  - suite: selftest
+    name: after
+)";
+
+void CheckNotStarted(Fixture& f, const std::string& task_id, const std::string& message) {
+  INFO(task_id);
+  TaskRow* t = f.scheduler.FindTask(task_id);
+  REQUIRE(t != nullptr);
+  CHECK(t->info.state() == v1::TASK_FAILED);
+  CHECK(t->info.exit_code() == 2);  // could not run: never a crash, never a pass
+  CHECK(t->info.attempt() == 0);    // never assigned
+  CHECK(t->info.message() == message);
+  CHECK(t->info.finished_unix_ns() == kNow);
+}
+
+TEST_CASE("on one node, pairs and gang entries that need two nodes end not measured and the "
+          "rest of the plan runs",
+          "[scheduler]") {
+  Fixture f(1);
+  f.Submit(kOneNodePlan);
+  REQUIRE(f.scheduler.TasksOf("r1").size() == 5);
+  const std::string why = "not measured: needs 2 nodes, the run has 1";
+  CheckNotStarted(f, "r1.1.pairs", why);
+  CheckNotStarted(f, "r1.2.gang", why);
+  // connectivity declares two nodes itself (SuiteInfo.min_nodes): a gang of
+  // one has no pair to measure.
+  CheckNotStarted(f, "r1.3.gang", why);
+  CHECK(f.scheduler.FindTask("r1.1.pairs")->info.node() == "node-0");
+
+  // The node entries run, the one after the unstarted entries too.
+  Changes c = f.Schedule();
+  CHECK(Count(c, v1::CoordinatorMessage::kAssign) == 1);
+  CHECK(f.State("r1.0.node-0") == v1::TASK_ASSIGNED);
+  CHECK(f.State("r1.4.node-0") == v1::TASK_PENDING);
+  f.Report("node-0", "r1.0.node-0", 1, v1::TASK_COMPLETED);
+  c = f.Schedule();
+  CHECK(Count(c, v1::CoordinatorMessage::kAssign, "node-0") == 1);
+  CHECK(f.State("r1.4.node-0") == v1::TASK_ASSIGNED);
+  // Nothing of the unstarted entries is ever sent.
+  for (const auto& o : c.out) {
+    if (o.message.has_assign()) CHECK(o.message.assign().task_id() == "r1.4.node-0");
+  }
+  c = f.Report("node-0", "r1.4.node-0", 1, v1::TASK_COMPLETED);
+  REQUIRE(c.finished_runs == std::vector<std::string>{"r1"});
+  RunRow* run = f.scheduler.FindRun("r1");
+  CHECK(run->info.state() == "completed");
+  CHECK(run->info.tasks_done() == 5);
+  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{5, 5, 3});
+}
+
+TEST_CASE("a run whose every entry needs more nodes than it has ends when it is created",
+          "[scheduler]") {
+  Fixture f(1);
+  auto plan = ParsePlan("name: x\nsuites:\n  - suite: rdma\n    scope: pairs\n", "x");
+  REQUIRE(plan.ok());
+  Changes c;
+  auto run = f.scheduler.CreateRun(*plan, f.registry, kNow, "r1", &c);
+  INFO(run.status().ToString());
+  REQUIRE(run.ok());
+  CheckNotStarted(f, "r1.0.pairs", "not measured: needs 2 nodes, the run has 1");
+  // Nothing will ever be assigned: the run ends now, so its scorecard is built.
+  CHECK(c.finished_runs == std::vector<std::string>{"r1"});
+  CHECK((*run)->info.state() == "completed");
+  CHECK(Count(f.Schedule(), v1::CoordinatorMessage::kAssign) == 0);
+}
+
+TEST_CASE("an entry selecting fewer nodes than it needs says how many of the run's it selects",
+          "[scheduler]") {
+  Fixture f(3);
+  f.Submit(R"(name: x
+suites:
+  - suite: rdma
+    scope: pairs
+    nodes: [node-1]
+  - suite: selftest
+    scope: gang
+    min_nodes: 3
+    nodes: [node-0, node-2]
+  - suite: selftest
+    name: barrier-of-four
+    scope: barrier
+    min_nodes: 4
+)");
+  CheckNotStarted(f, "r1.0.pairs", "not measured: needs 2 nodes, the entry selects 1 of the run's 3");
+  CheckNotStarted(f, "r1.1.gang", "not measured: needs 3 nodes, the entry selects 2 of the run's 3");
+  CheckNotStarted(f, "r1.2.barrier", "not measured: needs 4 nodes, the run has 3");
+  // The task names the nodes it would have run on: the scorecard's coverage
+  // reports the entry on them.
+  CHECK(f.scheduler.FindTask("r1.1.gang")->info.node() == "node-0,node-2");
+  CHECK(f.scheduler.TasksOf("r1").size() == 3);
+}
+
+TEST_CASE("with enough nodes, pairs, connectivity and min_nodes gangs run as before",
+          "[scheduler]") {
+  Fixture f(2);
+  f.Submit(R"(name: x
+suites:
+  - suite: connectivity
+  - suite: rdma
+    scope: pairs
+  - suite: selftest
+    scope: gang
+    min_nodes: 2
+)");
+  CHECK(f.State("r1.0.gang") == v1::TASK_PENDING);
+  CHECK(f.State("r1.1.p0") == v1::TASK_PENDING);
+  CHECK(f.State("r1.2.gang") == v1::TASK_PENDING);
+  Changes c = f.Schedule();
+  CHECK(Count(c, v1::CoordinatorMessage::kAssign) == 2);  // connectivity's two ranks
+  CHECK(f.State("r1.0.gang") == v1::TASK_ASSIGNED);
+}
+
+TEST_CASE("connectivity needs two ranks, not two nodes: two ranks on one node run",
+          "[scheduler]") {
+  Fixture f(1);
+  f.Submit("name: x\nsuites:\n  - suite: connectivity\n    ranks_per_node: 2\n");
+  CHECK(f.State("r1.0.gang") == v1::TASK_PENDING);
+  f.Schedule();
+  CHECK(f.State("r1.0.gang") == v1::TASK_ASSIGNED);
+  CHECK(f.scheduler.FindTask("r1.0.gang")->assignment.world_size() == 2);
+}
+
+TEST_CASE("a plan with an unknown suite is still refused", "[scheduler]") {
+  Fixture f(1);
+  v1::Plan plan;
+  plan.set_name("x");
+  plan.add_suites()->set_suite("no-such-suite");
+  Changes c;
+  auto run = f.scheduler.CreateRun(plan, f.registry, kNow, "r1", &c);
+  CHECK(absl::IsInvalidArgument(run.status()));
+  CHECK(run.status().message().find("no-such-suite") != std::string::npos);
+}
+
 TEST_CASE("a task running past its timeout plus grace is timed out", "[scheduler]") {
   Fixture f(1);
   f.Submit("name: t\nsuites:\n  - suite: selftest\n    timeout: 10s\n");

@@ -2,6 +2,8 @@
 // tier, only the last attempt is judged, blame lands on the rank that
 // failed, like is compared with like, and barrier starts are stated.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -121,6 +123,52 @@ TEST_CASE("not-measured findings and exit-2 tasks never grade a category", "[cov
   int shown = 0;
   for (const auto& f : card.findings()) shown += f.not_measured() ? 1 : 0;
   CHECK(shown == 6);
+}
+
+TEST_CASE("an entry that needs more nodes than the run has is not measured, with the reason",
+          "[coverage]") {
+  // One node: hostcheck ran; the pairs entry and the connectivity gang were
+  // ended by the coordinator before any attempt (Scheduler::CreateRun).
+  RunData d = CleanHostcheckRun();
+  d.nodes = {"node-1"};
+  d.records.erase(std::remove_if(d.records.begin(), d.records.end(),
+                                 [](const v1::ExportedRecord& r) { return r.node() != "node-1"; }),
+                  d.records.end());
+  d.tasks.resize(1);
+  const std::string why = "not measured: needs 2 nodes, the run has 1";
+  for (auto [suite, name, scope] : {std::tuple{"rdma", "rdma-pairs", v1::SCOPE_PAIRS},
+                                    std::tuple{"connectivity", "", v1::SCOPE_GANG}}) {
+    const int i = AddEntry(&d, suite, name, scope);
+    v1::TaskInfo t = EntryTask(d, i, "node-1", v1::TASK_FAILED, 2, why);
+    t.set_attempt(0);  // never assigned
+    d.tasks.push_back(t);
+  }
+  const v1::Scorecard card = BuildScorecard(d);
+  const auto& net = Category(card, "Networking");
+  INFO(net.summary());
+  CHECK_FALSE(net.measured());
+  CHECK(net.grade() == "not measured");
+  REQUIRE(net.entries_size() == 2);
+  CHECK(net.entries(0).entry() == "rdma-pairs");
+  CHECK(net.entries(0).nodes_evaluated() == 0);
+  REQUIRE(net.entries(0).not_evaluated_size() == 1);
+  CHECK(net.entries(0).not_evaluated(0) == "node-1: " + why);
+  REQUIRE(net.entries(1).not_evaluated_size() == 1);
+  CHECK(net.entries(1).not_evaluated(0) == "node-1: " + why);
+  CHECK_FALSE(absl::StrContains(net.coverage(), "could not run"));
+  CHECK_FALSE(absl::StrContains(net.coverage(), "completed without results"));
+  int rules = 0;
+  for (const auto& r : net.rules()) {
+    if (r.rule_id() != "task.not_started") continue;
+    ++rules;
+    CHECK(r.outcome() == "not_measured");
+    CHECK(absl::StrContains(r.message(), "not measured: needs 2 nodes, the run has 1"));
+  }
+  CHECK(rules == 2);
+  const auto& node = NodeOf(card, "node-1");
+  CHECK(node.verdict() == "warn");  // never a pass, never a fail
+  CHECK(AnyReasonContains(node, "Networking not measured: rdma-pairs (rdma) " + why));
+  CHECK(card.tier() == "not rated");
 }
 
 TEST_CASE("a plan of selftest alone is not rated", "[coverage]") {
