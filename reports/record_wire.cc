@@ -10,7 +10,7 @@ namespace {
 
 // The walk is by hand (protobuf.dev/programming-guides/encoding), not on
 // protobuf's io::CodedInputStream: benchmarks/record_wire measured that one
-// at 0.80-0.95x of this on the same split (a stream object per nested
+// at 0.71-0.82x of this on the same split (a stream object per nested
 // message and per map entry, its state kept in memory across the
 // library's out-of-line calls), and issue 33 asked for the library only if
 // no slower. The benchmark keeps the library version, to measure again.
