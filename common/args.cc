@@ -1,6 +1,7 @@
 #include "common/args.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -61,9 +62,14 @@ absl::Status ArgParser::Set(Option& opt, const std::string& value) {
     case Kind::kString:
       *static_cast<std::string*>(opt.out) = value;
       return absl::OkStatus();
-    case Kind::kInt:
-      if (!absl::SimpleAtoi(value, static_cast<int64_t*>(opt.out))) return bad("an integer");
+    case Kind::kInt: {
+      // Into a local: SimpleAtoi writes what it read of "5x" (5) even as it
+      // fails, and a refused value must leave the option as it was.
+      int64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
+      *static_cast<int64_t*>(opt.out) = v;
       return absl::OkStatus();
+    }
     case Kind::kDouble: {
       double d;
       if (!absl::SimpleAtod(value, &d) || !std::isfinite(d)) return bad("a number");
@@ -173,6 +179,26 @@ std::string ArgParser::Help() const {
   }
   absl::StrAppend(&out, "  -h, --help                   this text\n");
   return out;
+}
+
+int ParseToolArgs(ArgParser& p, int argc, char** argv, std::FILE* out, std::FILE* err) {
+  if (auto s = p.Parse(argc, argv); !s.ok()) {
+    std::fprintf(err, "%s\n\n%s", std::string(s.message()).c_str(), p.Help().c_str());
+    return 2;
+  }
+  if (p.help_requested()) {
+    std::fprintf(out, "%s", p.Help().c_str());
+    return 0;
+  }
+  return -1;
+}
+
+void ParseToolArgsOrExit(ArgParser& p, int argc, char** argv) {
+  const int code = ParseToolArgs(p, argc, argv);
+  if (code >= 0) {
+    std::fflush(stdout);
+    std::exit(code);
+  }
 }
 
 }  // namespace cmax

@@ -5,6 +5,7 @@
 #define CMAX_COMMON_ARGS_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -68,6 +69,19 @@ class ArgParser {
   std::vector<std::string> positional_;
   bool help_ = false;
 };
+
+// A tool's command line (a benchmark's or a helper's main(), never a
+// daemon's): parses argv[1..argc) into `p`. Returns -1 when the tool goes
+// on; 0 after printing --help to `out`; 2 after printing the error (which
+// names the option and the value, e.g. "--nodes: '5x' is not an integer")
+// and then --help to `err`: exit code 2 is "could not run: usage"
+// (DESIGN.md). One place for it, so every tool refuses a bad value the same
+// way instead of reading "5x" as 5.
+int ParseToolArgs(ArgParser& p, int argc, char** argv, std::FILE* out = stdout,
+                  std::FILE* err = stderr);
+// ParseToolArgs, exiting with its code unless it returned -1. For a tool's
+// main() only.
+void ParseToolArgsOrExit(ArgParser& p, int argc, char** argv);
 
 }  // namespace cmax
 

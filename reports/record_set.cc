@@ -8,6 +8,7 @@
 #include "google/protobuf/arena.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
+#include "reports/record_wire.h"
 
 namespace cmax::reports {
 namespace {
@@ -23,185 +24,6 @@ bool Matches(const RecordFilter& f, const v1::ExportedRecord& rec) {
     return false;
   }
   return true;
-}
-
-// Reads a varint at p (before end); nullptr when it runs past end or over
-// 10 bytes (protobuf.dev/programming-guides/encoding, "Base 128 Varints").
-const uint8_t* ReadVarint(const uint8_t* p, const uint8_t* end, uint64_t* v) {
-  uint64_t x = 0;
-  for (int shift = 0; shift < 70 && p < end; shift += 7) {
-    const uint8_t b = *p++;
-    x |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) {
-      *v = x;
-      return p;
-    }
-  }
-  return nullptr;
-}
-
-void PutVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-// One field of a message's wire form: its number, wire type, where the
-// whole field (tag included) starts and ends, and a length-delimited
-// field's payload.
-struct WireField {
-  uint32_t number = 0;
-  int type = 0;
-  const uint8_t* begin = nullptr;
-  const uint8_t* end = nullptr;
-  std::string_view payload;
-};
-
-// The field at p; false when the bytes are not a field this walk knows
-// (groups, or cut short).
-bool NextField(const uint8_t* p, const uint8_t* end, WireField* f) {
-  f->begin = p;
-  uint64_t tag = 0;
-  if ((p = ReadVarint(p, end, &tag)) == nullptr) return false;
-  f->number = static_cast<uint32_t>(tag >> 3);
-  f->type = static_cast<int>(tag & 7);
-  uint64_t v = 0;
-  switch (f->type) {
-    case 0:
-      if ((p = ReadVarint(p, end, &v)) == nullptr) return false;
-      break;
-    case 1:
-      if (end - p < 8) return false;
-      p += 8;
-      break;
-    case 2:
-      if ((p = ReadVarint(p, end, &v)) == nullptr || v > static_cast<uint64_t>(end - p)) {
-        return false;
-      }
-      f->payload = std::string_view(reinterpret_cast<const char*>(p), v);
-      p += v;
-      break;
-    case 5:
-      if (end - p < 4) return false;
-      p += 4;
-      break;
-    default:
-      return false;
-  }
-  f->end = p;
-  return true;
-}
-
-void Append(const WireField& f, std::string* out) {
-  out->append(reinterpret_cast<const char*>(f.begin), f.end - f.begin);
-}
-
-void AppendLen(uint32_t number, std::string_view payload, std::string* out) {
-  PutVarint((uint64_t{number} << 3) | 2, out);
-  PutVarint(payload.size(), out);
-  out->append(payload);
-}
-
-// The key of a map entry's wire form (field 1; "" when absent, as the
-// parser reads it).
-std::string_view EntryKey(std::string_view entry) {
-  const auto* p = reinterpret_cast<const uint8_t*>(entry.data());
-  const uint8_t* end = p + entry.size();
-  std::string_view key;
-  WireField f;
-  while (p < end && NextField(p, end, &f)) {
-    if (f.number == 1 && f.type == 2) key = f.payload;
-    p = f.end;
-  }
-  return key;
-}
-
-// Whether a label entry with this key is kept: `keep` null keeps none, else
-// the keys it lists and "node" (RecordNode reads it).
-bool KeepLabel(std::string_view entry, const std::vector<std::string_view>* keep) {
-  if (keep == nullptr) return false;
-  const std::string_view key = EntryKey(entry);
-  if (key == "node") return true;
-  return std::find(keep->begin(), keep->end(), key) != keep->end();
-}
-
-// `msg` without the label entries (fields numbered `labels`) that `keep`
-// does not keep, appended to out; false when `msg` does not walk (then out
-// is partly written). *skipped is set when an entry was left out.
-bool Without(std::string_view msg, uint32_t labels, const std::vector<std::string_view>* keep,
-             std::string* out, bool* skipped) {
-  const auto* p = reinterpret_cast<const uint8_t*>(msg.data());
-  const uint8_t* end = p + msg.size();
-  WireField f;
-  while (p < end) {
-    if (!NextField(p, end, &f)) return false;
-    if (f.number == labels && !(f.type == 2 && KeepLabel(f.payload, keep))) {
-      *skipped = true;
-    } else {
-      Append(f, out);
-    }
-    p = f.end;
-  }
-  return true;
-}
-
-// The labels field of each Record kind that has one (cmax/v1/record.proto):
-// 0 for kinds without labels.
-uint32_t LabelsFieldOf(uint32_t kind_field) {
-  switch (kind_field) {
-    case v1::Record::kMeasurementFieldNumber: return v1::Measurement::kLabelsFieldNumber;
-    case v1::Record::kFindingFieldNumber: return v1::Finding::kLabelsFieldNumber;
-    case v1::Record::kSampleFieldNumber: return v1::Sample::kLabelsFieldNumber;
-    default: return 0;
-  }
-}
-
-// Scratch buffers of StripLabels, kept between records.
-struct StripBuffers {
-  std::string top, record, kind;
-};
-
-// The ExportedRecord in `wire` with its record's kind's labels left out
-// (all of them when `keep` is null, else those KeepLabel does not keep), in
-// b->top; false when it has no labels to leave out or does not walk (then
-// it is parsed whole). The other fields keep their bytes and order, so they
-// parse to the same values.
-bool StripLabels(std::string_view wire, const std::vector<std::string_view>* keep,
-                 StripBuffers* b) {
-  b->top.clear();
-  b->record.clear();
-  bool skipped = false;
-  const auto* p = reinterpret_cast<const uint8_t*>(wire.data());
-  const uint8_t* end = p + wire.size();
-  WireField f;
-  while (p < end) {
-    if (!NextField(p, end, &f)) return false;
-    if (f.number == v1::ExportedRecord::kRecordFieldNumber && f.type == 2) {
-      const auto* q = reinterpret_cast<const uint8_t*>(f.payload.data());
-      const uint8_t* qend = q + f.payload.size();
-      WireField g;
-      b->record.clear();
-      while (q < qend) {
-        if (!NextField(q, qend, &g)) return false;
-        const uint32_t labels = g.type == 2 ? LabelsFieldOf(g.number) : 0;
-        if (labels == 0) {
-          Append(g, &b->record);
-        } else {
-          b->kind.clear();
-          if (!Without(g.payload, labels, keep, &b->kind, &skipped)) return false;
-          AppendLen(g.number, b->kind, &b->record);
-        }
-        q = g.end;
-      }
-      AppendLen(f.number, b->record, &b->top);
-    } else {
-      Append(f, &b->top);
-    }
-    p = f.end;
-  }
-  return skipped;
 }
 
 }  // namespace
@@ -381,7 +203,10 @@ bool RecordSet::ForEachUntil(
   options.initial_block = block.get();
   options.initial_block_size = kBlock;
   google::protobuf::Arena arena(options);
-  StripBuffers strip;
+  wire::SplitBuffers split;
+  const bool may_split = filter.labels_if || !filter.label_keys.empty();
+  const std::vector<std::string_view>* keep =
+      filter.label_keys.empty() ? nullptr : &filter.label_keys;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
     if (e.dropped) continue;
@@ -396,21 +221,25 @@ bool RecordSet::ForEachUntil(
     }
     const std::string_view wire(chunks_[e.chunk].data() + e.offset, e.size);
     auto* scratch = google::protobuf::Arena::CreateMessage<v1::ExportedRecord>(&arena);
-    bool whole = true;
-    if (filter.labels_if && StripLabels(wire, nullptr, &strip)) {
-      if (!scratch->ParseFromArray(strip.top.data(), static_cast<int>(strip.top.size()))) {
-        std::abort();  // the bytes below parse (Add wrote them), and these are a subset
+    // Each byte is parsed once (issue 33 item 3): the record without its
+    // labels, then, when the scan reads them, only the label entries it
+    // reads, merged in. A map entry merged after the rest lands in the map
+    // as it would in a parse of the whole; a record that does not split is
+    // parsed whole.
+    if (may_split && wire::SplitLabels(absl::string_view(wire.data(), wire.size()), &split)) {
+      if (!scratch->ParseFromArray(split.top.data(), static_cast<int>(split.top.size()))) {
+        std::abort();  // a subset of bytes that parse (Add wrote them), as below
       }
-      whole = scratch->node().empty() || filter.labels_if(*scratch);
-      if (whole) scratch->Clear();
-    }
-    if (whole && !filter.label_keys.empty() && StripLabels(wire, &filter.label_keys, &strip)) {
-      if (!scratch->ParseFromArray(strip.top.data(), static_cast<int>(strip.top.size()))) {
-        std::abort();  // a subset of bytes that parse, as above
+      // A record whose `node` is empty is read with its labels (RecordNode
+      // reads its "node" label).
+      if (!filter.labels_if || scratch->node().empty() || filter.labels_if(*scratch)) {
+        wire::LabelsWire(keep, &split);
+        google::protobuf::io::CodedInputStream in(
+            reinterpret_cast<const uint8_t*>(split.labels_wire.data()),
+            static_cast<int>(split.labels_wire.size()));
+        if (!scratch->MergeFromCodedStream(&in)) std::abort();  // entries that parsed, as above
       }
-      whole = false;
-    }
-    if (whole && !scratch->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
+    } else if (!scratch->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
       // Written by Add from a valid message: cannot fail short of memory
       // corruption. Skipping would silently drop evidence, so stop loudly.
       std::abort();

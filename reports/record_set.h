@@ -37,8 +37,9 @@ struct RecordFilter {
   // Labels are most of a parse's cost (issue 18). When set, a record held in
   // a RecordSet is first parsed without the labels of its Measurement,
   // Finding or Sample, and labels_if(that record) says whether the scan
-  // reads them: true parses it again, whole. A record whose `node` is empty
-  // is always parsed whole (RecordNode reads its "node" label). A scan
+  // reads them: true parses its labels too, merged into that record (each
+  // byte is parsed once). A record whose `node` is empty always gets its
+  // labels (RecordNode reads its "node" label). A scan
   // that sets this must read no label of a record it answered false for.
   // Unset: every record is parsed whole. Records in RunData.records are
   // whole either way, so the scan's result is the same both ways.

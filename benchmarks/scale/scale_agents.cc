@@ -12,9 +12,11 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <optional>
 #include <cstdio>
 #include <deque>
@@ -25,48 +27,44 @@
 #include <mutex>
 #include <queue>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "benchmarks/scale/sim_node.h"
 #include "cmax/v1/service.grpc.pb.h"
-#include "common/flag_names.h"
+#include "common/args.h"
 #include "common/plan_parser.h"
 #include "common/time_util.h"
 
-ABSL_FLAG(std::string, target, "127.0.0.1:8470", "coordinator HOST:PORT (loopback only)");
-ABSL_FLAG(int, agents, 1000, "simulated agents (8 simulated GPUs each)");
-ABSL_FLAG(int, channels, 0, "HTTP/2 connections the streams share (0: one per 500 agents, 1..64)");
-ABSL_FLAG(std::string, prefix, "sim", "node names are PREFIX00000, PREFIX00001, ...");
-ABSL_FLAG(std::string, plan, "", "plan YAML to submit once all are connected (empty: no run)");
-ABSL_FLAG(int, coordinator_pid, 0, "pid whose CPU and memory are sampled (0: none)");
-ABSL_FLAG(double, idle_seconds, 10, "seconds the idle coordinator's CPU is measured");
-ABSL_FLAG(double, settle_seconds, 0,
-          "seconds to wait after all are connected before the idle CPU is measured (the "
-          "heartbeat period doubles at most once a period: 50 s at 50,000 agents about 60 s "
-          "after they connected)");
-ABSL_FLAG(double, timeout, 600, "seconds the whole benchmark may take; then it reports and exits");
-ABSL_FLAG(double, slow_gpu, 0, "fraction of nodes with a slow GPU (gemm, GPU 3 at 70%)");
-ABSL_FLAG(double, flap_port, 0, "fraction of nodes with a flapping IB port (health)");
-ABSL_FLAG(double, sdc, 0, "fraction of nodes whose GPU 5 gives a wrong digest (consistency)");
-ABSL_FLAG(double, hang, 0, "fraction of nodes whose first task never ends");
-ABSL_FLAG(double, disconnect, 0,
-          "fraction of nodes whose stream drops halfway through their first task (they "
-          "reconnect after 2 s and resend from their last ack)");
-ABSL_FLAG(uint64_t, seed, 1, "which nodes get the faults");
-ABSL_FLAG(int, batch, 500, "records per RecordBatch (the real agent's max_batch_records)");
-ABSL_FLAG(int, max_unacked, 2000, "records in flight per task before waiting for an ack");
-ABSL_FLAG(std::string, json_out, "", "also write the figures as one JSON object to this file");
-
 namespace cmax::scale {
 namespace {
+
+// The command line (main() fills it with ArgParser): defaults here, help
+// texts in AddOptions.
+struct Options {
+  std::string target = "127.0.0.1:8470";
+  int64_t agents = 1000;
+  int64_t channels = 0;
+  std::string prefix = "sim";
+  std::string plan;
+  int64_t coordinator_pid = 0;
+  double idle_seconds = 10;
+  double settle_seconds = 0;
+  double timeout = 600;
+  double slow_gpu = 0, flap_port = 0, sdc = 0, hang = 0, disconnect = 0;
+  uint64_t seed = 1;
+  int64_t batch = 500;
+  int64_t max_unacked = 2000;
+  std::string json_out;
+};
+Options opts;
+
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
@@ -566,56 +564,58 @@ class Report {
 std::string F(double v, int digits = 2) { return absl::StrFormat("%.*f", digits, v); }
 
 int Main() {
-  const int n = absl::GetFlag(FLAGS_agents);
-  if (n < 1 || n > 1000000) {
+  if (opts.agents < 1 || opts.agents > 1000000) {
     std::fprintf(stderr, "cmax-scale-agents: --agents must be 1..1000000\n");
     return 2;
   }
-  for (double f : {absl::GetFlag(FLAGS_slow_gpu), absl::GetFlag(FLAGS_flap_port),
-                   absl::GetFlag(FLAGS_sdc), absl::GetFlag(FLAGS_hang),
-                   absl::GetFlag(FLAGS_disconnect)}) {
+  const int n = static_cast<int>(opts.agents);
+  for (double f : {opts.slow_gpu, opts.flap_port, opts.sdc, opts.hang, opts.disconnect}) {
     if (f < 0 || f > 1) {
       std::fprintf(stderr, "cmax-scale-agents: fault fractions must be 0..1\n");
       return 2;
     }
   }
-  if (absl::GetFlag(FLAGS_batch) < 1 || absl::GetFlag(FLAGS_max_unacked) < 1) {
+  if (opts.batch < 1 || opts.max_unacked < 1) {
     std::fprintf(stderr, "cmax-scale-agents: --batch and --max-unacked must be >= 1\n");
     return 2;
   }
-  int channels = absl::GetFlag(FLAGS_channels);
-  if (channels <= 0) channels = std::min(64, std::max(1, n / 500));
-  if (channels > 64) {
+  if (opts.channels > 64) {
     std::fprintf(stderr, "cmax-scale-agents: --channels must be 1..64\n");
     return 2;
   }
-  const std::string target = absl::GetFlag(FLAGS_target);
+  const int channels = opts.channels > 0 ? static_cast<int>(opts.channels)
+                                         : std::min(64, std::max(1, n / 500));
+  if (opts.coordinator_pid < 0 || opts.coordinator_pid > INT32_MAX) {
+    std::fprintf(stderr, "cmax-scale-agents: --coordinator-pid must be a pid (or 0)\n");
+    return 2;
+  }
+  const std::string target = opts.target;
   if (target.rfind("127.", 0) != 0 && target.rfind("localhost:", 0) != 0 &&
       target.rfind("[::1]", 0) != 0) {
     std::fprintf(stderr, "cmax-scale-agents: --target must be a loopback address\n");
     return 2;
   }
   std::optional<v1::Plan> plan;
-  if (!absl::GetFlag(FLAGS_plan).empty()) {
-    auto p = LoadPlanFile(absl::GetFlag(FLAGS_plan));
+  if (!opts.plan.empty()) {
+    auto p = LoadPlanFile(opts.plan);
     if (!p.ok()) {
       std::fprintf(stderr, "cmax-scale-agents: %s\n", std::string(p.status().message()).c_str());
       return 2;
     }
     plan = *p;
   }
-  const int pid = absl::GetFlag(FLAGS_coordinator_pid);
+  const int pid = static_cast<int>(opts.coordinator_pid);
   const auto t0 = Clock::now();
-  const double timeout = absl::GetFlag(FLAGS_timeout);
+  const double timeout = opts.timeout;
   auto left = [&] { return timeout - Since(t0); };
 
   SimFaults faults;
-  faults.slow_gpu = absl::GetFlag(FLAGS_slow_gpu);
-  faults.flap_port = absl::GetFlag(FLAGS_flap_port);
-  faults.sdc = absl::GetFlag(FLAGS_sdc);
-  faults.hang = absl::GetFlag(FLAGS_hang);
-  faults.disconnect = absl::GetFlag(FLAGS_disconnect);
-  faults.seed = absl::GetFlag(FLAGS_seed);
+  faults.slow_gpu = opts.slow_gpu;
+  faults.flap_port = opts.flap_port;
+  faults.sdc = opts.sdc;
+  faults.hang = opts.hang;
+  faults.disconnect = opts.disconnect;
+  faults.seed = opts.seed;
 
   std::vector<std::shared_ptr<grpc::Channel>> chans;
   std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs;
@@ -637,12 +637,12 @@ int Main() {
   Timer timer;
   std::vector<std::shared_ptr<SimAgent>> agents;
   agents.reserve(n);
-  const std::string prefix = absl::GetFlag(FLAGS_prefix);
+  const std::string prefix = opts.prefix;
   for (int i = 0; i < n; ++i) {
     agents.push_back(std::make_shared<SimAgent>(MakeSimNode(i, prefix, faults),
                                                 stubs[i % channels].get(), &stats, &timer));
-    agents.back()->batch_ = absl::GetFlag(FLAGS_batch);
-    agents.back()->max_unacked_ = absl::GetFlag(FLAGS_max_unacked);
+    agents.back()->batch_ = opts.batch;
+    agents.back()->max_unacked_ = opts.max_unacked;
   }
   int faulty[5] = {0, 0, 0, 0, 0};
   for (int i = 0; i < n; ++i) {
@@ -668,11 +668,11 @@ int Main() {
   report.Add("coordinator_threads", absl::StrCat(connected.threads));
 
   // Idle: every agent connected, no run; after --settle_seconds.
-  if (const double settle = std::min(absl::GetFlag(FLAGS_settle_seconds), std::max(0.0, left() - 1));
+  if (const double settle = std::min(opts.settle_seconds, std::max(0.0, left() - 1));
       settle > 0) {
     std::this_thread::sleep_for(std::chrono::duration<double>(settle));
   }
-  const double idle = std::min(absl::GetFlag(FLAGS_idle_seconds), std::max(0.0, left() - 1));
+  const double idle = std::min(opts.idle_seconds, std::max(0.0, left() - 1));
   if (pid > 0 && idle > 0) {
     const int64_t pongs0 = stats.pongs;
     const ProcSample a = Sample(pid);
@@ -705,7 +705,7 @@ int Main() {
     grpc::Status s = stubs[0]->SubmitRun(&ctx, req, &resp);
     if (!s.ok()) {
       std::fprintf(stderr, "cmax-scale-agents: SubmitRun: %s\n", s.error_message().c_str());
-      report.Write(absl::GetFlag(FLAGS_json_out));
+      report.Write(opts.json_out);
       return 1;
     }
     report.Add("run_id", resp.run_id());
@@ -856,7 +856,7 @@ int Main() {
     for (const auto& r : stats.close_reasons) report.Add("close_reason", r);
   }
   report.Add("elapsed_s", F(Since(t0)));
-  report.Write(absl::GetFlag(FLAGS_json_out));
+  report.Write(opts.json_out);
   for (auto& a : agents) a->Stop();
   // Give the reactors a moment to finish before the channels go.
   for (int i = 0; i < 200 && stats.connected_now > 0; ++i) {
@@ -869,21 +869,94 @@ int Main() {
 }  // namespace
 }  // namespace cmax::scale
 
+namespace cmax::scale {
+namespace {
+
+// Registers the command line's options (their defaults are Options's).
+void AddOptions(ArgParser& p, std::string* seed) {
+  p.AddString("target", &opts.target, "coordinator HOST:PORT (loopback only; default 127.0.0.1:8470)");
+  p.AddInt("agents", &opts.agents, "simulated agents (8 simulated GPUs each; default 1000)");
+  p.AddInt("channels", &opts.channels,
+           "HTTP/2 connections the streams share (0: one per 500 agents, 1..64)");
+  p.AddString("prefix", &opts.prefix, "node names are PREFIX00000, PREFIX00001, ... (default sim)");
+  p.AddString("plan", &opts.plan, "plan YAML to submit once all are connected (empty: no run)");
+  p.AddInt("coordinator-pid", &opts.coordinator_pid,
+           "pid whose CPU and memory are sampled (0: none)");
+  p.AddDouble("idle-seconds", &opts.idle_seconds,
+              "seconds the idle coordinator's CPU is measured (default 10)");
+  p.AddDouble("settle-seconds", &opts.settle_seconds,
+              "seconds to wait after all are connected before the idle CPU is measured (the "
+              "heartbeat period doubles at most once a period: 50 s at 50,000 agents about 60 s "
+              "after they connected)");
+  p.AddDouble("timeout", &opts.timeout,
+              "seconds the whole benchmark may take; then it reports and exits (default 600)");
+  p.AddDouble("slow-gpu", &opts.slow_gpu, "fraction of nodes with a slow GPU (gemm, GPU 3 at 70%)");
+  p.AddDouble("flap-port", &opts.flap_port, "fraction of nodes with a flapping IB port (health)");
+  p.AddDouble("sdc", &opts.sdc,
+              "fraction of nodes whose GPU 5 gives a wrong digest (consistency)");
+  p.AddDouble("hang", &opts.hang, "fraction of nodes whose first task never ends");
+  p.AddDouble("disconnect", &opts.disconnect,
+              "fraction of nodes whose stream drops halfway through their first task (they "
+              "reconnect after 2 s and resend from their last ack)");
+  // uint64: ArgParser's integers are int64, so it is read as text and
+  // checked here.
+  p.AddString("seed", seed, "which nodes get the faults (default 1)");
+  p.SetCheck("seed", [](const std::string& v) {
+    uint64_t x = 0;
+    return absl::SimpleAtoi(v, &x) ? absl::OkStatus()
+                                   : absl::InvalidArgumentError(absl::StrCat(
+                                         "--seed: '", v, "' is not an unsigned integer"));
+  });
+  p.AddInt("batch", &opts.batch,
+           "records per RecordBatch (the real agent's max_batch_records; default 500)");
+  p.AddInt("max-unacked", &opts.max_unacked,
+           "records in flight per task before waiting for an ack (default 2000)");
+  p.AddString("json-out", &opts.json_out, "also write the figures as one JSON object to this file");
+}
+
+// Option names as documented before ArgParser (absl flags): --idle_seconds
+// as well as --idle-seconds. Rewrites a long option's name (never a value,
+// nor anything after "--") to its dashed spelling.
+std::vector<std::string> DashedNames(int argc, char** argv) {
+  std::vector<std::string> args;
+  bool after_separator = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") after_separator = true;
+    if (!after_separator && a.size() > 2 && a[0] == '-' && a[1] == '-') {
+      const size_t end = std::min(a.find('='), a.size());
+      std::replace(a.begin() + 2, a.begin() + static_cast<std::ptrdiff_t>(end), '_', '-');
+    }
+    args.push_back(std::move(a));
+  }
+  return args;
+}
+
+}  // namespace
+}  // namespace cmax::scale
+
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "cmax-scale-agents --agents N --target 127.0.0.1:PORT [--plan FILE] [--coordinator-pid P]\n"
+  cmax::ArgParser p(
+      "cmax-scale-agents --agents N --target 127.0.0.1:PORT [--plan FILE] [--coordinator-pid P]",
       "Hosts N simulated agents (8 simulated GPUs each, every record marked simulated) over "
       "real gRPC, submits the plan and prints connect time, idle CPU, memory per agent, "
-      "ingest rate and scorecard time. See benchmarks/scale/README.md.");
-  // --help lists this file's flags (absl matches files named after the
-  // program by default).
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::StrContains(file, "scale/scale_agents.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage);
-  cmax::DashedFlags flags(argc, argv);  // --coordinator-pid as well as --coordinator_pid
-  absl::ParseCommandLine(flags.argc(), flags.argv());
+      "ingest rate and scorecard time. Options are spelled with dashes or underscores "
+      "(--idle-seconds, --idle_seconds). See benchmarks/scale/README.md.");
+  std::string seed = "1";
+  cmax::scale::AddOptions(p, &seed);
+  // ParseToolArgs on the rewritten names: argv[0] first, as it expects.
+  std::vector<std::string> args = cmax::scale::DashedNames(argc, argv);
+  std::vector<char*> ptrs = {argv[0]};
+  for (auto& a : args) ptrs.push_back(a.data());
+  if (const int code = cmax::ParseToolArgs(p, static_cast<int>(ptrs.size()), ptrs.data());
+      code >= 0) {
+    return code;
+  }
+  if (!p.positional().empty()) {
+    std::fprintf(stderr, "cmax-scale-agents: unexpected argument '%s'\n\n%s",
+                 p.positional().front().c_str(), p.Help().c_str());
+    return 2;
+  }
+  (void)absl::SimpleAtoi(seed, &cmax::scale::opts.seed);  // checked by the parser
   return cmax::scale::Main();
 }

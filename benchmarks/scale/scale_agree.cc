@@ -29,14 +29,7 @@ int main(int argc, char** argv) {
   p.AddFlag("clean", &clean,
             "no faults (by default every node has the simulator's slow GPU, flapping port "
             "and SDC digest, so that node rules fire)");
-  if (auto s = p.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "%s\n%s", std::string(s.message()).c_str(), p.Help().c_str());
-    return 2;
-  }
-  if (p.help_requested()) {
-    std::printf("%s", p.Help().c_str());
-    return 0;
-  }
+  cmax::ParseToolArgsOrExit(p, argc, argv);
   if (nodes < 2 || nodes > 100000) {
     std::fprintf(stderr, "--nodes must be 2 to 100000\n");
     return 2;

@@ -91,14 +91,7 @@ int main(int argc, char** argv) {
   p.AddFlag(
       "check-same", &check_same,
       "build the card both ways; exit 1 when they differ (peak RSS is then both's)");
-  if (auto s = p.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "%s\n%s", std::string(s.message()).c_str(), p.Help().c_str());
-    return 2;
-  }
-  if (p.help_requested()) {
-    std::printf("%s", p.Help().c_str());
-    return 0;
-  }
+  cmax::ParseToolArgsOrExit(p, argc, argv);
   if (db.empty()) {
     std::fprintf(stderr, "need --db PATH\n%s", p.Help().c_str());
     return 2;

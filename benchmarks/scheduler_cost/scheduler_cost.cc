@@ -26,7 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/args.h"
 #include "common/plan_parser.h"
 #include "coordinator/scheduler.h"
 
@@ -59,37 +61,33 @@ std::string NodeName(int i) {
 }
 
 int Main(int argc, char** argv) {
-  int nodes = 50000, entries = 2;
-  long statuses = -1;
+  int64_t nodes_arg = 50000, entries_arg = 2, statuses_arg = -1;
   std::string mode = "auto";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--nodes") {
-      nodes = std::atoi(next().c_str());
-    } else if (a == "--entries") {
-      entries = std::atoi(next().c_str());
-    } else if (a == "--statuses") {
-      statuses = std::atol(next().c_str());
-    } else if (a == "--mode") {
-      mode = next();
-    } else {
-      std::fprintf(stderr,
-                   "usage: cmax-scheduler-cost [--nodes N] [--entries E] [--statuses S] "
-                   "[--mode auto|full]\n");
-      return a == "--help" ? 0 : 2;
-    }
-  }
-  if (nodes < 1 || entries < 1 || (mode != "auto" && mode != "full")) {
-    std::fprintf(stderr, "bad arguments: nodes and entries >= 1, mode auto or full\n");
+  ArgParser p("cmax-scheduler-cost [--nodes N] [--entries E] [--statuses S] [--mode auto|full]",
+              "The coordinator scheduler's cost per agent status: N connected nodes, a run "
+              "of E node-scope entries; prints the mean and slowest cost per status. No "
+              "agents, no network.");
+  p.AddInt("nodes", &nodes_arg, "connected nodes (default 50000)");
+  p.AddInt("entries", &entries_arg, "node-scope entries of the run (default 2)");
+  p.AddInt("statuses", &statuses_arg,
+           "statuses timed (default, or past N x E: every task, to the run's end)");
+  p.AddString("mode", &mode,
+              "auto: Schedule as the core calls it; full: a full pass every round "
+              "(default auto)");
+  p.SetCheck("mode", [](const std::string& v) {
+    return v == "auto" || v == "full"
+               ? absl::OkStatus()
+               : absl::InvalidArgumentError(
+                     absl::StrCat("--mode: '", v, "' is not auto or full"));
+  });
+  ParseToolArgsOrExit(p, argc, argv);
+  // Node indexes and task counts are ints in the code below.
+  if (nodes_arg < 1 || nodes_arg > 10'000'000 || entries_arg < 1 || entries_arg > 1000) {
+    std::fprintf(stderr, "cmax-scheduler-cost: --nodes must be 1..10000000, --entries 1..1000\n");
     return 2;
   }
+  const int nodes = static_cast<int>(nodes_arg), entries = static_cast<int>(entries_arg);
+  long statuses = static_cast<long>(statuses_arg);
   const long total = static_cast<long>(nodes) * entries;
   if (statuses < 0 || statuses > total) statuses = total;
   const bool full = mode == "full";

@@ -10,6 +10,7 @@
 #include "benchmarks/report_scale/report_scale_data.h"
 #include "catch2/catch.hpp"
 #include "google/protobuf/util/message_differencer.h"
+#include "reports/record_wire.h"
 #include "reports/scorecard.h"
 #include "tests/reports/analysis_test_util.h"
 #include "tests/reports/scorecard_test_util.h"
@@ -488,4 +489,161 @@ TEST_CASE("record set: a scan's labels_if leaves labels out only of records it d
 }
 
 }  // namespace
+
+// The ExportedRecord `wire` split (record_wire.h) and put back together as
+// ForEachUntil does: parse the rest, merge the labels `keep` keeps.
+v1::ExportedRecord SplitAndMerge(const std::string& wire,
+                                 const std::vector<std::string_view>* keep) {
+  wire::SplitBuffers b;
+  v1::ExportedRecord out;
+  REQUIRE(wire::SplitLabels(wire, &b));
+  REQUIRE(out.ParseFromString(b.top));
+  wire::LabelsWire(keep, &b);
+  REQUIRE(out.MergeFromString(b.labels_wire));
+  return out;
+}
+
+TEST_CASE("record wire: bytes that do not walk are not split, and are parsed whole",
+          "[record_set]") {
+  const v1::ExportedRecord r = Meas("n1", "gemm", "gemm_tflops", 700, "TFLOP/s",
+                                    {{"gpu", "0"}, {"dtype", "bf16"}});
+  const std::string good = r.SerializeAsString();
+  wire::SplitBuffers b;
+  REQUIRE(wire::SplitLabels(good, &b));
+  CHECK(b.labels.size() == 2);
+  // Every cut short of the whole: a field, a length or a varint cut.
+  for (size_t n = 1; n < good.size(); ++n) {
+    INFO("cut at " << n);
+    v1::ExportedRecord parsed;
+    if (parsed.ParseFromString(good.substr(0, n))) continue;  // a cut between fields
+    CHECK_FALSE(wire::SplitLabels(good.substr(0, n), &b));
+  }
+  // Bytes after a good record's (which has labels to leave out, so a false
+  // below is the walk's): a field protobuf would skip walks; the rest do not.
+  CHECK(wire::SplitLabels(good + std::string("\xa0\x01\x05", 3), &b));  // field 20, varint
+  const std::string bad[] = {
+      std::string("\x0b\x0c", 2),          // a group (start, end): refused
+      std::string("\x0e", 1),              // wire type 6
+      std::string("\x0f", 1),              // wire type 7
+      std::string("\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12),  // varint > 10 bytes
+      std::string("\x52\x05" "ab", 4),     // a length past the end
+      std::string("\x52\xff\xff\xff\xff\x1f", 6),  // a length past 2^31
+      std::string("\x59\x01\x02\x03", 4),  // fixed64 cut short
+      std::string("\x5d\x01\x02", 3),      // fixed32 cut short
+      std::string("\x52", 1),              // a tag and nothing after
+  };
+  for (const std::string& w : bad) {
+    INFO("bytes of size " << w.size());
+    CHECK_FALSE(wire::SplitLabels(good + w, &b));
+  }
+  // Inside the record: a Measurement that does not walk, and a labels
+  // field that is not length-delimited (a parse keeps it as unknown).
+  {
+    v1::ExportedRecord broken;
+    broken.set_node("n1");
+    std::string meas = r.record().measurement().SerializeAsString() + std::string("\x0e", 1);
+    REQUIRE(meas.size() < 120);  // one-byte lengths below
+    std::string rec;
+    rec += static_cast<char>((1 << 3) | 2);
+    rec += static_cast<char>(meas.size());
+    rec += meas;
+    std::string top = broken.SerializeAsString();
+    top += static_cast<char>((6 << 3) | 2);
+    top += static_cast<char>(rec.size());
+    top += rec;
+    CHECK_FALSE(wire::SplitLabels(top, &b));
+    const int labels = v1::Measurement::kLabelsFieldNumber;
+    meas = r.record().measurement().SerializeAsString();
+    meas += static_cast<char>(labels << 3);  // varint
+    meas += '\x01';
+    rec.clear();
+    rec += static_cast<char>((1 << 3) | 2);
+    rec += static_cast<char>(meas.size());
+    rec += meas;
+    top = broken.SerializeAsString();
+    top += static_cast<char>((6 << 3) | 2);
+    top += static_cast<char>(rec.size());
+    top += rec;
+    v1::ExportedRecord parsed;
+    REQUIRE(parsed.ParseFromString(top));  // protobuf takes it; the split does not
+    CHECK_FALSE(wire::SplitLabels(top, &b));
+  }
+  // No labels: nothing to leave out, parsed whole.
+  v1::ExportedRecord plain = Meas("n1", "gemm", "gemm_tflops", 700, "TFLOP/s");
+  plain.mutable_record()->mutable_measurement()->clear_labels();
+  CHECK_FALSE(wire::SplitLabels(plain.SerializeAsString(), &b));
+  // A map entry's key: the last field 1, "" when none, what was read
+  // before a bad field.
+  CHECK(wire::EntryKey(std::string("\x0a\x01" "a\x12\x01" "b\x0a\x01" "c", 9)) == "c");
+  CHECK(wire::EntryKey(std::string("\x12\x01" "b", 3)).empty());
+  CHECK(wire::EntryKey(std::string("\x0a\x01" "a\x0e", 4)) == "a");
+}
+
+TEST_CASE("record wire: split and merged is the record a whole parse gives", "[record_set]") {
+  // One Record with a Measurement, then a Finding, then a Measurement
+  // again: a parse empties the oneof at each switch, so only the last
+  // Measurement's labels survive; and a Measurement twice in a row merges.
+  v1::Measurement m1, m2, m3;
+  m1.set_metric("busbw");
+  (*m1.mutable_labels())["op"] = "all_reduce";
+  (*m1.mutable_labels())["gpu"] = "1";
+  v1::Finding f;
+  f.set_check_id("x");
+  (*f.mutable_labels())["port"] = "mlx5_0";
+  m2.set_value(3);
+  (*m2.mutable_labels())["dtype"] = "float";
+  (*m2.mutable_labels())["gpu"] = "2";
+  m3.set_unit("GB/s");
+  (*m3.mutable_labels())["gpu"] = "3";  // the last "gpu" wins
+  (*m3.mutable_labels())["node"] = "n7";
+  std::string record_wire;
+  for (const v1::Record& part : [&] {
+         std::vector<v1::Record> parts(4);
+         *parts[0].mutable_measurement() = m1;
+         *parts[1].mutable_finding() = f;
+         *parts[2].mutable_measurement() = m2;
+         *parts[3].mutable_measurement() = m3;
+         return parts;
+       }()) {
+    record_wire += part.SerializeAsString();
+  }
+  v1::ExportedRecord whole;
+  whole.set_node("n7");
+  whole.set_suite("collective");
+  whole.set_seq(5);
+  REQUIRE(whole.mutable_record()->ParseFromString(record_wire));
+  REQUIRE(whole.record().measurement().labels().size() == 3);
+  RecordSet set;
+  set.AddWire("", 0, 5, "n7", "collective", record_wire, false, 0);
+  // The ExportedRecord's bytes as AddWire holds them: the record's as they
+  // came.
+  REQUIRE(record_wire.size() < 128);  // a one-byte length below
+  std::string wire_bytes;
+  {
+    v1::ExportedRecord top = whole;
+    top.clear_record();
+    wire_bytes = top.SerializeAsString();
+    wire_bytes += static_cast<char>((6 << 3) | 2);
+    wire_bytes += static_cast<char>(record_wire.size());
+    wire_bytes += record_wire;
+  }
+  CHECK(google::protobuf::util::MessageDifferencer::Equals(SplitAndMerge(wire_bytes, nullptr),
+                                                           whole));
+  const std::vector<std::string_view> keep = {"dtype"};
+  v1::ExportedRecord some = whole;
+  some.mutable_record()->mutable_measurement()->mutable_labels()->erase("gpu");
+  CHECK(google::protobuf::util::MessageDifferencer::Equals(SplitAndMerge(wire_bytes, &keep),
+                                                           some));
+  // And through a scan: labels asked for, with and without label_keys.
+  RecordFilter all;
+  all.labels_if = [](const v1::ExportedRecord&) { return true; };
+  auto got = Scan(set, all);
+  REQUIRE(got.size() == 1);
+  CHECK(google::protobuf::util::MessageDifferencer::Equals(got[0], whole));
+  all.label_keys = {"dtype"};
+  got = Scan(set, all);
+  REQUIRE(got.size() == 1);
+  CHECK(google::protobuf::util::MessageDifferencer::Equals(got[0], some));
+}
+
 }  // namespace cmax::reports
