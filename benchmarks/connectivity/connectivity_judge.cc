@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/median.h"
+#include "common/plural.h"
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/run_data.h"
@@ -40,8 +41,17 @@
 namespace cmax::reports {
 namespace {
 
+// What makes an outlying RTT practically slow, beyond the fleet's Tukey
+// fence: at least 2x the fleet's median (a relative excess of 1.0) and at
+// least 0.1 ms above it. A TCP round trip inside a rack is some 20-60 us; a
+// pair that adds 0.1 ms to that is on a longer path, a congested link or a
+// starved host, where 30 us more is scheduling noise.
+constexpr double kRttMinRelativeExcess = 1.0;
+constexpr double kRttMinExcessMs = 0.1;
+
 // The first kPairsNamed pairs, then how many more there are.
 constexpr size_t kPairsNamed = 64;
+
 std::string JoinCapped(const std::vector<std::string>& pairs) {
   if (pairs.size() <= kPairsNamed) return absl::StrJoin(pairs, "; ");
   return absl::StrCat(absl::StrJoin(pairs.begin(), pairs.begin() + kPairsNamed, "; "), "; and ",
@@ -220,7 +230,15 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::vector<double> values;
   for (const auto& k : items) values.push_back(k.value);
   const FleetStats s = ComputeFleetStats(values);
-  std::vector<Outlier> outliers = FindOutliers(items, Better::kLower);
+  // Statistically off is not enough: in a fleet whose RTTs are tens of
+  // microseconds (loopback, one rack) the fence sits a few tens of
+  // microseconds above the median, and scheduling noise on a busy host
+  // crosses it. A pair is slow only when it is also practically off: at
+  // least twice the median and kRttMinExcessMs above it.
+  std::vector<Outlier> outliers;
+  for (Outlier& o : FindOutliers(items, Better::kLower, 4, kRttMinRelativeExcess)) {
+    if (o.item.value - s.median >= kRttMinExcessMs) outliers.push_back(std::move(o));
+  }
   if (outliers.empty()) {
     v1::RuleResult r = Rule("rtt", "pass", "", "fleet");
     r.set_value(s.median);
@@ -268,8 +286,10 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
     v1::RuleResult r = Rule("rtt", "warn", "", "fleet");
     r.set_value(static_cast<double>(outliers.size()));
     r.set_unit("slow pairs");
-    r.set_message(absl::StrCat(outliers.size(), " pairs have an outlying RTT and no single node "
-                               "explains them (", fleet_text, ")"));
+    r.set_message(absl::StrCat(Counted(static_cast<int64_t>(outliers.size()), "pair has",
+                                       "pairs have"),
+                               " an outlying RTT and no single node explains them (", fleet_text,
+                               ")"));
     for (const auto& e : evidence) r.add_evidence(e);
     out->push_back(std::move(r));
   }

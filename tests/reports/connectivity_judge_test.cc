@@ -155,3 +155,34 @@ TEST_CASE("no connectivity records: no connectivity rules", "[reports][connectiv
   d.records.push_back(Meas("a", "hostcheck", "gpu_count", 8, "count"));
   CHECK(Judge(d).empty());
 }
+
+TEST_CASE("RTT noise of tens of microseconds is no slow pair; a real excess still is",
+          "[reports][connectivity]") {
+  // The quickstart's loopback fleet: a median of 0.0375 ms and one pair at
+  // 0.095 ms, past the Tukey fence but 2.5x only 57 us more: noise.
+  auto noisy = [](const std::string& s, const std::string& t) {
+    return (s == "a" && t == "b") ? 0.095 : 0.0375;
+  };
+  auto rs = Judge(Mesh({"a", "b", "c"}, {}, noisy));
+  auto rtt = Rules(rs, "connectivity.rtt");
+  REQUIRE(rtt.size() == 1);
+  CHECK(rtt[0]->outcome() == "pass");
+  // 0.05 ms against a 0.04 ms fleet: 25% off, but 10 us is no defect either.
+  auto slightly = [](const std::string& s, const std::string& t) {
+    return (s == "a" && t == "b") ? 0.05 : 0.04;
+  };
+  auto rs_slightly = Judge(Mesh({"a", "b", "c"}, {}, slightly));
+  rtt = Rules(rs_slightly, "connectivity.rtt");
+  REQUIRE(rtt.size() == 1);
+  CHECK(rtt[0]->outcome() == "pass");
+  // 0.4 ms on one pair of the same fleet is both: one slow pair, said in
+  // the singular.
+  auto slow = [](const std::string& s, const std::string& t) {
+    return (s == "a" && t == "b") ? 0.4 : 0.0375;
+  };
+  auto rs_slow = Judge(Mesh({"a", "b", "c"}, {}, slow));
+  rtt = Rules(rs_slow, "connectivity.rtt");
+  REQUIRE(rtt.size() == 1);
+  CHECK(rtt[0]->outcome() == "warn");
+  CHECK(Mentions(*rtt[0], "1 pair has an outlying RTT"));
+}
