@@ -4,6 +4,9 @@
 # summary and where the files are, and stops what it started.
 #
 #   deploy/quickstart.sh [--agents N] [--plan FILE] [--keep-running]
+#     --agents N  agents local-0 ... local-N-1 (default 3: the quick plan's
+#                 connectivity measures between nodes; with 1 it says "not
+#                 measured: needs 2 nodes")
 #
 # Environment: CMAX_BUILD_DIR (default build/), CMAX_QUICKSTART_DIR (default:
 # a new /tmp/cmax-quickstart.XXXXXX made by mktemp -d, mode 0700; a folder
@@ -15,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-agents=1
+agents=3
 plan=$root/benchmarks/plans/quick.yaml
 keep=0
 while [[ $# -gt 0 ]]; do
@@ -25,7 +28,7 @@ while [[ $# -gt 0 ]]; do
     --plan) plan=${2:?--plan needs a file}; shift 2 ;;
     --plan=*) plan=${1#*=}; shift ;;
     --keep-running) keep=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "quickstart: unknown option '$1'" >&2; exit 2 ;;
   esac
 done

@@ -156,7 +156,7 @@ TEST_CASE("no connectivity records: no connectivity rules", "[reports][connectiv
   CHECK(Judge(d).empty());
 }
 
-TEST_CASE("RTT noise of tens of microseconds is no slow pair; a real excess still is",
+TEST_CASE("RTT noise of tens of microseconds is no slow pair, a real excess still is",
           "[reports][connectivity]") {
   // The quickstart's loopback fleet: a median of 0.0375 ms and one pair at
   // 0.095 ms, past the Tukey fence but 2.5x only 57 us more: noise.
