@@ -80,6 +80,13 @@ struct MetricSpec {
   MetricBetter better = MetricBetter::kHigher;
   bool fleet = false;
   std::vector<std::string> fleet_group_keys = {};
+  // How far from the fleet's median a value must also be, as a fraction of
+  // it, to be named an outlier (beyond the Tukey fences): the figure's own
+  // run-to-run noise. A tight fleet has a tiny IQR, so the fences alone
+  // would name noise; a value must be both statistically and practically
+  // off. 3% suits GPU compute and memory figures; storage bandwidth
+  // declares its own.
+  double fleet_min_margin = 0.03;
   std::string help = "";
   // A Sample metric the HTML scorecard draws over time, per GPU or host, under
   // this title (reports/charts.cc); empty: not drawn.

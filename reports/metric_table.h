@@ -29,6 +29,9 @@ struct FleetMetric {
   // value), so per-job figures are compared with per-job figures of every
   // node, totals with totals.
   std::vector<std::string> group_keys;
+  // MetricSpec::fleet_min_margin: the least relative distance from the
+  // median that makes an outlier.
+  double min_margin = 0.03;
 };
 
 // Every metric compared across the fleet, in table order.

@@ -67,7 +67,7 @@ void JudgeGroup(const FleetMetric& fm, const std::string& group_name, const Grou
       absl::StrCat("fleet median ", FormatValue(s.median, g.unit), ", min ",
                    FormatNumber(s.min), ", max ", FormatNumber(s.max), ", n=", s.n);
 
-  for (const Outlier& o : FindOutliers(g.items, fm.better, kMinPeers)) {
+  for (const Outlier& o : FindOutliers(g.items, fm.better, kMinPeers, fm.min_margin)) {
     const double pct = std::fabs(1.0 - o.relative_to_median) * 100.0;
     const char* side = o.item.value < s.median ? "below" : "above";
     v1::RuleResult r;

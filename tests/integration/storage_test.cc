@@ -155,7 +155,16 @@ suites:
   auto r = c.Ctl({"run", "--plan", plan}, 300s);
   INFO(r.out << r.err);
   INFO(cmax::TailOfFile(c.dir() + "/agent-0.log", 3000));
-  REQUIRE(r.exit.code == kExitNotRated);
+  {
+    // A node that failed says why (the scorecard's verdict reasons).
+    const cmax::v1::Scorecard card = ReportCard(c, Cluster::RunIdFrom(r.out));
+    std::string reasons;
+    for (const auto& n : card.nodes()) {
+      for (const auto& why : n.reasons()) absl::StrAppend(&reasons, n.node(), ": ", why, "\n");
+    }
+    INFO("the nodes' verdict reasons:\n" << reasons);
+    REQUIRE(r.exit.code == kExitNotRated);
+  }
   std::map<std::string, std::string> read_from;  // node -> node whose shard it read
   std::map<std::string, std::string> rank_of;
   for (const auto& rec : Export(c, Cluster::RunIdFrom(r.out))) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "generated/suite_judges.h"
+#include "reports/judges.h"
 #include "reports/run_data.h"
 
 
@@ -209,4 +210,45 @@ TEST_CASE("storage that ran without measurements is not measured", "[storage_jud
   REQUIRE(out.size() == 1);
   CHECK(out[0].outcome() == "not_measured");
   CHECK(Judge(RunData{}).empty());  // no storage in the plan: nothing to say
+}
+
+TEST_CASE("storage bandwidth is a fleet outlier only 25% off the median, not on noise",
+          "[reports][storage][fleet]") {
+  // Issue 33, item 6: three loopback nodes, two checkpoint jobs each; one
+  // job at 316.6 MB/s against a 357 MB/s median (11% below) was an extreme
+  // Tukey outlier in a tight fleet and failed its node.
+  auto judge = [](double slow_job) {
+    RunData d;
+    int k = 0;
+    for (const char* node : {"node-0", "node-1", "node-2"}) {
+      for (const char* job : {"0", "1"}) {
+        cmax::v1::ExportedRecord rec;
+        rec.set_node(node);
+        rec.set_suite("storage");
+        auto* m = rec.mutable_record()->mutable_measurement();
+        m->set_suite("storage");
+        m->set_metric("storage_bandwidth_mbps");
+        m->set_unit("MB/s");
+        m->set_value(k == 5 ? slow_job : 355.0 + k % 3);
+        (*m->mutable_labels())["pattern"] = "checkpoint";
+        (*m->mutable_labels())["op"] = "write";
+        (*m->mutable_labels())["job"] = job;
+        d.records.push_back(rec);
+        ++k;
+      }
+    }
+    std::vector<RuleResult> out;
+    cmax::reports::FleetJudge(d, &out);
+    std::vector<RuleResult> outliers;
+    for (const auto& r : out) {
+      if (r.rule_id() == "fleet.outlier.storage_bandwidth_mbps") outliers.push_back(r);
+    }
+    return outliers;
+  };
+  CHECK(judge(316.6).empty());  // 11% below: noise between identical clients
+  CHECK(judge(280.0).empty());  // 21% below: still within a shared file system's noise
+  const auto slow = judge(150.0);  // 58% below: a straggler
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0].node() == "node-2");
+  CHECK(slow[0].outcome() == "fail");
 }
