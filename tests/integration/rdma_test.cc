@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -58,6 +59,17 @@ std::string FakePerftestDir(const std::string& base) {
   return dir;
 }
 
+// Two agents' --root trees under `base`, each two GPUs and two NDR NICs
+// (tests/fixtures/rdma/two-rails.topo).
+std::pair<std::string, std::string> TwoRailRoots(const std::string& base) {
+  const std::string topo =
+      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
+  std::pair<std::string, std::string> roots{base + "/root-0", base + "/root-1"};
+  cmax::testing::BuildTopologyTree(topo, roots.first);
+  cmax::testing::BuildTopologyTree(topo, roots.second);
+  return roots;
+}
+
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in),
@@ -84,11 +96,7 @@ TEST_CASE(
     "rendezvous",
     "[integration][rdma]") {
   cmax::testing::ScratchDir tmp;
-  const std::string r0 = tmp.path + "/root-0", r1 = tmp.path + "/root-1";
-  const std::string topo =
-      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
-  cmax::testing::BuildTopologyTree(topo, r0);
-  cmax::testing::BuildTopologyTree(topo, r1);
+  const auto [r0, r1] = TwoRailRoots(tmp.path);
   const std::string log = tmp.path + "/perftest.log";
   ClusterOptions o;
   o.agents = 2;
@@ -257,11 +265,7 @@ TEST_CASE(
     "link",
     "[integration][rdma]") {
   cmax::testing::ScratchDir tmp;
-  const std::string topo =
-      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
-  const std::string r0 = tmp.path + "/root-0", r1 = tmp.path + "/root-1";
-  cmax::testing::BuildTopologyTree(topo, r0);
-  cmax::testing::BuildTopologyTree(topo, r1);
+  const auto [r0, r1] = TwoRailRoots(tmp.path);
   ClusterOptions o;
   o.agents = 2;
   o.agent_roots = {r0, r1};
@@ -327,11 +331,7 @@ TEST_CASE(
   // Both agents get tests/integration/hostile_rdma_rank.cc as cmax-bench:
   // whichever node is rank 0 lies, rank 1 is the real suite.
   cmax::testing::ScratchDir tmp;
-  const std::string topo =
-      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/rdma/two-rails.topo";
-  const std::string r0 = tmp.path + "/root-0", r1 = tmp.path + "/root-1";
-  cmax::testing::BuildTopologyTree(topo, r0);
-  cmax::testing::BuildTopologyTree(topo, r1);
+  const auto [r0, r1] = TwoRailRoots(tmp.path);
   const std::string bench = tmp.path + "/hostile-bench";
   fs::create_directories(bench);
   fs::create_symlink(Cluster::BinDir() + "/hostile_rdma_rank", bench + "/cmax-bench");
