@@ -65,6 +65,15 @@ def send_quietly(sock, data):
         return False
 
 
+def in_parallel(n, one):
+    """Runs one(0) ... one(n - 1) on threads of their own; returns when all end."""
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def headers(addr, port, ca):
     head = b"GET / HTTP/1.1\r\nHost: head\r\n" + b"".join(
         b"X-Flood-%d: %s\r\n" % (i, b"f" * 64) for i in range(30000))
@@ -80,11 +89,7 @@ def headers(addr, port, ca):
         statuses[i] = status_of(read_reply(s, 5))
         s.close()
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_parallel(10, one)
     print(f"  header floods: {statuses.count('431')} of 10 answered 431")
     failures = [] if statuses.count("431") == 10 else [f"header floods answered {statuses}"]
 
@@ -133,11 +138,7 @@ def slowloris(addr, port, ca):
         s.close()
 
     started = time.monotonic()
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_parallel(16, one)
     took = time.monotonic() - started
     cut, refused = outcome.count("408"), outcome.count("503")
     print(f"  slow clients: {cut} cut at the deadline (408), {refused} refused (503), "
