@@ -1,7 +1,8 @@
 // Fleet judge: the same metric on comparable subjects (same group labels)
 // across the fleet; the slow GPU, link or disk is named by Tukey fences
 // (stats.h). Mild outlier -> warn, extreme -> fail; each group also gets a
-// pass-level result with its spread (RULES.md, rule 4). The metrics judged
+// pass-level result with its spread (RULES.md, rule 4), or, with fewer
+// than kMinPeers values, a not-measured one: no comparison was made. The metrics judged
 // are in metric_table.cc. Records of different plan entries of one suite
 // (the node's own burn-in and the fleet burn-in) form separate groups.
 #include <cmath>
@@ -92,20 +93,26 @@ void JudgeGroup(const FleetMetric& fm, const std::string& group_name, const Grou
     out->push_back(std::move(r));
   }
 
+  // The group's spread; with fewer values than an outlier needs peers, the
+  // comparison was not made, and the result says so (not a pass).
   v1::RuleResult pass;
   pass.set_rule_id(absl::StrCat("fleet.spread.", fm.metric));
   pass.set_category(fm.category);
-  pass.set_outcome("pass");
   pass.set_subject(title);
-  pass.set_message(absl::StrCat(title, ": median ", FormatValue(s.median, g.unit), ", min ",
-                                FormatNumber(s.min), ", max ", FormatNumber(s.max), " over ",
-                                s.n, " values"));
   pass.add_evidence(spread);
   pass.add_evidence(absl::StrCat("q1 ", FormatNumber(s.q1), ", q3 ", FormatNumber(s.q3)));
   if (s.n < kMinPeers) {
+    pass.set_outcome("not_measured");
+    pass.set_message(absl::StrCat(title, ": no fleet comparison: it needs ", kMinPeers,
+                                  " values to name an outlier, the run has ", s.n,
+                                  " (median ", FormatValue(s.median, g.unit), ")"));
     pass.add_evidence(absl::StrCat("too few values (", s.n, " < ", kMinPeers,
                                    ") to name outliers"));
   } else {
+    pass.set_outcome("pass");
+    pass.set_message(absl::StrCat(title, ": median ", FormatValue(s.median, g.unit), ", min ",
+                                  FormatNumber(s.min), ", max ", FormatNumber(s.max), " over ",
+                                  s.n, " values"));
     pass.add_evidence(fence_text);
   }
   pass.set_value(s.median);

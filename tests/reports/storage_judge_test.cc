@@ -11,6 +11,7 @@
 #include "generated/suite_judges.h"
 #include "reports/judges.h"
 #include "reports/run_data.h"
+#include "reports/scorecard.h"
 
 
 using cmax::reports::RunData;
@@ -212,43 +213,92 @@ TEST_CASE("storage that ran without measurements is not measured", "[storage_jud
   CHECK(Judge(RunData{}).empty());  // no storage in the plan: nothing to say
 }
 
+// Two checkpoint jobs a node at 355-357 MB/s; the last job of the last node
+// at `slow_job` MB/s.
+RunData CheckpointFleet(int nodes, double slow_job) {
+  RunData d;
+  for (int n = 0; n < nodes; ++n) {
+    for (int job = 0; job < 2; ++job) {
+      const int k = 2 * n + job;
+      cmax::v1::ExportedRecord rec;
+      rec.set_node(absl::StrCat("node-", n));
+      rec.set_suite("storage");
+      auto* m = rec.mutable_record()->mutable_measurement();
+      m->set_suite("storage");
+      m->set_metric("storage_bandwidth_mbps");
+      m->set_unit("MB/s");
+      m->set_value(k == 2 * nodes - 1 ? slow_job : 355.0 + k % 3);
+      (*m->mutable_labels())["pattern"] = "checkpoint";
+      (*m->mutable_labels())["op"] = "write";
+      (*m->mutable_labels())["job"] = absl::StrCat(job);
+      d.records.push_back(rec);
+    }
+  }
+  return d;
+}
+
+std::vector<RuleResult> FleetRules(const RunData& d, const std::string& rule_id) {
+  std::vector<RuleResult> out, kept;
+  cmax::reports::FleetJudge(d, &out);
+  for (const auto& r : out) {
+    if (r.rule_id() == rule_id) kept.push_back(r);
+  }
+  return kept;
+}
+
 TEST_CASE("storage bandwidth is a fleet outlier only 25% off the median, not on noise",
           "[reports][storage][fleet]") {
   // Issue 33, item 6: three loopback nodes, two checkpoint jobs each; one
   // job at 316.6 MB/s against a 357 MB/s median (11% below) was an extreme
   // Tukey outlier in a tight fleet and failed its node.
-  auto judge = [](double slow_job) {
-    RunData d;
-    int k = 0;
-    for (const char* node : {"node-0", "node-1", "node-2"}) {
-      for (const char* job : {"0", "1"}) {
-        cmax::v1::ExportedRecord rec;
-        rec.set_node(node);
-        rec.set_suite("storage");
-        auto* m = rec.mutable_record()->mutable_measurement();
-        m->set_suite("storage");
-        m->set_metric("storage_bandwidth_mbps");
-        m->set_unit("MB/s");
-        m->set_value(k == 5 ? slow_job : 355.0 + k % 3);
-        (*m->mutable_labels())["pattern"] = "checkpoint";
-        (*m->mutable_labels())["op"] = "write";
-        (*m->mutable_labels())["job"] = job;
-        d.records.push_back(rec);
-        ++k;
-      }
-    }
-    std::vector<RuleResult> out;
-    cmax::reports::FleetJudge(d, &out);
-    std::vector<RuleResult> outliers;
-    for (const auto& r : out) {
-      if (r.rule_id() == "fleet.outlier.storage_bandwidth_mbps") outliers.push_back(r);
-    }
-    return outliers;
+  auto outliers = [](double slow_job) {
+    return FleetRules(CheckpointFleet(3, slow_job), "fleet.outlier.storage_bandwidth_mbps");
   };
-  CHECK(judge(316.6).empty());  // 11% below: noise between identical clients
-  CHECK(judge(280.0).empty());  // 21% below: still within a shared file system's noise
-  const auto slow = judge(150.0);  // 58% below: a straggler
+  CHECK(outliers(316.6).empty());  // 11% below: noise between identical clients
+  CHECK(outliers(280.0).empty());  // 21% below: still within a shared file system's noise
+  const auto slow = outliers(150.0);  // 58% below: a straggler
   REQUIRE(slow.size() == 1);
   CHECK(slow[0].node() == "node-2");
   CHECK(slow[0].outcome() == "fail");
+}
+
+TEST_CASE("a fleet comparison with fewer values than it needs is not measured, never a pass",
+          "[reports][storage][fleet]") {
+  // One node, two jobs: two values, and a fleet outlier needs four.
+  const RunData one = CheckpointFleet(1, 150.0);
+  const auto spread = FleetRules(one, "fleet.spread.storage_bandwidth_mbps");
+  REQUIRE(spread.size() == 1);
+  CHECK(spread[0].outcome() == "not_measured");
+  CHECK(spread[0].node().empty());
+  CHECK(absl::StrContains(spread[0].message(),
+                          "no fleet comparison: it needs 4 values to name an outlier, the run "
+                          "has 2"));
+  CHECK(FleetRules(one, "fleet.outlier.storage_bandwidth_mbps").empty());
+
+  // Through the scorecard: the Storage category lists it as not measured,
+  // and the node's verdict does not blame the node for it.
+  const cmax::v1::Scorecard card = cmax::reports::BuildScorecard(one);
+  const cmax::v1::CategoryGrade* storage = nullptr;
+  for (const auto& c : card.categories()) {
+    if (c.name() == "Storage") storage = &c;
+  }
+  REQUIRE(storage != nullptr);
+  bool listed = false;
+  for (const auto& r : storage->rules()) {
+    if (r.rule_id() == "fleet.spread.storage_bandwidth_mbps") {
+      listed = true;
+      CHECK(r.outcome() == "not_measured");
+    }
+  }
+  CHECK(listed);
+  CHECK(absl::StrContains(storage->summary(), "no fleet comparison"));
+  for (const auto& n : card.nodes()) {
+    for (const auto& reason : n.reasons()) CHECK_FALSE(absl::StrContains(reason, "fleet comparison"));
+  }
+
+  // Four values and more: the comparison is made, and its spread passes.
+  const auto two = FleetRules(CheckpointFleet(2, 356.0), "fleet.spread.storage_bandwidth_mbps");
+  REQUIRE(two.size() == 1);
+  CHECK(two[0].outcome() == "pass");
+  CHECK(absl::StrContains(two[0].message(), "over 4 values"));
 }
