@@ -47,4 +47,11 @@ const FleetMetric* FindFleetMetric(const std::string& metric) {
   return nullptr;
 }
 
+double OutlierMargin(const std::string& metric) {
+  for (const SuiteInfo& suite : SuiteCatalog()) {
+    if (const MetricSpec* m = FindSuiteMetric(suite, metric)) return m->fleet_min_margin;
+  }
+  return MetricSpec{}.fleet_min_margin;
+}
+
 }  // namespace cmax::reports

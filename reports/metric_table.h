@@ -39,6 +39,12 @@ const std::vector<FleetMetric>& FleetMetrics();
 // nullptr when the metric is not in the table.
 const FleetMetric* FindFleetMetric(const std::string& metric);
 
+// The least relative distance from the median that makes `metric` an
+// outlier in any judge that compares peers (the fleet judge, storage
+// stragglers, rdma links, collective pairs): its declared
+// MetricSpec::fleet_min_margin, or 3% for a metric no suite declares.
+double OutlierMargin(const std::string& metric);
+
 }  // namespace cmax::reports
 
 #endif  // CMAX_REPORTS_METRIC_TABLE_H_

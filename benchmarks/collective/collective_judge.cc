@@ -47,6 +47,7 @@
 #include "absl/strings/str_split.h"
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
+#include "reports/metric_table.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
 
@@ -242,12 +243,10 @@ void JudgeOneNodeFleet(const std::vector<RunFigure>& runs, std::vector<v1::RuleR
     buckets[Bucket(r)].push_back({r.nodes[0], r.nodes[0], r.busbw});
   }
   for (const auto& [bucket, items] : buckets) {
-    const FleetStats s = [&] {
-      std::vector<double> v;
-      for (const auto& k : items) v.push_back(k.value);
-      return ComputeFleetStats(v);
-    }();
-    for (const Outlier& o : FindOutliers(items, Better::kHigher)) {
+    std::vector<double> values;
+    for (const auto& k : items) values.push_back(k.value);
+    const FleetStats s = ComputeFleetStats(values);
+    for (const Outlier& o : FindOutliers(items, Better::kHigher, 4, OutlierMargin("busbw_gbps"))) {
       v1::RuleResult r = Rule("collective.busbw.node_outlier", o.extreme ? "fail" : "warn",
                               o.item.node, o.item.subject,
                               absl::StrCat(o.item.node, ": one-node ", bucket, " busbw ",
@@ -282,7 +281,7 @@ void JudgePairs(const RunData& data, const std::vector<RunFigure>& runs,
     }
     const FleetStats s = ComputeFleetStats(values);
     std::set<std::string> outliers;
-    for (const Outlier& o : FindOutliers(items, Better::kHigher)) outliers.insert(o.item.subject);
+    for (const Outlier& o : FindOutliers(items, Better::kHigher, 4, OutlierMargin("busbw_gbps"))) outliers.insert(o.item.subject);
     std::map<std::string, std::vector<const RunFigure*>> by_node;
     std::map<const RunFigure*, std::string> why_slow;
     for (size_t i = 0; i < pairs.size(); ++i) {
@@ -568,7 +567,9 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
     }
   }
 
-  for (const auto& [task, st] : stalls) {
+  for (const auto& entry : stalls) {
+    // Named, not a structured binding: the lambda below captures it.
+    const auto& st = entry.second;
     int world = st.ranks;
     if (world <= 0) world = static_cast<int>(st.rank_nodes.size());
     auto node_of = [&](int rank) {
@@ -613,7 +614,7 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
                absl::StrCat(st.op, " soak (", st.size, " B) stalled: rank ", rank, " (", node,
                             ") is to blame: ", why));
       res.set_unit("");
-      res.add_evidence(absl::StrCat("task ", task, ", ", world, " ranks: ",
+      res.add_evidence(absl::StrCat("task ", entry.first, ", ", world, " ranks: ",
                                     absl::StrJoin(st.rank_nodes, ",")));
       for (const auto& w : waited) res.add_evidence(w);
       res.set_action("check this node: the suite process (stopped or hung?), its kernel log "

@@ -46,6 +46,7 @@
 #include "absl/strings/str_join.h"
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
+#include "reports/metric_table.h"
 #include "reports/outcome_order.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
@@ -216,7 +217,8 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     }
     const bool lat = key.first == "rdma_write_lat_us";
     const FleetStats s = ComputeFleetStats(values);
-    for (const Outlier& o : FindOutliers(keyed, lat ? Better::kLower : Better::kHigher)) {
+    for (const Outlier& o : FindOutliers(keyed, lat ? Better::kLower : Better::kHigher, 4,
+                                         OutlierMargin(key.first))) {
       const Item* it = by_subject[o.item.subject];
       ++slow_per_metric[key.first];
       mark(link(*it), o.extreme ? "fail" : "warn",

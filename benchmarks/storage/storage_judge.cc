@@ -32,6 +32,7 @@
 #include "common/plural.h"
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
+#include "reports/metric_table.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
 
@@ -275,7 +276,7 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
 
     std::vector<Keyed> items;
     for (const auto& n : nodes) items.push_back({n.node, n.node, n.value});
-    for (const Outlier& o : FindOutliers(items, Better::kHigher)) {
+    for (const Outlier& o : FindOutliers(items, Better::kHigher, 4, OutlierMargin(metric))) {
       v1::RuleResult s = Rule(
           "storage.straggler", "warn", o.item.node, subject,
           absl::StrFormat("%s is a straggler for %s on %s: %.1f %s, %.0f%% of the median",

@@ -147,6 +147,22 @@ TEST_CASE("storage stragglers are named, local and shared graded apart", "[stora
   CHECK(absl::StrContains(shared->message(), "across 6 nodes"));
 }
 
+TEST_CASE("a storage straggler is only named 25% off the median, its declared margin",
+          "[storage_judge]") {
+  // The margin storage_bandwidth_mbps declares (storage_declaration.cc): a
+  // client 16% slow is a file system's noise; at 42% it is a straggler.
+  auto stragglers = [](double slow) {
+    RunData d;
+    for (int i = 0; i < 6; ++i) {
+      Add(&d, {absl::StrCat("gpu-node-", i), i == 4 ? slow : 1000.0 + i * 5, {}, kT0Ms});
+    }
+    return ById(Judge(d), "storage.straggler").size();
+  };
+  CHECK(stragglers(850.0) == 0);
+  CHECK(stragglers(780.0) == 0);
+  CHECK(stragglers(420.0) == 1);
+}
+
 TEST_CASE("a storage message without class or mount labels leaves those clauses out",
           "[storage_judge]") {
   // A simulated run writes no storage_class, fs_type, mount_source or path:
