@@ -17,6 +17,7 @@
 #include "common/owned_dir.h"
 #include "common/plan_parser.h"
 #include "common/plural.h"
+#include "common/run_id.h"
 #include "common/secrets.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
@@ -25,14 +26,6 @@ namespace cmax::coordinator {
 namespace {
 
 std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
-
-bool IsSafeId(const std::string& id) {
-  if (id.empty() || id.size() > 128) return false;
-  for (char c : id) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
-  }
-  return id.find("..") == std::string::npos;
-}
 
 }  // namespace
 
@@ -340,8 +333,6 @@ absl::StatusOr<T> AwaitOnCore(CoordinatorCore* core, std::function<absl::StatusO
 
 }  // namespace
 
-bool IsSafeRunId(const std::string& id) { return IsSafeId(id); }
-
 std::string RunSubmittedLine(const std::string& run_id, const std::string& plan, size_t tasks,
                              size_t nodes) {
   return absl::StrCat("run ", run_id, " submitted: plan '", plan, "', ",
@@ -383,7 +374,7 @@ absl::StatusOr<v1::ListRunsResponse> CoordinatorCore::SnapshotRuns(int limit,
 
 absl::StatusOr<v1::GetRunResponse> CoordinatorCore::SnapshotRun(const std::string& run_id,
                                                                 absl::Duration timeout) {
-  if (!IsSafeId(run_id)) return absl::InvalidArgumentError("bad run id");
+  if (!IsSafeRunId(run_id)) return absl::InvalidArgumentError("bad run id");
   return AwaitOnCore<v1::GetRunResponse>(
       this, [this, run_id]() -> absl::StatusOr<v1::GetRunResponse> { return HandleGetRun(run_id); },
       timeout);

@@ -303,11 +303,6 @@ class CoordinatorCore {
   std::thread export_thread_;
 };
 
-// The rule every run id from outside passes before it names a file or a
-// query (letters, digits, '-', '_', '.', no "..", 1-128 characters); the web
-// view's 400 for a bad id.
-bool IsSafeRunId(const std::string& id);
-
 // The coordinator's log lines at a run's start and end, in the words and
 // counts cmaxctl uses (common/task_state.h, common/plural.h): "run R
 // submitted: plan 'quick', 2 tasks on 1 node"; "run R completed: tier not

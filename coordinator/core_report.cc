@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/atomic_file.h"
 #include "common/logging.h"
+#include "common/run_id.h"
 #include "common/status_macros.h"
 #include "reports/record_set.h"
 #include "reports/scorecard.h"

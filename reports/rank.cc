@@ -147,8 +147,8 @@ std::string Md(const std::string& s) {
   return e;
 }
 
-std::string Fig(bool measured, double v, const char* fmt) {
-  return measured ? absl::StrFormat(fmt, v) : "not measured";
+std::string Fig(bool measured, double v, int decimals) {
+  return measured ? absl::StrFormat("%.*f", decimals, v) : "not measured";
 }
 
 std::string CostText(const v1::RankEntry& e) {
@@ -343,11 +343,11 @@ std::string RenderRankMarkdown(const v1::RankTable& t) {
     }
     absl::StrAppend(&out, "| ", e.position(), " | ", Md(e.cluster()), " | ", Md(e.tier()), " | ",
                     absl::StrJoin(grades, " | "), " | ",
-                    Fig(e.bf16_measured(), e.bf16_tflops_per_gpu(), "%.1f"), " | ",
-                    Fig(e.allreduce_measured(), e.allreduce_busbw_gbps(), "%.1f"), " | ",
-                    Fig(e.storage_measured(), e.storage_gbps_per_gpu(), "%.2f"), " | ",
+                    Fig(e.bf16_measured(), e.bf16_tflops_per_gpu(), 1), " | ",
+                    Fig(e.allreduce_measured(), e.allreduce_busbw_gbps(), 1), " | ",
+                    Fig(e.storage_measured(), e.storage_gbps_per_gpu(), 2), " | ",
                     absl::StrFormat("%.0f%%", e.rejected_share() * 100), " | ",
-                    Fig(e.failures_measured(), e.failures_per_1000_gpu_hours(), "%.2f"), " | ",
+                    Fig(e.failures_measured(), e.failures_per_1000_gpu_hours(), 2), " | ",
                     CostText(e), " | ",
                     e.cost_position() > 0 ? absl::StrCat(e.cost_position()) : "-", " |\n");
   }

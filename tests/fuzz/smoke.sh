@@ -24,7 +24,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--build-dir DIR] [--seconds N] [--jobs N]" >&2; exit 2 ;;
   esac
 done
-targets=(plan_parser record_line rendezvous version http_request)
+targets=(plan_parser record_line rendezvous version http_request web_view)
 
 cxx=$(command -v clang++ || command -v clang++-14 || true)
 cc=$(command -v clang || command -v clang-14 || true)
@@ -60,7 +60,8 @@ for t in "${targets[@]}"; do
   log="$build/logs/$t.log"
   rm -rf "$art"
   mkdir -p "$work" "$art" "$(dirname "$log")"
-  "$bin" "$work" "$src/tests/fuzz/corpus/$t" -max_total_time="$seconds" -timeout=10 \
+  # Fixture files a target writes (web_view: a report directory).
+  CMAX_FUZZ_WORK_DIR="$build/work/$t" "$bin" "$work" "$src/tests/fuzz/corpus/$t" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$art/" \
     >"$log" 2>&1
   rc=$?

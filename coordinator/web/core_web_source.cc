@@ -1,0 +1,36 @@
+// The web view's data from the coordinator's core: each answer is a
+// snapshot the core thread makes (CoordinatorCore::Snapshot*: Post and
+// wait), waiting at most the timeout given.
+#include "coordinator/core.h"
+#include "coordinator/web/web_server.h"
+
+namespace cmax::coordinator::web {
+namespace {
+
+class CoreWebSource : public WebSource {
+ public:
+  CoreWebSource(CoordinatorCore* core, absl::Duration timeout)
+      : core_(core), timeout_(timeout) {}
+  absl::StatusOr<v1::ListAgentsResponse> Agents() override {
+    return core_->SnapshotAgents(timeout_);
+  }
+  absl::StatusOr<v1::ListRunsResponse> Runs(int limit) override {
+    return core_->SnapshotRuns(limit, timeout_);
+  }
+  absl::StatusOr<v1::GetRunResponse> Run(const std::string& run_id) override {
+    return core_->SnapshotRun(run_id, timeout_);
+  }
+
+ private:
+  CoordinatorCore* core_;
+  absl::Duration timeout_;
+};
+
+}  // namespace
+
+std::unique_ptr<WebSource> MakeCoreWebSource(CoordinatorCore* core,
+                                             absl::Duration timeout) {
+  return std::make_unique<CoreWebSource>(core, timeout);
+}
+
+}  // namespace cmax::coordinator::web

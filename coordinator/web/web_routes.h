@@ -1,0 +1,132 @@
+// The web view's handlers, apart from the listener that serves them
+// (coordinator/web/web_server.h): what each route answers, who may ask,
+// the sign-in sessions. WebRoutes::Install puts them on any cpp-httplib
+// server, so the fuzz target (tests/fuzz/web_view_fuzz.cc) drives the
+// same handlers the coordinator serves, without a socket or a core.
+//
+// Access: loopback unless configured; beyond loopback only with TLS and a
+// token (no --allow-insecure here). With a token every request but the
+// sign-in form needs either "Authorization: Bearer <token>" or the session
+// cookie that POST /login sets after checking the token (HttpOnly,
+// SameSite=Strict, Secure under TLS; its value is an expiry, a random nonce
+// and their HMAC-SHA256 under a key made at start, never the token). The
+// token is never taken from a URL: a query with a token parameter is
+// refused (400). Wrong or missing credentials: 401 (the sign-in form for
+// pages, plain text for /api/), and nothing else.
+//
+// Routes (GET unless said):
+//   /                         agents and the latest runs (at most max_runs)
+//   /runs/ID                  live page of a run (polls /api/runs/ID)
+//   /runs/ID/scorecard        scorecard.html as the coordinator wrote it
+//   /runs/ID/scorecard.md     scorecard.md (text/markdown)
+//   /runs/ID/scorecard.json   scorecard.json as a download
+//   /compare?a=RUN&b=RUN      ComparePage of the two scorecards; 501 unset
+//   /api/agents, /api/runs    ListAgents / ListRuns as JSON (proto field names)
+//   /api/runs/ID[?since=FP]   the run page's data; with since= the answer
+//                             waits up to poll_hold while nothing changed
+//   /login (GET form, POST)   /logout (POST)
+// Bad run ids (IsSafeRunId): 400. Unknown runs: 404. Core busy: 503.
+#ifndef CMAX_COORDINATOR_WEB_WEB_ROUTES_H_
+#define CMAX_COORDINATOR_WEB_WEB_ROUTES_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cmax/v1/scorecard.pb.h"
+#include "cmax/v1/service.pb.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace cmax::coordinator::web {
+
+// Where the web view's data comes from (a seam: tests give a fake).
+class WebSource {
+ public:
+  virtual ~WebSource() = default;
+  virtual absl::StatusOr<v1::ListAgentsResponse> Agents() = 0;
+  virtual absl::StatusOr<v1::ListRunsResponse> Runs(int limit) = 0;
+  // NOT_FOUND for an unknown run.
+  virtual absl::StatusOr<v1::GetRunResponse> Run(const std::string& run_id) = 0;
+};
+
+// Renders the comparison page of two scorecards (a first, b second).
+using ComparePage = std::function<absl::StatusOr<std::string>(const v1::Scorecard&,
+                                                              const v1::Scorecard&)>;
+
+struct WebOptions {
+  // HOST:PORT, [V6]:PORT, or a bare PORT (then 127.0.0.1). Port 0: any free one.
+  std::string listen;
+  std::string token;  // empty: nothing asked (the coordinator's --no-token)
+  // Also accepted, as a bearer token or at the sign-in form
+  // (--read-token-file): the view only reads. Empty: only `token`.
+  std::string read_token;
+  std::string tls_cert_file;  // PEM; both or neither; then HTTPS
+  std::string tls_key_file;
+  // <data dir>/reports: scorecards are <report_root>/<run>/scorecard.{html,md,json}.
+  std::string report_root;
+  int max_runs = 200;        // runs listed by / and /api/runs
+  ComparePage compare_page;  // unset: /compare answers 501
+  absl::Duration session_lifetime = absl::Hours(12);
+  absl::Duration poll_hold = absl::Seconds(1);
+  // How long a wrong token at the sign-in form holds its answer (that
+  // connection's thread only), to slow guessing down.
+  absl::Duration wrong_token_pause = absl::Milliseconds(250);
+};
+
+struct PageContext;
+
+class WebRoutes {
+ public:
+  // session_key: the secret that signs session cookies (made at start,
+  // never stored); tls: cookies get the Secure attribute.
+  WebRoutes(WebOptions options, std::unique_ptr<WebSource> source,
+            std::string session_key, bool tls);
+  WebRoutes(const WebRoutes&) = delete;
+  WebRoutes& operator=(const WebRoutes&) = delete;
+
+  // The pre-routing check, the error handler and every route above. The
+  // server must not outlive this object.
+  void Install(httplib::Server& srv);
+
+  const WebOptions& options() const { return options_; }
+
+ private:
+  std::string Mac(absl::string_view data) const;
+  absl::StatusOr<std::string> NewSession();
+  std::string SessionNonce(const httplib::Request& req) const;
+  bool ValidSession(const httplib::Request& req) const;
+  std::string CookieAttributes() const;
+  PageContext Context(const httplib::Request& req) const;
+  void Error(const httplib::Request& req, httplib::Response& res, const absl::Status& s,
+             bool page) const;
+  bool LoadRun(const httplib::Request& req, httplib::Response& res, const std::string& id,
+               bool page, v1::GetRunResponse* out);
+
+  const WebOptions options_;
+  const std::unique_ptr<WebSource> source_;
+  const std::string session_key_;  // hex of 32 random bytes
+  const bool tls_;
+  // The sessions signed in and not yet signed out: nonce -> expiry (unix s).
+  // A cookie is honoured only while its nonce is here, so /logout ends it
+  // for good, not just in the browser that sent it. At most kMaxSessions
+  // (the ones that expire first go when a new one needs room).
+  static constexpr size_t kMaxSessions = 4096;
+  mutable absl::Mutex sessions_mu_;
+  std::map<std::string, int64_t> sessions_ ABSL_GUARDED_BY(sessions_mu_);
+};
+
+}  // namespace cmax::coordinator::web
+
+#endif  // CMAX_COORDINATOR_WEB_WEB_ROUTES_H_
