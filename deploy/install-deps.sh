@@ -38,6 +38,9 @@ if [[ $want_tests -eq 1 ]]; then
   # runs on every node with RDMA devices (benchmarks/rdma); its tests use a
   # fake on PATH, but the real one is there to run by hand.
   pkgs+=(perftest)
+  # stress-ng: benchmarks/stress/run.sh loads every core while the
+  # integration tests run again and again (verdicts must not depend on load).
+  pkgs+=(stress-ng)
   # chromium (headless) and fonts: the scorecard's and the web view's browser
   # tests (tests/reports/html_browser_test.py, tests/integration web view).
   pkgs+=(chromium fonts-dejavu-core)
