@@ -53,7 +53,7 @@
 #include "benchmarks/cuda/lt_gemm.h"
 #include "benchmarks/gpu_common/bug_report.h"
 #include "benchmarks/gpu_common/gpu_poll.h"
-#include "benchmarks/gpu_common/gpu_burnin_report.h"
+#include "benchmarks/burnin/gpu_burnin_report.h"
 #include "benchmarks/gpu_common/nvml_telemetry.h"
 #include "benchmarks/health/kernel_log.h"
 #include "benchmarks/health/kmsg_follower.h"

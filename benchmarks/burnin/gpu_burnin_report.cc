@@ -1,4 +1,4 @@
-#include "benchmarks/gpu_common/gpu_burnin_report.h"
+#include "benchmarks/burnin/gpu_burnin_report.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The GPU burn-in's verdict, from synthetic per-GPU results: what
 // cmax-bench-cuda burnin writes at the end, checked without a GPU.
-#include "benchmarks/gpu_common/gpu_burnin_report.h"
+#include "benchmarks/burnin/gpu_burnin_report.h"
 
 #include <algorithm>
 

@@ -2,8 +2,8 @@
 // kept free of CUDA so it is tested on machines without a GPU: throttle
 // reason accounting, telemetry windows (Samples with min/mean/max), the
 // per-GPU figures, and the verdict (Measurements, Findings, an Artifact).
-#ifndef CMAX_BENCHMARKS_GPU_COMMON_GPU_BURNIN_REPORT_H_
-#define CMAX_BENCHMARKS_GPU_COMMON_GPU_BURNIN_REPORT_H_
+#ifndef CMAX_BENCHMARKS_BURNIN_GPU_BURNIN_REPORT_H_
+#define CMAX_BENCHMARKS_BURNIN_GPU_BURNIN_REPORT_H_
 
 #include <cstdint>
 #include <functional>
@@ -167,4 +167,4 @@ bool ReportNodeXids(const std::vector<BurninXid>& unmatched, const BurninContext
 
 }  // namespace cmax::bench
 
-#endif  // CMAX_BENCHMARKS_GPU_COMMON_GPU_BURNIN_REPORT_H_
+#endif  // CMAX_BENCHMARKS_BURNIN_GPU_BURNIN_REPORT_H_
