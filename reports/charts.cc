@@ -73,11 +73,14 @@ void SetStats(const FleetStats& s, v1::ChartStats* out) {
 }
 
 // The subjects on the bad side (both sides when `better` is empty), as the
-// fleet judge names them (stats.h FindOutliers: mild fence and a 3% gap).
-std::set<std::string> OutlierSubjects(const std::vector<Keyed>& items, const std::string& better) {
+// judges name them (stats.h FindOutliers: the mild fence and the metric's
+// declared margin, OutlierMargin), so a bar is never marked that no rule
+// names.
+std::set<std::string> OutlierSubjects(const std::vector<Keyed>& items, const std::string& better,
+                                      double margin) {
   std::set<std::string> out;
   auto add = [&](Better b) {
-    for (const auto& o : FindOutliers(items, b)) out.insert(o.item.subject);
+    for (const auto& o : FindOutliers(items, b, 4, margin)) out.insert(o.item.subject);
   };
   const std::optional<Better> side = BetterFromName(better);
   if (side != Better::kLower) add(Better::kHigher);
@@ -85,8 +88,9 @@ std::set<std::string> OutlierSubjects(const std::vector<Keyed>& items, const std
   return out;
 }
 
-// Fills a per_subject chart from every subject's value.
-void FinishPerSubject(std::vector<v1::ChartValue> values, v1::Chart* c) {
+// Fills a per_subject chart from every subject's value; `margin`: the
+// metric's OutlierMargin.
+void FinishPerSubject(std::vector<v1::ChartValue> values, double margin, v1::Chart* c) {
   c->set_kind("per_subject");
   std::sort(values.begin(), values.end(), [](const auto& a, const auto& b) {
     return NaturalLess(a.subject(), b.subject());
@@ -100,7 +104,7 @@ void FinishPerSubject(std::vector<v1::ChartValue> values, v1::Chart* c) {
   const FleetStats s = ComputeFleetStats(xs);
   SetStats(s, c->mutable_stats());
   c->set_subjects(static_cast<int32_t>(values.size()));
-  const std::set<std::string> outliers = OutlierSubjects(items, c->better());
+  const std::set<std::string> outliers = OutlierSubjects(items, c->better(), margin);
   for (auto& v : values) v.set_outlier(outliers.count(v.subject()) > 0);
   if (values.size() <= kMaxSubjectsDrawn) {
     for (auto& v : values) *c->add_values() = std::move(v);
@@ -170,8 +174,8 @@ void AddSeries(Line line, bool outlier, v1::Chart* c) {
 }
 
 // Fills a series chart: every line when few, else the band and the outliers
-// (by each line's mean, stats.h fences).
-void FinishSeries(std::vector<Line> lines, v1::Chart* c) {
+// (by each line's mean, stats.h fences and the metric's margin).
+void FinishSeries(std::vector<Line> lines, double margin, v1::Chart* c) {
   c->set_kind("series");
   std::sort(lines.begin(), lines.end(),
             [](const Line& a, const Line& b) { return NaturalLess(a.name, b.name); });
@@ -183,7 +187,7 @@ void FinishSeries(std::vector<Line> lines, v1::Chart* c) {
     means.push_back(Mean(l));
   }
   SetStats(ComputeFleetStats(means), c->mutable_stats());
-  const std::set<std::string> outliers = OutlierSubjects(items, c->better());
+  const std::set<std::string> outliers = OutlierSubjects(items, c->better(), margin);
   if (lines.size() <= kMaxSeriesDrawn) {
     for (auto& l : lines) {
       const bool o = outliers.count(l.name) > 0;
@@ -293,12 +297,14 @@ double BusbwFloor(const v1::Plan& plan, const std::string& op, bool one_node, st
 
 struct PerSubjectAcc {
   v1::Chart chart;
+  std::string metric;  // whose OutlierMargin marks the outliers
   std::vector<v1::ChartValue> values;
   std::set<std::string> models;
 };
 
 struct SeriesAcc {
   v1::Chart chart;
+  std::string metric;
   std::map<std::string, Line> lines;
 };
 
@@ -359,9 +365,11 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
 
   auto subject_chart = [&](const std::string& id, const std::string& title,
                            const std::string& unit, const std::string& better,
-                           const std::string& section) -> PerSubjectAcc& {
+                           const std::string& section,
+                           const std::string& metric) -> PerSubjectAcc& {
     PerSubjectAcc& a = per_subject[id];
     if (a.chart.id().empty()) {
+      a.metric = metric;
       a.chart.set_id(id);
       a.chart.set_title(title);
       a.chart.set_unit(unit);
@@ -403,7 +411,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         const bool cpu = LabelValue(m, "backend") == "cpu";
         PerSubjectAcc& a = subject_chart(
             id, absl::StrCat("GEMM ", dtype, " ", shape, cpu ? " per node (CPU)" : " per GPU"),
-            "TFLOP/s", "higher", "Compute");
+            "TFLOP/s", "higher", "Compute", metric);
         v1::ChartValue v;
         v.set_subject(Subject(node, m));
         v.set_node(node);
@@ -425,7 +433,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         PerSubjectAcc& a = subject_chart(
             absl::StrCat("memory:", test),
             absl::StrCat(pcie ? "PCIe copy " : "Memory ", test, " per GPU"), "GB/s", "higher",
-            "Compute");
+            "Compute", metric);
         v1::ChartValue v;
         v.set_subject(Subject(node, m));
         v.set_node(node);
@@ -438,7 +446,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         PerSubjectAcc& a = subject_chart(
             absl::StrCat("storage:", pattern, " ", op),
             absl::StrCat("Storage ", pattern, " (", op, ") per node"), "MB/s", "higher",
-            "Storage");
+            "Storage", metric);
         v1::ChartValue v;
         v.set_subject(node);
         v.set_node(node);
@@ -454,6 +462,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         const std::string& entry = e->second;
         SeriesAcc& a = series[absl::StrCat("busbw:", entry, " (", op, ")")];
         if (a.chart.id().empty()) {
+          a.metric = metric;
           a.chart.set_id(absl::StrCat("busbw:", entry, " (", op, ")"));
           a.chart.set_title(absl::StrCat("Bus bandwidth ", op, " (", entry, ")"));
           a.chart.set_unit("GB/s");
@@ -497,6 +506,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       if (spec == nullptr || spec->chart_over_time.empty()) return;
       SeriesAcc& a = series[absl::StrCat(suite, ":", s.metric())];
       if (a.chart.id().empty()) {
+        a.metric = s.metric();
         a.chart.set_id(absl::StrCat(suite, ":", s.metric()));
         a.chart.set_title(spec->chart_over_time);
         a.chart.set_unit(s.unit());
@@ -540,7 +550,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
                                     a.values.size(), " node", a.values.size() == 1 ? "" : "s"));
     }
     const std::string agg_note = a.chart.note();
-    FinishPerSubject(std::move(a.values), &a.chart);
+    FinishPerSubject(std::move(a.values), OutlierMargin(a.metric), &a.chart);
     if (!agg_note.empty() && a.chart.note() != agg_note) {
       a.chart.set_note(a.chart.note().empty() ? agg_note
                                               : absl::StrCat(agg_note, "; ", a.chart.note()));
@@ -562,7 +572,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       lines.push_back(std::move(l));
     }
     if (lines.empty()) continue;
-    FinishSeries(std::move(lines), &a.chart);
+    FinishSeries(std::move(lines), OutlierMargin(a.metric), &a.chart);
     charts.push_back(std::move(a.chart));
   }
   if (!rtt.empty()) {
@@ -614,7 +624,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         v.set_value(ComputeFleetStats(xs).median);
         values.push_back(std::move(v));
       }
-      FinishPerSubject(std::move(values), &c);
+      FinishPerSubject(std::move(values), OutlierMargin("rtt_ms"), &c);
       c.set_note(absl::StrCat(names.size(), " nodes: too many for a matrix; ", unreachable,
                               " unreachable pair", unreachable == 1 ? "" : "s",
                               c.note().empty() ? "" : "; ", c.note()));

@@ -35,6 +35,7 @@
 #include "common/plural.h"
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
+#include "reports/metric_table.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
 
@@ -42,11 +43,10 @@ namespace cmax::reports {
 namespace {
 
 // What makes an outlying RTT practically slow, beyond the fleet's Tukey
-// fence: at least 2x the fleet's median (a relative excess of 1.0) and at
-// least 0.1 ms above it. A TCP round trip inside a rack is some 20-60 us; a
-// pair that adds 0.1 ms to that is on a longer path, a congested link or a
-// starved host, where 30 us more is scheduling noise.
-constexpr double kRttMinRelativeExcess = 1.0;
+// fence: rtt_ms's declared margin (connectivity_declaration.cc: at least 2x
+// the fleet's median) and at least 0.1 ms above it. A pair that adds 0.1 ms
+// to a rack's 20-60 us round trip is on a longer path, a congested link or a
+// starved host.
 constexpr double kRttMinExcessMs = 0.1;
 
 // The first kPairsNamed pairs, then how many more there are.
@@ -236,7 +236,7 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
   // crosses it. A pair is slow only when it is also practically off: at
   // least twice the median and kRttMinExcessMs above it.
   std::vector<Outlier> outliers;
-  for (Outlier& o : FindOutliers(items, Better::kLower, 4, kRttMinRelativeExcess)) {
+  for (Outlier& o : FindOutliers(items, Better::kLower, 4, OutlierMargin("rtt_ms"))) {
     if (o.item.value - s.median >= kRttMinExcessMs) outliers.push_back(std::move(o));
   }
   if (outliers.empty()) {

@@ -191,6 +191,35 @@ TEST_CASE("connectivity becomes a heat map with unreachable pairs marked", "[cha
   CHECK(absl::StrContains(html, "<title>node-1 \u2192 node-3: unreachable</title>"));
 }
 
+TEST_CASE("a chart marks as outliers only what the judges name: the declared margin",
+          "[charts]") {
+  // Six nodes' storage totals around 1000 MB/s and node-6 below: 16% below
+  // is inside storage_bandwidth_mbps's declared 25% (no rule names it, so
+  // no red bar); 58% below is a straggler, marked.
+  auto marked = [](double slow) {
+    RunData d = CleanHostcheckRun();
+    d.nodes.clear();
+    for (int i = 1; i <= 6; ++i) {
+      const std::string n = absl::StrCat("node-", i);
+      d.nodes.push_back(n);
+      d.records.push_back(Meas(n, "storage", "storage_bandwidth_mbps",
+                               i == 6 ? slow : 1000.0 + i * 5, "MB/s",
+                               {{"job", "all"}, {"pattern", "seq-read"}, {"op", "read"}}));
+    }
+    const v1::Scorecard card = BuildScorecard(d);
+    const v1::Chart* c = ChartById(card, "storage:seq-read read");
+    REQUIRE(c != nullptr);
+    REQUIRE(c->values_size() == 6);
+    std::vector<std::string> out;
+    for (const auto& v : c->values()) {
+      if (v.outlier()) out.push_back(v.subject());
+    }
+    return out;
+  };
+  CHECK(marked(850.0).empty());
+  CHECK(marked(420.0) == std::vector<std::string>{"node-6"});
+}
+
 TEST_CASE("many subjects are drawn as a histogram with the outliers named", "[charts]") {
   RunData d = CleanHostcheckRun();
   d.nodes.clear();
