@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "cmax/v1/plan.pb.h"
+#include "cmax/v1/record.pb.h"
 
 namespace cmax {
 
@@ -70,6 +71,68 @@ struct BackendSpec {
 
 enum class MetricBetter { kHigher, kLower, kNeither };
 
+// How the HTML scorecard draws a metric. reports/charts.cc draws what the
+// suites declare here and knows no suite by name: the suite's declaration
+// says the kind, how a measurement's chart is named, and the reference line.
+enum class ChartKind {
+  kNone,
+  kPerSubject,  // a bar per GPU ("node gpu:N": records with a gpu label), else per node
+  kBySize,      // a line per run against a size label, on a log axis
+  kMatrix,      // source (label src, else the node) by destination (label dst)
+  kOverTime,    // Samples over time, a line per GPU (label gpu) or sensor (label sensor)
+};
+
+enum class ChartReference {
+  kNone,
+  kDatasheetPeak,  // the GPU model's dense peak (gpu_specs.h) at ChartNames::peak_dtype
+  kPlanFloor,      // the first of ChartNames::floor_keys the plan's expect.metrics sets
+};
+
+// The chart one measurement goes to, as its suite names it.
+struct ChartNames {
+  std::string id;         // stable, and one chart per id: "gemm:bf16 8192x8192x8192"
+  std::string title;      // "GEMM bf16 8192x8192x8192 per GPU"
+  std::string line = "";  // kBySize: the run's line
+  std::string peak_dtype = "";               // kDatasheetPeak
+  std::vector<std::string> floor_keys = {};  // kPlanFloor, most specific first
+};
+
+// Names `m`'s chart; false: `m` is not drawn (a total, a soak, a pair the
+// chart does not show). `node`: the record's node; `entry`: the plan entry
+// it came from.
+using ChartNamer = bool (*)(const v1::Measurement& m, const std::string& node,
+                            const std::string& entry, ChartNames* out);
+
+// The label's value ("" when `m` has none): for ChartNamers. Inline: the
+// declarations (cmax_suite_registry) link before cmax_common.
+inline std::string ChartLabel(const v1::Measurement& m, const std::string& key) {
+  auto it = m.labels().find(key);
+  return it == m.labels().end() ? "" : it->second;
+}
+
+struct ChartSpec {
+  ChartKind kind = ChartKind::kNone;
+  // kPerSubject, kBySize, kMatrix: names each measurement's chart, reading
+  // only the labels in `labels` (the rest are not parsed for charts).
+  ChartNamer names = nullptr;
+  std::vector<std::string> labels = {};
+  // kOverTime: the chart's title (one chart per suite and metric).
+  std::string title = "";
+  // What the card lists as not measured when the run drew none of the
+  // charts of this family ("GEMM TFLOP/s per GPU"), and what it lacked
+  // (empty: the metric's name).
+  std::string family = "";
+  std::string family_needs = "";
+  ChartReference reference = ChartReference::kNone;
+  bool total_note = false;   // kPerSubject: "aggregate <sum> over N nodes" in the note
+  std::string x_key = "";    // kBySize: the label on the x axis
+  std::string x_label = "";  // kBySize: its words ("message size (bytes)")
+  // kMatrix: the suite's metric that is 0 for an unreachable pair, and the
+  // title of the per-node chart that replaces a matrix of too many nodes.
+  std::string reachable_metric = "";
+  std::string many_title = "";
+};
+
 // A metric a suite writes (Measurement.metric). With `fleet_group_keys`
 // set (fleet = true), the fleet judge compares each node's value against the
 // fleet's, among values whose labels `fleet_group_keys` agree (for "job"
@@ -88,9 +151,8 @@ struct MetricSpec {
   // declares its own.
   double fleet_min_margin = 0.03;
   std::string help = "";
-  // A Sample metric the HTML scorecard draws over time, per GPU or host, under
-  // this title (reports/charts.cc); empty: not drawn.
-  std::string chart_over_time = "";
+  // How the HTML scorecard draws it (kNone: not drawn).
+  ChartSpec chart = {};
 };
 
 struct SuiteInfo {

@@ -13,6 +13,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/plural.h"
 #include "common/suite_declaration.h"
 #include "reports/gpu_specs.h"
 #include "reports/judge_util.h"
@@ -22,12 +24,6 @@
 
 namespace cmax::reports {
 namespace {
-
-// Whether `suite` declares `metric` (its <suite>_declaration.cc).
-bool Declares(const std::string& suite, const std::string& metric) {
-  const SuiteInfo* info = FindSuite(suite);
-  return info != nullptr && FindSuiteMetric(*info, metric) != nullptr;
-}
 
 // "node-2" < "node-10": digits compare as numbers.
 bool NaturalLess(const std::string& a, const std::string& b) {
@@ -279,13 +275,12 @@ std::string EntryName(const RunData& data,
   return EntryLabel(t.name(), t.suite());
 }
 
-// The plan's busbw floor for an op (collective_judge.cc FloorFor: most
-// specific key first). 0 when the plan sets none.
-double BusbwFloor(const v1::Plan& plan, const std::string& op, bool one_node, std::string* key) {
+// The plan's floor: the first of `keys` its expect.metrics sets (the
+// suite's keys, most specific first). 0 when it sets none.
+double PlanFloor(const v1::Plan& plan, const std::vector<std::string>& keys,
+                 std::string* key) {
   const auto& metrics = plan.expect().metrics();
-  const std::string base = absl::StrCat("busbw_gbps.", op);
-  for (const std::string& k :
-       {base + (one_node ? ".node" : ".multinode"), base, std::string("busbw_gbps")}) {
+  for (const std::string& k : keys) {
     auto it = metrics.find(k);
     if (it != metrics.end()) {
       *key = k;
@@ -295,18 +290,96 @@ double BusbwFloor(const v1::Plan& plan, const std::string& op, bool one_node, st
   return 0;
 }
 
+// A chart's settings that come from its declaration, set when the chart is
+// first met.
+void StartChart(const SuiteInfo& suite, const MetricSpec& spec, const ChartNames& names,
+                const v1::Plan& plan, v1::Chart* c) {
+  c->set_id(names.id);
+  c->set_title(names.title);
+  c->set_unit(spec.unit);
+  c->set_better(BetterName(spec.better));
+  c->set_section(CanonicalCategory(suite.category));
+  if (spec.chart.kind == ChartKind::kBySize) {
+    c->set_x_label(spec.chart.x_label);
+    c->set_x_log(true);
+  }
+  if (spec.chart.reference == ChartReference::kPlanFloor) {
+    std::string key;
+    const double floor = PlanFloor(plan, names.floor_keys, &key);
+    if (floor > 0) {
+      c->set_reference(floor);
+      c->set_reference_label(absl::StrCat("plan floor ", key));
+    }
+  }
+}
+
 struct PerSubjectAcc {
   v1::Chart chart;
-  std::string metric;  // whose OutlierMargin marks the outliers
+  const MetricSpec* spec = nullptr;  // its OutlierMargin marks the outliers
+  std::string peak_dtype;            // ChartReference::kDatasheetPeak
   std::vector<v1::ChartValue> values;
-  std::set<std::string> models;
+  std::set<std::string> models;  // GPU models of the nodes whose GPUs it shows
 };
 
 struct SeriesAcc {
   v1::Chart chart;
-  std::string metric;
+  const MetricSpec* spec = nullptr;
+  bool over_time = false;  // x: unix ns, made seconds since each line's first sample
   std::map<std::string, Line> lines;
 };
+
+struct MatrixAcc {
+  const MetricSpec* spec = nullptr;
+  v1::Chart chart;  // id, title, unit, better, section
+  // src -> dst -> value (or unreachable).
+  std::map<std::string, std::map<std::string, std::pair<double, bool>>> cells;
+};
+
+// The metrics the suites declare a chart for, by name: which suite, its
+// declaration, and whether the record is the reachability companion of a
+// matrix (ChartSpec::reachable_metric) rather than the charted metric.
+struct Charted {
+  const SuiteInfo* suite;
+  const MetricSpec* spec;
+  bool reachability;
+};
+
+struct ChartTable {
+  std::map<std::string, std::vector<Charted>, std::less<>> by_metric;
+  std::vector<std::string> label_keys;  // every label a namer or the walk reads
+};
+
+const ChartTable& Table() {
+  static const ChartTable* table = [] {
+    auto* t = new ChartTable;
+    std::set<std::string> keys = {"gpu", "sensor"};  // Subject, over-time lines
+    for (const SuiteInfo& suite : SuiteCatalog()) {
+      for (const MetricSpec& m : suite.metrics) {
+        if (m.chart.kind == ChartKind::kNone) continue;
+        t->by_metric[m.name].push_back({&suite, &m, false});
+        if (!m.chart.reachable_metric.empty()) {
+          t->by_metric[m.chart.reachable_metric].push_back({&suite, &m, true});
+        }
+        keys.insert(m.chart.labels.begin(), m.chart.labels.end());
+        if (!m.chart.x_key.empty()) keys.insert(m.chart.x_key);
+      }
+    }
+    t->label_keys.assign(keys.begin(), keys.end());
+    return t;
+  }();
+  return *table;
+}
+
+// The declared chart of `metric` as `suite` writes it, or nullptr.
+const Charted* FindCharted(const std::string& suite, const std::string& metric) {
+  const auto& by_metric = Table().by_metric;
+  auto it = by_metric.find(metric);
+  if (it == by_metric.end()) return nullptr;
+  for (const Charted& c : it->second) {
+    if (c.suite->name == suite) return &c;
+  }
+  return nullptr;
+}
 
 void GridFromReasons(const RunData& data, v1::Scorecard* card) {
   // Measured: a record evaluated something for this node and category.
@@ -356,168 +429,117 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
   const std::set<std::string> simulated_tasks = SimulatedTasks(data);
   std::map<std::string, PerSubjectAcc> per_subject;  // by chart id
   std::map<std::string, SeriesAcc> series;
-  // Connectivity: src -> dst -> rtt (or unreachable).
-  std::map<std::string, std::map<std::string, std::pair<double, bool>>> rtt;
-  bool rtt_simulated = false;
+  std::map<std::string, MatrixAcc> matrices;
+  std::set<std::string> drawn_families;
   std::map<std::string, std::string> entry_names;  // task id -> plan entry (EntryName)
   std::map<std::string, const v1::TaskInfo*> first_task;  // task id -> its first task
   for (const auto& t : data.tasks) first_task.try_emplace(t.task_id(), &t);
 
-  auto subject_chart = [&](const std::string& id, const std::string& title,
-                           const std::string& unit, const std::string& better,
-                           const std::string& section,
-                           const std::string& metric) -> PerSubjectAcc& {
-    PerSubjectAcc& a = per_subject[id];
-    if (a.chart.id().empty()) {
-      a.metric = metric;
-      a.chart.set_id(id);
-      a.chart.set_title(title);
-      a.chart.set_unit(unit);
-      a.chart.set_better(better);
-      a.chart.set_section(section);
-    }
-    return a;
-  };
-
-  // Labels are read only of the metrics charted below and of Samples: the
-  // rest is not parsed (record_set.h).
+  // Labels are read only of the charted metrics and of Samples, and of
+  // those only the labels the declarations name: the rest is not parsed
+  // (record_set.h).
   RecordFilter every;
   every.labels_if = [](const v1::ExportedRecord& rec) {
     const v1::Record& r = rec.record();
-    if (!r.has_measurement()) return true;
-    const std::string& metric = r.measurement().metric();
-    return metric == "gemm_tflops" || metric == "memory_bandwidth_gbps" ||
-           metric == "storage_bandwidth_mbps" || metric == "busbw_gbps" ||
-           metric == "rtt_ms" || metric == "reachable";
+    return !r.has_measurement() || Table().by_metric.count(r.measurement().metric()) > 0;
   };
-  // And of those, only the labels read below (Subject included).
-  every.label_keys = {"dtype", "m",    "n",          "k",  "fp8_fast_accum", "backend",
-                      "test",  "gpu",  "job",        "pattern", "op",       "soak",
-                      "size_bytes", "nodes", "placement", "src", "dst",     "sensor"};
+  every.label_keys.assign(Table().label_keys.begin(), Table().label_keys.end());
   ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     const std::string node = RecordNode(rec);
     if (r.has_measurement()) {
       const v1::Measurement& m = r.measurement();
-      const std::string& metric = m.metric();
-      if (metric == "gemm_tflops") {
-        const std::string dtype = LabelValue(m, "dtype");
-        const std::string shape = absl::StrCat(LabelValue(m, "m"), "x", LabelValue(m, "n"), "x",
-                                               LabelValue(m, "k"));
-        std::string id = absl::StrCat("gemm:", dtype, " ", shape);
-        if (!LabelValue(m, "fp8_fast_accum").empty()) {
-          absl::StrAppend(&id, " fast_accum=", LabelValue(m, "fp8_fast_accum"));
-        }
-        const bool cpu = LabelValue(m, "backend") == "cpu";
-        PerSubjectAcc& a = subject_chart(
-            id, absl::StrCat("GEMM ", dtype, " ", shape, cpu ? " per node (CPU)" : " per GPU"),
-            "TFLOP/s", "higher", "Compute", metric);
-        v1::ChartValue v;
-        v.set_subject(Subject(node, m));
-        v.set_node(node);
-        v.set_value(m.value());
-        a.values.push_back(std::move(v));
-        if (m.simulated()) a.chart.set_simulated(true);
-        if (!cpu) {
-          if (auto it = data.inventories.find(node); it != data.inventories.end()) {
-            a.models.insert(it->second.gpu_model());
+      const Charted* charted = FindCharted(rec.suite(), m.metric());
+      if (charted == nullptr) return;
+      const MetricSpec& spec = *charted->spec;
+      auto [e, fresh] = entry_names.try_emplace(rec.task_id());
+      if (fresh) e->second = EntryName(data, first_task, rec.task_id(), rec.suite());
+      ChartNames names;
+      if (!spec.chart.names(m, node, e->second, &names)) return;
+      switch (spec.chart.kind) {
+        case ChartKind::kPerSubject: {
+          PerSubjectAcc& a = per_subject[names.id];
+          if (a.spec == nullptr) {
+            a.spec = &spec;
+            a.peak_dtype = names.peak_dtype;
+            StartChart(*charted->suite, spec, names, data.plan, &a.chart);
+            drawn_families.insert(spec.chart.family);
           }
-        }
-        a.chart.set_x_label(dtype);  // the peak's dtype, read below
-      } else if (metric == "memory_bandwidth_gbps") {
-        const std::string test = LabelValue(m, "test");
-        const std::string gpu = LabelValue(m, "gpu");
-        if (test == "p2p" || gpu == "all" || test.empty())
-          return;  // pairs and aggregates
-        const bool pcie = absl::StartsWith(test, "h2d") || absl::StartsWith(test, "d2h");
-        PerSubjectAcc& a = subject_chart(
-            absl::StrCat("memory:", test),
-            absl::StrCat(pcie ? "PCIe copy " : "Memory ", test, " per GPU"), "GB/s", "higher",
-            "Compute", metric);
-        v1::ChartValue v;
-        v.set_subject(Subject(node, m));
-        v.set_node(node);
-        v.set_value(m.value());
-        a.values.push_back(std::move(v));
-        if (m.simulated()) a.chart.set_simulated(true);
-      } else if (metric == "storage_bandwidth_mbps" && LabelValue(m, "job") == "all") {
-        const std::string pattern = LabelValue(m, "pattern");
-        const std::string op = LabelValue(m, "op");
-        PerSubjectAcc& a = subject_chart(
-            absl::StrCat("storage:", pattern, " ", op),
-            absl::StrCat("Storage ", pattern, " (", op, ") per node"), "MB/s", "higher",
-            "Storage", metric);
-        v1::ChartValue v;
-        v.set_subject(node);
-        v.set_node(node);
-        v.set_value(m.value());
-        a.values.push_back(std::move(v));
-        if (m.simulated()) a.chart.set_simulated(true);
-      } else if (metric == "busbw_gbps" && LabelValue(m, "soak") != "true") {
-        double size = 0;
-        if (!absl::SimpleAtod(LabelValue(m, "size_bytes"), &size) || size <= 0) return;
-        const std::string op = LabelValue(m, "op");
-        auto [e, fresh] = entry_names.try_emplace(rec.task_id());
-        if (fresh) e->second = EntryName(data, first_task, rec.task_id(), rec.suite());
-        const std::string& entry = e->second;
-        SeriesAcc& a = series[absl::StrCat("busbw:", entry, " (", op, ")")];
-        if (a.chart.id().empty()) {
-          a.metric = metric;
-          a.chart.set_id(absl::StrCat("busbw:", entry, " (", op, ")"));
-          a.chart.set_title(absl::StrCat("Bus bandwidth ", op, " (", entry, ")"));
-          a.chart.set_unit("GB/s");
-          a.chart.set_x_label("message size (bytes)");
-          a.chart.set_x_log(true);
-          a.chart.set_better("higher");
-          a.chart.set_section("Networking");
-          const std::string nodes_label = LabelValue(m, "nodes");
-          std::string key;
-          const double floor =
-              BusbwFloor(data.plan, op, SplitNodes(nodes_label).size() <= 1, &key);
-          if (floor > 0) {
-            a.chart.set_reference(floor);
-            a.chart.set_reference_label(absl::StrCat("plan floor ", key));
+          v1::ChartValue v;
+          v.set_subject(Subject(node, m));
+          v.set_node(node);
+          v.set_value(m.value());
+          a.values.push_back(std::move(v));
+          if (m.simulated()) a.chart.set_simulated(true);
+          if (!LabelValue(m, "gpu").empty()) {
+            if (auto it = data.inventories.find(node); it != data.inventories.end()) {
+              a.models.insert(it->second.gpu_model());
+            }
           }
+          break;
         }
-        std::string name = LabelValue(m, "nodes");
-        if (name.empty()) name = node;
-        absl::StrAppend(&name, " ", LabelValue(m, "dtype"),
-                        LabelValue(m, "placement") == "in" ? " in-place" : "");
-        Line& l = a.lines[name];
-        l.name = name;
-        l.node = node;
-        l.points.emplace_back(size, m.value());
-        if (m.simulated()) a.chart.set_simulated(true);
-      } else if ((metric == "rtt_ms" || metric == "reachable") && Declares(rec.suite(), metric)) {
-        const std::string src = LabelValue(m, "src").empty() ? node : LabelValue(m, "src");
-        const std::string dst = LabelValue(m, "dst");
-        if (dst.empty()) return;
-        auto& cell = rtt[src][dst];
-        if (metric == "rtt_ms") cell.first = m.value();
-        if (metric == "reachable" && m.value() == 0) cell.second = true;
-        if (m.simulated()) rtt_simulated = true;
+        case ChartKind::kBySize: {
+          double x = 0;
+          if (!absl::SimpleAtod(LabelValue(m, spec.chart.x_key), &x) || x <= 0) return;
+          SeriesAcc& a = series[names.id];
+          if (a.spec == nullptr) {
+            a.spec = &spec;
+            StartChart(*charted->suite, spec, names, data.plan, &a.chart);
+            drawn_families.insert(spec.chart.family);
+          }
+          Line& l = a.lines[names.line];
+          l.name = names.line;
+          l.node = node;
+          l.points.emplace_back(x, m.value());
+          if (m.simulated()) a.chart.set_simulated(true);
+          break;
+        }
+        case ChartKind::kMatrix: {
+          const std::string src =
+              LabelValue(m, "src").empty() ? node : LabelValue(m, "src");
+          const std::string dst = LabelValue(m, "dst");
+          if (dst.empty()) return;
+          MatrixAcc& a = matrices[names.id];
+          if (a.spec == nullptr) {
+            a.spec = &spec;
+            StartChart(*charted->suite, spec, names, data.plan, &a.chart);
+            drawn_families.insert(spec.chart.family);
+          }
+          auto& cell = a.cells[src][dst];
+          if (!charted->reachability) cell.first = m.value();
+          if (charted->reachability && m.value() == 0) cell.second = true;
+          if (m.simulated()) a.chart.set_simulated(true);
+          break;
+        }
+        case ChartKind::kNone:
+        case ChartKind::kOverTime:
+          break;
       }
     } else if (r.has_sample()) {
       const v1::Sample& s = r.sample();
-      // Samples the suite declares to be drawn over time (MetricSpec::chart_over_time).
+      // Samples the suite declares to be drawn over time (ChartKind::kOverTime).
       const std::string suite = s.suite().empty() ? rec.suite() : s.suite();
       const SuiteInfo* info = FindSuite(suite);
-      const MetricSpec* spec = info != nullptr ? FindSuiteMetric(*info, s.metric()) : nullptr;
-      if (spec == nullptr || spec->chart_over_time.empty()) return;
+      const MetricSpec* spec =
+          info != nullptr ? FindSuiteMetric(*info, s.metric()) : nullptr;
+      if (spec == nullptr || spec->chart.kind != ChartKind::kOverTime) return;
       SeriesAcc& a = series[absl::StrCat(suite, ":", s.metric())];
-      if (a.chart.id().empty()) {
-        a.metric = s.metric();
+      if (a.spec == nullptr) {
+        a.spec = spec;
+        a.over_time = true;
         a.chart.set_id(absl::StrCat(suite, ":", s.metric()));
-        a.chart.set_title(spec->chart_over_time);
+        a.chart.set_title(spec->chart.title);
         a.chart.set_unit(s.unit());
         a.chart.set_x_label("seconds since the task began");
         a.chart.set_better(BetterName(spec->better));
-        a.chart.set_section("Reliability");
+        a.chart.set_section(CanonicalCategory(info->category));
+        drawn_families.insert(spec->chart.family);
       }
       std::string name = node;
       if (const std::string gpu = LabelValue(s.labels(), "gpu"); !gpu.empty()) {
         absl::StrAppend(&name, " gpu:", gpu);
-      } else if (const std::string sensor = LabelValue(s.labels(), "sensor"); !sensor.empty()) {
+      } else if (const std::string sensor = LabelValue(s.labels(), "sensor");
+                 !sensor.empty()) {
         absl::StrAppend(&name, " ", sensor);
       }
       Line& l = a.lines[name];
@@ -532,35 +554,37 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
   std::vector<v1::Chart> charts;
   for (auto& [id, a] : per_subject) {
     if (a.values.empty()) continue;
-    if (absl::StartsWith(id, "gemm:") && a.models.size() == 1) {
+    if (a.spec->chart.reference == ChartReference::kDatasheetPeak &&
+        a.models.size() == 1) {
       if (auto spec = FindGpuSpec(*a.models.begin())) {
-        const double peak = PeakTflops(*spec, a.chart.x_label());
+        const double peak = PeakTflops(*spec, a.peak_dtype);
         if (peak > 0) {
           a.chart.set_reference(peak);
           a.chart.set_reference_label(
-              absl::StrCat("datasheet peak ", spec->name, " ", a.chart.x_label(), " dense"));
+              absl::StrCat("datasheet peak ", spec->name, " ", a.peak_dtype, " dense"));
         }
       }
     }
-    a.chart.clear_x_label();
-    if (absl::StartsWith(id, "storage:")) {
+    if (a.spec->chart.total_note) {
       double sum = 0;
       for (const auto& v : a.values) sum += v.value();
-      a.chart.set_note(absl::StrCat("aggregate ", FormatValue(sum, "MB/s"), " over ",
-                                    a.values.size(), " node", a.values.size() == 1 ? "" : "s"));
+      a.chart.set_note(
+          absl::StrCat("aggregate ", FormatValue(sum, a.spec->unit), " over ",
+                       Counted(static_cast<int64_t>(a.values.size()), "node", "nodes")));
     }
     const std::string agg_note = a.chart.note();
-    FinishPerSubject(std::move(a.values), OutlierMargin(a.metric), &a.chart);
+    FinishPerSubject(std::move(a.values), OutlierMargin(a.spec->name), &a.chart);
     if (!agg_note.empty() && a.chart.note() != agg_note) {
-      a.chart.set_note(a.chart.note().empty() ? agg_note
-                                              : absl::StrCat(agg_note, "; ", a.chart.note()));
+      a.chart.set_note(a.chart.note().empty()
+                           ? agg_note
+                           : absl::StrCat(agg_note, "; ", a.chart.note()));
     }
     charts.push_back(std::move(a.chart));
   }
   for (auto& [id, a] : series) {
     std::vector<Line> lines;
     for (auto& [name, l] : a.lines) {
-      if (absl::StartsWith(id, "burnin:")) {
+      if (a.over_time) {
         double t0 = 0;
         bool first = true;
         for (const auto& p : l.points) {
@@ -572,26 +596,20 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       lines.push_back(std::move(l));
     }
     if (lines.empty()) continue;
-    FinishSeries(std::move(lines), OutlierMargin(a.metric), &a.chart);
+    FinishSeries(std::move(lines), OutlierMargin(a.spec->name), &a.chart);
     charts.push_back(std::move(a.chart));
   }
-  if (!rtt.empty()) {
+  for (auto& [id, a] : matrices) {
     std::set<std::string> names;
-    for (const auto& [src, row] : rtt) {
+    for (const auto& [src, row] : a.cells) {
       names.insert(src);
       for (const auto& [dst, cell] : row) names.insert(dst);
     }
-    v1::Chart c;
-    c.set_better("lower");
-    c.set_unit("ms");
-    c.set_section("Networking");
-    c.set_simulated(rtt_simulated);
+    v1::Chart c = std::move(a.chart);
     if (names.size() <= kMaxHeatmapNodes) {
-      c.set_id("connectivity:rtt");
       c.set_kind("heatmap");
-      c.set_title("Connectivity: round-trip time, source (row) to destination (column)");
       std::vector<double> xs;
-      for (const auto& [src, row] : rtt) {
+      for (const auto& [src, row] : a.cells) {
         for (const auto& [dst, cell] : row) {
           v1::ChartCell* k = c.add_cells();
           k->set_row(src);
@@ -604,11 +622,10 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
       SetStats(ComputeFleetStats(xs), c.mutable_stats());
       c.set_subjects(static_cast<int32_t>(names.size()));
     } else {
-      c.set_id("connectivity:rtt");
-      c.set_title("Connectivity: median round-trip time from each node");
+      c.set_title(a.spec->chart.many_title);
       std::vector<v1::ChartValue> values;
       size_t unreachable = 0;
-      for (const auto& [src, row] : rtt) {
+      for (const auto& [src, row] : a.cells) {
         std::vector<double> xs;
         for (const auto& [dst, cell] : row) {
           if (cell.second) {
@@ -624,9 +641,10 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
         v.set_value(ComputeFleetStats(xs).median);
         values.push_back(std::move(v));
       }
-      FinishPerSubject(std::move(values), OutlierMargin("rtt_ms"), &c);
-      c.set_note(absl::StrCat(names.size(), " nodes: too many for a matrix; ", unreachable,
-                              " unreachable pair", unreachable == 1 ? "" : "s",
+      FinishPerSubject(std::move(values), OutlierMargin(a.spec->name), &c);
+      c.set_note(absl::StrCat(names.size(), " nodes: too many for a matrix; ",
+                              Counted(static_cast<int64_t>(unreachable),
+                                      "unreachable pair", "unreachable pairs"),
                               c.note().empty() ? "" : "; ", c.note()));
     }
     charts.push_back(std::move(c));
@@ -644,27 +662,25 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
   });
   for (auto& c : charts) *card->add_charts() = std::move(c);
 
-  // What was not drawn, for the families a reader looks for.
-  struct Family {
-    const char* prefix;
-    const char* what;
-    const char* metric;
-  };
-  static const Family kFamilies[] = {
-      {"gemm:", "GEMM TFLOP/s per GPU", "gemm_tflops"},
-      {"memory:", "Memory and PCIe copies per GPU", "memory_bandwidth_gbps"},
-      {"busbw:", "Bus bandwidth against message size", "busbw_gbps"},
-      {"connectivity:", "Connectivity matrix", "rtt_ms"},
-      {"storage:", "Storage per pattern per node", "storage_bandwidth_mbps (job=all)"},
-      {"burnin:", "Burn-in clocks, temperature and power over time", "burn-in Samples"},
-  };
-  for (const auto& f : kFamilies) {
-    bool any = false;
-    for (const auto& c : card->charts()) any = any || absl::StartsWith(c.id(), f.prefix);
-    if (!any) {
-      card->add_charts_not_measured(
-          absl::StrCat(f.what, ": not measured (no ", f.metric, " in this run)"));
+  // What was not drawn, for the chart families the suites declare: one line
+  // a family (in catalog order) that drew nothing in this run.
+  std::vector<std::string> families;
+  std::map<std::string, std::vector<std::string>> needs;  // family -> what it lacked
+  for (const SuiteInfo& suite : SuiteCatalog()) {
+    for (const MetricSpec& m : suite.metrics) {
+      const std::string& f = m.chart.family;
+      if (m.chart.kind == ChartKind::kNone || f.empty() || drawn_families.count(f))
+        continue;
+      if (!needs.count(f)) families.push_back(f);
+      const std::string what =
+          m.chart.family_needs.empty() ? m.name : m.chart.family_needs;
+      auto& list = needs[f];
+      if (std::find(list.begin(), list.end(), what) == list.end()) list.push_back(what);
     }
+  }
+  for (const auto& f : families) {
+    card->add_charts_not_measured(absl::StrCat(
+        f, ": not measured (no ", absl::StrJoin(needs[f], ", "), " in this run)"));
   }
   GridFromReasons(data, card);
 }

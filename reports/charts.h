@@ -2,25 +2,18 @@
 // own records and stored in Scorecard.charts (so the JSON export carries what
 // the HTML draws as inline SVG). Pure: no I/O, no clocks.
 //
-// Charts (ids are stable, the HTML and tests look them up):
-//   gemm:<dtype> <m>x<n>x<k>      gemm_tflops per GPU (or per node for the CPU
-//                                 backend) with fleet median, Tukey fences
-//                                 and the datasheet peak (gpu_specs.h)
-//   memory:<test>                 memory_bandwidth_gbps per GPU (h2d, d2h are
-//                                 the PCIe copies; hbm, d2d the device memory)
-//   busbw:<entry> (<op>)          busbw_gbps against message size, one line per
-//                                 run (nodes, dtype, placement), with the
-//                                 plan's floor (collective_judge.cc keys)
-//   burnin:<metric>               Samples over time per GPU / sensor:
-//                                 gpu_sm_clock_mhz, gpu_temperature_c,
-//                                 gpu_power_w, burnin_gflops, cpu_freq_mhz,
-//                                 temperature_c
-//   storage:<pattern> <op>        storage_bandwidth_mbps per node (the node's
-//                                 total, job=all), the aggregate in the note
-//   connectivity:rtt              rtt_ms heat map src x dst (unreachable
-//                                 pairs marked); with more than
-//                                 kMaxHeatmapNodes nodes a per-node chart of
-//                                 the median RTT from each node instead
+// What is drawn comes from the suites' declarations (MetricSpec::chart,
+// common/suite_declaration.h): the kind (per GPU or per node bars, lines
+// against message size, a source-by-destination matrix, Samples over time),
+// the chart each measurement goes to and its title (the suite's
+// ChartNamer), the reference line (the GPU's datasheet peak, the plan's
+// floor) and the family the card names as not measured when nothing of it
+// was drawn. Nothing here knows a suite. The ids are stable; the HTML and
+// tests look them up: gemm:<dtype> <m>x<n>x<k>, memory:<test>,
+// busbw:<entry> (<op>), storage:<pattern> <op>, connectivity:rtt,
+// <suite>:<sample metric>. A matrix past kMaxHeatmapNodes nodes becomes a
+// per-node chart of the median from each node. Outliers are marked with the
+// metric's declared margin (OutlierMargin), as the judges name them.
 //
 // Scale: a per_subject chart keeps every value up to kMaxSubjectsDrawn, else
 // a histogram of all values plus the outliers (named, at most kMaxNamed); a

@@ -12,6 +12,18 @@ namespace cmax::suites::burnin {
 using v1::SCOPE_BARRIER;
 using v1::SCOPE_NODE;
 
+namespace {
+
+// A Sample drawn over time per GPU or host sensor in the HTML scorecard.
+ChartSpec OverTime(const char* title) {
+  return {.kind = ChartKind::kOverTime,
+          .title = title,
+          .family = "Burn-in clocks, temperature and power over time",
+          .family_needs = "burn-in Samples"};
+}
+
+}  // namespace
+
 SuiteInfo Declaration() {
   return {
     .name = "burnin",
@@ -76,19 +88,19 @@ SuiteInfo Declaration() {
              .help = "mean throughput over the burn-in"},
             // Samples, drawn over time per GPU or host in the HTML scorecard.
             {.name = "gpu_sm_clock_mhz", .unit = "MHz", .help = "SM clock, once a second",
-             .chart_over_time = "GPU SM clock over time"},
+             .chart = OverTime("GPU SM clock over time")},
             {.name = "gpu_temperature_c", .unit = "C", .better = MetricBetter::kLower,
              .help = "GPU temperature, once a second",
-             .chart_over_time = "GPU temperature over time"},
+             .chart = OverTime("GPU temperature over time")},
             {.name = "gpu_power_w", .unit = "W", .better = MetricBetter::kNeither,
-             .help = "GPU power, once a second", .chart_over_time = "GPU power over time"},
+             .help = "GPU power, once a second", .chart = OverTime("GPU power over time")},
             {.name = "burnin_gflops", .unit = "GFLOP/s", .help = "host throughput, once a second",
-             .chart_over_time = "CPU burn-in throughput over time"},
+             .chart = OverTime("CPU burn-in throughput over time")},
             {.name = "cpu_freq_mhz", .unit = "MHz", .help = "CPU frequency, once a second",
-             .chart_over_time = "CPU frequency over time"},
+             .chart = OverTime("CPU frequency over time")},
             {.name = "temperature_c", .unit = "C", .better = MetricBetter::kLower,
              .help = "hwmon temperatures, once a second",
-             .chart_over_time = "Host temperature over time"},
+             .chart = OverTime("Host temperature over time")},
             // Every other metric the suite writes (the declarations test reads them all).
             {.name = "burnin_gflops_mean", .unit = "GFLOP/s", .better = MetricBetter::kHigher,
              .help = "cpu backend: mean host GEMM throughput over the run"},

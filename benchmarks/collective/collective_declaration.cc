@@ -3,11 +3,38 @@
 // options); --backend picks the binary. expect-gdr applies to nccl only.
 #include "common/suite_declaration.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
 namespace cmax::suites::collective {
 
 using v1::SCOPE_GANG;
 using v1::SCOPE_NODE;
 using v1::SCOPE_PAIRS;
+
+namespace {
+
+// "busbw:<plan entry> (<op>)": bus bandwidth against message size, a line
+// per run (its nodes, dtype, in-place), against the plan's floor for the op
+// (the collective judge's keys, most specific first). Soaks are not drawn.
+bool BusbwChart(const v1::Measurement& m, const std::string& node,
+                const std::string& entry, ChartNames* out) {
+  if (ChartLabel(m, "soak") == "true") return false;
+  const std::string op = ChartLabel(m, "op");
+  const std::string nodes = ChartLabel(m, "nodes");
+  out->id = absl::StrCat("busbw:", entry, " (", op, ")");
+  out->title = absl::StrCat("Bus bandwidth ", op, " (", entry, ")");
+  out->line = absl::StrCat(nodes.empty() ? node : nodes, " ", ChartLabel(m, "dtype"),
+                           ChartLabel(m, "placement") == "in" ? " in-place" : "");
+  const std::vector<absl::string_view> node_list =
+      absl::StrSplit(nodes, ',', absl::SkipWhitespace());
+  const std::string base = absl::StrCat("busbw_gbps.", op);
+  out->floor_keys = {base + (node_list.size() <= 1 ? ".node" : ".multinode"), base,
+                     "busbw_gbps"};
+  return true;
+}
+
+}  // namespace
 
 SuiteInfo Declaration() {
   return {
@@ -97,7 +124,12 @@ SuiteInfo Declaration() {
     .metrics =
         {
             {.name = "busbw_gbps", .unit = "GB/s",
-             .help = "bus bandwidth as nccl-tests computes it, per op and size"},
+             .help = "bus bandwidth as nccl-tests computes it, per op and size",
+             .chart = {.kind = ChartKind::kBySize, .names = BusbwChart,
+                       .labels = {"soak", "op", "nodes", "dtype", "placement", "size_bytes"},
+                       .family = "Bus bandwidth against message size",
+                       .reference = ChartReference::kPlanFloor, .x_key = "size_bytes",
+                       .x_label = "message size (bytes)"}},
             {.name = "algbw_gbps", .unit = "GB/s", .help = "algorithm bandwidth per op and size"},
             // Every other metric the suite writes (the declarations test reads them all).
             {.name = "time_us", .unit = "us", .better = MetricBetter::kLower,

@@ -7,6 +7,18 @@ namespace cmax::suites::connectivity {
 
 using v1::SCOPE_GANG;
 
+namespace {
+
+// "connectivity:rtt": round-trip time from each source to each destination.
+bool RttChart(const v1::Measurement&, const std::string&, const std::string&,
+              ChartNames* out) {
+  out->id = "connectivity:rtt";
+  out->title = "Connectivity: round-trip time, source (row) to destination (column)";
+  return true;
+}
+
+}  // namespace
+
 SuiteInfo Declaration() {
   return {
     .name = "connectivity",
@@ -45,7 +57,10 @@ SuiteInfo Declaration() {
             // above it). A TCP round trip inside a rack is some 20-60 us;
             // 30 us more is scheduling noise.
             {.name = "rtt_ms", .unit = "ms", .better = MetricBetter::kLower,
-             .fleet_min_margin = 1.0, .help = "TCP round-trip time between two ranks"},
+             .fleet_min_margin = 1.0, .help = "TCP round-trip time between two ranks",
+             .chart = {.kind = ChartKind::kMatrix, .names = RttChart, .labels = {"src", "dst"},
+                       .family = "Connectivity matrix", .reachable_metric = "reachable",
+                       .many_title = "Connectivity: median round-trip time from each node"}},
             {.name = "reachable", .unit = "bool",
              .help = "1 when a rank reached the other, 0 when it could not"},
             // Every other metric the suite writes (the declarations test reads them all).

@@ -5,9 +5,33 @@
 // refuses the rest (exit 2), so the plan is refused them too.
 #include "common/suite_declaration.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace cmax::suites::gemm {
 
 using v1::SCOPE_NODE;
+
+namespace {
+
+// "gemm:<dtype> <m>x<n>x<k>[ fast_accum=<v>]": one bar chart per dtype and
+// shape, per GPU (per node for the cpu backend), against the datasheet peak.
+bool GemmChart(const v1::Measurement& m, const std::string&, const std::string&,
+               ChartNames* out) {
+  const std::string dtype = ChartLabel(m, "dtype");
+  const std::string shape =
+      absl::StrCat(ChartLabel(m, "m"), "x", ChartLabel(m, "n"), "x", ChartLabel(m, "k"));
+  out->id = absl::StrCat("gemm:", dtype, " ", shape);
+  if (const std::string fast = ChartLabel(m, "fp8_fast_accum"); !fast.empty()) {
+    absl::StrAppend(&out->id, " fast_accum=", fast);
+  }
+  const bool cpu = ChartLabel(m, "backend") == "cpu";
+  out->title =
+      absl::StrCat("GEMM ", dtype, " ", shape, cpu ? " per node (CPU)" : " per GPU");
+  out->peak_dtype = dtype;
+  return true;
+}
+
+}  // namespace
 
 SuiteInfo Declaration() {
   return {
@@ -69,7 +93,11 @@ SuiteInfo Declaration() {
         {
             {.name = "gemm_tflops", .unit = "TFLOP/s", .fleet = true,
              .fleet_group_keys = {"dtype", "m", "n", "k", "fp8_fast_accum"},
-             .help = "GEMM throughput of one GPU (or the host) at one shape and dtype"},
+             .help = "GEMM throughput of one GPU (or the host) at one shape and dtype",
+             .chart = {.kind = ChartKind::kPerSubject, .names = GemmChart,
+                       .labels = {"dtype", "m", "n", "k", "fp8_fast_accum", "backend"},
+                       .family = "GEMM TFLOP/s per GPU",
+                       .reference = ChartReference::kDatasheetPeak}},
         },
   };
 }

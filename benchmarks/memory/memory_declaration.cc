@@ -1,9 +1,28 @@
 // GPU memory bandwidth (benchmarks/memory/cuda/): cmax-bench-cuda only.
 #include "common/suite_declaration.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
 namespace cmax::suites::memory {
 
 using v1::SCOPE_NODE;
+
+namespace {
+
+// "memory:<test>": one bar chart per test, per GPU; pairs (p2p) and the
+// all-GPU aggregates are not drawn.
+bool MemoryChart(const v1::Measurement& m, const std::string&, const std::string&,
+                 ChartNames* out) {
+  const std::string test = ChartLabel(m, "test");
+  if (test.empty() || test == "p2p" || ChartLabel(m, "gpu") == "all") return false;
+  const bool pcie = absl::StartsWith(test, "h2d") || absl::StartsWith(test, "d2h");
+  out->id = absl::StrCat("memory:", test);
+  out->title = absl::StrCat(pcie ? "PCIe copy " : "Memory ", test, " per GPU");
+  return true;
+}
+
+}  // namespace
 
 SuiteInfo Declaration() {
   return {
@@ -39,7 +58,10 @@ SuiteInfo Declaration() {
         {
             {.name = "memory_bandwidth_gbps", .unit = "GB/s", .fleet = true,
              .fleet_group_keys = {"test", "size_bytes", "gpu"},
-             .help = "copy bandwidth of one test at one size on one GPU or all"},
+             .help = "copy bandwidth of one test at one size on one GPU or all",
+             .chart = {.kind = ChartKind::kPerSubject, .names = MemoryChart,
+                       .labels = {"test", "gpu"},
+                       .family = "Memory and PCIe copies per GPU"}},
         },
   };
 }

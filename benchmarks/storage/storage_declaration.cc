@@ -2,10 +2,28 @@
 // allowed; with scope barrier every node starts its measured phase at once.
 #include "common/suite_declaration.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace cmax::suites::storage {
 
 using v1::SCOPE_BARRIER;
 using v1::SCOPE_NODE;
+
+namespace {
+
+// "storage:<pattern> <op>": one bar chart per pattern and operation, a bar
+// per node (its total over jobs, job=all), the aggregate in the note.
+bool StorageChart(const v1::Measurement& m, const std::string&, const std::string&,
+                  ChartNames* out) {
+  if (ChartLabel(m, "job") != "all") return false;
+  const std::string pattern = ChartLabel(m, "pattern");
+  const std::string op = ChartLabel(m, "op");
+  out->id = absl::StrCat("storage:", pattern, " ", op);
+  out->title = absl::StrCat("Storage ", pattern, " (", op, ") per node");
+  return true;
+}
+
+}  // namespace
 
 SuiteInfo Declaration() {
   return {
@@ -74,7 +92,12 @@ SuiteInfo Declaration() {
             // only 25% off the median, in bandwidth, IOPS and metadata rate.
             {.name = "storage_bandwidth_mbps", .unit = "MB/s", .fleet = true,
              .fleet_group_keys = {"pattern", "op", "job"}, .fleet_min_margin = 0.25,
-             .help = "fio bandwidth of one pattern and operation, per job and in all"},
+             .help = "fio bandwidth of one pattern and operation, per job and in all",
+             .chart = {.kind = ChartKind::kPerSubject, .names = StorageChart,
+                       .labels = {"job", "pattern", "op"},
+                       .family = "Storage per pattern per node",
+                       .family_needs = "storage_bandwidth_mbps (job=all)",
+                       .total_note = true}},
             // Every other metric the suite writes (the declarations test reads them all).
             {.name = "storage_iops", .unit = "IOPS", .better = MetricBetter::kHigher,
              .fleet_min_margin = 0.25,

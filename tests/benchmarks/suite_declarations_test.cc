@@ -285,10 +285,18 @@ TEST_CASE("no suite's name appears in the program outside its folder", "[declara
   for (const fs::path& f : files) {
     std::ifstream in(f);
     std::string line;
+    const std::string rel = fs::relative(f, root).string();
+    // In the program's own parts, not even an id built on the name
+    // ("gemm:...": the charts come from the declarations, issue 33 item 2);
+    // a suite's shared helpers may prefix their log lines with it.
+    const bool core = !absl::StartsWith(rel, "benchmarks/");
     for (int n = 1; std::getline(in, line); ++n) {
+      // Code, not its comments: a comment may show an id as an example.
+      const std::string code = line.substr(0, line.find("//"));
       for (const SuiteInfo& s : SuiteCatalog()) {
-        if (absl::StrContains(line, absl::StrCat("\"", s.name, "\""))) {
-          hits.push_back(absl::StrCat(fs::relative(f, root).string(), ":", n, ": ", s.name));
+        if (absl::StrContains(code, absl::StrCat("\"", s.name, "\"")) ||
+            (core && absl::StrContains(code, absl::StrCat("\"", s.name, ":")))) {
+          hits.push_back(absl::StrCat(rel, ":", n, ": ", s.name));
         }
       }
     }
