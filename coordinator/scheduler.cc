@@ -300,12 +300,7 @@ absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registr
   changes->runs.insert(run_id);
   for (auto& t : created) {
     changes->tasks.insert(t->info.task_id());
-    TaskRow* row = t.get();
-    if (auto old = tasks_.find(row->info.task_id()); old != tasks_.end()) {
-      Unindex(old->second.get());  // the same id twice (a node named twice)
-    }
-    tasks_[row->info.task_id()] = std::move(t);
-    Index(row);
+    Adopt(std::move(t));  // the same id twice: a node named twice
   }
   tasks_of_.erase(run_id);
   // Every entry needed more nodes than the run has: nothing will ever be
@@ -321,15 +316,16 @@ void Scheduler::Restore(RunRow run, std::vector<TaskRow> tasks) {
   std::sort(run_order_.begin(), run_order_.end(), [&](const std::string& a, const std::string& b) {
     return runs_[a]->info.created_unix_ns() < runs_[b]->info.created_unix_ns();
   });
-  for (auto& t : tasks) {
-    std::string tid = t.info.task_id();
-    auto row = std::make_unique<TaskRow>(std::move(t));
-    TaskRow* p = row.get();
-    if (auto old = tasks_.find(tid); old != tasks_.end()) Unindex(old->second.get());
-    tasks_[tid] = std::move(row);
-    Index(p);
-  }
+  for (auto& t : tasks) Adopt(std::make_unique<TaskRow>(std::move(t)));
   tasks_of_.erase(id);
+}
+
+void Scheduler::Adopt(std::unique_ptr<TaskRow> task) {
+  TaskRow* row = task.get();
+  std::unique_ptr<TaskRow>& slot = tasks_[row->info.task_id()];
+  if (slot) Unindex(slot.get());
+  slot = std::move(task);
+  Index(row);
 }
 
 void Scheduler::Index(TaskRow* task) {
