@@ -108,7 +108,7 @@ std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
   std::string msg = s.message();
   switch (s.state()) {
     case v1::TASK_FAILED: {
-      if (s.exit_code() == 2) {
+      if (s.exit_code() == kCouldNotRunExit) {
         absl::string_view rest = msg;
         // The agent says "could not run: <suite's last line>", and the suite's
         // line often starts "not measured:": say it once.
@@ -136,10 +136,6 @@ std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
 
 // kAuto's backstop: a full pass at most this often (wall clock).
 constexpr int64_t kFullPassEveryNs = 10'000'000'000;
-
-// A task that could not run ends with the suites' exit code for it (DESIGN.md,
-// "Suite exit codes"): the judges and cmaxctl count it as not measured.
-constexpr int kCouldNotRunExit = 2;
 
 // Ranks a group task puts on `node` (SuiteSpec.ranks_per_node): a number,
 // "gpus" (the node's GPU count from its inventory, at least 1), or 1.
