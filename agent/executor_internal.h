@@ -33,14 +33,14 @@
 #include "agent/task_store.h"
 #include "cmax/v1/service.pb.h"
 #include "common/subprocess.h"
+#include "common/task_state.h"
 
 namespace cmax::agent {
 
 inline constexpr int64_t kNsPerMs = 1000000;
 inline constexpr int64_t kNsPerS = 1000000000;
-// Suite exit code "could not run" (DESIGN.md, "Suite exit codes"); the agent
-// reports the same code when it cannot start the suite at all.
-inline constexpr int kCouldNotRunExit = 2;
+// kCouldNotRunExit (common/task_state.h): the code of a suite that could not
+// run, which the agent also reports when it cannot start the suite at all.
 
 // ^[A-Za-z0-9_.-]{1,128}$ (task ids and group names; assignment_validation.cc).
 bool ValidTaskId(const std::string& id);

@@ -27,9 +27,11 @@ const char* TaskStateName(v1::TaskState s) {
   }
 }
 
-namespace {
-constexpr int kCouldNotRunExit = 2;  // DESIGN.md, "Suite exit codes"
-}  // namespace
+bool TaskCouldNotRun(const v1::TaskInfo& t) {
+  return t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit;
+}
+
+bool TaskBroke(const v1::TaskInfo& t) { return IsFailedState(t.state()) && !TaskCouldNotRun(t); }
 
 TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks) {
   TaskCounts c;
@@ -38,9 +40,9 @@ TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks) {
     if (IsTerminal(t.state())) ++c.ended;
     if (t.state() == v1::TASK_COMPLETED) {
       ++c.completed;
-    } else if (t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit) {
+    } else if (TaskCouldNotRun(t)) {
       ++c.could_not_run;
-    } else if (IsFailedState(t.state())) {
+    } else if (TaskBroke(t)) {
       ++c.failed;
     } else if (t.state() == v1::TASK_CANCELLED) {
       ++c.cancelled;

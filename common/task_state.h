@@ -23,6 +23,16 @@ bool IsFailedState(v1::TaskState state);
 // "lost", "cancelled"; "unknown" for anything else.
 const char* TaskStateName(v1::TaskState state);
 
+// The suites' exit code for "could not run" (DESIGN.md, "Suite exit
+// codes"); the agent ends a task it cannot start with it too.
+inline constexpr int kCouldNotRunExit = 2;
+// Could not run: TASK_FAILED with exit code 2. Not measured, never a
+// failure (reports/RULES.md, rule 2).
+bool TaskCouldNotRun(const v1::TaskInfo& task);
+// Broke: lost, hung (timed out) or crashed (TASK_FAILED with any other exit
+// code, or a signal): IsFailedState and not TaskCouldNotRun.
+bool TaskBroke(const v1::TaskInfo& task);
+
 // The tasks of a run by outcome, as cmaxctl prints them and the coordinator
 // logs them: one count so the two never disagree (a task that could not run,
 // exit code 2, is not a failure).

@@ -108,7 +108,7 @@ std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
   std::string msg = s.message();
   switch (s.state()) {
     case v1::TASK_FAILED: {
-      if (s.exit_code() == 2) {
+      if (s.exit_code() == kCouldNotRunExit) {
         absl::string_view rest = msg;
         // The agent says "could not run: <suite's last line>", and the suite's
         // line often starts "not measured:": say it once.
@@ -136,10 +136,6 @@ std::string RankEndReason(const std::string& node, const v1::TaskStatus& s) {
 
 // kAuto's backstop: a full pass at most this often (wall clock).
 constexpr int64_t kFullPassEveryNs = 10'000'000'000;
-
-// A task that could not run ends with the suites' exit code for it (DESIGN.md,
-// "Suite exit codes"): the judges and cmaxctl count it as not measured.
-constexpr int kCouldNotRunExit = 2;
 
 // Ranks a group task puts on `node` (SuiteSpec.ranks_per_node): a number,
 // "gpus" (the node's GPU count from its inventory, at least 1), or 1.
@@ -300,12 +296,7 @@ absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registr
   changes->runs.insert(run_id);
   for (auto& t : created) {
     changes->tasks.insert(t->info.task_id());
-    TaskRow* row = t.get();
-    if (auto old = tasks_.find(row->info.task_id()); old != tasks_.end()) {
-      Unindex(old->second.get());  // the same id twice (a node named twice)
-    }
-    tasks_[row->info.task_id()] = std::move(t);
-    Index(row);
+    Adopt(std::move(t));  // the same id twice: a node named twice
   }
   tasks_of_.erase(run_id);
   // Every entry needed more nodes than the run has: nothing will ever be
@@ -321,15 +312,16 @@ void Scheduler::Restore(RunRow run, std::vector<TaskRow> tasks) {
   std::sort(run_order_.begin(), run_order_.end(), [&](const std::string& a, const std::string& b) {
     return runs_[a]->info.created_unix_ns() < runs_[b]->info.created_unix_ns();
   });
-  for (auto& t : tasks) {
-    std::string tid = t.info.task_id();
-    auto row = std::make_unique<TaskRow>(std::move(t));
-    TaskRow* p = row.get();
-    if (auto old = tasks_.find(tid); old != tasks_.end()) Unindex(old->second.get());
-    tasks_[tid] = std::move(row);
-    Index(p);
-  }
+  for (auto& t : tasks) Adopt(std::make_unique<TaskRow>(std::move(t)));
   tasks_of_.erase(id);
+}
+
+void Scheduler::Adopt(std::unique_ptr<TaskRow> task) {
+  TaskRow* row = task.get();
+  std::unique_ptr<TaskRow>& slot = tasks_[row->info.task_id()];
+  if (slot) Unindex(slot.get());
+  slot = std::move(task);
+  Index(row);
 }
 
 void Scheduler::Index(TaskRow* task) {

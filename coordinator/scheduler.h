@@ -162,6 +162,9 @@ class Scheduler {
   // one about to be dropped.
   void Index(TaskRow* task);
   void Unindex(TaskRow* task);
+  // Takes `task` into tasks_ and the indexes (CreateRun, Restore): a row of
+  // the same id already there is unindexed and replaced.
+  void Adopt(std::unique_ptr<TaskRow> task);
   static bool Holds(v1::TaskState s) { return s == v1::TASK_ASSIGNED || s == v1::TASK_RUNNING; }
   void ScheduleFull(const Registry& registry, int64_t now_unix_ns, Changes* changes);
   void ScheduleIncremental(const Registry& registry, int64_t now_unix_ns, Changes* changes);

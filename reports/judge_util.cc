@@ -50,22 +50,9 @@ std::string FindingCategory(const v1::Finding& f) {
   return c.empty() ? "Reliability" : c;
 }
 
-namespace {
-constexpr int kCouldNotRunExit = 2;  // benchmarks/suite.h
-}  // namespace
-
-bool TaskCouldNotRun(const v1::TaskInfo& t) {
-  return t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit;
-}
-
 bool TaskNotStarted(const v1::TaskInfo& t) {
   // Every attempt the scheduler assigns counts from 1 (Scheduler::Assign).
   return TaskCouldNotRun(t) && t.attempt() == 0;
-}
-
-bool TaskBroke(const v1::TaskInfo& t) {
-  return t.state() == v1::TASK_LOST || t.state() == v1::TASK_TIMED_OUT ||
-         (t.state() == v1::TASK_FAILED && t.exit_code() != kCouldNotRunExit);
 }
 
 bool TaskBlames(const v1::TaskInfo& t, const std::string& node) {

@@ -49,14 +49,13 @@ v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,
 std::string EntryLabel(const std::string& name, const std::string& suite);
 
 // Task outcomes as the judges read them (RULES.md, rule 2):
-// could not run: TASK_FAILED with exit code 2 (benchmarks/suite.h);
-bool TaskCouldNotRun(const v1::TaskInfo& t);
+// could not run (TASK_FAILED with exit code 2) and broke (lost, hung or
+// crashed): cmax::TaskCouldNotRun and cmax::TaskBroke (common/task_state.h,
+// included above), as cmaxctl and the coordinator count them;
 // not started: could not run, decided by the coordinator before any attempt
 // (attempt 0): its plan entry needs more nodes than the run has, and its
 // message says so ("not measured: needs 2 nodes, the run has 1");
 bool TaskNotStarted(const v1::TaskInfo& t);
-// broke: lost, hung (timed out) or crashed (TASK_FAILED with any other code);
-bool TaskBroke(const v1::TaskInfo& t);
 // a failure of `t` is `node`'s: the nodes in blamed_nodes, every node of the
 // task when the coordinator blamed none;
 bool TaskBlames(const v1::TaskInfo& t, const std::string& node);

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "benchmarks/report_scale/report_scale_data.h"
+#include "benchmarks/scale/measure.h"
 #include "common/args.h"
 #include "common/atomic_file.h"
 #include "reports/charts.h"
@@ -37,6 +38,8 @@
 namespace {
 
 using cmax::reports::RunData;
+using cmax::scale::Clock;
+using cmax::scale::Seconds;
 namespace v1 = cmax::v1;
 
 // Moves data.records into a RecordSet (one at a time, each freed after it
@@ -51,10 +54,6 @@ void Compact(RunData* data) {
   data->records.shrink_to_fit();
   data->record_set = std::move(set);
   malloc_trim(0);
-}
-
-double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
 }  // namespace
@@ -94,7 +93,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (check_same) record_set = true;  // the record-set card against the parsed one
-  using Clock = std::chrono::steady_clock;
   const auto a = Clock::now();
   RunData data = cmax::report_scale::Generate(
       static_cast<int>(nodes), static_cast<int>(gpus), static_cast<int>(samples));
@@ -102,7 +100,7 @@ int main(int argc, char** argv) {
   const size_t records = data.records.size();
   std::printf("%s\n", cmax::reports::kSimulatedBanner);
   std::printf("generated %zu records for %lld nodes x %lld GPUs in %.0f ms\n", records,
-              static_cast<long long>(nodes), static_cast<long long>(gpus), Ms(a, b0));
+              static_cast<long long>(nodes), static_cast<long long>(gpus), 1e3 * Seconds(a, b0));
   cmax::v1::Scorecard parsed_card;
   if (check_same) parsed_card = cmax::reports::BuildScorecard(data);
   if (record_set) {
@@ -111,8 +109,8 @@ int main(int argc, char** argv) {
         "record set: %.1f MB (%.0f bytes a record); RSS %.1f MB before the build\n",
         data.record_set->bytes() / 1048576.0,
         static_cast<double>(data.record_set->bytes()) / static_cast<double>(records),
-        cmax::report_scale::StatusKb("VmRSS") / 1024.0);
-    cmax::report_scale::ResetPeakRss();  // VmHWM := VmRSS from here on
+        cmax::scale::StatusKb("VmRSS") / 1024.0);
+    cmax::scale::ResetPeakRss();  // VmHWM := VmRSS from here on
   }
   const auto b = Clock::now();
   // With a record set, the moving overload (as the coordinator calls it):
@@ -123,13 +121,13 @@ int main(int argc, char** argv) {
   const auto c = Clock::now();
   if (record_set) {
     std::printf("peak RSS while building the scorecard: %.1f MB\n",
-                cmax::report_scale::StatusKb("VmHWM") / 1024.0);
+                cmax::scale::StatusKb("VmHWM") / 1024.0);
   }
   if (check_same) {
-    if (!cmax::report_scale::SameScorecard(card, parsed_card)) return 1;
+    if (!cmax::scale::SameScorecard(card, parsed_card)) return 1;
     std::printf("the scorecard is the same built from parsed records\n");
   }
-  std::printf("BuildScorecard: %.0f ms (%d charts)\n", Ms(b, c), card.charts_size());
+  std::printf("BuildScorecard: %.0f ms (%d charts)\n", 1e3 * Seconds(b, c), card.charts_size());
   if (!record_set) {
     // The chart builder's share: run it again on a copy without its output.
     cmax::v1::Scorecard again = card;
@@ -139,7 +137,7 @@ int main(int argc, char** argv) {
     const auto c0 = Clock::now();
     cmax::reports::BuildCharts(data, &again);
     std::printf("  of which BuildCharts (run again on the same data): %.0f ms\n",
-                Ms(c0, Clock::now()));
+                1e3 * cmax::scale::SecondsSince(c0));
   }
   int rc = 0;
   for (const auto& [ext, render] :
@@ -158,7 +156,7 @@ int main(int argc, char** argv) {
       continue;
     }
     std::printf("scorecard.%s: %zu bytes, rendered in %.0f ms\n", ext.c_str(), text.size(),
-                Ms(r0, r1));
+                1e3 * Seconds(r0, r1));
   }
   return rc;
 }

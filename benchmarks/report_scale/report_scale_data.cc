@@ -1,12 +1,8 @@
 // The generated, SIMULATED run of cmax-report-scale (report_scale_data.h).
 #include "benchmarks/report_scale/report_scale_data.h"
 
-#include <cstdio>
-#include <fstream>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/util/message_differencer.h"
 
 namespace cmax::report_scale {
 namespace {
@@ -179,28 +175,6 @@ RunData Generate(int nodes, int gpus, int samples) {
     }
   }
   return d;
-}
-
-int64_t StatusKb(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
-  }
-  return -1;
-}
-
-void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
-
-bool SameScorecard(v1::Scorecard a, v1::Scorecard b) {
-  a.clear_generated();
-  b.clear_generated();
-  std::string differences;
-  google::protobuf::util::MessageDifferencer diff;
-  diff.ReportDifferencesToString(&differences);
-  if (diff.Compare(a, b)) return true;
-  std::fprintf(stderr, "the two scorecards differ:\n%s\n", differences.substr(0, 4000).c_str());
-  return false;
 }
 
 }  // namespace cmax::report_scale

@@ -9,28 +9,12 @@
 #ifndef CMAX_BENCHMARKS_REPORT_SCALE_REPORT_SCALE_DATA_H_
 #define CMAX_BENCHMARKS_REPORT_SCALE_REPORT_SCALE_DATA_H_
 
-#include <cstdint>
-#include <string>
-
-#include "cmax/v1/scorecard.pb.h"
 #include "reports/run_data.h"
 
 namespace cmax::report_scale {
 
 // `samples`: burn-in Samples per GPU and metric.
 reports::RunData Generate(int nodes, int gpus, int samples);
-
-// --- What cmax-report-scale and cmax-scale-scorecard both print. ---
-
-// A line of /proc/self/status in kB ("VmHWM", "VmRSS"), -1 when unreadable.
-int64_t StatusKb(const std::string& key);
-// Sets VmHWM to the current VmRSS (/proc/self/clear_refs "5"), so that a
-// later StatusKb("VmHWM") is the peak from here on.
-void ResetPeakRss();
-// True when the two cards are the same message apart from `generated` (the
-// time they were built); otherwise prints "the two scorecards differ:" and
-// the first 4,000 characters of the differences to stderr.
-bool SameScorecard(v1::Scorecard a, v1::Scorecard b);
 
 }  // namespace cmax::report_scale
 

@@ -36,6 +36,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "benchmarks/scale/measure.h"
 #include "benchmarks/scale/sim_node.h"
 #include "cmax/v1/service.grpc.pb.h"
 #include "common/args.h"
@@ -65,11 +66,6 @@ struct Options {
 };
 Options opts;
 
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 struct Stats {
   std::atomic<int> welcomed{0};        // agents that got their first Welcome
@@ -487,12 +483,9 @@ ProcSample Sample(int pid) {
       p.cpu_s = (std::stod(fields[11]) + std::stod(fields[12])) / sysconf(_SC_CLK_TCK);
     }
   }
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) p.rss_kb = std::stoll(line.substr(6));
-    if (line.rfind("VmHWM:", 0) == 0) p.hwm_kb = std::stoll(line.substr(6));
-    if (line.rfind("Threads:", 0) == 0) p.threads = std::stoi(line.substr(8));
-  }
+  p.rss_kb = std::max<int64_t>(0, StatusKb("VmRSS", pid));
+  p.hwm_kb = std::max<int64_t>(0, StatusKb("VmHWM", pid));
+  p.threads = static_cast<int>(std::max<int64_t>(0, StatusKb("Threads", pid)));
   return p;
 }
 
@@ -607,7 +600,7 @@ int Main() {
   const int pid = static_cast<int>(opts.coordinator_pid);
   const auto t0 = Clock::now();
   const double timeout = opts.timeout;
-  auto left = [&] { return timeout - Since(t0); };
+  auto left = [&] { return timeout - SecondsSince(t0); };
 
   SimFaults faults;
   faults.slow_gpu = opts.slow_gpu;
@@ -658,7 +651,7 @@ int Main() {
                                              faulty[3], faulty[4]));
   for (auto& a : agents) a->Connect();
   while (stats.welcomed < n && left() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const double connect_s = Since(t0);
+  const double connect_s = SecondsSince(t0);
   report.Add("connect_all_s", stats.welcomed == n ? F(connect_s) : "not reached",
              absl::StrCat("(", stats.welcomed.load(), " of ", n, " welcomed)"));
   const ProcSample connected = Sample(pid);
@@ -679,7 +672,7 @@ int Main() {
     const auto ti = Clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(idle));
     const ProcSample b = Sample(pid);
-    const double dt = Since(ti);
+    const double dt = SecondsSince(ti);
     report.Add("coordinator_idle_cpu_pct", F(100 * (b.cpu_s - a.cpu_s) / dt, 1),
                "(% of one core, all agents connected, no run)");
     report.Add("heartbeats_per_s", F((stats.pongs - pongs0) / dt, 0));
@@ -710,7 +703,7 @@ int Main() {
     }
     report.Add("run_id", resp.run_id());
     report.Add("tasks", absl::StrCat(resp.tasks()));
-    report.Add("submit_rpc_s", F(Since(ts)));
+    report.Add("submit_rpc_s", F(SecondsSince(ts)));
     const int nodes = resp.nodes_size();
     while (stats.with_assignment < nodes && left() > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -728,7 +721,7 @@ int Main() {
     auto polled = Clock::now();
     while (stats.status_acked < expect_tasks && left() > 0 && !coordinator_done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      if (stats.closed_by_coordinator == 0 || Since(polled) < 1.0) continue;
+      if (stats.closed_by_coordinator == 0 || SecondsSince(polled) < 1.0) continue;
       polled = Clock::now();
       v1::ListRunsRequest g;
       g.set_limit(5);
@@ -814,7 +807,7 @@ int Main() {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       const double build_s = (NowUnixNs() - stats.last_status_ack_ns) / 1e9;
-      const double wait_s = Since(tsc);
+      const double wait_s = SecondsSince(tsc);
       sampling = false;
       sampler.join();
       const ProcSample end = Sample(pid);
@@ -855,7 +848,7 @@ int Main() {
     std::lock_guard<std::mutex> l(stats.mu);
     for (const auto& r : stats.close_reasons) report.Add("close_reason", r);
   }
-  report.Add("elapsed_s", F(Since(t0)));
+  report.Add("elapsed_s", F(SecondsSince(t0)));
   report.Write(opts.json_out);
   for (auto& a : agents) a->Stop();
   // Give the reactors a moment to finish before the channels go.

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "benchmarks/report_scale/report_scale_data.h"
+#include "benchmarks/scale/measure.h"
 #include "benchmarks/scale/same_data.h"
 #include "common/args.h"
 #include "common/plan_parser.h"
@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", plan_file.c_str(), plan.status().ToString().c_str());
     return 2;
   }
-  using Clock = std::chrono::steady_clock;
+  using cmax::scale::Clock;
+  using cmax::scale::Seconds;
   const auto a = Clock::now();
   const cmax::v1::Scorecard one = cmax::reports::BuildScorecard(cmax::scale::SameDataOn(1, *plan, false, !clean));
   const auto b = Clock::now();
@@ -48,15 +49,14 @@ int main(int argc, char** argv) {
   const auto c = Clock::now();
   const cmax::v1::Scorecard many = cmax::reports::BuildScorecard(std::move(data));
   const auto d = Clock::now();
-  const auto secs = [](auto x, auto y) { return std::chrono::duration<double>(y - x).count(); };
   const cmax::scale::Agreement agree = cmax::scale::CompareOneToMany(one, many);
   std::printf("SIMULATED data: one node's records on every node (plan %s, %s)\n",
               plan->name().c_str(), clean ? "no faults" : "slow GPU, flapping port, SDC on each");
   std::printf("nodes                     1 | %lld\n", static_cast<long long>(nodes));
   std::printf("records                   %zu\n", records);
-  std::printf("scorecard_s               %.2f | %.2f (data made in %.1f s)\n", secs(a, b),
-              secs(c, d), secs(b, c));
-  std::printf("peak_rss_mb               %.0f\n", cmax::report_scale::StatusKb("VmHWM") / 1024.0);
+  std::printf("scorecard_s               %.2f | %.2f (data made in %.1f s)\n", Seconds(a, b),
+              Seconds(c, d), Seconds(b, c));
+  std::printf("peak_rss_mb               %.0f\n", cmax::scale::StatusKb("VmHWM") / 1024.0);
   std::printf("tier                      %s | %s\n", one.tier().c_str(), many.tier().c_str());
   std::printf("node_rules_compared       %d\n", agree.node_rules_compared);
   std::printf("node_rules_not_shown      %d (past a category's limit; in the reasons)\n",

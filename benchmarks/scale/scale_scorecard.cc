@@ -15,7 +15,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "benchmarks/report_scale/report_scale_data.h"
+#include "benchmarks/scale/measure.h"
 #include "common/args.h"
 #include "coordinator/store.h"
 #include "reports/record_set.h"
@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", db.c_str(), store.status().ToString().c_str());
     return 1;
   }
-  using Clock = std::chrono::steady_clock;
+  using cmax::scale::Clock;
+  using cmax::scale::Seconds;
   auto build = [&](bool as_parsed, v1::Scorecard* card) -> bool {
     const auto a = Clock::now();
     auto data = Load(**store, run_id, as_parsed);
@@ -119,12 +120,11 @@ int main(int argc, char** argv) {
         "%s: %zu records read in %.1f s%s; scorecard built in %.1f s; peak RSS so far "
         "%.1f MB\n",
         as_parsed ? "parsed records" : "record set", records,
-        std::chrono::duration<double>(b - a).count(),
+        Seconds(a, b),
         held_mb >= 0
             ? absl::StrCat(" (", static_cast<int64_t>(held_mb), " MB held)").c_str()
             : "",
-        std::chrono::duration<double>(c - b).count(),
-        cmax::report_scale::StatusKb("VmHWM") / 1024.0);
+        Seconds(b, c), cmax::scale::StatusKb("VmHWM") / 1024.0);
     return true;
   };
   v1::Scorecard card, other;
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   std::printf("%s%s\n", card.simulated() ? "SIMULATED: " : "", card.tier().c_str());
   if (!check_same) return 0;
   if (!build(true, &other)) return 1;
-  if (!cmax::report_scale::SameScorecard(card, other)) return 1;
+  if (!cmax::scale::SameScorecard(card, other)) return 1;
   std::printf("the same scorecard both ways (%d nodes)\n", card.nodes_size());
   return 0;
 }

@@ -14,12 +14,6 @@
 namespace cmax::ctl {
 namespace {
 
-constexpr int kCouldNotRunExit = 2;  // DESIGN.md, "Suite exit codes"
-
-bool CouldNotRun(const v1::TaskInfo& t) {
-  return t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit;
-}
-
 std::string Label(const v1::TaskInfo& t) {
   return absl::StrCat(t.name().empty() ? t.suite() : t.name(), " #", t.suite_index());
 }
@@ -70,7 +64,7 @@ std::string NothingMeasuredLine(const std::vector<v1::TaskInfo>& tasks) {
                                   c.total == 1 ? "the only task" : absl::StrCat("all ", c.total, " tasks"),
                                   " ", what);
   for (const auto& t : tasks) {
-    if (!CouldNotRun(t)) continue;
+    if (!TaskCouldNotRun(t)) continue;
     // The agent's message starts "could not run: "; the line says that already.
     std::string reason(absl::StripPrefix(FirstLine(t.message(), 240), "could not run: "));
     absl::StrAppend(&line, "; first reason: ", reason.empty() ? "(no message)" : reason,
@@ -102,10 +96,10 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
     tasks_[t.task_id()] = t;
     if (t.state() != before && (IsFailedState(t.state()) || !tty_)) {
       std::string line;
-      if (CouldNotRun(t)) {
+      if (TaskCouldNotRun(t)) {
         line = absl::StrCat("COULD NOT RUN ", t.node(), " ", t.suite(),
                             t.message().empty() ? "" : " — ", FirstLine(t.message(), 160));
-      } else if (IsFailedState(t.state())) {
+      } else if (TaskBroke(t)) {
         line = absl::StrCat("FAIL ", t.node(), " ", t.suite(), ": ",
                             TaskStateName(t.state()),
                             t.message().empty() ? "" : " — ", FirstLine(t.message(), 160));
@@ -151,11 +145,8 @@ void RunProgress::Redraw() {
       if (Label(t) != label) continue;
       ++total;
       if (IsTerminal(t.state())) ++done;
-      if (CouldNotRun(t)) {
-        ++could_not_run;
-      } else if (IsFailedState(t.state())) {
-        ++failed;
-      }
+      could_not_run += TaskCouldNotRun(t);
+      failed += TaskBroke(t);
       if (t.state() == v1::TASK_RUNNING || t.state() == v1::TASK_ASSIGNED) ++running;
     }
     const int width = 24;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "reports/judge_util.h"
+#include "reports/outcome_order.h"
 #include "reports/svg.h"
 
 namespace cmax::reports {
@@ -348,15 +349,13 @@ std::string NodeGridFigure(const v1::Scorecard& card) {
       if (inserted) rows.push_back({{}, o});
       rows[it->second].nodes.push_back(g.node());
     }
-    // The worst patterns first, then the most common.
+    // The worst patterns first, then the most common. A cell's badness is
+    // its outcome's (outcome_order.h); "partial" (measured, something not
+    // measured) counts as not measured.
     auto rank = [](const Row& r) {
       int w = 0;
       for (const auto& o : r.outcomes) {
-        w = std::max(w, o == "critical"  ? 4
-                        : o == "fail"    ? 3
-                        : o == "warn"    ? 2
-                        : o == "partial" || o == "not_measured" ? 1
-                                         : 0);
+        w = std::max(w, OutcomeBadness(o == "partial" ? "not_measured" : o));
       }
       return w;
     };

@@ -49,6 +49,28 @@ TEST_CASE("failed, timed out and lost are the failed states", "[task_state]") {
   CHECK(failed == std::set<std::string>{"failed", "timed_out", "lost"});
 }
 
+// One reading of a failed state's two kinds, for the judges, cmaxctl's
+// lines and counts, and the coordinator's: could not run (exit code 2) and
+// broke (every other failed state).
+TEST_CASE("a failed state either could not run (exit code 2) or broke", "[task_state]") {
+  const auto* e = cmax::v1::TaskState_descriptor();
+  for (int i = 0; i < e->value_count(); ++i) {
+    for (int code : {-1, 0, 1, cmax::kCouldNotRunExit, 139}) {
+      cmax::v1::TaskInfo t;
+      t.set_state(static_cast<cmax::v1::TaskState>(e->value(i)->number()));
+      t.set_exit_code(code);
+      INFO(e->value(i)->name() << " exit code " << code);
+      CHECK(cmax::TaskCouldNotRun(t) == (t.state() == cmax::v1::TASK_FAILED && code == 2));
+      CHECK(cmax::TaskBroke(t) == (cmax::IsFailedState(t.state()) && !cmax::TaskCouldNotRun(t)));
+    }
+  }
+  cmax::v1::TaskInfo lost;
+  lost.set_state(cmax::v1::TASK_LOST);
+  lost.set_exit_code(2);  // a lost task broke, whatever its last code
+  CHECK(cmax::TaskBroke(lost));
+  CHECK_FALSE(cmax::TaskCouldNotRun(lost));
+}
+
 // The store keeps TaskInfo and ExportedRecord as wire bytes, and cmaxctl
 // --json and the scorecard JSON carry their JSON: moving them from
 // service.proto to run.proto kept the package, the names and the field

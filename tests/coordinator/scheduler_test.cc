@@ -576,6 +576,50 @@ TEST_CASE("a task running past its timeout plus grace is timed out", "[scheduler
   CHECK(Count(c, v1::CoordinatorMessage::kCancel) == 1);
 }
 
+// Adopt (scheduler.h): CreateRun and Restore take a task row the same way,
+// and a row of an id already held replaces the old one in the counts and
+// the node index.
+TEST_CASE("a node named twice gets one task, counted once", "[scheduler]") {
+  Fixture f(2);
+  RunRow* run = f.Submit("name: t\nsuites:\n  - suite: selftest\n    nodes: [node-0, node-0]\n");
+  REQUIRE(f.scheduler.TasksOf("r1").size() == 1);
+  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{1, 0, 0});
+  CHECK(Count(f.Schedule(), v1::CoordinatorMessage::kAssign, "node-0") == 1);
+  Changes c = f.Report("node-0", "r1.0.node-0", 1, v1::TASK_COMPLETED);
+  CHECK(c.finished_runs == std::vector<std::string>{"r1"});
+  f.scheduler.RefreshCounters(run);
+  CHECK(run->info.tasks_done() == 1);
+}
+
+TEST_CASE("a restored row replaces the one of the same id in the counts and node index",
+          "[scheduler]") {
+  Fixture f(2);
+  f.Submit("name: t\nsuites:\n  - suite: selftest\n");
+  REQUIRE(Count(f.Schedule(), v1::CoordinatorMessage::kAssign) == 2);
+  // The rows as the store would give them back: node-0's task ended, node-1's
+  // pending again (its assignment lost with the restart).
+  RunRow run = *f.scheduler.FindRun("r1");
+  std::vector<TaskRow> rows;
+  for (const TaskRow* t : f.scheduler.TasksOf("r1")) rows.push_back(*t);
+  REQUIRE(rows.size() == 2);
+  rows[0].info.set_state(v1::TASK_COMPLETED);
+  rows[1].info.set_state(v1::TASK_PENDING);
+  f.scheduler.Restore(std::move(run), std::move(rows));
+  REQUIRE(f.scheduler.TasksOf("r1").size() == 2);
+  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{2, 1, 0});
+  RunRow* restored = f.scheduler.FindRun("r1");
+  f.scheduler.RefreshCounters(restored);
+  CHECK(restored->info.tasks_total() == 2);
+  CHECK(restored->info.tasks_done() == 1);
+  // node-1 no longer holds the replaced ASSIGNED row: its task is assigned
+  // again (attempt 2), and node-0 gets nothing.
+  Changes c = f.Schedule();
+  CHECK(Count(c, v1::CoordinatorMessage::kAssign, "node-1") == 1);
+  CHECK(Count(c, v1::CoordinatorMessage::kAssign, "node-0") == 0);
+  c = f.Report("node-1", "r1.0.node-1", 2, v1::TASK_COMPLETED);
+  CHECK(c.finished_runs == std::vector<std::string>{"r1"});
+}
+
 // --- Incremental scheduling against the full pass -------------------------
 
 // What a scheduler call sent, in order: (node, kind, task id, attempt).

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "reports/charts.h"
 #include "reports/gpu_specs.h"
+#include "reports/html/chart_svg.h"
 #include "reports/svg.h"
 #include "reports/scorecard.h"
 #include "tests/reports/scorecard_test_util.h"
@@ -261,6 +262,38 @@ TEST_CASE("the node x category grid colours each node by its outcome", "[charts]
   CHECK(card.node_grid(0).outcomes(reliability) != "not_measured");
   const std::string html = RenderHtml(card);
   CHECK(absl::StrContains(html, "<title>node-2 \u00b7 Security: fail</title>"));
+}
+
+// Past kMaxGridRows nodes the grid has a row per pattern of outcomes, worst
+// first by OutcomeBadness (outcome_order.h, "partial" as not measured), then
+// the most common.
+TEST_CASE("a grouped node grid puts the worst patterns first, then the most common",
+          "[charts][render]") {
+  v1::Scorecard card;
+  card.add_categories()->set_name("Security");
+  // (outcome, nodes): 70 nodes in all, more than kMaxGridRows.
+  const std::vector<std::pair<std::string, int>> patterns = {
+      {"pass", 30}, {"not_measured", 2}, {"partial", 20}, {"warn", 10}, {"critical", 3},
+      {"fail", 5}};
+  int i = 0;
+  for (const auto& [outcome, count] : patterns) {
+    for (int k = 0; k < count; ++k) {
+      v1::NodeCategorySummary* g = card.add_node_grid();
+      g->set_node(absl::StrCat("n", i++));
+      g->add_outcomes(outcome);
+    }
+  }
+  REQUIRE(card.node_grid_size() > kMaxGridRows);
+  const std::string svg = NodeGridFigure(card);
+  size_t last = 0;
+  for (const char* words : {"critical", "fail", "warn", "measured, something not measured",
+                            "not measured", "pass"}) {
+    INFO(words);
+    const size_t at = svg.find(absl::StrCat(" \u00b7 Security: ", words, "</title>"));
+    REQUIRE(at != std::string::npos);
+    CHECK(at >= last);
+    last = at;
+  }
 }
 
 TEST_CASE("HTML escapes hostile names in chart titles and tables", "[charts][render]") {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "benchmarks/report_scale/report_scale_data.h"
+#include "benchmarks/scale/measure.h"
 #include "catch2/catch.hpp"
 #include "google/protobuf/util/message_differencer.h"
 #include "reports/record_wire.h"
@@ -50,27 +51,19 @@ RunData Compacted(RunData d) {
 }
 
 // "" when equal (the `generated` time aside), else the differences.
-std::string Differences(v1::Scorecard a, v1::Scorecard b) {
-  a.clear_generated();
-  b.clear_generated();
-  std::string text;
-  google::protobuf::util::MessageDifferencer diff;
-  diff.ReportDifferencesToString(&text);
-  if (diff.Compare(a, b)) return "";
-  return text.empty() ? "differ" : text.substr(0, 4000);
-}
+using scale::ScorecardDifferences;
 
 // Both overloads from a record set against the parsed (existing) path.
 void CheckSameCard(const RunData& d) {
   const v1::Scorecard parsed = BuildScorecard(d);
   const RunData compact = Compacted(d);
   const v1::Scorecard from_set_copy = BuildScorecard(compact);  // const: copies the set
-  INFO(Differences(parsed, from_set_copy));
-  CHECK(Differences(parsed, from_set_copy).empty());
+  INFO(ScorecardDifferences(parsed, from_set_copy));
+  CHECK(ScorecardDifferences(parsed, from_set_copy).empty());
   RunData moved = Compacted(d);
   const v1::Scorecard from_set_moved = BuildScorecard(std::move(moved));
-  INFO(Differences(parsed, from_set_moved));
-  CHECK(Differences(parsed, from_set_moved).empty());
+  INFO(ScorecardDifferences(parsed, from_set_moved));
+  CHECK(ScorecardDifferences(parsed, from_set_moved).empty());
   // The compact input is left as it was by the const overload.
   CHECK(RecordCount(compact) == d.records.size());
 }
@@ -287,8 +280,8 @@ TEST_CASE("record set: records added as stored bytes are the records added parse
   for (const auto& r : d.records) AddAsStored(set.get(), r);
   from_wire.records.clear();
   from_wire.record_set = set;
-  INFO(Differences(BuildScorecard(d), BuildScorecard(from_wire)));
-  CHECK(Differences(BuildScorecard(d), BuildScorecard(from_wire)).empty());
+  INFO(ScorecardDifferences(BuildScorecard(d), BuildScorecard(from_wire)));
+  CHECK(ScorecardDifferences(BuildScorecard(d), BuildScorecard(from_wire)).empty());
 }
 
 TEST_CASE("record set: bytes that are not a record are kept as far as they parse",
