@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The integration tests again and again on a loaded machine: stress-ng keeps
 # every core busy while ctest runs the tests matching a pattern (default:
-# every *_integration_test) N times. Prints one line per round (passed,
+# every *integration_test case) N times. Prints one line per round (passed,
 # failed, seconds) and, at the end, how many rounds and test runs failed and
 # which tests failed how often. Issue 33 item 6: a verdict must not depend
 # on the machine's load.
 #
 #   benchmarks/stress/run.sh [--rounds N] [--regex RE] [--load-percent P] [--build-dir DIR]
 #
-# Defaults: 20 rounds, '_integration_test:', 100% load on every core,
+# Defaults: 20 rounds, 'integration_test:', 100% load on every core,
 # build/. Builds nothing. Needs stress-ng (apt install stress-ng; in
 # deploy/install-deps.sh --with-tests). Exit 1 when any test run failed.
 # Bounded: N rounds of ctest, each under ctest's own per-test timeouts;
@@ -17,7 +17,7 @@ set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$src/build
 rounds=20
-regex='_integration_test:'
+regex='integration_test:'
 load=100
 while [[ $# -gt 0 ]]; do
   case $1 in
