@@ -49,7 +49,7 @@ start_all=$(date +%s)
 for ((i = 1; i <= rounds; i++)); do
   t0=$(date +%s)
   log=$log_dir/round-$i.log
-  ctest --test-dir "$build" -R "$regex" -j "$cores" >"$log" 2>&1
+  ctest --test-dir "$build" -R "$regex" -j "$cores" --output-on-failure >"$log" 2>&1
   rc=$?
   mapfile -t failed < <(grep -E '^\s*[0-9]+ - .* \((Failed|Timeout|SEGFAULT|Exception|Subprocess aborted)\)$' "$log" |
                         sed -E 's/^\s*[0-9]+ - //; s/ \([^()]*\)$//')

@@ -249,14 +249,29 @@ TEST_CASE(
     CHECK(f.not_measured());
     why[rec.node()] = f.detail();
   }
-  REQUIRE(why.size() == 2);
+  // node-1 says why itself. node-0's rank says so too when it writes before
+  // the gang ends; on a loaded machine the coordinator may end the gang
+  // first (benchmarks/stress/run.sh found it). Either way node-0's verdict
+  // carries node-1's reason and blames nobody.
+  REQUIRE(why.count(c.node(1)) == 1);
   CHECK_THAT(why[c.node(1)], Catch::Contains("no RDMA devices"));
-  CHECK_THAT(why[c.node(0)],
-             Catch::Contains(c.node(1)) && Catch::Contains("no RDMA devices"));
+  if (why.count(c.node(0))) {
+    CHECK_THAT(why[c.node(0)],
+               Catch::Contains(c.node(1)) && Catch::Contains("no RDMA devices"));
+  }
   const auto card = ReportCard(c, run_id);
   for (const auto& cat : card.categories()) {
     if (cat.name() != "Networking") continue;
     CHECK_FALSE(cat.measured());
+  }
+  for (const auto& n : card.nodes()) {
+    INFO(n.node() << ": " << n.verdict());
+    CHECK(n.verdict() == "warn");  // not measured: never a pass, never a failure
+    bool says_why = false;
+    for (const auto& reason : n.reasons()) {
+      says_why = says_why || absl::StrContains(reason, "no RDMA devices");
+    }
+    CHECK(says_why);
   }
 }
 
