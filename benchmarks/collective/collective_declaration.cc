@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/collective/busbw_floor_keys.h"
 
 namespace cmax::suites::collective {
 
@@ -28,9 +29,7 @@ bool BusbwChart(const v1::Measurement& m, const std::string& node,
                            ChartLabel(m, "placement") == "in" ? " in-place" : "");
   const std::vector<absl::string_view> node_list =
       absl::StrSplit(nodes, ',', absl::SkipWhitespace());
-  const std::string base = absl::StrCat("busbw_gbps.", op);
-  out->floor_keys = {base + (node_list.size() <= 1 ? ".node" : ".multinode"), base,
-                     "busbw_gbps"};
+  out->floor_keys = BusbwFloorKeys(op, node_list.size() <= 1);
   return true;
 }
 

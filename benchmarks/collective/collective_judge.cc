@@ -45,6 +45,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/collective/busbw_floor_keys.h"
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
@@ -151,10 +152,8 @@ constexpr int64_t kPlatformMinSize = int64_t{8} << 30;  // read at >= 8 GiB
 // all_reduce read at a large size; else < 0.
 double FloorFor(const RunData& data, const RunFigure& r, std::string* key_used) {
   const auto& metrics = data.plan.expect().metrics();
-  const std::string base = absl::StrCat("busbw_gbps.", r.op);
-  const std::string specific = base + (r.nodes.size() == 1 ? ".node" : ".multinode");
   // Most specific first; a bare "busbw_gbps" is every op's floor.
-  for (const std::string& k : {specific, base, std::string("busbw_gbps")}) {
+  for (const std::string& k : suites::collective::BusbwFloorKeys(r.op, r.nodes.size() == 1)) {
     auto it = metrics.find(k);
     if (it != metrics.end()) {
       *key_used = k;
