@@ -150,6 +150,12 @@ struct MetricSpec {
   // off. 3% suits GPU compute and memory figures; storage bandwidth
   // declares its own.
   double fleet_min_margin = 0.03;
+  // Compare only the totals (label "job" or "gpu" = "all"), not the figures
+  // of each job or GPU. For a figure that is not a piece of hardware: fio's
+  // jobs on one node share its disk and client, one of them getting less than
+  // its siblings is the scheduler's doing, while the node's total is what the
+  // node delivers.
+  bool fleet_totals_only = false;
   std::string help = "";
   // How the HTML scorecard draws it (kNone: not drawn).
   ChartSpec chart = {};

@@ -32,7 +32,7 @@ const std::vector<FleetMetric>& FleetMetrics() {
                       // Without a declared direction, lower is taken as better
                       // (as before); the declarations test requires one.
                       BetterFromName(BetterName(m.better)).value_or(Better::kLower),
-                      m.fleet_group_keys, m.fleet_min_margin});
+                      m.fleet_group_keys, m.fleet_min_margin, m.fleet_totals_only});
       }
     }
     return t;

@@ -32,6 +32,8 @@ struct FleetMetric {
   // MetricSpec::fleet_min_margin: the least relative distance from the
   // median that makes an outlier.
   double min_margin = 0.03;
+  // MetricSpec::fleet_totals_only: only "all" figures are compared.
+  bool totals_only = false;
 };
 
 // Every metric compared across the fleet, in table order.

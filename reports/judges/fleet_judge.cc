@@ -40,6 +40,16 @@ std::string GroupName(const FleetMetric& fm, const v1::Measurement& m) {
   return absl::StrJoin(parts, " ");
 }
 
+// False for the figure of one job or one GPU, true for a total ("all") and
+// for a figure without job or GPU labels.
+bool IsTotal(const v1::Measurement& m) {
+  for (const char* key : {"job", "gpu"}) {
+    auto it = m.labels().find(key);
+    if (it != m.labels().end() && it->second != "all") return false;
+  }
+  return true;
+}
+
 // "15" for 15.2, "4.3" for 4.27: whole percents are enough above 10%.
 std::string Percent(double pct) {
   char buf[32];
@@ -157,6 +167,7 @@ void FleetJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
           if (m.metric() != fm.metric) return;
           // A wrong result is a failure of its own; its figure is not compared.
           if (LabelValue(m, "verified") == "false") return;
+          if (fm.totals_only && !IsTotal(m)) return;
           std::string name = GroupName(fm, m);
           if (auto it = entry_of_task.find(rec.task_id()); it != entry_of_task.end()) {
             name = name.empty() ? absl::StrCat("plan entry ", it->second)

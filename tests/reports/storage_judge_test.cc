@@ -229,26 +229,34 @@ TEST_CASE("storage that ran without measurements is not measured", "[storage_jud
   CHECK(Judge(RunData{}).empty());  // no storage in the plan: nothing to say
 }
 
-// Two checkpoint jobs a node at 355-357 MB/s; the last job of the last node
-// at `slow_job` MB/s.
-RunData CheckpointFleet(int nodes, double slow_job) {
+// `nodes` nodes that wrote a checkpoint with two jobs each: node totals of
+// 710-712 MB/s, the last node's `last_total`; each job half its node's total
+// unless `last_jobs` gives the last node's two jobs (then their sum is its
+// total).
+RunData CheckpointFleet(int nodes, double last_total, std::vector<double> last_jobs = {}) {
   RunData d;
+  auto add = [&d](int n, const std::string& job, double mbps) {
+    cmax::v1::ExportedRecord rec;
+    rec.set_node(absl::StrCat("node-", n));
+    rec.set_suite("storage");
+    auto* m = rec.mutable_record()->mutable_measurement();
+    m->set_suite("storage");
+    m->set_metric("storage_bandwidth_mbps");
+    m->set_unit("MB/s");
+    m->set_value(mbps);
+    (*m->mutable_labels())["pattern"] = "checkpoint";
+    (*m->mutable_labels())["op"] = "write";
+    (*m->mutable_labels())["job"] = job;
+    d.records.push_back(rec);
+  };
   for (int n = 0; n < nodes; ++n) {
-    for (int job = 0; job < 2; ++job) {
-      const int k = 2 * n + job;
-      cmax::v1::ExportedRecord rec;
-      rec.set_node(absl::StrCat("node-", n));
-      rec.set_suite("storage");
-      auto* m = rec.mutable_record()->mutable_measurement();
-      m->set_suite("storage");
-      m->set_metric("storage_bandwidth_mbps");
-      m->set_unit("MB/s");
-      m->set_value(k == 2 * nodes - 1 ? slow_job : 355.0 + k % 3);
-      (*m->mutable_labels())["pattern"] = "checkpoint";
-      (*m->mutable_labels())["op"] = "write";
-      (*m->mutable_labels())["job"] = absl::StrCat(job);
-      d.records.push_back(rec);
-    }
+    const bool last = n == nodes - 1;
+    std::vector<double> jobs = last && !last_jobs.empty() ? last_jobs : std::vector<double>{};
+    const double total = last ? (jobs.empty() ? last_total : jobs[0] + jobs[1]) : 710.0 + n % 3;
+    if (jobs.empty()) jobs = {total / 2, total / 2};
+    add(n, "0", jobs[0]);
+    add(n, "1", jobs[1]);
+    add(n, "all", total);
   }
   return d;
 }
@@ -264,36 +272,63 @@ std::vector<RuleResult> FleetRules(const RunData& d, const std::string& rule_id)
 
 TEST_CASE("storage bandwidth is a fleet outlier only 25% off the median, not on noise",
           "[reports][storage][fleet]") {
-  // Issue 33, item 6: three loopback nodes, two checkpoint jobs each; one
-  // job at 316.6 MB/s against a 357 MB/s median (11% below) was an extreme
-  // Tukey outlier in a tight fleet and failed its node.
-  auto outliers = [](double slow_job) {
-    return FleetRules(CheckpointFleet(3, slow_job), "fleet.outlier.storage_bandwidth_mbps");
+  // Issue 33, item 6: identical clients of one file system differ by 10-20%
+  // from run to run; a node is named only 25% below the fleet's median.
+  auto outliers = [](double last_total) {
+    return FleetRules(CheckpointFleet(6, last_total), "fleet.outlier.storage_bandwidth_mbps");
   };
-  CHECK(outliers(316.6).empty());  // 11% below: noise between identical clients
-  CHECK(outliers(280.0).empty());  // 21% below: still within a shared file system's noise
-  const auto slow = outliers(150.0);  // 58% below: a straggler
+  CHECK(outliers(632.0).empty());  // 11% below: noise between identical clients
+  CHECK(outliers(562.0).empty());  // 21% below: still within a shared file system's noise
+  const auto slow = outliers(300.0);  // 58% below: a straggler
   REQUIRE(slow.size() == 1);
-  CHECK(slow[0].node() == "node-2");
-  CHECK(slow[0].outcome() == "fail");
+  CHECK(slow[0].node() == "node-5");
+  CHECK(slow[0].outcome() == "fail");  // beyond the extreme fence of a tight fleet
+  CHECK(absl::StrContains(slow[0].message(), "job=all"));
+}
+
+TEST_CASE("one slow fio job on a node whose total is in line names nobody",
+          "[reports][storage][fleet]") {
+  // A loaded 3-node run in CI failed a node on one fio job far below its
+  // siblings while the node's total was like the others': the jobs of a node
+  // share its disk and client, so only the totals are compared.
+  const RunData d = CheckpointFleet(5, 0, {650.0, 61.0});
+  std::vector<RuleResult> out;
+  cmax::reports::FleetJudge(d, &out);
+  for (const auto& r : out) {
+    INFO(r.rule_id() << ": " << r.message());
+    CHECK_FALSE(absl::StartsWith(r.rule_id(), "fleet.outlier."));
+    CHECK_FALSE(absl::StrContains(r.message(), "job=each"));
+  }
+  const auto spread = FleetRules(d, "fleet.spread.storage_bandwidth_mbps");
+  REQUIRE(spread.size() == 1);  // the totals' group only
+  CHECK(spread[0].outcome() == "pass");
+  CHECK(absl::StrContains(spread[0].message(), "job=all"));
+  CHECK(absl::StrContains(spread[0].message(), "over 5 values"));
+
+  // Through the scorecard, the node is not blamed.
+  const cmax::v1::Scorecard card = cmax::reports::BuildScorecard(d);
+  for (const auto& n : card.nodes()) {
+    INFO(n.node());
+    CHECK(n.verdict() != "fail");
+  }
 }
 
 TEST_CASE("a fleet comparison with fewer values than it needs is not measured, never a pass",
           "[reports][storage][fleet]") {
-  // One node, two jobs: two values, and a fleet outlier needs four.
-  const RunData one = CheckpointFleet(1, 150.0);
-  const auto spread = FleetRules(one, "fleet.spread.storage_bandwidth_mbps");
+  // Three nodes: three totals, and a fleet outlier needs four.
+  const RunData three = CheckpointFleet(3, 300.0);
+  const auto spread = FleetRules(three, "fleet.spread.storage_bandwidth_mbps");
   REQUIRE(spread.size() == 1);
   CHECK(spread[0].outcome() == "not_measured");
   CHECK(spread[0].node().empty());
   CHECK(absl::StrContains(spread[0].message(),
                           "no fleet comparison: it needs 4 values to name an outlier, the run "
-                          "has 2"));
-  CHECK(FleetRules(one, "fleet.outlier.storage_bandwidth_mbps").empty());
+                          "has 3"));
+  CHECK(FleetRules(three, "fleet.outlier.storage_bandwidth_mbps").empty());
 
   // Through the scorecard: the Storage category lists it as not measured,
   // and the node's verdict does not blame the node for it.
-  const cmax::v1::Scorecard card = cmax::reports::BuildScorecard(one);
+  const cmax::v1::Scorecard card = cmax::reports::BuildScorecard(three);
   const cmax::v1::CategoryGrade* storage = nullptr;
   for (const auto& c : card.categories()) {
     if (c.name() == "Storage") storage = &c;
@@ -313,8 +348,8 @@ TEST_CASE("a fleet comparison with fewer values than it needs is not measured, n
   }
 
   // Four values and more: the comparison is made, and its spread passes.
-  const auto two = FleetRules(CheckpointFleet(2, 356.0), "fleet.spread.storage_bandwidth_mbps");
-  REQUIRE(two.size() == 1);
-  CHECK(two[0].outcome() == "pass");
-  CHECK(absl::StrContains(two[0].message(), "over 4 values"));
+  const auto four = FleetRules(CheckpointFleet(4, 711.0), "fleet.spread.storage_bandwidth_mbps");
+  REQUIRE(four.size() == 1);
+  CHECK(four[0].outcome() == "pass");
+  CHECK(absl::StrContains(four[0].message(), "over 4 values"));
 }

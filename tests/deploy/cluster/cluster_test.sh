@@ -259,15 +259,27 @@ set -e
 cat "$out/run-full.txt" | tail -15
 full_run=$(sed -n 's/^run \([^ ]*\) completed.*/\1/p' "$out/run-full.txt" | tail -1)
 [[ -n $full_run ]] || cl_fail "the full run did not complete (exit $full_rc)"
+ctl report "$full_run" --format json >"$CL_WORK/full.json"
+cp "$CL_WORK/full.json" "$out/scorecard-full.json"
 # CPU-only hosts: the GPU suites could not run, so not rated (exit 4) is
-# the honest outcome; 5 (nothing measured) or a failure is not.
-[[ $full_rc -eq 4 ]] || cl_fail "cmaxctl run --plan full.yaml exited $full_rc (want 4: measured, not rated on CPU-only hosts)"
+# the honest outcome; 5 (nothing measured) or a failure is not. On a
+# failure, what the scorecard blames, so the log says why.
+if [[ $full_rc -ne 4 ]]; then
+  python3 - "$out/scorecard-full.json" <<'EOF' || true
+import json, sys
+for n in json.load(open(sys.argv[1])).get("nodes", []):
+    if n.get("verdict") != "fail":
+        continue
+    print(f"  {n['node']}: fail")
+    for r in n.get("reasons", []):
+        print(f"    {r}")
+EOF
+  cl_fail "cmaxctl run --plan full.yaml exited $full_rc (want 4: measured, not rated on CPU-only hosts)"
+fi
 for s in hostcheck connectivity health audit storage; do
   grep -E "^COULD NOT RUN .* $s( |$)" "$out/run-full.txt" &&
     cl_fail "$s could not run on a booted host with the packaged units (it needs no GPU)"
 done
-ctl report "$full_run" --format json >"$CL_WORK/full.json"
-cp "$CL_WORK/full.json" "$out/scorecard-full.json"
 ctl report "$full_run" --format md >"$out/scorecard-full.md"
 ctl export "$full_run" >"$out/export-full.jsonl"
 python3 "$here/check_records.py" "$out/export-full.jsonl" "$out/scorecard-full.json" >"$out/records-full.txt" ||
