@@ -27,11 +27,24 @@ const char* TaskStateName(v1::TaskState s) {
   }
 }
 
+std::optional<v1::TaskState> TaskStateFromName(std::string_view name) {
+  for (v1::TaskState s : {v1::TASK_PENDING, v1::TASK_ASSIGNED, v1::TASK_RUNNING,
+                          v1::TASK_COMPLETED, v1::TASK_FAILED, v1::TASK_TIMED_OUT, v1::TASK_LOST,
+                          v1::TASK_CANCELLED}) {
+    if (name == TaskStateName(s)) return s;
+  }
+  return std::nullopt;
+}
+
 bool TaskCouldNotRun(const v1::TaskInfo& t) {
   return t.state() == v1::TASK_FAILED && t.exit_code() == kCouldNotRunExit;
 }
 
-bool TaskBroke(const v1::TaskInfo& t) { return IsFailedState(t.state()) && !TaskCouldNotRun(t); }
+bool TaskBroke(v1::TaskState state, int exit_code) {
+  return IsFailedState(state) && !(state == v1::TASK_FAILED && exit_code == kCouldNotRunExit);
+}
+
+bool TaskBroke(const v1::TaskInfo& t) { return TaskBroke(t.state(), t.exit_code()); }
 
 TaskCounts CountTasks(const std::vector<v1::TaskInfo>& tasks) {
   TaskCounts c;

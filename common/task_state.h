@@ -6,7 +6,9 @@
 #ifndef CMAX_COMMON_TASK_STATE_H_
 #define CMAX_COMMON_TASK_STATE_H_
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cmax/v1/run.pb.h"
@@ -22,6 +24,9 @@ bool IsFailedState(v1::TaskState state);
 // "pending", "assigned", "running", "completed", "failed", "timed_out",
 // "lost", "cancelled"; "unknown" for anything else.
 const char* TaskStateName(v1::TaskState state);
+// The state TaskStateName names `name`; nullopt for "unknown" and anything
+// else (the scorecard's tasks carry their state by name).
+std::optional<v1::TaskState> TaskStateFromName(std::string_view name);
 
 // The suites' exit code for "could not run" (DESIGN.md, "Suite exit
 // codes"); the agent ends a task it cannot start with it too.
@@ -32,6 +37,7 @@ bool TaskCouldNotRun(const v1::TaskInfo& task);
 // Broke: lost, hung (timed out) or crashed (TASK_FAILED with any other exit
 // code, or a signal): IsFailedState and not TaskCouldNotRun.
 bool TaskBroke(const v1::TaskInfo& task);
+bool TaskBroke(v1::TaskState state, int exit_code);
 
 // The tasks of a run by outcome, as cmaxctl prints them and the coordinator
 // logs them: one count so the two never disagree (a task that could not run,

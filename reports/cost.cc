@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/task_state.h"
 #include "reports/compare.h"
 #include "reports/stats.h"
 #include "reports/svg.h"
@@ -76,9 +78,8 @@ v1::CostSummary ComputeCost(const v1::Scorecard& card, double price, const std::
       c.add_lost_nodes(n.node());
     }
     for (const auto& t : n.tasks()) {
-      const bool broke = t.state() == "timed_out" || t.state() == "lost" ||
-                         (t.state() == "failed" && t.exit_code() != 2);
-      if (broke) broken_tasks.insert(t.task_id());
+      const std::optional<v1::TaskState> state = TaskStateFromName(t.state());
+      if (state && TaskBroke(*state, t.exit_code())) broken_tasks.insert(t.task_id());
     }
   }
   c.set_failures(static_cast<int>(broken_tasks.size()));

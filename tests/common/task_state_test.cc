@@ -35,6 +35,23 @@ TEST_CASE("every task state has its own name and the end states are terminal", "
   CHECK(std::string(cmax::TaskStateName(static_cast<cmax::v1::TaskState>(42))) == "unknown");
 }
 
+// The scorecard carries a task's state by name; reading it back gives the
+// state, and nothing for a name no state has.
+TEST_CASE("a task state's name reads back as the state", "[task_state]") {
+  const auto* e = cmax::v1::TaskState_descriptor();
+  for (int i = 0; i < e->value_count(); ++i) {
+    auto s = static_cast<cmax::v1::TaskState>(e->value(i)->number());
+    INFO(e->value(i)->name());
+    if (s == cmax::v1::TASK_STATE_UNSPECIFIED) continue;
+    REQUIRE(cmax::TaskStateFromName(cmax::TaskStateName(s)).has_value());
+    CHECK(*cmax::TaskStateFromName(cmax::TaskStateName(s)) == s);
+  }
+  for (const char* bad : {"unknown", "", "Failed", "TASK_FAILED", "timed out"}) {
+    INFO(bad);
+    CHECK_FALSE(cmax::TaskStateFromName(bad).has_value());
+  }
+}
+
 // One predicate for the scheduler's tasks_failed and cmaxctl's failures.
 TEST_CASE("failed, timed out and lost are the failed states", "[task_state]") {
   const auto* e = cmax::v1::TaskState_descriptor();
@@ -62,6 +79,7 @@ TEST_CASE("a failed state either could not run (exit code 2) or broke", "[task_s
       INFO(e->value(i)->name() << " exit code " << code);
       CHECK(cmax::TaskCouldNotRun(t) == (t.state() == cmax::v1::TASK_FAILED && code == 2));
       CHECK(cmax::TaskBroke(t) == (cmax::IsFailedState(t.state()) && !cmax::TaskCouldNotRun(t)));
+      CHECK(cmax::TaskBroke(t.state(), code) == cmax::TaskBroke(t));
     }
   }
   cmax::v1::TaskInfo lost;

@@ -45,6 +45,33 @@ TEST_CASE("cost from a known price gives the expected figures", "[cost]") {
   CHECK(RenderHtml(card).find("<section id=\"cost\">") != std::string::npos);
 }
 
+// Failures are the tasks that broke (crashed, hung, lost), each once however
+// many nodes of its group list it; could not run (exit code 2) and
+// cancelled are not failures.
+TEST_CASE("cost counts the tasks that broke, once each, and not those that could not run",
+          "[cost]") {
+  v1::Scorecard card;
+  auto task = [](v1::NodeVerdict* n, const std::string& id, const std::string& state, int code) {
+    v1::TaskSummary* t = n->add_tasks();
+    t->set_task_id(id);
+    t->set_state(state);
+    t->set_exit_code(code);
+  };
+  v1::NodeVerdict* a = card.add_nodes();
+  a->set_node("node-a");
+  v1::NodeVerdict* b = card.add_nodes();
+  b->set_node("node-b");
+  task(a, "r.0.node-a", "completed", 0);
+  task(a, "r.1.node-a", "failed", 2);     // could not run
+  task(a, "r.2.node-a", "failed", 1);     // crashed
+  task(a, "r.3.gang", "timed_out", -1);   // hung: a gang task, on both nodes
+  task(b, "r.3.gang", "timed_out", -1);
+  task(b, "r.4.node-b", "lost", 2);       // lost, whatever its last code
+  task(b, "r.5.node-b", "cancelled", 0);
+  task(b, "r.6.node-b", "no-such-state", 1);
+  CHECK(ComputeCost(card, 0, "").failures() == 3);
+}
+
 TEST_CASE("without a BF16 figure the price per PFLOP-hour is not measured", "[cost]") {
   RunData d = testing::CleanHostcheckRun();
   for (const auto& n : d.nodes) d.inventories[n].set_gpu_count(8);
