@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/web/web_routes.h"
@@ -50,9 +51,40 @@ constexpr char kOutsideMarker[] = "OUTSIDE-THE-REPORT-ROOT";
 // The input of the request being served: the logger's checks read it.
 std::string* current_input = nullptr;
 
-bool InputHasToken() {
-  return absl::StrContains(*current_input, kToken) ||
-         absl::StrContains(*current_input, kReadToken);
+int HexValue(char c) {
+  return absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10;
+}
+
+// The input with %XX and '+' decoded once, as the server decodes a query.
+std::string Decoded(const std::string& in) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '%' && i + 2 < in.size() && absl::ascii_isxdigit(in[i + 1]) &&
+        absl::ascii_isxdigit(in[i + 2])) {
+      out.push_back(static_cast<char>(HexValue(in[i + 1]) * 16 + HexValue(in[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(in[i] == '+' ? ' ' : in[i]);
+    }
+  }
+  return out;
+}
+
+// Whether the request's bytes carry `s`, as sent or decoded.
+bool InputHas(const char* s) {
+  if (current_input == nullptr) return false;
+  return absl::StrContains(*current_input, s) || absl::StrContains(Decoded(*current_input), s);
+}
+
+bool InputHasToken() { return InputHas(kToken) || InputHas(kReadToken); }
+
+// A file outside the report directory leaked into an answer. The marker in
+// an answer to a request that itself carries it is an echo (a run id in
+// "no run r1OUTSIDE-...", which the fuzzer learns from this very check),
+// not a leak.
+bool Leaked(const std::string& answer) {
+  return absl::StrContains(answer, kOutsideMarker) && !InputHas(kOutsideMarker);
 }
 
 // r1 completed with a scorecard, r2 running with a failed task; agents n1, n2.
@@ -188,7 +220,7 @@ cmax::fuzz::FuzzServer* Server() {
       const std::string cookie = res.get_header_value("Set-Cookie");
       if (!cookie.empty() && !absl::StrContains(cookie, "Max-Age=0") && !InputHasToken())
         std::abort();
-      if (absl::StrContains(res.body, kOutsideMarker)) std::abort();
+      if (Leaked(res.body)) std::abort();
     });
     return s;
   }();
@@ -202,8 +234,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   current_input = &input;
   cmax::fuzz::FuzzServer* server = Server();
   const std::string out = cmax::fuzz::ServeInput(*server, data, size, 8);
-  current_input = nullptr;
   if (!out.empty() && !absl::StartsWith(out, "HTTP/1.1 ")) std::abort();
-  if (absl::StrContains(out, kOutsideMarker)) std::abort();
+  if (Leaked(out)) std::abort();
+  current_input = nullptr;
   return 0;
 }
