@@ -187,7 +187,11 @@ class ConnectionThreads : public httplib::TaskQueue {
   void shutdown() override {
     table_->ShutdownAll();
     std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait(lock, [this] { return live_ == 0; });
+    // wait_for, not wait: GCC 12's condition_variable::wait(unique_lock&)
+    // is an out-of-line symbol versioned GLIBCXX_3.4.30, above the floor of
+    // the node tarball (deploy/symbol-floor.sh); wait_for is inline.
+    while (!idle_.wait_for(lock, std::chrono::seconds(1), [this] { return live_ == 0; })) {
+    }
   }
 
  private:
