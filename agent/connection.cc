@@ -28,6 +28,11 @@ struct Connection::Stream {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> rw;
   bool reader_done = false;  // guarded by Connection::mu_
+  // What the reader hands the dispatcher, in arrival order (guarded by
+  // Connection::mu_): the reader never waits for the handler, so a handler
+  // held up by its disk (an fsync queued behind a storage suite's writes)
+  // does not hold up the answers to the coordinator's pings.
+  std::deque<v1::CoordinatorMessage> inbox;
 };
 
 Connection::Connection(ConnectionOptions options, ConnectionHandler* handler)
@@ -168,6 +173,7 @@ bool Connection::RunStream() {
   handler_->OnConnected(generation);
   std::thread reader([this, s = stream.get(), generation] { ReaderLoop(s, generation); });
   std::thread writer([this, s = stream.get(), generation] { WriterLoop(s, generation); });
+  std::thread dispatcher([this, s = stream.get()] { DispatchLoop(s); });
 
   std::string why;
   bool server_closed = false;
@@ -200,6 +206,7 @@ bool Connection::RunStream() {
   if (!server_closed) stream->context.TryCancel();
   reader.join();
   writer.join();
+  dispatcher.join();
   grpc::Status status = stream->rw->Finish();
   {
     absl::MutexLock lock(&mu_);
@@ -234,6 +241,29 @@ void Connection::ReaderLoop(Stream* stream, uint64_t generation) {
       }
       if (message.has_welcome())
         heartbeat_ms_ = message.welcome().heartbeat_interval_ms();
+      stream->inbox.push_back(std::move(message));
+      message = v1::CoordinatorMessage();
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  stream->reader_done = true;
+  broken_ = true;
+}
+
+void Connection::DispatchLoop(Stream* stream) {
+  for (;;) {
+    v1::CoordinatorMessage message;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this, stream]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return !stream->inbox.empty() || stream->reader_done;
+      };
+      mu_.Await(absl::Condition(&ready));
+      // What arrived before the stream ended is still handled (a cancel, an
+      // acknowledgement), unless the agent is stopping.
+      if (stream->inbox.empty() || stopping_) return;
+      message = std::move(stream->inbox.front());
+      stream->inbox.pop_front();
     }
     if (message.has_welcome()) {
       Log()->info("coordinator {} is version {}, heartbeat every {} ms", options_.target,
@@ -242,9 +272,6 @@ void Connection::ReaderLoop(Stream* stream, uint64_t generation) {
     }
     handler_->OnMessage(message);
   }
-  absl::MutexLock lock(&mu_);
-  stream->reader_done = true;
-  broken_ = true;
 }
 
 void Connection::WriterLoop(Stream* stream, uint64_t generation) {

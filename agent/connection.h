@@ -9,8 +9,11 @@
 //   writer      (one per stream): drains the outbound queue, one Write at a
 //               time; a Pong's t3 is stamped just before its Write;
 //   reader      (one per stream): Read loop; Ping → Pong queued at the
-//               front; every other message → handler->OnMessage, which must
-//               not block.
+//               front; every other message → the dispatcher's inbox;
+//   dispatcher  (one per stream): handler->OnMessage for each, in order. It
+//               may wait on the disk (the task store's fsync) without
+//               delaying a Pong; it ends when the reader has ended and the
+//               inbox is empty (or the agent is stopping).
 // Send/HasRoom (the Outbox) are thread-safe and never block on the network.
 //
 //   ┌──────────┐ stream up, Hello written ┌───────────┐
@@ -71,7 +74,9 @@ class ConnectionHandler {
   virtual v1::Hello MakeHello() = 0;
   // Stream `generation` is up; Hello went out first on it.
   virtual void OnConnected(uint64_t generation) = 0;
-  // Any message but Ping (answered by the connection). Must not block.
+  // Any message but Ping (answered by the connection), one at a time and in
+  // order, on the stream's dispatcher thread. May wait on the disk; a
+  // handler that never returns holds up the stream's end.
   virtual void OnMessage(const v1::CoordinatorMessage& message) = 0;
 };
 
@@ -101,6 +106,7 @@ class Connection : public Outbox {
   bool RunStream();
   void WriterLoop(Stream* stream, uint64_t generation);
   void ReaderLoop(Stream* stream, uint64_t generation);
+  void DispatchLoop(Stream* stream);
   // Sleeps up to `ms` or until Stop.
   void SleepUnlessStopped(int64_t ms);
 

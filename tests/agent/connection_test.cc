@@ -328,6 +328,72 @@ TEST_CASE("a connected agent waits as long as the heartbeat period the last Ping
 
 namespace {
 
+// A handler whose every message waits `hold` (a task store's fsync behind a
+// storage suite's writes), counting what it handled.
+class SlowHandler final : public cmax::agent::ConnectionHandler {
+ public:
+  explicit SlowHandler(std::chrono::milliseconds hold) : hold_(hold) {}
+  v1::Hello MakeHello() override {
+    v1::Hello h;
+    h.set_node_name("node-slow-disk");
+    return h;
+  }
+  void OnConnected(uint64_t) override {}
+  void OnMessage(const v1::CoordinatorMessage& m) override {
+    std::this_thread::sleep_for(hold_);
+    absl::MutexLock lock(&mu_);
+    handled_.push_back(m.cancel().task_id());
+  }
+  std::vector<std::string> handled() const {
+    absl::MutexLock lock(&mu_);
+    return handled_;
+  }
+
+ private:
+  const std::chrono::milliseconds hold_;
+  mutable absl::Mutex mu_;
+  std::vector<std::string> handled_;
+};
+
+}  // namespace
+
+TEST_CASE("a handler held up by its disk does not hold up the answers to Pings",
+          "[agent][connection]") {
+  // The coordinator calls an agent lost when its pongs stop; a handler that
+  // waits seconds on an fsync must not make a healthy node look lost.
+  Server server;
+  cmax::agent::ConnectionOptions o;
+  o.target = server.address();
+  SlowHandler handler(1500ms);
+  cmax::agent::Connection connection(o, &handler);
+  connection.Start();
+  REQUIRE(WaitFor([&] { return server.fake.connected() && connection.connected(); }, 20s));
+  for (const char* id : {"t1", "t2"}) {  // 3 s of handling queued
+    v1::CoordinatorMessage cancel;
+    cancel.mutable_cancel()->set_task_id(id);
+    REQUIRE(server.fake.Send(cancel));
+  }
+  const auto sent = std::chrono::steady_clock::now();
+  v1::CoordinatorMessage ping;
+  ping.mutable_ping()->set_t1_ns(cmax::NowUnixNs());
+  REQUIRE(server.fake.Send(ping));
+  auto pong = [&] {
+    return FindMessage(server.fake.Received(1),
+                       [](const v1::AgentMessage& m) { return m.has_pong(); })
+        .has_value();
+  };
+  REQUIRE(WaitFor(pong, 10s));
+  const auto answered = std::chrono::steady_clock::now() - sent;
+  CHECK(answered < 1000ms);  // not after the 3 s the handler still needs
+  CHECK(handler.handled().size() < 2);
+  // Every message is still handled, in the order it came.
+  REQUIRE(WaitFor([&] { return handler.handled().size() == 2; }, 10s));
+  CHECK(handler.handled() == std::vector<std::string>{"t1", "t2"});
+  connection.Stop();
+}
+
+namespace {
+
 // Runs openssl; false (with a warning) when it fails.
 bool OpenSsl(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"openssl"};

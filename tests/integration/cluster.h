@@ -29,7 +29,10 @@ inline constexpr int kExitNothingMeasured = 5;
 struct ClusterOptions {
   int agents = 3;
   bool netns = true;             // try namespaces; fall back to loopback
-  int heartbeat_timeout_s = 3;
+  // The coordinator's own default (--heartbeat-timeout 15): a loaded test
+  // machine must not lose an agent a deployment would keep. Tests of loss
+  // detection set their own.
+  int heartbeat_timeout_s = 15;
   // The coordinator always requires a token, as deployed: this one, or a
   // random one made for the test when empty. no_token: --no-token instead.
   std::string token;
