@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -280,15 +281,19 @@ TEST_CASE("the agent keeps dialling until the coordinator appears",
 namespace {
 
 // A handler that only answers the Hello: the Connection alone, no executor.
-class HelloOnly final : public cmax::agent::ConnectionHandler {
+class HelloOnly : public cmax::agent::ConnectionHandler {
  public:
+  explicit HelloOnly(std::string node = "node-quiet") : node_(std::move(node)) {}
   v1::Hello MakeHello() override {
     v1::Hello h;
-    h.set_node_name("node-quiet");
+    h.set_node_name(node_);
     return h;
   }
   void OnConnected(uint64_t) override {}
   void OnMessage(const v1::CoordinatorMessage&) override {}
+
+ private:
+  const std::string node_;
 };
 
 }  // namespace
@@ -330,15 +335,9 @@ namespace {
 
 // A handler whose every message waits `hold` (a task store's fsync behind a
 // storage suite's writes), counting what it handled.
-class SlowHandler final : public cmax::agent::ConnectionHandler {
+class SlowHandler final : public HelloOnly {
  public:
-  explicit SlowHandler(std::chrono::milliseconds hold) : hold_(hold) {}
-  v1::Hello MakeHello() override {
-    v1::Hello h;
-    h.set_node_name("node-slow-disk");
-    return h;
-  }
-  void OnConnected(uint64_t) override {}
+  explicit SlowHandler(std::chrono::milliseconds hold) : HelloOnly("node-slow-disk"), hold_(hold) {}
   void OnMessage(const v1::CoordinatorMessage& m) override {
     std::this_thread::sleep_for(hold_);
     absl::MutexLock lock(&mu_);
