@@ -106,7 +106,10 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
         if (t.state() == v1::TASK_FAILED && !t.stderr_tail().empty()) {
           absl::StrAppend(&line, "\n     stderr: ", FirstLine(t.stderr_tail(), 160));
         }
-      } else if (before != v1::TASK_STATE_UNSPECIFIED || IsTerminal(t.state())) {
+      } else if (before != v1::TASK_STATE_UNSPECIFIED || t.state() != v1::TASK_PENDING) {
+        // Only a task first seen pending goes unsaid (every task starts so);
+        // one first seen assigned or running (the follower subscribed after
+        // it started: a restart, a reconnect) is said, or its start is lost.
         line = absl::StrCat(t.suite(), " on ", t.node(), ": ",
                             TaskStateName(t.state()));
         if (IsTerminal(t.state())) {

@@ -259,5 +259,28 @@ TEST_CASE("a failed task's message reaches the progress lines with its controls 
   std::fclose(err);
 }
 
+TEST_CASE("a task first seen running is said; one first seen pending is not", "[ctl]") {
+  FILE* out = std::tmpfile();
+  REQUIRE(out != nullptr);
+  RunProgress p(out, /*tty=*/false, out);
+  auto say = [&](const std::string& node, v1::TaskState state) {
+    v1::RunEvent ev;
+    v1::TaskInfo* t = ev.mutable_task();
+    t->set_task_id("r1.0." + node);
+    t->set_node(node);
+    t->set_suite("burnin");
+    t->set_state(state);
+    p.OnEvent(ev);
+  };
+  say("n1", v1::TASK_PENDING);
+  say("n2", v1::TASK_RUNNING);  // subscribed after n2 started
+  say("n1", v1::TASK_RUNNING);
+  say("n2", v1::TASK_RUNNING);  // the same state again says nothing
+  const std::string printed = Contents(out);
+  INFO(printed);
+  CHECK(printed == "burnin on n2: running\nburnin on n1: running\n");
+  std::fclose(out);
+}
+
 }  // namespace
 }  // namespace cmax::ctl
