@@ -259,7 +259,7 @@ TEST_CASE("a failed task's message reaches the progress lines with its controls 
   std::fclose(err);
 }
 
-TEST_CASE("a task first seen running is said; one first seen pending is not", "[ctl]") {
+TEST_CASE("a task first seen running is said, one first seen pending is not", "[ctl]") {
   FILE* out = std::tmpfile();
   REQUIRE(out != nullptr);
   RunProgress p(out, /*tty=*/false, out);
