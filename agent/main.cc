@@ -16,6 +16,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -26,6 +27,7 @@
 #include "common/net_address.h"
 #include "common/owned_dir.h"
 #include "common/secrets.h"
+#include "common/version.h"
 
 ABSL_FLAG(std::string, coordinator, "", "coordinator address HOST:PORT (required)");
 ABSL_FLAG(std::string, node_name, "", "this node's name (required)");
@@ -130,6 +132,7 @@ int main(int argc, char** argv) {
     return absl::StrContains(file, "agent/main.cc");
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return absl::StrCat("cmax-agent ", cmax::kCmaxVersion, "\n"); };
   absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> normalized = NormalizeFlagNames(argc, argv);
   std::vector<char*> args;

@@ -4,13 +4,14 @@
 #
 #   deploy/gpu-bundle.sh [--build-dir DIR] [--out DIR] [--jobs N] [--archs LIST]
 #
-# Configures DIR (default build-bundle/) with CMAX_BUNDLE=ON (static Protobuf,
-# Abseil, yaml-cpp, RE2, libcrypto, zlib, OpenBLAS; static CUDA runtime; see
-# CMakeLists.txt), builds only cmax-bench and cmax-bench-cuda (never the
-# tests) with ccache, and assembles OUT (default dist/)/cmax-gpu-<version>-<arch>/:
+# Configures DIR (default build-bundle/, shared with deploy/node-bundle.sh)
+# with CMAX_BUNDLE=ON (static Protobuf, yaml-cpp, zlib, OpenBLAS; static
+# CUDA runtime; see CMakeLists.txt), builds only cmax-bench and
+# cmax-bench-cuda (never the tests) with ccache, and assembles OUT (default
+# dist/)/cmax-gpu-<version>-<arch>/:
 #   bin/cmax-bench, bin/cmax-bench-cuda   debug info stripped
-#   lib/        the shared libraries that have no archive (spdlog, fmt, Open
-#               MPI, Gloo, ...), found through $ORIGIN/../lib
+#   lib/        the shared libraries carried (Abseil, RE2, OpenSSL's
+#               libcrypto, fmt), found through $ORIGIN/../lib
 #   validate.sh, validate_lib.sh          benchmarks/cuda/validate.sh
 #   plans/      benchmarks/plans/*.yaml
 #   data/       the data files the suites read (compiled in as well):
@@ -20,7 +21,9 @@
 # at run time. CUDA architectures: sm_80, sm_89, sm_90 and sm_100 where
 # `nvcc --list-gpu-arch` lists them, plus PTX of the highest (--archs
 # overrides, in CMAKE_CUDA_ARCHITECTURES syntax). Fails when the folder is
-# 64 MiB or more, or when a binary needs a glibc newer than 2.36.
+# 64 MiB or more, when a binary or library is above the runtime floor
+# (deploy/symbol-floor.sh), or when one loads a library from outside the
+# folder that a node does not provide (deploy/bundle-lib.sh).
 # Exit: 0 built, 1 built but a check failed, 2 could not build (no CUDA
 # toolkit, configure or build error).
 set -euo pipefail
@@ -40,45 +43,17 @@ while [[ $# -gt 0 ]]; do
     *) echo "gpu-bundle.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
-die() { echo "gpu-bundle.sh: $*" >&2; exit 2; }
+bundle_tool=gpu-bundle.sh
+# shellcheck source=deploy/bundle-lib.sh
+source "$root/deploy/bundle-lib.sh"
+die() { bundle_die "$@"; }
 
-nvcc=$(command -v nvcc || true)
-[[ -z $nvcc && -x /usr/local/cuda/bin/nvcc ]] && nvcc=/usr/local/cuda/bin/nvcc
+nvcc=$(bundle_find_nvcc)
 [[ -n $nvcc ]] || die "no CUDA toolkit (nvcc not on PATH nor in /usr/local/cuda/bin): the bundle needs one to build"
+[[ -n $archs ]] || archs=$(bundle_cuda_archs "$nvcc")
 
-if [[ -z $archs ]]; then
-  listed=$("$nvcc" --list-gpu-arch 2>/dev/null | tr '\n' ' ')
-  picked=()
-  for a in 80 89 90 100; do
-    [[ " $listed " == *" compute_$a "* ]] && picked+=("$a")
-  done
-  [[ ${#picked[@]} -gt 0 ]] || die "nvcc --list-gpu-arch lists none of sm_80 sm_89 sm_90 sm_100 ($listed)"
-  archs=
-  for ((i = 0; i < ${#picked[@]}; i++)); do
-    # The highest also as PTX (a newer GPU JIT-compiles it).
-    if ((i == ${#picked[@]} - 1)); then a=${picked[$i]}; else a=${picked[$i]}-real; fi
-    archs=${archs:+$archs;}$a
-  done
-fi
-
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/cmax-ccache}
-export CCACHE_BASEDIR=$root
-export CCACHE_NOHASHDIR=1
-generator=()
-command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 start=$(date +%s)
-mkdir -p "$build"
-if [[ ! -f $build/CMakeCache.txt ]]; then
-  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAX_BUNDLE=ON -DCMAX_BUILD_TESTS=OFF -DCMAX_ENABLE_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_COMPILER="$nvcc" >"$build/configure.log" 2>&1 \
-    || { tail -n 30 "$build/configure.log" >&2; die "cmake failed (log: $build/configure.log)"; }
-else
-  cmake -S "$root" -B "$build" -DCMAKE_CUDA_ARCHITECTURES="$archs" >"$build/configure.log" 2>&1 \
-    || { tail -n 30 "$build/configure.log" >&2; die "cmake failed (log: $build/configure.log)"; }
-fi
-cmake --build "$build" --target cmax-bench cmax-bench-cuda -j "$jobs" \
-  || die "build failed (cmake --build $build --target cmax-bench cmax-bench-cuda)"
+bundle_build "$root" "$build" "$jobs" "$nvcc" "$archs" cmax-bench cmax-bench-cuda
 built=$(date +%s)
 
 version=$("$build/bin/cmax-bench-cuda" --version | awk '{print $2; exit}')
@@ -92,18 +67,7 @@ for b in cmax-bench cmax-bench-cuda; do
   strip --strip-debug "$dest/bin/$b"
 done
 
-# lib/: what the binaries still load from the build machine, except the
-# libraries every node has (glibc, libstdc++, libgcc_s, libm) and the ones the
-# node must provide (the NVIDIA driver's libcuda, cuBLASLt, NCCL: dlopened).
-node_provided='^(linux-vdso|linux-gate|ld-linux[^ ]*|libc|libm|libdl|librt|libpthread|libutil|libresolv|libstdc\+\+|libgcc_s|libcuda|libcublasLt|libcublas|libnccl)\.so'
-for b in "$dest"/bin/*; do
-  while read -r name path; do
-    [[ $name =~ $node_provided ]] && continue
-    [[ -f $path ]] || die "$b needs $name, which is not found on this machine"
-    [[ -e $dest/lib/$name ]] || cp -L "$path" "$dest/lib/$name"
-  done < <(ldd "$b" | awk '/=>/ && $3 ~ /^\// {print $1, $3}')
-done
-strip --strip-debug "$dest"/lib/* 2>/dev/null || true
+bundle_copy_libs "$dest" "$dest"/bin/*
 
 cp "$root/benchmarks/cuda/validate.sh" "$root/benchmarks/cuda/validate_lib.sh" "$dest/"
 cp "$root"/benchmarks/plans/*.yaml "$dest/plans/"
@@ -111,15 +75,15 @@ cp "$root"/benchmarks/health/data/*.yaml "$dest/data/health/"
 cp "$root"/benchmarks/audit/data/*.yaml "$dest/data/audit/"
 
 cuda_version=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-glibc_needed=$(for b in "$dest"/bin/* "$dest"/lib/*; do objdump -T "$b" 2>/dev/null; done |
-  grep -o 'GLIBC_[0-9.]*' | sort -t. -k1,1 -k2,2n -k3,3n -u | tail -n1)
+floor=$(bundle_floor_text "$root")
 cat >"$dest/README" <<EOF
 cmax GPU bundle $version ($arch), built $(date -u +%Y-%m-%d) with CUDA $cuda_version
 for CUDA architectures $archs (PTX of the last).
 
 Runs on a GPU node without a build: bin/cmax-bench (host suites) and
-bin/cmax-bench-cuda (GPU suites). Needs glibc ${glibc_needed#GLIBC_} or newer, libstdc++ and
-the node's NVIDIA driver (libcuda.so.1; a driver older than CUDA $cuda_version
+bin/cmax-bench-cuda (GPU suites). Needs glibc and libstdc++ no older than
+$floor (RHEL/Rocky 9, Ubuntu 22.04 and later, Debian 12)
+and the node's NVIDIA driver (libcuda.so.1; a driver older than CUDA $cuda_version
 is reported as such). cuBLASLt (libcublasLt.so.${cuda_version%%.*}) and NCCL (libnccl.so.2)
 come from the node, found at start-up in LD_LIBRARY_PATH, the loader's
 cache, /usr/local/cuda/lib64, /usr/local/cuda/lib, /usr/lib/<triple>, or a
@@ -143,12 +107,10 @@ if ((size >= limit)); then
   echo "gpu-bundle.sh: FAIL: $dest is $size bytes, the limit is $limit (64 MiB)" >&2
   status=1
 fi
-if [[ -n $glibc_needed ]] && [[ $(printf '%s\n' "${glibc_needed#GLIBC_}" 2.36 | sort -V | tail -n1) != 2.36 ]]; then
-  echo "gpu-bundle.sh: FAIL: the bundle needs $glibc_needed, newer than 2.36" >&2
-  status=1
-fi
+bundle_check_floor "$root" "$dest" || status=1
+bundle_check_ldd "$dest" || status=1
 echo "bundle: $dest"
-echo "  size $((size / 1024 / 1024)) MiB ($size bytes), needs ${glibc_needed:-no versioned glibc}, CUDA archs $archs"
+echo "  size $((size / 1024 / 1024)) MiB ($size bytes), floor $floor, CUDA archs $archs"
 echo "  lib/: $(cd "$dest/lib" && ls | tr '\n' ' ')"
 echo "  build $((built - start)) s (ccache: $CCACHE_DIR)"
 exit $status

@@ -70,23 +70,10 @@ if [[ ! -f /etc/cmax/coordinator.env ]]; then
 CMAX_COORDINATOR_ARGS=--listen 127.0.0.1:8470 --token-file /etc/cmax/token
 ENV
 fi
+# The agent's (deploy/systemd/agent.env, also the node tarball's): its share
+# directory is this prefix's.
 if [[ ! -f /etc/cmax/agent.env ]]; then
-  cat >/etc/cmax/agent.env <<'ENV'
-# Arguments for cmax-agent (see cmax-agent --help). The node name is the host
-# name unless --node-name is given here. For a cluster, e.g.:
-#   CMAX_AGENT_ARGS=--coordinator 10.0.0.5:8470 --tls-ca /etc/cmax/tls/ca.pem --token-file /etc/cmax/token
-CMAX_AGENT_ARGS=--coordinator 127.0.0.1:8470 --token-file /etc/cmax/token
-# Addresses other nodes reach this one at (group suites, connectivity), e.g.
-# the fabric-facing one; default: every address of an interface that is up.
-#   CMAX_ADVERTISE=10.0.0.7
-# Directories whose files a plan may name (health --thresholds, audit
-# --advisories); default /usr/local/share/cmax,/etc/cmax.
-#CMAX_ALLOW_READ=/usr/local/share/cmax,/etc/cmax
-# Directories the storage suite may write under (the first is the default
-# path); default /var/lib/cmax-agent/storage. Add a shared file system to
-# measure it, e.g. /var/lib/cmax-agent/storage,/shared/scratch
-#CMAX_STORAGE_ROOTS=/var/lib/cmax-agent/storage
-ENV
+  sed "s|@SHARE@|$prefix/share/cmax|" deploy/systemd/agent.env >/etc/cmax/agent.env
 fi
 if ! grep -q -- '--token-file\|--no-token' /etc/cmax/coordinator.env; then
   echo "NOTE: /etc/cmax/coordinator.env (kept as it was) gives no --token-file: the" \

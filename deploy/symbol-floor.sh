@@ -5,6 +5,7 @@
 # symbols that need a version above the floor.
 #
 #   deploy/symbol-floor.sh [--glibc V] [--glibcxx V] [--cxxabi V] FILE...
+#   deploy/symbol-floor.sh --print-floor     the floor, one line
 #
 # Default floor: glibc 2.34, GLIBCXX_3.4.29, CXXABI_1.3.13: the system
 # libraries of RHEL/Rocky 9 (glibc 2.34, GCC 11's libstdc++) and Ubuntu
@@ -19,16 +20,22 @@ glibc=2.34
 glibcxx=3.4.29
 cxxabi=1.3.13
 files=()
+print_floor=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --glibc) glibc=$2; shift 2 ;;
     --glibcxx) glibcxx=$2; shift 2 ;;
     --cxxabi) cxxabi=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --print-floor) print_floor=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "symbol-floor.sh: unknown option '$1'" >&2; exit 2 ;;
     *) files+=("$1"); shift ;;
   esac
 done
+if [[ $print_floor -eq 1 ]]; then
+  echo "glibc $glibc, GLIBCXX_$glibcxx, CXXABI_$cxxabi"
+  exit 0
+fi
 [[ ${#files[@]} -gt 0 ]] || { echo "usage: symbol-floor.sh [--glibc V] [--glibcxx V] [--cxxabi V] FILE..." >&2; exit 2; }
 command -v objdump >/dev/null || { echo "symbol-floor.sh: objdump not found (binutils)" >&2; exit 2; }
 

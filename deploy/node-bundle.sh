@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Builds the node tarball: cmax for a node that is not Debian 12 (RHEL/Rocky
+# 9, Ubuntu 22.04 and later), which needs nothing of the node but glibc,
+# libstdc++ and libgcc no older than the floor of deploy/symbol-floor.sh.
+#
+#   deploy/node-bundle.sh [--arch x86_64] [--build-dir DIR] [--out DIR] [--jobs N]
+#
+# Builds cmax-agent, cmaxctl, cmax-bench and, where a CUDA toolkit is found,
+# cmax-bench-cuda in DIR (default build-bundle/, shared with
+# deploy/gpu-bundle.sh; CMAX_BUNDLE=ON, see CMakeLists.txt) and writes
+# OUT (default dist/)/cmax-node-<version>-<arch>.tar.gz holding
+# cmax-node-<version>-<arch>/:
+#   bin/          the binaries, debug info stripped, run path $ORIGIN/../lib
+#   lib/          the libraries carried (gRPC and what it links: Abseil, RE2,
+#                 OpenSSL, c-ares, upb; fmt); the rest is linked in
+#   share/cmax/   plans/, data/ (compiled in as well), agent.env, the
+#                 cmax-agent unit, FLOOR
+#   install.sh    installs into /opt/cmax (--prefix), writes
+#                 /etc/cmax/agent.env only when missing, the unit disabled
+#   validate.sh   the GPU bundle's check of every GPU suite (with CUDA)
+#   README
+# The GPU libraries (libcuda, cuBLASLt, NCCL) come from the node at run time,
+# as in the GPU bundle. Left out, and said in README: the agent's
+# --metrics-listen (Debian's cpp-httplib is above the floor), the host
+# collectives' gloo and mpi backends, and the coordinator.
+# --arch: the machine's own (x86_64 here); a cross build for aarch64 is not
+# made by this script yet (docs/operating.md).
+# Exit: 0 built and every check passed (floor, ldd, --version of each
+# binary from a copy), 1 built but a check failed, 2 could not build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=$root/build-bundle
+out=$root/dist
+jobs=2
+arch=$(uname -m)
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --arch) arch=$2; shift 2 ;;
+    --build-dir) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "node-bundle.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+bundle_tool=node-bundle.sh
+# shellcheck source=deploy/bundle-lib.sh
+source "$root/deploy/bundle-lib.sh"
+case $arch in
+  x86_64|aarch64) ;;
+  *) bundle_die "--arch: x86_64 or aarch64, not '$arch'" ;;
+esac
+[[ $arch == "$(uname -m)" ]] \
+  || bundle_die "--arch $arch on a $(uname -m) machine: a cross build is not made by this script yet; build on a $arch machine"
+
+nvcc=$(bundle_find_nvcc)
+archs=
+[[ -n $nvcc ]] && archs=$(bundle_cuda_archs "$nvcc")
+targets=(cmax-agent cmaxctl cmax-bench)
+[[ -n $nvcc ]] && targets+=(cmax-bench-cuda)
+
+start=$(date +%s)
+bundle_build "$root" "$build" "$jobs" "$nvcc" "$archs" "${targets[@]}"
+built=$(date +%s)
+
+version=$("$build/bin/cmax-agent" --version | awk '{print $2; exit}')
+[[ -n $version ]] || bundle_die "cmax-agent --version printed no version"
+name=cmax-node-$version-$arch
+work=$(mktemp -d "${TMPDIR:-/tmp}/cmax-node-bundle.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+dest=$work/$name
+mkdir -p "$dest/bin" "$dest/share/cmax/plans" "$dest/share/cmax/data/health" "$dest/share/cmax/data/audit"
+for b in "${targets[@]}"; do
+  cp "$build/bin/$b" "$dest/bin/$b"
+  strip --strip-debug "$dest/bin/$b"
+done
+bundle_copy_libs "$dest" "$dest"/bin/*
+
+share=$dest/share/cmax
+cp "$root"/benchmarks/plans/*.yaml "$share/plans/"
+cp "$root"/benchmarks/health/data/*.yaml "$share/data/health/"
+cp "$root"/benchmarks/audit/data/*.yaml "$share/data/audit/"
+cp "$root/deploy/systemd/agent.env" "$share/agent.env"
+cp "$root/deploy/systemd/cmax-agent.service" "$share/cmax-agent.service"
+floor=$(bundle_floor_text "$root")
+echo "$floor" >"$share/FLOOR"
+install -m 0755 "$root/deploy/node/install.sh" "$dest/install.sh"
+gpu_line="no GPU suites: built without a CUDA toolkit (cmax-bench-cuda is not in it;
+the GPU suites say \"not measured\" on this node)"
+if [[ -n $nvcc ]]; then
+  cp "$root/benchmarks/cuda/validate.sh" "$root/benchmarks/cuda/validate_lib.sh" "$dest/"
+  cuda_version=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+  gpu_line="GPU suites built with CUDA $cuda_version for CUDA architectures $archs (PTX of
+the last); libcuda, cuBLASLt and NCCL come from the node (./validate.sh checks them)"
+fi
+
+cat >"$dest/README" <<EOF
+cmax node tarball $version ($arch), built $(date -u +%Y-%m-%d).
+
+A cmax agent for a node that is not Debian 12. It needs nothing of the node
+but glibc and libstdc++ no older than $floor:
+RHEL/Rocky/Alma 9, Ubuntu 22.04 and 24.04, Debian 12 (and newer). Not RHEL 8
+(glibc 2.28, GCC 8's libstdc++) nor Ubuntu 20.04 (glibc 2.31, GCC 10's).
+Every other library is in lib/ (run path \$ORIGIN/../lib) or linked in.
+$gpu_line.
+
+  sudo ./install.sh                 into /opt/cmax (--prefix DIR), the unit disabled
+  /etc/cmax/agent.env               written when missing: set --coordinator there
+  /etc/cmax/token                   the coordinator's token (copy it, mode 0600)
+  sudo systemctl enable --now cmax-agent
+
+  bin/cmax-agent --help             the agent
+  bin/cmaxctl --help                runs, watches and reads evaluations
+  bin/cmax-bench hostcheck          one host suite by hand
+
+Not in this tarball: the coordinator (run it on a Debian 12 head node or in
+its container), the agent's --metrics-listen (Debian's cpp-httplib needs a
+newer libstdc++; the coordinator's /metrics says whether each agent is
+connected and busy), and the host collectives' gloo and mpi backends (those
+suites say "not built with ..." and are not measured).
+EOF
+
+status=0
+bundle_check_floor "$root" "$dest" || status=1
+bundle_check_ldd "$dest" || status=1
+for b in "${targets[@]}"; do
+  if ! env -u LD_LIBRARY_PATH "$dest/bin/$b" --version >/dev/null 2>"$work/err"; then
+    echo "node-bundle.sh: FAIL: bin/$b --version from the tarball: $(tail -n1 "$work/err")" >&2
+    status=1
+  fi
+done
+
+mkdir -p "$out"
+tarball=$out/$name.tar.gz
+tar -C "$work" --owner=0 --group=0 --numeric-owner -czf "$tarball.tmp" "$name"
+mv "$tarball.tmp" "$tarball"
+size=$(stat -c %s "$tarball")
+echo "node tarball: $tarball"
+echo "  $((size / 1024 / 1024)) MiB ($size bytes), floor $floor"
+echo "  bin/: $(cd "$dest/bin" && ls | tr '\n' ' ')"
+echo "  lib/: $(cd "$dest/lib" && ls | wc -l) libraries"
+echo "  build $((built - start)) s (ccache: $CCACHE_DIR)"
+exit $status
