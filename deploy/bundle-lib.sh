@@ -53,7 +53,7 @@ bundle_build() {
   mkdir -p "$build"
   if [[ ! -f $build/CMakeCache.txt ]]; then
     args=("${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAX_BUNDLE=ON
-          -DCMAX_BUILD_TESTS=OFF "${args[@]}")
+          -DCMAX_BUILD_TESTS=OFF "${args[@]}" "${bundle_cmake_args[@]}")
   fi
   cmake -S "$root" -B "$build" "${args[@]}" >"$build/configure.log" 2>&1 \
     || { tail -n 30 "$build/configure.log" >&2; bundle_die "cmake failed (log: $build/configure.log)"; }
@@ -61,6 +61,23 @@ bundle_build() {
     || bundle_die "$build is not a bundle build (CMAX_BUNDLE is not ON there); use another --build-dir"
   cmake --build "$build" --target "$@" -j "$jobs" \
     || bundle_die "build failed (cmake --build $build --target $*)"
+}
+
+# A cross build sets these (deploy/node-bundle.sh --arch): more arguments
+# for the first configure (the toolchain file), the target's strip, and its
+# loader, whose --list is ldd for binaries this machine runs through
+# qemu-user (binfmt).
+bundle_cmake_args=()
+bundle_strip=strip
+bundle_ldso=
+
+# bundle_ldd FILE: the libraries FILE loads, as ldd prints them.
+bundle_ldd() {
+  if [[ -n $bundle_ldso ]]; then
+    "$bundle_ldso" --list "$1"
+  else
+    ldd "$1"
+  fi
 }
 
 # What a node provides: glibc's libraries, libstdc++, libgcc_s, and the
@@ -80,9 +97,9 @@ bundle_copy_libs() {
       [[ $name =~ $bundle_node_provided ]] && continue
       [[ -f $path ]] || bundle_die "$b needs $name, which is not found on this machine"
       [[ -e $dest/lib/$name ]] || cp -L "$path" "$dest/lib/$name"
-    done < <(ldd "$b" | awk '/=>/ && $3 ~ /^\// {print $1, $3}')
+    done < <(bundle_ldd "$b" | awk '/=>/ && $3 ~ /^\// {print $1, $3}')
   done
-  strip --strip-debug "$dest"/lib/* 2>/dev/null || true
+  "$bundle_strip" --strip-debug "$dest"/lib/* 2>/dev/null || true
 }
 
 # bundle_check_floor ROOT DEST: every binary and carried library within the
@@ -127,7 +144,7 @@ bundle_check_ldd() {
       [[ $name =~ $bundle_node_provided ]] && continue
       echo "${bundle_tool:-bundle}: FAIL: ${f#"$dest"/}: $name => $path is outside the folder" >&2
       bad=1
-    done < <(ldd "$f" 2>/dev/null)
+    done < <(bundle_ldd "$f" 2>/dev/null)
   done
   return $bad
 }

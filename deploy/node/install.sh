@@ -15,8 +15,8 @@
 #
 # Then: put the coordinator's token in /etc/cmax/token (mode 0600), set
 # --coordinator in /etc/cmax/agent.env, and `systemctl enable --now cmax-agent`.
-# Exit: 0 installed, 1 this node cannot run it (older glibc or libstdc++:
-# the loader's message is shown), 2 usage or a write that failed.
+# Exit: 0 installed, 1 this node cannot run it (another machine, or older
+# glibc or libstdc++: the loader's message is shown), 2 usage or a write that failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 prefix=/opt/cmax
@@ -38,6 +38,15 @@ fi
 for f in bin/cmax-agent bin/cmaxctl bin/cmax-bench share/cmax/agent.env share/cmax/cmax-agent.service; do
   [[ -e $here/$f ]] || { echo "install.sh: $here/$f is missing: not a whole cmax node tarball" >&2; exit 2; }
 done
+
+# The machine it was built for (a host with qemu-user's binfmt entries would
+# run the other one's binaries, emulated, without a word).
+built_for=$(cat "$here/share/cmax/ARCH" 2>/dev/null || true)
+[[ -n $built_for ]] || { echo "install.sh: $here/share/cmax/ARCH is missing: not a whole cmax node tarball" >&2; exit 2; }
+if [[ $built_for != "$(uname -m)" ]]; then
+  echo "install.sh: this tarball is for $built_for and this node is $(uname -m); take cmax-node-*-$(uname -m).tar.gz; nothing was installed" >&2
+  exit 1
+fi
 
 # Whether this node's C and C++ runtime can load the binaries, before
 # anything is written: the loader names what is missing.

@@ -67,7 +67,7 @@ name=$(basename "$tarball" .tar.gz)
 echo "== contents"
 listing=$(tar -tzvf "$tarball")
 for f in bin/cmax-agent bin/cmaxctl bin/cmax-bench install.sh README share/cmax/agent.env \
-         share/cmax/cmax-agent.service share/cmax/FLOOR share/cmax/plans/quick.yaml \
+         share/cmax/cmax-agent.service share/cmax/FLOOR share/cmax/ARCH share/cmax/plans/quick.yaml \
          share/cmax/plans/full.yaml share/cmax/data/health/thresholds.yaml \
          share/cmax/data/audit/advisories.yaml lib/libgrpc++.so.1.51; do
   grep -q " $name/$f\$" <<<"$listing" || fail "the tarball has no $name/$f"
@@ -77,7 +77,7 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   grep -q " $name/validate.sh\$" <<<"$listing" || fail "the tarball has cmax-bench-cuda but no validate.sh"
 fi
 grep -v "^[-d]r" <<<"$listing" | grep -q . && fail "the tarball holds links or special files: $(grep -v '^[-d]r' <<<"$listing" | head -3)"
-awk '{print $2}' <<<"$listing" | grep -qv '^root/root$' && fail "the tarball has files not owned by root/root"
+awk '{print $2}' <<<"$listing" | grep -qv '^0/0$' && fail "the tarball has files not owned by uid 0, gid 0"
 grep -q " $name/lib/libcpp-httplib\| $name/lib/libspdlog\| $name/lib/libgloo\| $name/lib/libmpi" <<<"$listing" \
   && fail "the tarball carries a library above the floor or tied to the build machine"
 ok "contents: $(grep -c " $name/lib/" <<<"$listing") carried libraries, $(stat -c %s "$tarball") bytes"
@@ -138,7 +138,19 @@ set +e
 "$t/install.sh" --destdir "$stage" --bogus >/dev/null 2>&1; rc_bogus=$?
 set -e
 [[ $rc_rel -eq 2 && $rc_bogus -eq 2 ]] || fail "install.sh: a relative prefix exited $rc_rel, an unknown option $rc_bogus (want 2, 2)"
-ok "install.sh stages, keeps an edited agent.env, refuses bad input"
+# A tarball for the other machine is refused before anything is written
+# (with qemu-user's binfmt entries it would otherwise run, emulated).
+other=$CL_WORK/other
+cp -a "$t" "$other"
+echo aarch64 >"$other/share/cmax/ARCH"
+[[ $(uname -m) == aarch64 ]] && echo x86_64 >"$other/share/cmax/ARCH"
+set +e
+msg=$("$other/install.sh" --destdir "$CL_WORK/stage-other" 2>&1); rc_other=$?
+set -e
+[[ $rc_other -eq 1 && $msg == *"this tarball is for "* && ! -e $CL_WORK/stage-other ]] \
+  || fail "install.sh of a tarball for another machine: exit $rc_other, not 1 with nothing written: $msg"
+rm -rf "$other"
+ok "install.sh stages, keeps an edited agent.env, refuses bad input and another machine's tarball"
 
 echo "== a booted Debian host with none of the build's packages"
 base=$(cl_rootfs "$build")
