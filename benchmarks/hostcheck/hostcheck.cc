@@ -28,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "benchmarks/health/fabric_domain.h"
+#include "benchmarks/hostcheck/cpu_topology.h"
 #include "benchmarks/hostcheck/host_facts.h"
 #include "benchmarks/hostcheck/topology.h"
 #include "benchmarks/suite.h"
@@ -71,9 +72,11 @@ struct Facts {
   absl::StatusOr<std::vector<PciGpu>> gpus;
   hostcheck::DriverInfo driver;
   absl::StatusOr<hostcheck::CpuCount> cpus;
+  absl::StatusOr<hostcheck::CpuModel> cpu_model;
+  absl::StatusOr<hostcheck::CpuSockets> sockets;
   absl::StatusOr<uint64_t> mem_total_kib;
   absl::StatusOr<std::vector<hostcheck::SwapArea>> swaps;
-  absl::StatusOr<int> numa_nodes;
+  absl::StatusOr<hostcheck::NumaTopology> numa;
   hostcheck::HostIdentity id;
   absl::StatusOr<hostcheck::DiskSpace> disk;
   hostcheck::ClockSync clock;
@@ -85,9 +88,11 @@ Facts Gather(const Sysroot& root) {
       .gpus = hostcheck::ReadNvidiaGpus(root),
       .driver = hostcheck::ReadDriver(root),
       .cpus = hostcheck::ReadCpuCount(root),
+      .cpu_model = hostcheck::ReadCpuModel(root),
+      .sockets = hostcheck::ReadCpuSockets(root),
       .mem_total_kib = hostcheck::ReadMemTotalKib(root),
       .swaps = hostcheck::ReadSwaps(root),
-      .numa_nodes = hostcheck::CountNumaNodes(root),
+      .numa = hostcheck::ReadNumaTopology(root),
       .id = hostcheck::ReadHostIdentity(root),
       .disk = hostcheck::ReadRootDiskSpace(root),
       .clock = hostcheck::ReadClockSync(root),
@@ -141,9 +146,20 @@ v1::Inventory BuildInventory(const Facts& f) {
     facts["gpu_pci_ids"] = absl::StrJoin(ids, ",");
   }
   if (f.cpus.ok()) inv.set_cpu_cores(f.cpus->logical_cpus);
+  if (f.cpu_model.ok()) facts["cpu_model"] = f.cpu_model->name;
+  if (f.sockets.ok()) facts["cpu_sockets"] = absl::StrCat(f.sockets->sockets);
   if (f.mem_total_kib.ok()) inv.set_memory_gib(Round(*f.mem_total_kib / kKibPerGib, 3));
   if (!f.id.os.empty()) facts["os"] = f.id.os;
-  if (f.numa_nodes.ok()) facts["numa_nodes"] = absl::StrCat(*f.numa_nodes);
+  if (f.numa.ok()) {
+    facts["numa_nodes"] = absl::StrCat(f.numa->nodes.size());
+    facts["numa_nodes_cpu"] = absl::StrCat(f.numa->WithCpus());
+    facts["numa_nodes_memory_only"] = absl::StrCat(f.numa->MemoryOnly());
+    if (f.numa->MemoryOnly() > 0) {
+      if (auto host = f.numa->CpuNodeMemKib()) {
+        facts["memory_cpu_nodes_gib"] = absl::StrCat(Round(*host / kKibPerGib, 3));
+      }
+    }
+  }
   if (!f.id.boot_id.empty()) facts["boot_id"] = f.id.boot_id;
   // The GPU→NIC map for the suites that pick a NIC per GPU (rdma, NCCL): only
   // when every GPU's PCIe path is known and there are RDMA NICs to map to.
@@ -348,14 +364,16 @@ void CheckDriver(const Facts& f, Report& r) {
                       ", from ", d.source));
 }
 
-void CheckCpuMemory(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
+void CheckCpus(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
   if (!f.cpus.ok()) {
     r.NotMeasured(
         "cpu_cores", "CPU count", f.cpus.status(),
         "check that /sys/devices/system/cpu/online or /proc/cpuinfo is readable");
   } else {
     int cores = f.cpus->logical_cpus;
-    out.Measure("cpu_cores", cores, "count", {{"source", f.cpus->source}});
+    std::map<std::string, std::string> labels = {{"source", f.cpus->source}};
+    if (f.cpu_model.ok()) labels["model"] = f.cpu_model->name;
+    out.Measure("cpu_cores", cores, "count", labels);
     std::string detail = absl::StrCat("logical CPUs online, from ", f.cpus->source);
     if (cores < o.min_cpu_cores) {
       r.Find("cpu_cores", v1::SEVERITY_FAIL, absl::StrCat(cores),
@@ -367,34 +385,143 @@ void CheckCpuMemory(const Options& o, const Facts& f, RecordWriter& out, Report&
       r.Pass("cpu_cores", absl::StrCat(cores), detail);
     }
   }
+  // The model: x86 writes a "model name"; arm64 (Grace) only the MIDR
+  // implementer and part, named through common/cpuinfo.h's table.
+  if (!f.cpu_model.ok()) {
+    r.NotMeasured("cpu_model", "CPU model", f.cpu_model.status(),
+                  "check that /proc/cpuinfo is readable");
+  } else {
+    r.Pass("cpu_model", f.cpu_model->name, f.cpu_model->source);
+  }
+  // Sockets from the physical package ids (sysfs, every architecture), not
+  // from x86's "physical id" lines, which arm64 does not write.
+  if (!f.sockets.ok()) {
+    r.NotMeasured("cpu_sockets", "CPU sockets", f.sockets.status(),
+                  "check that /sys/devices/system/cpu/cpu*/topology is readable");
+  } else {
+    std::map<std::string, std::string> labels = {{"source", f.sockets->source}};
+    if (f.cpu_model.ok()) labels["model"] = f.cpu_model->name;
+    out.Measure("cpu_sockets", f.sockets->sockets, "count", labels);
+    r.Pass("cpu_sockets", absl::StrCat(f.sockets->sockets),
+           absl::StrCat("distinct physical_package_id of ", f.sockets->cpus_read,
+                        " online CPUs"));
+  }
+}
+
+void CheckMemory(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
   if (!f.mem_total_kib.ok()) {
     r.NotMeasured("memory", "memory size", f.mem_total_kib.status(),
                   "check that /proc/meminfo is readable");
-  } else {
-    double gib = *f.mem_total_kib / kKibPerGib;
-    out.Measure("memory_total_gib", gib, "GiB");
-    std::string value = absl::StrFormat("%.1f GiB", gib);
-    if (gib < o.min_memory_gib) {
-      r.Find(
-          "memory", v1::SEVERITY_FAIL, value,
-          absl::StrFormat("%.1f GiB of memory, expected at least %.1f GiB", gib,
-                          o.min_memory_gib),
-          "MemTotal of /proc/meminfo (installed memory less what firmware and the kernel "
-          "reserve)",
-          "check for failed DIMMs (`dmidecode -t memory`, BMC event log, EDAC counters) "
-          "and memory reserved by kernel parameters (hugepages, crashkernel)");
+    return;
+  }
+  const double total_gib = *f.mem_total_kib / kKibPerGib;
+  out.Measure("memory_total_gib", total_gib, "GiB");
+  // What --min-memory-gib is held to: MemTotal, which on a Grace host in NUMA
+  // mode (CDMM off) also counts the GPUs' HBM onlined on memory-only NUMA
+  // nodes. There the host's memory is what its CPU nodes hold.
+  double gib = total_gib;
+  std::string what =
+      "MemTotal of /proc/meminfo (installed memory less what firmware and the kernel "
+      "reserve)";
+  const hostcheck::NumaTopology* numa = f.numa.ok() ? &*f.numa : nullptr;
+  if (numa != nullptr && numa->MemoryOnly() > 0) {
+    const double device_gib = numa->MemoryOnlyKib() / kKibPerGib;
+    if (auto host_kib = numa->CpuNodeMemKib()) {
+      gib = *host_kib / kKibPerGib;
+      out.Measure("memory_cpu_nodes_gib", gib, "GiB",
+                  {{"memory_only_nodes", absl::StrCat(numa->MemoryOnly())},
+                   {"memory_only_gib", absl::StrFormat("%.1f", device_gib)}});
+      what = absl::StrFormat(
+          "MemTotal of the %d NUMA nodes with CPUs (/sys/devices/system/node/node*/meminfo); "
+          "/proc/meminfo's MemTotal, %.1f GiB, also counts %.1f GiB on %d memory-only NUMA "
+          "nodes (device memory, such as a GPU's HBM on NVLink-C2C), which is not the "
+          "host's",
+          numa->WithCpus(), total_gib, device_gib, numa->MemoryOnly());
     } else {
-      r.Pass("memory", value, "MemTotal of /proc/meminfo");
+      what = absl::StrFormat(
+          "MemTotal of /proc/meminfo, which also counts %.1f GiB on %d memory-only NUMA "
+          "nodes (device memory): the meminfo of the nodes with CPUs is unreadable",
+          device_gib, numa->MemoryOnly());
     }
   }
-  if (!f.numa_nodes.ok()) {
-    r.NotMeasured("numa_nodes", "NUMA nodes", f.numa_nodes.status(),
-                  "check that /sys/devices/system/node is readable");
+  const std::string value = absl::StrFormat("%.1f GiB", gib);
+  if (gib < o.min_memory_gib) {
+    r.Find("memory", v1::SEVERITY_FAIL, value,
+           absl::StrFormat("%.1f GiB of memory, expected at least %.1f GiB", gib,
+                           o.min_memory_gib),
+           what,
+           "check for failed DIMMs (`dmidecode -t memory`, BMC event log, EDAC counters) "
+           "and memory reserved by kernel parameters (hugepages, crashkernel)");
   } else {
-    out.Measure("numa_nodes", *f.numa_nodes, "count");
-    r.Pass("numa_nodes", absl::StrCat(*f.numa_nodes),
-           "node* under /sys/devices/system/node");
+    r.Pass("memory", value, what);
   }
+}
+
+// "node0 (CPUs 0-71, 445.6 GiB)" for the human table and evidence.
+std::string DescribeNode(const hostcheck::NumaNode& n) {
+  std::string mem = n.mem_total_kib ? absl::StrFormat("%.1f GiB", *n.mem_total_kib / kKibPerGib)
+                                    : "memory unreadable";
+  if (n.has_cpus()) return absl::StrCat("node", n.id, " (CPUs ", n.cpulist, ", ", mem, ")");
+  return absl::StrCat("node", n.id, " (", mem, ")");
+}
+
+void CheckNuma(const Facts& f, RecordWriter& out, Report& r) {
+  if (!f.numa.ok()) {
+    r.NotMeasured("numa_nodes", "NUMA nodes", f.numa.status(),
+                  "check that /sys/devices/system/node is readable");
+    return;
+  }
+  const hostcheck::NumaTopology& t = *f.numa;
+  const int with_cpus = t.WithCpus(), memory_only = t.MemoryOnly(), empty = t.Empty();
+  out.Measure("numa_nodes", static_cast<double>(t.nodes.size()), "count");
+  out.Measure("numa_nodes_cpu", with_cpus, "count");
+  out.Measure("numa_nodes_memory_only", memory_only, "count",
+              {{"memory_only_gib", absl::StrFormat("%.1f", t.MemoryOnlyKib() / kKibPerGib)}});
+  std::vector<std::string> cpu_nodes, device_nodes;
+  for (const auto& n : t.nodes) {
+    if (n.has_cpus()) cpu_nodes.push_back(DescribeNode(n));
+    if (n.memory_only()) device_nodes.push_back(DescribeNode(n));
+  }
+  std::string value = absl::StrCat(with_cpus, " with CPUs");
+  std::string detail = absl::StrCat("node* under /sys/devices/system/node; with CPUs: ",
+                                    cpu_nodes.empty() ? "none" : absl::StrJoin(cpu_nodes, ", "));
+  if (memory_only > 0) {
+    absl::StrAppend(&value, ", ", memory_only, " memory-only");
+    absl::StrAppend(&detail, "; memory-only (device memory such as a GPU's HBM on NVLink-C2C, "
+                             "not a socket): ",
+                    absl::StrJoin(device_nodes, ", "));
+  }
+  if (empty > 0) {
+    absl::StrAppend(&value, ", ", empty, " empty");
+    absl::StrAppend(&detail, "; ", empty, " with neither CPUs nor memory");
+  }
+  r.Pass("numa_nodes", value, detail);
+
+  // Only the nodes with CPUs are compared: a memory-only node is not an
+  // unbalanced socket.
+  std::vector<std::string> imbalances = hostcheck::NumaImbalances(t);
+  if (!imbalances.empty()) {
+    r.Find("numa_balance", v1::SEVERITY_WARN, "unbalanced",
+           "NUMA nodes with CPUs are unbalanced", absl::StrJoin(imbalances, "; "),
+           "check for CPUs taken offline on one socket and for failed or missing DIMMs "
+           "(`numactl -H`, `dmidecode -t memory`, the BMC event log): ranks bound to the "
+           "smaller node run slower",
+           imbalances);
+  } else if (with_cpus >= 2) {
+    const bool mem_known = t.CpuNodeMemKib().has_value();
+    r.Pass("numa_balance", "balanced",
+           absl::StrCat(with_cpus, " NUMA nodes with CPUs have equal CPU counts",
+                        mem_known ? absl::StrFormat(" and memory within %.0f%%",
+                                                    100 * (1 - hostcheck::kMinNodeMemRatio))
+                                  : " (memory per node not readable)",
+                        memory_only > 0 ? "; memory-only nodes are not compared" : ""));
+  }
+}
+
+void CheckCpuMemory(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
+  CheckCpus(o, f, out, r);
+  CheckMemory(o, f, out, r);
+  CheckNuma(f, out, r);
 }
 
 void CheckSwap(const Facts& f, RecordWriter& out, Report& r) {

@@ -13,7 +13,9 @@ SuiteInfo Declaration() {
     .help = "inventory and basic node sanity (GPUs on the bus, driver, memory, swap, disk, clock, GPU-NIC topology)",
     .details =
         "Inventory and sanity of this node: NVIDIA GPUs on the PCI bus, the NVIDIA driver,\n"
-        "CPUs, memory, swap, free space on /, clock synchronisation, and the GPU-NIC\n"
+        "CPUs (count, model, sockets), memory, NUMA nodes (with CPUs, memory-only, and\n"
+        "whether the CPU nodes are balanced), swap, free space on /, clock\n"
+        "synchronisation, and the GPU-NIC\n"
         "topology: each GPU's PCIe path, the RDMA NICs (port rate, PCIe link), which NIC\n"
         "shares a PCIe switch with which GPU, ACS redirect on the bridges between them\n"
         "(needs root to read config space) and the IOMMU mode. Reads everything\n"
@@ -53,11 +55,21 @@ SuiteInfo Declaration() {
             {.name = "gpu_present", .unit = "count", .better = MetricBetter::kNeither,
              .help = "one per GPU found (labels: gpu, PCI bus id, model, device id), always 1"},
             {.name = "cpu_cores", .unit = "count", .better = MetricBetter::kNeither,
-             .help = "CPU cores"},
+             .help = "CPU cores (label model: the CPU model, also on arm64 hosts such as Grace)"},
+            {.name = "cpu_sockets", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "CPU sockets: distinct physical package ids in sysfs"},
             {.name = "memory_total_gib", .unit = "GiB", .better = MetricBetter::kNeither,
              .help = "installed memory"},
+            {.name = "memory_cpu_nodes_gib", .unit = "GiB", .better = MetricBetter::kNeither,
+             .help = "memory of the NUMA nodes with CPUs, where memory-only nodes (a Grace "
+                     "host's GPU HBM) are counted in MemTotal"},
             {.name = "numa_nodes", .unit = "count", .better = MetricBetter::kNeither,
              .help = "NUMA nodes"},
+            {.name = "numa_nodes_cpu", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "NUMA nodes with CPUs"},
+            {.name = "numa_nodes_memory_only", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "NUMA nodes with memory and no CPUs (device memory, e.g. GPU HBM on "
+                     "NVLink-C2C)"},
             {.name = "swap_total_gib", .unit = "GiB", .better = MetricBetter::kNeither,
              .help = "swap space"},
             {.name = "root_free_pct", .unit = "%", .better = MetricBetter::kHigher,

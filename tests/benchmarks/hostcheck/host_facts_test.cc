@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 
+#include "benchmarks/hostcheck/cpu_topology.h"
 #include "benchmarks/hostcheck/pci_ids.h"
 
 namespace hc = cmax::bench::hostcheck;
@@ -218,3 +220,105 @@ TEST_CASE("hostcheck: on this machine CPUs and memory match sysconf", "[hostchec
   CHECK(static_cast<double>(*kib) ==
         Approx(sysconf_kib).margin(sysconf(_SC_PAGESIZE) / 1024));
 }
+
+// ---- Grace (GB200 tray): the readers that x86-only code would get wrong ----
+
+TEST_CASE("hostcheck: a GB200 tray's CPUs are 144 Neoverse-V2 cores in 2 sockets",
+          "[hostcheck][grace]") {
+  auto grace = Fixture("grace-gb200");
+  auto cpus = hc::ReadCpuCount(grace);
+  REQUIRE(cpus.ok());
+  CHECK(cpus->logical_cpus == 144);
+  CHECK(cpus->source == "/sys/devices/system/cpu/online");
+  // No "model name" in an arm64 /proc/cpuinfo: the model comes from the MIDR
+  // implementer and part.
+  auto model = hc::ReadCpuModel(grace);
+  REQUIRE(model.ok());
+  CHECK(model->name == "Arm Neoverse-V2");
+  CHECK_THAT(model->source, Catch::Contains("CPU implementer 0x41, CPU part 0xd4f (144 CPUs)"));
+  // No "physical id" either: sockets come from sysfs.
+  auto sockets = hc::ReadCpuSockets(grace);
+  REQUIRE(sockets.ok());
+  CHECK(sockets->sockets == 2);
+  CHECK(sockets->cpus_read == 144);
+
+  // x86 fixtures: the model name line; sockets not measured without topology.
+  auto xeon = hc::ReadCpuModel(Fixture("cpu-only"));
+  REQUIRE(xeon.ok());
+  CHECK(xeon->name == "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz");
+  CHECK(absl::IsNotFound(hc::ReadCpuModel(Fixture("healthy-8xh100")).status()));
+  CHECK(absl::IsNotFound(hc::ReadCpuSockets(Fixture("healthy-8xh100")).status()));
+}
+
+TEST_CASE("hostcheck: a GB200 tray has 2 NUMA nodes with CPUs and 4 holding GPU memory",
+          "[hostcheck][grace]") {
+  auto grace = Fixture("grace-gb200");
+  // What counting node* directories says: 34, the kernel's count (2 Grace
+  // nodes and 8 a GPU), not the sockets.
+  CHECK(*hc::CountNumaNodes(grace) == 34);
+  auto numa = hc::ReadNumaTopology(grace);
+  REQUIRE(numa.ok());
+  REQUIRE(numa->nodes.size() == 34);
+  CHECK(numa->WithCpus() == 2);
+  CHECK(numa->MemoryOnly() == 4);
+  CHECK(numa->Empty() == 28);
+  CHECK(numa->nodes[0].cpus == 72);
+  CHECK(numa->nodes[1].cpulist == "72-143");
+  CHECK(numa->nodes[2].memory_only());
+  CHECK(numa->nodes[2].mem_total_kib == 194018304u);
+  CHECK_FALSE(numa->nodes[3].memory_only());  // neither CPUs nor memory
+  CHECK(numa->nodes[10].memory_only());
+  CHECK(numa->CpuNodeMemKib() == 467304448u + 468361216u);
+  CHECK(numa->MemoryOnlyKib() == 4u * 194018304u);
+  // /proc/meminfo's MemTotal counts the HBM too.
+  CHECK(*hc::ReadMemTotalKib(grace) == *numa->CpuNodeMemKib() + numa->MemoryOnlyKib());
+  // The two Grace nodes are balanced; the memory-only nodes are not compared.
+  CHECK(hc::NumaImbalances(*numa).empty());
+
+  auto healthy = hc::ReadNumaTopology(Fixture("healthy-8xh100"));
+  REQUIRE(healthy.ok());
+  CHECK(healthy->WithCpus() == 2);
+  CHECK(healthy->MemoryOnly() == 0);
+  CHECK_FALSE(healthy->CpuNodeMemKib().has_value());  // no node meminfo there
+  CHECK(hc::NumaImbalances(*healthy).empty());
+  CHECK(absl::IsNotFound(hc::ReadNumaTopology(Fixture("no-such-tree")).status()));
+}
+
+TEST_CASE("hostcheck: node meminfo parses and NUMA imbalance compares CPU nodes only",
+          "[hostcheck][grace]") {
+  CHECK(*hc::ParseNodeMemTotalKib("Node 1 MemTotal:       468361216 kB\n"
+                                  "Node 1 MemFree:        1 kB\n",
+                                  1) == 468361216u);
+  CHECK(absl::IsNotFound(
+      hc::ParseNodeMemTotalKib("Node 0 MemTotal:       1 kB\n", 1).status()));
+  CHECK(absl::IsInvalidArgument(
+      hc::ParseNodeMemTotalKib("Node 0 MemTotal:       lots kB\n", 0).status()));
+
+  auto node = [](int id, int cpus, std::optional<uint64_t> kib) {
+    hc::NumaNode n;
+    n.id = id;
+    n.cpus = cpus;
+    n.cpulist = cpus > 0 ? "0-" + std::to_string(cpus - 1) : "";
+    n.mem_total_kib = kib;
+    return n;
+  };
+  hc::NumaTopology t;
+  t.nodes = {node(0, 72, 467304448), node(1, 72, 468361216), node(2, 0, 194018304)};
+  CHECK(hc::NumaImbalances(t).empty());  // 185 GiB of HBM is not a small socket
+
+  t.nodes[1].mem_total_kib = 233000000;  // half of its DIMMs gone
+  auto mem = hc::NumaImbalances(t);
+  REQUIRE(mem.size() == 1);
+  CHECK_THAT(mem[0], Catch::Contains("node1 has 50% of node0's"));
+
+  t.nodes[1].mem_total_kib = 468361216;
+  t.nodes[1].cpus = 64;  // CPUs offline on one socket
+  auto cpus = hc::NumaImbalances(t);
+  REQUIRE(cpus.size() == 1);
+  CHECK_THAT(cpus[0], Catch::Contains("CPUs per NUMA node differ"));
+
+  hc::NumaTopology one;
+  one.nodes = {node(0, 72, 1000), node(1, 0, 5000)};
+  CHECK(hc::NumaImbalances(one).empty());  // one CPU node: nothing to compare
+}
+

@@ -6,14 +6,22 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "cmax/v1/inventory.pb.h"
 #include "common/record_io.h"
 #include "common/subprocess.h"
 #include "google/protobuf/util/json_util.h"
+#include "reports/run_data.h"
+#include "reports/scorecard.h"
+#include "tests/benchmarks/suite_run.h"
+#include "tests/reports/scorecard_test_util.h"
+#include "tests/scratch_dir.h"
 
 using namespace std::chrono_literals;
 
@@ -99,6 +107,10 @@ TEST_CASE("hostcheck: healthy 8xH100 node passes with its expectations",
     CHECK(m.labels().at("device_id") == "0x2330");
     buses.push_back(m.labels().at("pci_bus_id"));
   }
+  CHECK(r.Check("hostcheck.numa_balance") == nullptr);
+  CHECK(r.Metric("numa_nodes_cpu")->value() == 2);
+  CHECK(r.Metric("numa_nodes_memory_only")->value() == 0);
+  CHECK(r.Metric("memory_cpu_nodes_gib") == nullptr);  // no memory-only node to leave out
   CHECK(buses == std::vector<std::string>{"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0",
                                           "0000:5d:00.0", "0000:9a:00.0", "0000:ab:00.0",
                                           "0000:ba:00.0", "0000:db:00.0"});
@@ -247,4 +259,159 @@ TEST_CASE("hostcheck: a missing root or a bad flag cannot run", "[hostcheck][cli
   CHECK(empty.code == 2);  // a folder that is not a system root: nothing measured
   Run flag = Hostcheck({"--no-such-flag"});
   CHECK(flag.code == 2);
+}
+
+// ---- Grace: a GB200 NVL72 compute tray (tests/fixtures/hostcheck/grace-gb200) ----
+
+TEST_CASE("hostcheck: a GB200 tray passes with its expectations and says what it measured",
+          "[hostcheck][cli][grace]") {
+  Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("grace-gb200"), "--expect-gpus=4",
+                     "--expect-gpu-model=GB200", "--min-cpu-cores=144",
+                     "--min-memory-gib=850"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(r.unparsed_lines == 0);
+  // Nothing x86-shaped fails or warns: the only finding is GPU-NIC affinity
+  // not measured (the tree has no RDMA devices).
+  for (const auto& f : r.findings) {
+    INFO(f.check_id() << ": " << f.title());
+    CHECK(f.severity() == cmax::v1::SEVERITY_INFO);
+    CHECK(f.not_measured());
+  }
+  REQUIRE(r.Metric("cpu_cores"));
+  CHECK(r.Metric("cpu_cores")->value() == 144);
+  CHECK(r.Metric("cpu_cores")->labels().at("model") == "Arm Neoverse-V2");
+  REQUIRE(r.Metric("cpu_sockets"));
+  CHECK(r.Metric("cpu_sockets")->value() == 2);
+  // 34 NUMA nodes as the kernel lists them; 2 with CPUs; 4 holding GPU HBM.
+  CHECK(r.Metric("numa_nodes")->value() == 34);
+  CHECK(r.Metric("numa_nodes_cpu")->value() == 2);
+  REQUIRE(r.Metric("numa_nodes_memory_only"));
+  CHECK(r.Metric("numa_nodes_memory_only")->value() == 4);
+  CHECK(r.Metric("numa_nodes_memory_only")->labels().at("memory_only_gib") == "740.1");
+  CHECK(r.Check("hostcheck.numa_balance") == nullptr);
+  // MemTotal counts the HBM; the expectation was held to the Grace nodes'.
+  CHECK(r.Metric("memory_total_gib")->value() == Approx(1711738880.0 / (1 << 20)));
+  REQUIRE(r.Metric("memory_cpu_nodes_gib"));
+  CHECK(r.Metric("memory_cpu_nodes_gib")->value() ==
+        Approx((467304448.0 + 468361216.0) / (1 << 20)));
+  int gpus = 0;
+  for (const auto& m : r.measurements) {
+    if (m.metric() != "gpu_present") continue;
+    ++gpus;
+    CHECK(m.labels().at("model") == "NVIDIA HGX GB200");
+  }
+  CHECK(gpus == 4);
+
+  Run human = Hostcheck({"--root=" + FixtureRoot("grace-gb200")});
+  INFO(human.out);
+  CHECK(human.code == 0);
+  CHECK_THAT(human.out, Catch::Contains("Arm Neoverse-V2"));
+  CHECK_THAT(human.out, Catch::Contains("2 with CPUs, 4 memory-only, 28 empty"));
+  CHECK(human.out.find("FAIL ") == std::string::npos);
+}
+
+TEST_CASE("hostcheck: a Grace host's memory expectation is held to its CPU nodes, not HBM",
+          "[hostcheck][cli][grace]") {
+  // 1632 GiB MemTotal, of which 740 GiB is the GPUs' HBM: 1000 GiB of host
+  // memory is not there. Counting MemTotal would pass this node.
+  Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("grace-gb200"),
+                     "--min-memory-gib=1000"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  const auto* f = r.Check("hostcheck.memory");
+  REQUIRE(f);
+  CHECK(f->severity() == cmax::v1::SEVERITY_FAIL);
+  CHECK_THAT(f->title(), Catch::Contains("892.3 GiB of memory, expected at least 1000.0"));
+  CHECK_THAT(f->detail(), Catch::Contains("1632.4 GiB") &&
+                              Catch::Contains("740.1 GiB on 4 memory-only NUMA nodes"));
+}
+
+TEST_CASE("hostcheck: an unbalanced Grace socket warns, the HBM nodes never do",
+          "[hostcheck][cli][grace]") {
+  cmax::testing::ScratchDir dir;
+  std::filesystem::copy(FixtureRoot("grace-gb200"), dir.path,
+                        std::filesystem::copy_options::recursive);
+  // Half of node1's memory gone (a failed LPDDR5X package would look so).
+  std::ofstream(dir.path + "/sys/devices/system/node/node1/meminfo")
+      << "Node 1 MemTotal:       234180608 kB\n";
+  Run r = Hostcheck({"--jsonl", "--root=" + dir.path});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);  // a warning
+  const auto* f = r.Check("hostcheck.numa_balance");
+  REQUIRE(f);
+  CHECK(f->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(f->detail(), Catch::Contains("node1 has 50% of node0's"));
+  // The GPU memory nodes are named nowhere in the finding.
+  CHECK(f->detail().find("node2 ") == std::string::npos);
+  CHECK(f->detail().find("node10") == std::string::npos);
+}
+
+TEST_CASE("hostcheck: a Grace host's inventory names its CPU model, sockets and NUMA nodes",
+          "[hostcheck][cli][grace]") {
+  Run r = Hostcheck({"--inventory", "--root=" + FixtureRoot("grace-gb200")});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  cmax::v1::Inventory inv;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(r.out, &inv).ok());
+  CHECK(inv.hostname() == "gb200-tray-01");
+  CHECK(inv.gpu_count() == 4);
+  CHECK(inv.gpu_model() == "NVIDIA HGX GB200");
+  CHECK(inv.cpu_cores() == 144);
+  CHECK(inv.facts().at("cpu_model") == "Arm Neoverse-V2");
+  CHECK(inv.facts().at("cpu_sockets") == "2");
+  CHECK(inv.facts().at("numa_nodes") == "34");
+  CHECK(inv.facts().at("numa_nodes_cpu") == "2");
+  CHECK(inv.facts().at("numa_nodes_memory_only") == "4");
+  CHECK(inv.facts().at("memory_cpu_nodes_gib") == "892.32");
+}
+
+TEST_CASE("hostcheck: a GB200 tray's records grade it without a failure",
+          "[hostcheck][cli][grace][scorecard]") {
+  auto run = cmax::testing::RunSuite(
+      "cmax-bench",
+      {"hostcheck", "--jsonl", "--root=" + FixtureRoot("grace-gb200"), "--expect-gpus=4",
+       "--min-cpu-cores=144", "--min-memory-gib=850"},
+      30s);
+  REQUIRE(run.exit_code == 0);
+  namespace rt = cmax::reports::testing;
+  cmax::reports::RunData d;
+  d.run.set_run_id("run-grace");
+  d.run.set_plan_name("hostcheck");
+  d.run.set_state("completed");
+  d.plan.set_name("hostcheck");
+  d.plan.add_suites()->set_suite("hostcheck");
+  d.nodes = {"gb200-tray-01"};
+  int64_t seq = 0;
+  for (const auto& rec : run.records) {
+    cmax::v1::ExportedRecord e;
+    e.set_task_id("hostcheck@gb200-tray-01");
+    e.set_attempt(1);
+    e.set_seq(++seq);
+    e.set_node("gb200-tray-01");
+    e.set_suite("hostcheck");
+    *e.mutable_record() = rec;
+    d.records.push_back(std::move(e));
+  }
+  d.tasks.push_back(
+      rt::Task("gb200-tray-01", "hostcheck", cmax::v1::TASK_COMPLETED, 0, "passed"));
+  cmax::v1::Scorecard card = cmax::reports::BuildScorecard(d);
+  const auto& node = rt::NodeOf(card, "gb200-tray-01");
+  std::string reasons;
+  for (const auto& reason : node.reasons()) reasons += reason + "\n";
+  INFO(node.verdict() << "\n" << reasons);
+  CHECK(node.verdict() != "fail");
+  // Its only reason: the tree has no RDMA devices to pair the GPUs with.
+  for (const auto& reason : node.reasons()) {
+    CHECK(absl::StartsWith(reason, "Networking not measured: GPU-NIC affinity"));
+  }
+  for (const auto& c : card.categories()) {
+    for (const auto& rule : c.rules()) {
+      if (!absl::StartsWith(rule.rule_id(), "hostcheck.")) continue;
+      INFO(c.name() << ": " << rule.rule_id() << " " << rule.outcome() << " "
+                    << rule.message());
+      CHECK(rule.outcome() != "fail");
+      CHECK(rule.outcome() != "warn");
+    }
+  }
 }
