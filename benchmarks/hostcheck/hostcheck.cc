@@ -30,6 +30,7 @@
 #include "benchmarks/health/fabric_domain.h"
 #include "benchmarks/hostcheck/cpu_topology.h"
 #include "benchmarks/hostcheck/host_facts.h"
+#include "benchmarks/hostcheck/pci_ids.h"
 #include "benchmarks/hostcheck/topology.h"
 #include "benchmarks/suite.h"
 #include "cmax/v1/inventory.pb.h"
@@ -220,6 +221,11 @@ class Report {
          absl::StartsWith(detail, title) ? detail : absl::StrCat(title, ": ", detail)});
   }
 
+  // A fact the table shows that no check judges (no finding).
+  void Note(const std::string& check, const std::string& value, const std::string& detail) {
+    rows_.push_back({check, "INFO", value, detail});
+  }
+
   void NotMeasured(const std::string& check, const std::string& what,
                    const absl::Status& why, const std::string& action) {
     Find(check, v1::SEVERITY_INFO, "-", absl::StrCat(what, " not measured"),
@@ -232,6 +238,19 @@ class Report {
   RecordWriter* out_;
   std::vector<Row> rows_;
 };
+
+std::string Gts(double v) { return absl::StrFormat("%.1f GT/s", v); }
+
+// A function without max_link_* files describes no PCIe link: what a GPU on
+// NVLink-C2C (GH200, GB200, GB300 on Grace) looks like; never a slow link.
+constexpr char kNotPcie[] = "not a PCIe link (no max_link_* files)";
+
+std::string LinkText(const hostcheck::PcieLink& l) {
+  if (!l.described) return kNotPcie;
+  if (l.width == 0 && l.speed_gts == 0) return "link unknown";
+  return absl::StrCat("x", l.width, " at ", Gts(l.speed_gts), " (max x", l.max_width,
+                      " at ", Gts(l.max_speed_gts), ")");
+}
 
 void CheckGpus(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
   if (!f.gpus.ok()) {
@@ -251,12 +270,29 @@ void CheckGpus(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
   const std::vector<PciGpu>& gpus = *f.gpus;
   int n = static_cast<int>(gpus.size());
   out.Measure("gpu_count", n, "count");
+  // How each GPU reaches the host (topology.h reads the link files of the
+  // same GPUs, in the same order): "nvlink_c2c" for a Grace superchip's GPU
+  // (by its id, whatever link files it has), "pcie" where sysfs describes a
+  // PCIe link, "not_pcie" where it describes none. No PCIe expectation
+  // applies to the last two.
+  const bool links_read = f.topo.ok() && f.topo->gpu_pci.size() == gpus.size();
+  std::vector<std::string> not_pcie;
   for (int i = 0; i < n; ++i) {
-    out.Measure("gpu_present", 1, "count",
-                {{"gpu", absl::StrCat(i)},
-                 {"pci_bus_id", gpus[i].bus_id},
-                 {"model", gpus[i].model},
-                 {"device_id", absl::StrFormat("0x%04x", gpus[i].device_id)}});
+    std::map<std::string, std::string> labels = {
+        {"gpu", absl::StrCat(i)},
+        {"pci_bus_id", gpus[i].bus_id},
+        {"model", gpus[i].model},
+        {"device_id", absl::StrFormat("0x%04x", gpus[i].device_id)}};
+    const bool c2c = hostcheck::IsNvlinkC2cGpu(gpus[i].device_id);
+    if (links_read || c2c) {
+      const bool described = links_read && f.topo->gpu_pci[i].link.described;
+      labels["host_link"] = c2c ? "nvlink_c2c" : described ? "pcie" : "not_pcie";
+      if (links_read) labels["pcie_link"] = LinkText(f.topo->gpu_pci[i].link);
+      if (c2c || !described) {
+        not_pcie.push_back(absl::StrCat(gpus[i].bus_id, c2c ? " (NVLink-C2C)" : ""));
+      }
+    }
+    out.Measure("gpu_present", 1, "count", labels);
   }
   std::vector<std::string> evidence;
   for (int i = 0; i < n; ++i) {
@@ -320,6 +356,14 @@ void CheckGpus(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
   } else if (n > 0) {
     r.Pass("gpu_model", models[0],
            absl::StrCat("device id ", absl::StrFormat("0x%04x", gpus[0].device_id)));
+  }
+  if (!not_pcie.empty()) {
+    r.Note("gpu_host_link", absl::StrCat(not_pcie.size(), "/", n, " not PCIe"),
+           absl::StrCat(absl::StrJoin(not_pcie, ", "),
+                        ": not a PCIe link to the host (a Grace superchip's GPU reaches "
+                        "its CPU over NVLink-C2C; a function without "
+                        "max_link_speed/max_link_width describes no PCIe link); no PCIe "
+                        "expectation is measured against them"));
   }
 }
 
@@ -598,14 +642,6 @@ void CheckClock(const Facts& f, Report& r) {
 }
 
 // ---- GPU–NIC topology (issue 20, item 1) ----------------------------------
-
-std::string Gts(double v) { return absl::StrFormat("%.1f GT/s", v); }
-
-std::string LinkText(const hostcheck::PcieLink& l) {
-  if (l.width == 0 && l.speed_gts == 0) return "link unknown";
-  return absl::StrCat("x", l.width, " at ", Gts(l.speed_gts), " (max x", l.max_width,
-                      " at ", Gts(l.max_speed_gts), ")");
-}
 
 // The value most items have; ties go to the larger.
 template <typename T>
@@ -987,7 +1023,9 @@ void PrintTable(const Facts& f, const Options& o, const std::vector<Row>& rows) 
                 row.status.c_str(), static_cast<int>(wv), row.value.c_str(),
                 row.detail.c_str());
   }
-  std::printf("\nN/M = not measured. Exit 0: no FAIL; 1: a FAIL; 2: could not run.\n");
+  std::printf(
+      "\nN/M = not measured; INFO = a fact no check judges. Exit 0: no FAIL; 1: a FAIL; 2: "
+      "could not run.\n");
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ SuiteInfo Declaration() {
             {.name = "gpu_count", .unit = "count", .better = MetricBetter::kNeither,
              .help = "GPUs found on the PCI bus"},
             {.name = "gpu_present", .unit = "count", .better = MetricBetter::kNeither,
-             .help = "one per GPU found (labels: gpu, PCI bus id, model, device id), always 1"},
+             .help = "one per GPU found (labels: gpu, PCI bus id, model, device id; host_link "
+                     "pcie, nvlink_c2c or not_pcie, and pcie_link), always 1"},
             {.name = "cpu_cores", .unit = "count", .better = MetricBetter::kNeither,
              .help = "CPU cores (label model: the CPU model, also on arm64 hosts such as Grace)"},
             {.name = "cpu_sockets", .unit = "count", .better = MetricBetter::kNeither,

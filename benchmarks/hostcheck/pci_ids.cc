@@ -88,4 +88,8 @@ std::string NvidiaGpuModel(uint32_t device_id) {
 
 bool IsKnownNvidiaGpu(uint32_t device_id) { return Lookup(device_id) != nullptr; }
 
+bool IsNvlinkC2cGpu(uint32_t device_id) {
+  return device_id == 0x2342 || device_id == 0x2348 || device_id == 0x2941;
+}
+
 }  // namespace cmax::bench::hostcheck

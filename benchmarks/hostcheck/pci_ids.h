@@ -21,6 +21,13 @@ std::string NvidiaGpuModel(uint32_t device_id);
 // True when the id is in the table (the name is not a fallback).
 bool IsKnownNvidiaGpu(uint32_t device_id);
 
+// True for the GPUs of a Grace superchip, which reach their host CPU over
+// NVLink-C2C, not PCIe: GH200 (0x2342, 0x2348) and GB200 (0x2941). Sources:
+// the NVIDIA GH200 Grace Hopper Superchip and GB200 NVL72 datasheets
+// (NVLink-C2C, 900 GB/s, between Grace and its GPUs; the facts
+// reports/gpu_specs.cc records as a host link that is not PCIe).
+bool IsNvlinkC2cGpu(uint32_t device_id);
+
 }  // namespace cmax::bench::hostcheck
 
 #endif  // CMAX_BENCHMARKS_HOSTCHECK_PCI_IDS_H_

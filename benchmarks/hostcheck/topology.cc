@@ -205,6 +205,8 @@ PciPlace ReadPciPlace(const Sysroot& root, const std::string& bdf) {
   p.link.max_speed_gts = ReadSpeed(root, dir + "/max_link_speed");
   p.link.width = ReadInt(root, dir + "/current_link_width", 0);
   p.link.max_width = ReadInt(root, dir + "/max_link_width", 0);
+  p.link.described =
+      root.Exists(dir + "/max_link_speed") || root.Exists(dir + "/max_link_width");
   p.numa_node = ReadInt(root, dir + "/numa_node", -1);
   if (auto v = root.ReadLine(dir + "/vendor")) p.vendor = ParseSysfsHex(*v).value_or(0);
   if (auto d = root.ReadLine(dir + "/device")) p.device = ParseSysfsHex(*d).value_or(0);

@@ -44,6 +44,10 @@ struct PcieLink {
   int width = 0;         // current_link_width in lanes
   double max_speed_gts = 0;
   int max_width = 0;
+  // max_link_speed or max_link_width exists. Linux creates them only for PCI
+  // Express functions (drivers/pci/pci-sysfs.c), so a function without them
+  // describes no PCIe link: never a slow one.
+  bool described = false;
 };
 
 // Where a PCI function sits.

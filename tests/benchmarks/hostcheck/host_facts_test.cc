@@ -9,6 +9,7 @@
 
 #include "benchmarks/hostcheck/cpu_topology.h"
 #include "benchmarks/hostcheck/pci_ids.h"
+#include "benchmarks/hostcheck/topology.h"
 
 namespace hc = cmax::bench::hostcheck;
 
@@ -322,3 +323,34 @@ TEST_CASE("hostcheck: node meminfo parses and NUMA imbalance compares CPU nodes 
   CHECK(hc::NumaImbalances(one).empty());  // one CPU node: nothing to compare
 }
 
+TEST_CASE("hostcheck: a GB200 tray's GPUs are on NVLink-C2C, not PCIe links",
+          "[hostcheck][grace]") {
+  auto grace = Fixture("grace-gb200");
+  auto gpus = hc::ReadNvidiaGpus(grace);
+  REQUIRE(gpus.ok());
+  REQUIRE(gpus->size() == 4);
+  CHECK((*gpus)[0].bus_id == "0008:01:00.0");
+  CHECK((*gpus)[3].bus_id == "0019:01:00.0");
+  for (const auto& g : *gpus) {
+    CHECK(g.model == "NVIDIA HGX GB200");
+    CHECK(hc::IsNvlinkC2cGpu(g.device_id));
+  }
+  CHECK(hc::IsNvlinkC2cGpu(0x2342));        // GH200
+  CHECK_FALSE(hc::IsNvlinkC2cGpu(0x2330));  // H100 SXM5: PCIe Gen5 x16 to its host
+  CHECK_FALSE(hc::IsNvlinkC2cGpu(0x2901));  // B200 (HGX): PCIe
+
+  // No link files: the link is not described (never read as a slow one).
+  auto topo = hc::ReadTopology(grace);
+  REQUIRE(topo.ok());
+  REQUIRE(topo->gpu_pci.size() == 4);
+  for (const auto& p : topo->gpu_pci) {
+    CHECK_FALSE(p.link.described);
+    CHECK(p.link.width == 0);
+  }
+  auto h100 = hc::ReadTopology(Fixture("healthy-8xh100"));
+  REQUIRE(h100.ok());
+  REQUIRE(h100->gpu_pci.size() == 8);
+  CHECK(h100->gpu_pci[0].link.described);
+  CHECK(h100->gpu_pci[0].link.max_width == 16);
+  CHECK(h100->gpu_pci[0].link.max_speed_gts == 32.0);
+}

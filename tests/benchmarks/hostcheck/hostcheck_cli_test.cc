@@ -107,6 +107,11 @@ TEST_CASE("hostcheck: healthy 8xH100 node passes with its expectations",
     CHECK(m.labels().at("device_id") == "0x2330");
     buses.push_back(m.labels().at("pci_bus_id"));
   }
+  for (const auto& m : r.measurements) {
+    if (m.metric() != "gpu_present") continue;
+    CHECK(m.labels().at("host_link") == "pcie");  // an HGX H100 board: PCIe Gen5 x16
+    CHECK(m.labels().at("pcie_link") == "x16 at 32.0 GT/s (max x16 at 32.0 GT/s)");
+  }
   CHECK(r.Check("hostcheck.numa_balance") == nullptr);
   CHECK(r.Metric("numa_nodes_cpu")->value() == 2);
   CHECK(r.Metric("numa_nodes_memory_only")->value() == 0);
@@ -300,6 +305,8 @@ TEST_CASE("hostcheck: a GB200 tray passes with its expectations and says what it
     if (m.metric() != "gpu_present") continue;
     ++gpus;
     CHECK(m.labels().at("model") == "NVIDIA HGX GB200");
+    CHECK(m.labels().at("host_link") == "nvlink_c2c");
+    CHECK(m.labels().at("pcie_link") == "not a PCIe link (no max_link_* files)");
   }
   CHECK(gpus == 4);
 
@@ -308,6 +315,7 @@ TEST_CASE("hostcheck: a GB200 tray passes with its expectations and says what it
   CHECK(human.code == 0);
   CHECK_THAT(human.out, Catch::Contains("Arm Neoverse-V2"));
   CHECK_THAT(human.out, Catch::Contains("2 with CPUs, 4 memory-only, 28 empty"));
+  CHECK_THAT(human.out, Catch::Contains("4/4 not PCIe"));
   CHECK(human.out.find("FAIL ") == std::string::npos);
 }
 
