@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/cpuinfo.h"
 #include "common/subprocess.h"
 #include "common/suite_declaration.h"
 #include "common/sysroot.h"
@@ -41,11 +42,13 @@ v1::Inventory MinimalInventory(const std::string& root) {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) inv.set_hostname(host);
   if (absl::StatusOr<std::string> cpuinfo = sys.Read("/proc/cpuinfo"); cpuinfo.ok()) {
-    int cores = 0;
-    for (absl::string_view line : absl::StrSplit(*cpuinfo, '\n')) {
-      if (absl::StartsWith(line, "processor")) ++cores;
+    // The same reading as hostcheck's on x86 and on arm64 (Grace), whose
+    // file has no "model name" (common/cpuinfo.h).
+    CpuinfoSummary summary = ParseCpuinfo(*cpuinfo);
+    inv.set_cpu_cores(summary.processors);
+    if (std::string model = CpuModelName(summary); !model.empty()) {
+      (*inv.mutable_facts())["cpu_model"] = model;
     }
-    inv.set_cpu_cores(cores);
   }
   if (absl::StatusOr<std::string> meminfo = sys.Read("/proc/meminfo"); meminfo.ok()) {
     for (absl::string_view line : absl::StrSplit(*meminfo, '\n')) {

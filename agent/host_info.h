@@ -23,8 +23,10 @@ v1::Inventory GatherInventory(const std::string& bench_dir, const std::string& r
                               std::chrono::milliseconds timeout);
 
 // Inventory read by the agent itself: hostname (gethostname), CPU count
-// (processor lines of ROOT/proc/cpuinfo), memory (MemTotal of
-// ROOT/proc/meminfo) and kernel (ROOT/proc/sys/kernel/osrelease).
+// (processor lines of ROOT/proc/cpuinfo) and facts["cpu_model"] (its model
+// name, or the Arm core named from implementer and part: common/cpuinfo.h),
+// memory (MemTotal of ROOT/proc/meminfo) and kernel
+// (ROOT/proc/sys/kernel/osrelease).
 v1::Inventory MinimalInventory(const std::string& root);
 
 // Parses the inventory child's output: the last non-empty line that parses

@@ -12,7 +12,20 @@ TEST_CASE("the fallback inventory reads /proc under the root", "[agent][inventor
   CHECK(inv.cpu_cores() == 4);
   CHECK(inv.memory_gib() == Approx(2113475660.0 / 1024 / 1024));
   CHECK(inv.kernel() == "6.8.0-45-generic");
+  CHECK(inv.facts().at("cpu_model") == "Intel(R) Xeon(R) Platinum 8480+");
   CHECK_FALSE(inv.hostname().empty());
+}
+
+TEST_CASE("the fallback inventory reads a Grace host's arm64 /proc/cpuinfo",
+          "[agent][inventory][grace]") {
+  // A GB200 tray: no "model name" lines, 144 processors named from their
+  // implementer and part.
+  auto inv = cmax::agent::MinimalInventory(CMAX_SOURCE_DIR
+                                           "/tests/fixtures/hostcheck/grace-gb200");
+  CHECK(inv.cpu_cores() == 144);
+  CHECK(inv.facts().at("cpu_model") == "Arm Neoverse-V2");
+  CHECK(inv.memory_gib() == Approx(1711738880.0 / 1024 / 1024));
+  CHECK(inv.kernel() == "6.8.0-1025-nvidia-64k");
 }
 
 TEST_CASE("the inventory line is parsed as protobuf JSON, unknown fields ignored",
