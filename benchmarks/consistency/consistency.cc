@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "benchmarks/consistency/workloads.h"
 #include "benchmarks/suite.h"
+#include "common/cpuinfo.h"
 #include "common/suite_flags.h"
 #include "common/record_io.h"
 #include "common/sysroot.h"
@@ -20,24 +21,16 @@
 namespace cmax::bench {
 namespace {
 
-// "model name" (x86) or "CPU part"/"Hardware" lines (Arm) from /proc/cpuinfo;
-// the machine name from uname otherwise.
+// The CPU model as hostcheck names it (common/cpuinfo.h): the x86 model
+// name, or the Arm core from its implementer and part ("Arm Neoverse-V2" on
+// Grace); the machine name from uname when /proc/cpuinfo names neither.
 std::string CpuModel() {
   Sysroot root;
-  auto text = root.Read("/proc/cpuinfo");
-  std::string part;
-  if (text.ok()) {
-    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
-      std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, ':');
-      absl::string_view key = absl::StripAsciiWhitespace(kv.first);
-      absl::string_view value = absl::StripAsciiWhitespace(kv.second);
-      if (key == "model name" && !value.empty()) return std::string(value);
-      if (key == "CPU part" && part.empty()) part = absl::StrCat("cpu part ", value);
-    }
+  if (auto text = root.Read("/proc/cpuinfo"); text.ok()) {
+    if (std::string model = CpuModelName(ParseCpuinfo(*text)); !model.empty()) return model;
   }
   struct utsname u;
-  std::string machine = uname(&u) == 0 ? u.machine : "unknown";
-  return part.empty() ? machine : absl::StrCat(machine, " ", part);
+  return uname(&u) == 0 ? u.machine : "unknown";
 }
 
 std::string Versions() {

@@ -4,17 +4,21 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "benchmarks/consistency/digest.h"
+#include "common/cpuinfo.h"
 #include "common/subprocess.h"
+#include "common/sysroot.h"
 #include "tests/benchmarks/suite_run.h"
 
 using namespace cmax;
 
 namespace {
 
-// workload -> digest, from one run of the built binary.
-std::map<std::string, std::string> RunDigests() {
+// workload -> digest, from one run of the built binary; `models` gets the
+// model label of each record.
+std::map<std::string, std::string> RunDigests(std::vector<std::string>* models = nullptr) {
   auto r = testing::RunSuite("cmax-bench", {"consistency", "--backend", "cpu", "--jsonl"},
                              std::chrono::seconds(120));
   INFO(r.err);
@@ -27,6 +31,7 @@ std::map<std::string, std::string> RunDigests() {
       REQUIRE(l.contains("model"));
       REQUIRE(l.contains("versions"));
       out[l.at("workload")] = l.at("digest");
+      if (models != nullptr) models->push_back(l.at("model"));
     }
     if (rec.has_finding()) FAIL("unexpected finding: " << rec.finding().title());
   }
@@ -53,4 +58,20 @@ TEST_CASE("consistency digests are identical across two runs on this machine",
   CHECK(first == second);
   // Different workloads give different digests (the digest is not constant).
   CHECK(first["gemm_fp32"] != first["gemm_fp64"]);
+}
+
+TEST_CASE("consistency labels its digests with the CPU model hostcheck would name",
+          "[consistency]") {
+  // The model is part of the judge's group key: it must be the one reading
+  // of /proc/cpuinfo (common/cpuinfo.h), which names a Grace host
+  // "Arm Neoverse-V2" (tests/common/cpuinfo_test.cc) where the old reader
+  // wrote "aarch64 cpu part 0xd4f".
+  std::vector<std::string> models;
+  RunDigests(&models);
+  REQUIRE_FALSE(models.empty());
+  auto text = Sysroot("/").Read("/proc/cpuinfo");
+  REQUIRE(text.ok());
+  const std::string expected = CpuModelName(ParseCpuinfo(*text));
+  REQUIRE_FALSE(expected.empty());  // this machine's file names its CPU
+  for (const auto& m : models) CHECK(m == expected);
 }
