@@ -2,9 +2,12 @@
 
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 
 namespace cmax::bench {
@@ -81,6 +84,51 @@ absl::StatusOr<PcieLink> ReadPcieLink(const std::string& root, const std::string
     link.current = absl::StrCat(cur_speed, " x", cur_width);
   }
   return link;
+}
+
+HostLink ReadHostLink(const std::string& root, const std::string& bdf) {
+  HostLink out;
+  absl::StatusOr<PcieLink> link = ReadPcieLink(root, bdf);
+  if (link.ok()) {
+    out.kind = HostLinkKind::kPcie;
+    out.pcie = *link;
+    return out;
+  }
+  std::string base = root;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string dir = absl::StrCat(base, "/sys/bus/pci/devices/", bdf);
+  struct stat st;
+  if (absl::IsNotFound(link.status()) && stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    out.kind = HostLinkKind::kNotPcie;
+    out.why = absl::StrCat(dir, " has no max_link_speed/max_link_width: not a PCIe link "
+                                "(a GPU on NVLink-C2C to a Grace CPU)");
+    return out;
+  }
+  out.kind = HostLinkKind::kUnknown;
+  out.why = std::string(link.status().message());
+  return out;
+}
+
+std::map<std::string, std::string> HostLinkLabels(const HostLink& link) {
+  std::map<std::string, std::string> labels;
+  switch (link.kind) {
+    case HostLinkKind::kPcie:
+      labels["host_link"] = "pcie";
+      labels["pcie_gen"] = absl::StrCat(link.pcie.gen);
+      labels["pcie_width"] = absl::StrCat(link.pcie.width);
+      labels["pcie_gbps"] = absl::StrFormat("%.2f", link.pcie.gbps);
+      if (!link.pcie.current.empty()) labels["pcie_current"] = link.pcie.current;
+      break;
+    case HostLinkKind::kNotPcie:
+      labels["host_link"] = "not_pcie";
+      labels["host_link_note"] = link.why;
+      break;
+    case HostLinkKind::kUnknown:
+      labels["host_link"] = "unknown";
+      labels["host_link_note"] = link.why;
+      break;
+  }
+  return labels;
 }
 
 }  // namespace cmax::bench

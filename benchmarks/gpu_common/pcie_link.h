@@ -16,6 +16,7 @@
 #ifndef CMAX_BENCHMARKS_GPU_COMMON_PCIE_LINK_H_
 #define CMAX_BENCHMARKS_GPU_COMMON_PCIE_LINK_H_
 
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -43,6 +44,30 @@ struct PcieLink {
 // files are missing (a GPU on NVLink-C2C has no PCIe link to the host CPU
 // that these describe); INVALID_ARGUMENT for text this file cannot read.
 absl::StatusOr<PcieLink> ReadPcieLink(const std::string& root, const std::string& bdf);
+
+// How a GPU reaches its host, for the records of host<->device copies.
+enum class HostLinkKind {
+  kPcie,     // ReadPcieLink read a link
+  kNotPcie,  // no PCIe link: a GPU on NVLink-C2C to a Grace CPU
+  kUnknown,  // no such device, or link files this reader cannot read
+};
+struct HostLink {
+  HostLinkKind kind = HostLinkKind::kUnknown;
+  PcieLink pcie;    // kPcie only
+  std::string why;  // kNotPcie, kUnknown: what was found
+};
+
+// kPcie with the link; kNotPcie when <root>/sys/bus/pci/devices/<bdf>
+// exists without max_link_speed/max_link_width (Linux creates them only for
+// PCI Express functions, drivers/pci/pci-sysfs.c); kUnknown otherwise.
+HostLink ReadHostLink(const std::string& root, const std::string& bdf);
+
+// Labels for a measurement over that link: host_link "pcie" with pcie_gen,
+// pcie_width, pcie_gbps ("%.2f") and pcie_current (when read); host_link
+// "not_pcie" or "unknown" with host_link_note (`why`) and no pcie_* label,
+// so no PCIe floor is applied to the copy (benchmarks/cuda/validate.sh says
+// "no figure" instead).
+std::map<std::string, std::string> HostLinkLabels(const HostLink& link);
 
 }  // namespace cmax::bench
 

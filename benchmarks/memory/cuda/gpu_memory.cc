@@ -575,12 +575,15 @@ int RunCudaMemory(int argc, char** argv) {
       }
       // The link the copy crossed, read from the device (pcie_link.h): what
       // a host copy is held to (validate.sh), never a figure for one card.
-      if (auto link = ReadPcieLink("", g->pci_bus_id); link.ok()) {
-        labels["pcie_gen"] = absl::StrCat(link->gen);
-        labels["pcie_width"] = absl::StrCat(link->width);
-        labels["pcie_gbps"] = absl::StrFormat("%.2f", link->gbps);
-        if (!link->current.empty()) labels["pcie_current"] = link->current;
+      // A Grace superchip's GPU (its spec's host link is not PCIe) crossed
+      // NVLink-C2C, whatever PCIe files its function shows: no PCIe figure.
+      HostLink link = ReadHostLink("", g->pci_bus_id);
+      if (auto spec = reports::FindGpuSpec(g->name); spec && spec->pcie_gen == 0) {
+        link.kind = HostLinkKind::kNotPcie;
+        link.why = absl::StrCat(spec->name,
+                                " reaches its host over NVLink-C2C (reports/gpu_specs.cc)");
       }
+      for (const auto& [k, v] : HostLinkLabels(link)) labels[k] = v;
     }
     if (g && (r.test == "d2d" || r.test == "hbm")) {
       // The GPU's own datasheet memory bandwidth (reports/gpu_specs.cc).

@@ -422,3 +422,50 @@ TEST_CASE("a GPU's PCIe link and the rate its host copies are held to", "[gpu_ho
   CHECK(absl::IsInvalidArgument(bad.status()));
   CHECK_THAT(std::string(bad.status().message()), Catch::Contains("'Unknown'"));
 }
+
+TEST_CASE("a GPU on NVLink-C2C is not a PCIe link in the copy's labels", "[gpu_host][grace]") {
+  TempTree t;
+  const std::string h100 = "/sys/bus/pci/devices/0000:1b:00.0/";
+  t.File(h100 + "max_link_speed", "32.0 GT/s PCIe\n");
+  t.File(h100 + "max_link_width", "16\n");
+  t.File(h100 + "current_link_speed", "32.0 GT/s PCIe\n");
+  t.File(h100 + "current_link_width", "16\n");
+  // A GB200 function as the grace-gb200 fixture has it: in sysfs, with no
+  // link files.
+  t.File("/sys/bus/pci/devices/0008:01:00.0/vendor", "0x10de\n");
+
+  HostLink pcie = ReadHostLink(t.root.string(), "0000:1b:00.0");
+  CHECK(pcie.kind == HostLinkKind::kPcie);
+  auto labels = HostLinkLabels(pcie);
+  CHECK(labels.at("host_link") == "pcie");
+  CHECK(labels.at("pcie_gen") == "5");
+  CHECK(labels.at("pcie_width") == "16");
+  CHECK(labels.at("pcie_gbps") == "63.02");
+  CHECK(labels.at("pcie_current") == "32.0 GT/s PCIe x16");
+
+  HostLink c2c = ReadHostLink(t.root.string(), "0008:01:00.0");
+  CHECK(c2c.kind == HostLinkKind::kNotPcie);
+  labels = HostLinkLabels(c2c);
+  CHECK(labels.at("host_link") == "not_pcie");
+  CHECK_THAT(labels.at("host_link_note"), Catch::Contains("not a PCIe link"));
+  // No figure for a PCIe floor to hold the copy to.
+  CHECK_FALSE(labels.count("pcie_gbps"));
+  CHECK_FALSE(labels.count("pcie_gen"));
+
+  HostLink gone = ReadHostLink(t.root.string(), "0000:99:00.0");
+  CHECK(gone.kind == HostLinkKind::kUnknown);
+  CHECK(HostLinkLabels(gone).at("host_link") == "unknown");
+  CHECK_FALSE(HostLinkLabels(gone).count("pcie_gbps"));
+
+  // The fixture tree's GPUs read the same.
+  const std::string grace = std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/hostcheck/grace-gb200";
+  for (const char* bdf : {"0008:01:00.0", "0009:01:00.0", "0018:01:00.0", "0019:01:00.0"}) {
+    INFO(bdf);
+    CHECK(ReadHostLink(grace, bdf).kind == HostLinkKind::kNotPcie);
+  }
+  const std::string h100_tree =
+      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/hostcheck/healthy-8xh100";
+  HostLink h = ReadHostLink(h100_tree, "0000:18:00.0");
+  CHECK(h.kind == HostLinkKind::kPcie);
+  CHECK(h.pcie.gen == 5);
+}
