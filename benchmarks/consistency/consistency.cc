@@ -27,7 +27,8 @@ namespace {
 std::string CpuModel() {
   Sysroot root;
   if (auto text = root.Read("/proc/cpuinfo"); text.ok()) {
-    if (std::string model = CpuModelName(ParseCpuinfo(*text)); !model.empty()) return model;
+    if (std::string model = CpuModelName(ParseCpuinfo(*text)); !model.empty())
+      return model;
   }
   struct utsname u;
   return uname(&u) == 0 ? u.machine : "unknown";

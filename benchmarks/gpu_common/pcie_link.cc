@@ -1,8 +1,8 @@
 #include "benchmarks/gpu_common/pcie_link.h"
 
-#include <fstream>
-
 #include <sys/stat.h>
+
+#include <fstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -98,10 +98,12 @@ HostLink ReadHostLink(const std::string& root, const std::string& bdf) {
   while (!base.empty() && base.back() == '/') base.pop_back();
   const std::string dir = absl::StrCat(base, "/sys/bus/pci/devices/", bdf);
   struct stat st;
-  if (absl::IsNotFound(link.status()) && stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (absl::IsNotFound(link.status()) && stat(dir.c_str(), &st) == 0 &&
+      S_ISDIR(st.st_mode)) {
     out.kind = HostLinkKind::kNotPcie;
-    out.why = absl::StrCat(dir, " has no max_link_speed/max_link_width: not a PCIe link "
-                                "(a GPU on NVLink-C2C to a Grace CPU)");
+    out.why = absl::StrCat(dir,
+                           " has no max_link_speed/max_link_width: not a PCIe link "
+                           "(a GPU on NVLink-C2C to a Grace CPU)");
     return out;
   }
   out.kind = HostLinkKind::kUnknown;

@@ -31,7 +31,8 @@ std::optional<std::vector<int>> ExpandCpuList(absl::string_view list) {
     int first = 0, last = 0;
     if (!absl::SimpleAtoi(range.first, &first)) return std::nullopt;
     last = first;
-    if (!range.second.empty() && !absl::SimpleAtoi(range.second, &last)) return std::nullopt;
+    if (!range.second.empty() && !absl::SimpleAtoi(range.second, &last))
+      return std::nullopt;
     if (first < 0 || last < first || last - first > (1 << 20)) return std::nullopt;
     for (int c = first; c <= last; ++c) cpus.push_back(c);
   }
@@ -79,8 +80,8 @@ absl::StatusOr<CpuSockets> ReadCpuSockets(const Sysroot& root) {
   std::set<long> packages;
   CpuSockets s;
   for (int cpu : *cpus) {
-    auto id = root.ReadLine(
-        absl::StrCat(kCpus, "/cpu", cpu, "/topology/physical_package_id"));
+    auto id =
+        root.ReadLine(absl::StrCat(kCpus, "/cpu", cpu, "/topology/physical_package_id"));
     long v = 0;
     if (!id || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*id), &v)) continue;
     packages.insert(v);
@@ -96,13 +97,13 @@ absl::StatusOr<CpuSockets> ReadCpuSockets(const Sysroot& root) {
 }
 
 int NumaTopology::WithCpus() const {
-  return static_cast<int>(
-      std::count_if(nodes.begin(), nodes.end(), [](const NumaNode& n) { return n.has_cpus(); }));
+  return static_cast<int>(std::count_if(nodes.begin(), nodes.end(),
+                                        [](const NumaNode& n) { return n.has_cpus(); }));
 }
 
 int NumaTopology::MemoryOnly() const {
-  return static_cast<int>(std::count_if(nodes.begin(), nodes.end(),
-                                        [](const NumaNode& n) { return n.memory_only(); }));
+  return static_cast<int>(std::count_if(
+      nodes.begin(), nodes.end(), [](const NumaNode& n) { return n.memory_only(); }));
 }
 
 int NumaTopology::Empty() const {
@@ -160,12 +161,13 @@ absl::StatusOr<NumaTopology> ReadNumaTopology(const Sysroot& root) {
     n.cpulist = root.ReadLine(dir + "/cpulist").value_or("");
     std::optional<std::vector<int>> cpus = ExpandCpuList(n.cpulist);
     if (!cpus) {
-      return absl::InvalidArgumentError(absl::StrCat(root.Path(dir + "/cpulist"),
-                                                     ": bad CPU list '", n.cpulist, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(root.Path(dir + "/cpulist"), ": bad CPU list '", n.cpulist, "'"));
     }
     n.cpus = static_cast<int>(cpus->size());
     if (auto meminfo = root.Read(dir + "/meminfo"); meminfo.ok()) {
-      if (auto kib = ParseNodeMemTotalKib(*meminfo, n.id); kib.ok()) n.mem_total_kib = *kib;
+      if (auto kib = ParseNodeMemTotalKib(*meminfo, n.id); kib.ok())
+        n.mem_total_kib = *kib;
     }
     t.nodes.push_back(std::move(n));
   }

@@ -61,9 +61,9 @@ absl::StatusOr<CpuSockets> ReadCpuSockets(const Sysroot& root);
 
 struct NumaNode {
   int id = -1;
-  int cpus = 0;                            // CPUs in cpulist
-  std::string cpulist;                     // as the file says it ("" for none)
-  std::optional<uint64_t> mem_total_kib;   // "Node N MemTotal"; nullopt unreadable
+  int cpus = 0;                           // CPUs in cpulist
+  std::string cpulist;                    // as the file says it ("" for none)
+  std::optional<uint64_t> mem_total_kib;  // "Node N MemTotal"; nullopt unreadable
   bool has_cpus() const { return cpus > 0; }
   // No CPUs, but memory: device or high-bandwidth memory (a Grace-attached
   // GPU's HBM on NVLink-C2C).

@@ -222,7 +222,8 @@ class Report {
   }
 
   // A fact the table shows that no check judges (no finding).
-  void Note(const std::string& check, const std::string& value, const std::string& detail) {
+  void Note(const std::string& check, const std::string& value,
+            const std::string& detail) {
     rows_.push_back({check, "INFO", value, detail});
   }
 
@@ -476,10 +477,10 @@ void CheckMemory(const Options& o, const Facts& f, RecordWriter& out, Report& r)
                   {{"memory_only_nodes", absl::StrCat(numa->MemoryOnly())},
                    {"memory_only_gib", absl::StrFormat("%.1f", device_gib)}});
       what = absl::StrFormat(
-          "MemTotal of the %d NUMA nodes with CPUs (/sys/devices/system/node/node*/meminfo); "
-          "/proc/meminfo's MemTotal, %.1f GiB, also counts %.1f GiB on %d memory-only NUMA "
-          "nodes (device memory, such as a GPU's HBM on NVLink-C2C), which is not the "
-          "host's",
+          "MemTotal of the %d NUMA nodes with CPUs "
+          "(/sys/devices/system/node/node*/meminfo); /proc/meminfo's MemTotal, %.1f GiB, "
+          "also counts %.1f GiB on %d memory-only NUMA nodes (device memory, such as a "
+          "GPU's HBM on NVLink-C2C), which is not the host's",
           numa->WithCpus(), total_gib, device_gib, numa->MemoryOnly());
     } else {
       what = absl::StrFormat(
@@ -503,9 +504,11 @@ void CheckMemory(const Options& o, const Facts& f, RecordWriter& out, Report& r)
 
 // "node0 (CPUs 0-71, 445.6 GiB)" for the human table and evidence.
 std::string DescribeNode(const hostcheck::NumaNode& n) {
-  std::string mem = n.mem_total_kib ? absl::StrFormat("%.1f GiB", *n.mem_total_kib / kKibPerGib)
-                                    : "memory unreadable";
-  if (n.has_cpus()) return absl::StrCat("node", n.id, " (CPUs ", n.cpulist, ", ", mem, ")");
+  std::string mem = n.mem_total_kib
+                        ? absl::StrFormat("%.1f GiB", *n.mem_total_kib / kKibPerGib)
+                        : "memory unreadable";
+  if (n.has_cpus())
+    return absl::StrCat("node", n.id, " (CPUs ", n.cpulist, ", ", mem, ")");
   return absl::StrCat("node", n.id, " (", mem, ")");
 }
 
@@ -519,20 +522,23 @@ void CheckNuma(const Facts& f, RecordWriter& out, Report& r) {
   const int with_cpus = t.WithCpus(), memory_only = t.MemoryOnly(), empty = t.Empty();
   out.Measure("numa_nodes", static_cast<double>(t.nodes.size()), "count");
   out.Measure("numa_nodes_cpu", with_cpus, "count");
-  out.Measure("numa_nodes_memory_only", memory_only, "count",
-              {{"memory_only_gib", absl::StrFormat("%.1f", t.MemoryOnlyKib() / kKibPerGib)}});
+  out.Measure(
+      "numa_nodes_memory_only", memory_only, "count",
+      {{"memory_only_gib", absl::StrFormat("%.1f", t.MemoryOnlyKib() / kKibPerGib)}});
   std::vector<std::string> cpu_nodes, device_nodes;
   for (const auto& n : t.nodes) {
     if (n.has_cpus()) cpu_nodes.push_back(DescribeNode(n));
     if (n.memory_only()) device_nodes.push_back(DescribeNode(n));
   }
   std::string value = absl::StrCat(with_cpus, " with CPUs");
-  std::string detail = absl::StrCat("node* under /sys/devices/system/node; with CPUs: ",
-                                    cpu_nodes.empty() ? "none" : absl::StrJoin(cpu_nodes, ", "));
+  std::string detail =
+      absl::StrCat("node* under /sys/devices/system/node; with CPUs: ",
+                   cpu_nodes.empty() ? "none" : absl::StrJoin(cpu_nodes, ", "));
   if (memory_only > 0) {
     absl::StrAppend(&value, ", ", memory_only, " memory-only");
-    absl::StrAppend(&detail, "; memory-only (device memory such as a GPU's HBM on NVLink-C2C, "
-                             "not a socket): ",
+    absl::StrAppend(&detail,
+                    "; memory-only (device memory such as a GPU's HBM on NVLink-C2C, "
+                    "not a socket): ",
                     absl::StrJoin(device_nodes, ", "));
   }
   if (empty > 0) {
@@ -553,12 +559,13 @@ void CheckNuma(const Facts& f, RecordWriter& out, Report& r) {
            imbalances);
   } else if (with_cpus >= 2) {
     const bool mem_known = t.CpuNodeMemKib().has_value();
-    r.Pass("numa_balance", "balanced",
-           absl::StrCat(with_cpus, " NUMA nodes with CPUs have equal CPU counts",
-                        mem_known ? absl::StrFormat(" and memory within %.0f%%",
-                                                    100 * (1 - hostcheck::kMinNodeMemRatio))
-                                  : " (memory per node not readable)",
-                        memory_only > 0 ? "; memory-only nodes are not compared" : ""));
+    r.Pass(
+        "numa_balance", "balanced",
+        absl::StrCat(with_cpus, " NUMA nodes with CPUs have equal CPU counts",
+                     mem_known ? absl::StrFormat(" and memory within %.0f%%",
+                                                 100 * (1 - hostcheck::kMinNodeMemRatio))
+                               : " (memory per node not readable)",
+                     memory_only > 0 ? "; memory-only nodes are not compared" : ""));
   }
 }
 
@@ -1024,8 +1031,8 @@ void PrintTable(const Facts& f, const Options& o, const std::vector<Row>& rows) 
                 row.detail.c_str());
   }
   std::printf(
-      "\nN/M = not measured; INFO = a fact no check judges. Exit 0: no FAIL; 1: a FAIL; 2: "
-      "could not run.\n");
+      "\nN/M = not measured; INFO = a fact no check judges. Exit 0: no FAIL; "
+      "1: a FAIL; 2: could not run.\n");
 }
 
 }  // namespace

@@ -106,7 +106,8 @@ TEST_CASE("cpuinfo: mixed cores, compat model names and malformed fields", "[cpu
   CHECK(cmax::CpuModelName(compat) == "Arm Neoverse-V2");
 
   // A part that is not hex leaves its block unnamed; processors still count.
-  auto bad = cmax::ParseCpuinfo("processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: ?\n");
+  auto bad =
+      cmax::ParseCpuinfo("processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: ?\n");
   CHECK(bad.processors == 1);
   CHECK(bad.arm_cores.empty());
   CHECK(cmax::CpuModelName(bad).empty());
@@ -117,7 +118,8 @@ TEST_CASE("cpuinfo: mixed cores, compat model names and malformed fields", "[cpu
 }
 
 TEST_CASE("cpuinfo: the GB200 fixture reads as 144 Neoverse-V2 processors", "[cpuinfo]") {
-  cmax::Sysroot root(std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/hostcheck/grace-gb200");
+  cmax::Sysroot root(std::string(CMAX_SOURCE_DIR) +
+                     "/tests/fixtures/hostcheck/grace-gb200");
   auto text = root.Read("/proc/cpuinfo");
   REQUIRE(text.ok());
   cmax::CpuinfoSummary s = cmax::ParseCpuinfo(*text);

@@ -580,8 +580,8 @@ int RunCudaMemory(int argc, char** argv) {
       HostLink link = ReadHostLink("", g->pci_bus_id);
       if (auto spec = reports::FindGpuSpec(g->name); spec && spec->pcie_gen == 0) {
         link.kind = HostLinkKind::kNotPcie;
-        link.why = absl::StrCat(spec->name,
-                                " reaches its host over NVLink-C2C (reports/gpu_specs.cc)");
+        link.why = absl::StrCat(
+            spec->name, " reaches its host over NVLink-C2C (reports/gpu_specs.cc)");
       }
       for (const auto& [k, v] : HostLinkLabels(link)) labels[k] = v;
     }

@@ -18,7 +18,8 @@ namespace {
 
 // workload -> digest, from one run of the built binary; `models` gets the
 // model label of each record.
-std::map<std::string, std::string> RunDigests(std::vector<std::string>* models = nullptr) {
+std::map<std::string, std::string> RunDigests(
+    std::vector<std::string>* models = nullptr) {
   auto r = testing::RunSuite("cmax-bench", {"consistency", "--backend", "cpu", "--jsonl"},
                              std::chrono::seconds(120));
   INFO(r.err);

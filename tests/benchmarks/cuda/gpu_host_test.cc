@@ -423,7 +423,8 @@ TEST_CASE("a GPU's PCIe link and the rate its host copies are held to", "[gpu_ho
   CHECK_THAT(std::string(bad.status().message()), Catch::Contains("'Unknown'"));
 }
 
-TEST_CASE("a GPU on NVLink-C2C is not a PCIe link in the copy's labels", "[gpu_host][grace]") {
+TEST_CASE("a GPU on NVLink-C2C is not a PCIe link in the copy's labels",
+          "[gpu_host][grace]") {
   TempTree t;
   const std::string h100 = "/sys/bus/pci/devices/0000:1b:00.0/";
   t.File(h100 + "max_link_speed", "32.0 GT/s PCIe\n");
@@ -458,8 +459,10 @@ TEST_CASE("a GPU on NVLink-C2C is not a PCIe link in the copy's labels", "[gpu_h
   CHECK_FALSE(HostLinkLabels(gone).count("pcie_gbps"));
 
   // The fixture tree's GPUs read the same.
-  const std::string grace = std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/hostcheck/grace-gb200";
-  for (const char* bdf : {"0008:01:00.0", "0009:01:00.0", "0018:01:00.0", "0019:01:00.0"}) {
+  const std::string grace =
+      std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/hostcheck/grace-gb200";
+  for (const char* bdf :
+       {"0008:01:00.0", "0009:01:00.0", "0018:01:00.0", "0019:01:00.0"}) {
     INFO(bdf);
     CHECK(ReadHostLink(grace, bdf).kind == HostLinkKind::kNotPcie);
   }

@@ -236,7 +236,8 @@ TEST_CASE("hostcheck: a GB200 tray's CPUs are 144 Neoverse-V2 cores in 2 sockets
   auto model = hc::ReadCpuModel(grace);
   REQUIRE(model.ok());
   CHECK(model->name == "Arm Neoverse-V2");
-  CHECK_THAT(model->source, Catch::Contains("CPU implementer 0x41, CPU part 0xd4f (144 CPUs)"));
+  CHECK_THAT(model->source,
+             Catch::Contains("CPU implementer 0x41, CPU part 0xd4f (144 CPUs)"));
   // No "physical id" either: sockets come from sysfs.
   auto sockets = hc::ReadCpuSockets(grace);
   REQUIRE(sockets.ok());

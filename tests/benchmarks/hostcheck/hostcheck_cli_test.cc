@@ -268,8 +268,9 @@ TEST_CASE("hostcheck: a missing root or a bad flag cannot run", "[hostcheck][cli
 
 // ---- Grace: a GB200 NVL72 compute tray (tests/fixtures/hostcheck/grace-gb200) ----
 
-TEST_CASE("hostcheck: a GB200 tray passes with its expectations and says what it measured",
-          "[hostcheck][cli][grace]") {
+TEST_CASE(
+    "hostcheck: a GB200 tray passes with its expectations and says what it measured",
+    "[hostcheck][cli][grace]") {
   Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("grace-gb200"), "--expect-gpus=4",
                      "--expect-gpu-model=GB200", "--min-cpu-cores=144",
                      "--min-memory-gib=850"});
@@ -319,18 +320,20 @@ TEST_CASE("hostcheck: a GB200 tray passes with its expectations and says what it
   CHECK(human.out.find("FAIL ") == std::string::npos);
 }
 
-TEST_CASE("hostcheck: a Grace host's memory expectation is held to its CPU nodes, not HBM",
-          "[hostcheck][cli][grace]") {
+TEST_CASE(
+    "hostcheck: a Grace host's memory expectation is held to its CPU nodes, not HBM",
+    "[hostcheck][cli][grace]") {
   // 1632 GiB MemTotal, of which 740 GiB is the GPUs' HBM: 1000 GiB of host
   // memory is not there. Counting MemTotal would pass this node.
-  Run r = Hostcheck({"--jsonl", "--root=" + FixtureRoot("grace-gb200"),
-                     "--min-memory-gib=1000"});
+  Run r = Hostcheck(
+      {"--jsonl", "--root=" + FixtureRoot("grace-gb200"), "--min-memory-gib=1000"});
   INFO(r.out << r.err);
   CHECK(r.code == 1);
   const auto* f = r.Check("hostcheck.memory");
   REQUIRE(f);
   CHECK(f->severity() == cmax::v1::SEVERITY_FAIL);
-  CHECK_THAT(f->title(), Catch::Contains("892.3 GiB of memory, expected at least 1000.0"));
+  CHECK_THAT(f->title(),
+             Catch::Contains("892.3 GiB of memory, expected at least 1000.0"));
   CHECK_THAT(f->detail(), Catch::Contains("1632.4 GiB") &&
                               Catch::Contains("740.1 GiB on 4 memory-only NUMA nodes"));
 }
@@ -355,8 +358,9 @@ TEST_CASE("hostcheck: an unbalanced Grace socket warns, the HBM nodes never do",
   CHECK(f->detail().find("node10") == std::string::npos);
 }
 
-TEST_CASE("hostcheck: a Grace host's inventory names its CPU model, sockets and NUMA nodes",
-          "[hostcheck][cli][grace]") {
+TEST_CASE(
+    "hostcheck: a Grace host's inventory names its CPU model, sockets and NUMA nodes",
+    "[hostcheck][cli][grace]") {
   Run r = Hostcheck({"--inventory", "--root=" + FixtureRoot("grace-gb200")});
   INFO(r.out << r.err);
   CHECK(r.code == 0);
