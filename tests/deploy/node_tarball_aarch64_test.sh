@@ -119,8 +119,9 @@ suites = {r.get("suite") for r in mine}
 assert "hostcheck" in suites, f"no hostcheck records from grace-0 (suites: {sorted(suites)})"
 assert "connectivity" in suites, f"no connectivity records from grace-0 (suites: {sorted(suites)})"
 assert not any(r.get("simulated") for r in recs), "records say simulated"
-rtt = [r for r in mine if r.get("suite") == "connectivity" and "rtt" in r.get("metric", "")]
-assert rtt, "grace-0 measured no RTT to x86-0"
+rtt = [r for r in mine if r.get("suite") == "connectivity" and '"rtt_ms"' in json.dumps(r)
+       and '"x86-0"' in json.dumps(r)]
+assert rtt, "grace-0 measured no rtt_ms to x86-0: " + json.dumps([r for r in mine if r.get("suite") == "connectivity"])[:600]
 print(f"  grace-0: {len(mine)} records ({', '.join(sorted(suites))}); {len(recs)} in the run")
 PYEOF
 ok "the quick plan ran on the arm64 agent beside the x86 one"
