@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS records(
   record BLOB NOT NULL,
   PRIMARY KEY(task_id, attempt, rank, seq)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_by_run ON records(run_id);
+CREATE TABLE IF NOT EXISTS schedules(
+  schedule_id TEXT PRIMARY KEY, created_ns INTEGER NOT NULL, info BLOB NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'cmax.v1');
 )sql";
 
@@ -432,6 +434,39 @@ absl::StatusOr<std::vector<TaskRow>> Store::LoadTasks(const std::string& run_id)
   std::sort(out.begin(), out.end(), [](const TaskRow& a, const TaskRow& b) {
     return a.info.task_id() < b.info.task_id();
   });
+  return out;
+}
+
+absl::Status Store::PutSchedule(const v1::ScheduleInfo& schedule) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
+  Stmt s(db_, "INSERT OR REPLACE INTO schedules(schedule_id, created_ns, info) VALUES(?,?,?)");
+  s.Text(1, schedule.schedule_id());
+  s.Int(2, schedule.created_unix_ns());
+  s.Blob(3, schedule.SerializeAsString());
+  int rc = sqlite3_step(s.get());
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error("put schedule", rc);
+}
+
+absl::Status Store::DeleteSchedule(const std::string& schedule_id) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
+  Stmt s(db_, "DELETE FROM schedules WHERE schedule_id = ?");
+  s.Text(1, schedule_id);
+  int rc = sqlite3_step(s.get());
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error("delete schedule", rc);
+}
+
+absl::StatusOr<std::vector<v1::ScheduleInfo>> Store::LoadSchedules() {
+  Stmt s(db_, "SELECT info FROM schedules ORDER BY created_ns, schedule_id");
+  std::vector<v1::ScheduleInfo> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    v1::ScheduleInfo info;
+    if (!info.ParseFromString(s.ColBlob(0))) {
+      return absl::DataLossError("load schedules: a stored schedule does not parse");
+    }
+    out.push_back(std::move(info));
+  }
+  if (rc != SQLITE_DONE) return Error("load schedules", rc);
   return out;
 }
 

@@ -1,5 +1,10 @@
 // Durable state of the coordinator in SQLite (WAL, synchronous=FULL): agents,
-// runs, tasks and every record, each (task, attempt, rank, seq) stored once.
+// runs, tasks and every record, each (task, attempt, rank, seq) stored once,
+// and the schedules (schedules.h).
+//
+// Schema changes: every table is CREATE TABLE IF NOT EXISTS, so a store
+// written by an older coordinator gains the tables it lacks when it is
+// opened (the schedules table came that way).
 //
 // Thread: not thread-safe (its WAL checkpointer, below, is a thread of its
 // own with its own connection). Owned by the coordinator core thread (core.h);
@@ -27,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "cmax/v1/inventory.pb.h"
 #include "cmax/v1/plan.pb.h"
+#include "cmax/v1/schedule.pb.h"
 #include "cmax/v1/service.pb.h"
 
 namespace cmax::coordinator {
@@ -103,6 +109,12 @@ class Store {
   absl::Status PutTasks(const std::vector<const TaskRow*>& tasks);
   absl::StatusOr<std::vector<TaskRow>> LoadTasks(const std::string& run_id);
   absl::StatusOr<TaskRow> GetTask(const std::string& task_id);  // NOT_FOUND
+
+  // Schedules (schedules.h): the whole row, written on every change.
+  absl::Status PutSchedule(const v1::ScheduleInfo& schedule);
+  absl::Status DeleteSchedule(const std::string& schedule_id);  // OK when absent
+  // Oldest first. DATA_LOSS when a row does not parse.
+  absl::StatusOr<std::vector<v1::ScheduleInfo>> LoadSchedules();
 
   // Inserts in one transaction; duplicates of (task, attempt, rank, seq) are
   // ignored. Returns how many were new.
