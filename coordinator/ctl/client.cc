@@ -7,6 +7,7 @@
 #include "common/net_address.h"
 #include "common/secrets.h"
 #include "common/status_macros.h"
+#include "coordinator/ctl/progress.h"
 
 namespace cmax::ctl {
 
@@ -62,6 +63,23 @@ std::string Describe(const grpc::Status& status, const std::string& address) {
     return absl::StrCat("the coordinator refused the credentials: ", status.error_message());
   }
   return status.error_message();
+}
+
+int RpcError(const grpc::Status& status, const Client& client) {
+  std::fprintf(stderr, "cmaxctl: %s\n", Describe(status, client.address()).c_str());
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return kExitUnfinished;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return kExitUsage;
+    default:
+      return kExitFailed;
+  }
 }
 
 }  // namespace cmax::ctl

@@ -41,6 +41,11 @@ class Client {
 // otherwise.
 std::string Describe(const grpc::Status& status, const std::string& address);
 
+// Prints Describe's line to stderr ("cmaxctl: ...") and returns the exit
+// code: 3 unreachable, 2 refused (bad input, unknown id, credentials, full
+// disk), 1 otherwise.
+int RpcError(const grpc::Status& status, const Client& client);
+
 }  // namespace cmax::ctl
 
 #endif  // CMAX_COORDINATOR_CTL_CLIENT_H_

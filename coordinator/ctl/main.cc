@@ -24,8 +24,7 @@ namespace cmax::ctl {
 namespace {
 
 constexpr char kDefaultTokenFile[] = "/etc/cmax/token";
-constexpr int kOk = kExitOk, kFailed = kExitFailed, kUsage = kExitUsage,
-              kUnfinished = kExitUnfinished;
+constexpr int kOk = kExitOk, kFailed = kExitFailed, kUsage = kExitUsage;
 
 constexpr char kUsageText[] =
     R"(usage: cmaxctl [--coordinator HOST:PORT] [--token-file F] [--tls-ca F]
@@ -76,23 +75,6 @@ int Usage(const std::string& error) {
   if (!error.empty()) std::fprintf(stderr, "cmaxctl: %s\n\n", error.c_str());
   std::fputs(kUsageText, error.empty() ? stdout : stderr);
   return error.empty() ? kOk : kUsage;
-}
-
-int RpcError(const grpc::Status& status, Client& client) {
-  std::fprintf(stderr, "cmaxctl: %s\n", Describe(status, client.address()).c_str());
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return kUnfinished;
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::NOT_FOUND:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::UNAUTHENTICATED:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return kUsage;
-    default:
-      return kFailed;
-  }
 }
 
 std::string Ago(int64_t unix_ns) {
