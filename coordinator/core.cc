@@ -71,6 +71,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     }
     core->scheduler_.Restore(std::move(run), std::move(tasks));
   }
+  CMAX_RETURN_IF_ERROR(core->schedules_.Load());
+  core->ReconcileScheduleRuns();
   return core;
 }
 
@@ -147,6 +149,7 @@ void CoordinatorCore::Stop() {
   }
   if (scorecard_thread_.joinable()) scorecard_thread_.join();
   if (slurm_) slurm_->Stop();
+  idle_probe_.Stop();
 }
 
 void CoordinatorCore::Post(std::function<void()> fn) {
@@ -193,7 +196,13 @@ std::string CoordinatorCore::NewRunId() {
 
 absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
     const v1::SubmitRunRequest& request) {
-  CMAX_RETURN_IF_ERROR(ValidatePlan(request.plan()));
+  return StartRun(request.plan(), nullptr, "");
+}
+
+absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::StartRun(
+    const v1::Plan& plan, const std::vector<std::string>* only_nodes,
+    const std::string& schedule_id) {
+  CMAX_RETURN_IF_ERROR(ValidatePlan(plan));
   struct statvfs vfs;
   if (statvfs(options_.data_dir.c_str(), &vfs) == 0) {
     int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
@@ -202,14 +211,14 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
           "the coordinator's disk is full: its data directory %s has %d MiB free (needs %d "
           "MiB); new runs are refused until space is freed",
           options_.data_dir, free_bytes >> 20, options_.min_free_bytes >> 20);
-      Log()->warn("run of plan '{}' refused: {}", request.plan().name(), why);
+      Log()->warn("run of plan '{}' refused: {}", plan.name(), why);
       return absl::ResourceExhaustedError(why);
     }
   }
   Changes changes;
   const std::string run_id = NewRunId();
-  CMAX_ASSIGN_OR_RETURN(RunRow * run, scheduler_.CreateRun(request.plan(), registry_,
-                                                           NowUnixNs(), run_id, &changes));
+  CMAX_ASSIGN_OR_RETURN(RunRow * run, scheduler_.CreateRun(plan, registry_, NowUnixNs(), run_id,
+                                                           &changes, only_nodes));
   // Persist the whole run before anything is assigned; undo on failure.
   std::vector<const TaskRow*> rows;
   for (TaskRow* t : scheduler_.TasksOf(run_id)) rows.push_back(t);
@@ -223,8 +232,8 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::HandleSubmitRun(
   resp.set_run_id(run_id);
   resp.set_tasks(static_cast<int>(rows.size()));
   for (const auto& n : run->nodes) resp.add_nodes(n);
-  Log()->info("{}", RunSubmittedLine(run_id, request.plan().name(), rows.size(),
-                                     run->nodes.size()));
+  Log()->info("{}{}", RunSubmittedLine(run_id, plan.name(), rows.size(), run->nodes.size()),
+              schedule_id.empty() ? "" : absl::StrCat(" (schedule ", schedule_id, ")"));
   Changes sched;
   scheduler_.Schedule(registry_, NowUnixNs(), &sched);
   // A run whose every entry needed more nodes than it has ended in

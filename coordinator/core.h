@@ -12,7 +12,8 @@
 // its group commit and the per-agent rate limiter), core_report.cc (the
 // scorecard thread: building and writing the scorecard files, completing the
 // run), core_export.cc (the export thread: a run's records for the Export
-// call), core_metrics.cc (the Prometheus exposition).
+// call), core_metrics.cc (the Prometheus exposition), core_schedules.cc (the
+// schedules' handlers and their view of the core).
 #ifndef CMAX_COORDINATOR_CORE_H_
 #define CMAX_COORDINATOR_CORE_H_
 
@@ -33,11 +34,14 @@
 #include "absl/time/time.h"
 #include "common/metrics_text.h"
 #include "common/task_state.h"
+#include "coordinator/clock.h"
 #include "coordinator/heartbeat_pacer.h"
 #include "coordinator/registry.h"
 #include "coordinator/rendezvous.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/schedules.h"
 #include "coordinator/slurm_drain.h"
+#include "coordinator/slurm_idle.h"
 #include "coordinator/store.h"
 #include "reports/run_data.h"
 
@@ -61,6 +65,9 @@ struct CoreOptions {
   // --slurm-drain: the scontrol that drains the nodes whose verdict is fail
   // when a run ends (coordinator/slurm_drain.h). Empty: off.
   std::string slurm_scontrol;
+  // The sinfo that schedules with --only-idle ask (a path, or a name looked
+  // up on PATH at each slot; coordinator/slurm_idle.h).
+  std::string slurm_sinfo = "sinfo";
   // Tests and the chaos run only: installed as the store's fault hook
   // (Store::SetFaultHookForTesting). Empty: none.
   Store::FaultHook store_fault_for_testing;
@@ -81,7 +88,8 @@ class RunWatcher {
 
 class CoordinatorCore {
  public:
-  // Opens the store in data_dir and restores unfinished runs.
+  // Opens the store in data_dir and restores unfinished runs and the
+  // schedules.
   static absl::StatusOr<std::unique_ptr<CoordinatorCore>> Create(const CoreOptions& options);
   ~CoordinatorCore();
 
@@ -120,6 +128,11 @@ class CoordinatorCore {
   // calling the handlers directly), in place.
   using ExportDone = std::function<void(absl::StatusOr<std::vector<v1::ExportedRecord>>)>;
   void HandleExport(const std::string& run_id, ExportDone done);
+  // Schedules (schedules.h); each answers once its change is durable.
+  absl::StatusOr<v1::AddScheduleResponse> HandleAddSchedule(const v1::AddScheduleRequest& request);
+  v1::ListSchedulesResponse HandleListSchedules();
+  absl::StatusOr<v1::UpdateScheduleResponse> HandleUpdateSchedule(
+      const v1::UpdateScheduleRequest& request);
 
   const std::string& db_path() const { return db_path_; }
 
@@ -144,6 +157,16 @@ class CoordinatorCore {
 
  private:
   CoordinatorCore(CoreOptions options, std::unique_ptr<Store> store);
+  // The one way a run starts: a submitted plan (SubmitRun, `only_nodes`
+  // null) or a schedule's wave (`only_nodes`: its nodes, `schedule_id` its
+  // id). Checks the plan and the free disk, creates and persists the run
+  // and its tasks, schedules them, and commits before it returns.
+  absl::StatusOr<v1::SubmitRunResponse> StartRun(const v1::Plan& plan,
+                                                 const std::vector<std::string>* only_nodes,
+                                                 const std::string& schedule_id);
+  // After Create: the schedules' runs that ended while no coordinator
+  // followed them are reported to Schedules::OnRunEnded.
+  void ReconcileScheduleRuns();
   void Loop();
   void Tick();
   // Persists, broadcasts and sends what a scheduler call changed. False when
@@ -273,6 +296,26 @@ class CoordinatorCore {
   };
   std::optional<LastScorecard> last_scorecard_;
   std::unique_ptr<SlurmDrainer> slurm_;  // --slurm-drain; null when off
+  // Schedules: their view of this core (core_schedules.cc), the clock they
+  // read, the component, and the sinfo runner of --only-idle.
+  class ScheduleHooks final : public ScheduleRunner {
+   public:
+    explicit ScheduleHooks(CoordinatorCore* core) : core_(core) {}
+    std::vector<std::string> ConnectedNodes() override;
+    absl::StatusOr<std::string> StartRun(const v1::Plan& plan,
+                                         const std::vector<std::string>& nodes,
+                                         const std::string& schedule_id) override;
+    void AskIdle(const std::string& schedule_id, int64_t ask,
+                 const std::vector<std::string>& nodes) override;
+
+   private:
+    CoordinatorCore* core_;
+  };
+  SystemClock clock_;
+  ScheduleHooks schedule_hooks_{this};
+  Schedules schedules_{store_.get(), &clock_, &schedule_hooks_};
+  SlurmIdleProbe idle_probe_{options_.slurm_sinfo};
+  int64_t last_schedules_tick_ns_ = 0;
   uint64_t run_counter_ = 0;
 
   absl::Mutex mu_;

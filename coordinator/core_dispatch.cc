@@ -158,6 +158,12 @@ void CoordinatorCore::Tick() {
     scheduler_.Schedule(registry_, now, &changes);
   }
   Apply(changes);
+  // Schedules (schedules.h): slots due, next waves, five times a second;
+  // never while shutting down (the successor starts them).
+  if (!shutting_down && mono - last_schedules_tick_ns_ >= 200000000) {
+    last_schedules_tick_ns_ = mono;
+    schedules_.Tick();
+  }
 }
 
 void CoordinatorCore::SendTo(const std::string& node, const v1::CoordinatorMessage& message) {

@@ -1,7 +1,8 @@
 // The coordinator core's Prometheus exposition (--metrics-listen): agents,
 // runs and tasks by state, record ingest counters and latency, the store's
-// size and the last scorecard's tier, grades and verdicts, rendered on the
-// core thread (RenderMetrics waits for it with a timeout).
+// size, the schedules' health and the last scorecard's tier, grades and
+// verdicts, rendered on the core thread (RenderMetrics waits for it with a
+// timeout).
 #include "coordinator/core.h"
 
 #include <sys/stat.h>
@@ -97,6 +98,48 @@ std::string CoordinatorCore::MetricsText() {
   m.Write(batch_seconds_);
   m.Family("cmax_store_bytes", "gauge", "size of the SQLite store (database and WAL files)");
   m.Sample(static_cast<double>(FileBytes(db_path_) + FileBytes(db_path_ + "-wal")));
+
+  const std::vector<v1::ScheduleInfo> schedules = schedules_.List();
+  if (!schedules.empty()) {
+    auto family = [&](const char* name, const char* type, const char* help,
+                      const std::function<std::optional<double>(const v1::ScheduleInfo&)>& value) {
+      m.Family(name, type, help);
+      for (const auto& sc : schedules) {
+        if (auto v = value(sc)) {
+          m.Sample(*v, {{"schedule", sc.schedule_id()}, {"plan", sc.spec().plan().name()}});
+        }
+      }
+    };
+    auto seconds = [](int64_t ns) -> std::optional<double> {
+      if (ns <= 0) return std::nullopt;
+      return static_cast<double>(ns) / 1e9;
+    };
+    family("cmax_schedule_paused", "gauge", "1 when the schedule is paused, else 0",
+           [](const v1::ScheduleInfo& sc) { return sc.paused() ? 1.0 : 0.0; });
+    family("cmax_schedule_last_run_timestamp_seconds", "gauge",
+           "when the schedule last started a run (or tried to); no sample before its first",
+           [&](const v1::ScheduleInfo& sc) { return seconds(sc.last_started_unix_ns()); });
+    family("cmax_schedule_next_run_timestamp_seconds", "gauge",
+           "when the schedule's next slot starts (its window considered); no sample while "
+           "paused",
+           [&](const v1::ScheduleInfo& sc) { return seconds(sc.next_start_unix_ns()); });
+    family("cmax_schedule_last_run_failed", "gauge",
+           "1 when the schedule's last run failed (not completed, a node failed, or it could "
+           "not start), 0 when it did not; no sample before one ended",
+           [](const v1::ScheduleInfo& sc) -> std::optional<double> {
+             if (sc.last_outcome().empty()) return std::nullopt;
+             return sc.last_failed() ? 1.0 : 0.0;
+           });
+    family("cmax_schedule_runs_total", "counter", "runs the schedule started",
+           [](const v1::ScheduleInfo& sc) { return static_cast<double>(sc.runs_started()); });
+    family("cmax_schedule_failures_total", "counter",
+           "the schedule's runs that failed or could not start",
+           [](const v1::ScheduleInfo& sc) { return static_cast<double>(sc.failures()); });
+    family("cmax_schedule_skipped_total", "counter",
+           "slots (or nodes of a slot) the schedule skipped, each with a reason in "
+           "`cmaxctl schedule list`",
+           [](const v1::ScheduleInfo& sc) { return static_cast<double>(sc.slots_skipped()); });
+  }
 
   if (last_scorecard_) {
     const LastScorecard& c = *last_scorecard_;

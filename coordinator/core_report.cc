@@ -202,6 +202,7 @@ void CoordinatorCore::CompleteRun(BuiltScorecard built) {
     for (auto& w : it->second) w->OnEnd();
     watchers_.erase(it);
   }
+  schedules_.OnRunEnded(run->info);
   scheduler_.Forget(run_id);
 }
 

@@ -69,6 +69,9 @@ ABSL_FLAG(bool, slurm_drain, false,
           "NodeName=N State=DRAIN Reason='cmax RUN: first reason'); nodes already drained are "
           "left alone. Off by default");
 ABSL_FLAG(std::string, scontrol, "scontrol", "the scontrol --slurm-drain runs (path or name on PATH)");
+ABSL_FLAG(std::string, sinfo, "sinfo",
+          "the sinfo that schedules with --only-idle ask which nodes are idle (path or name on "
+          "PATH, looked up at each slot: without it such a slot is skipped, 'not measured')");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(std::string, test_store_fault_file, "",
           "TEST ONLY (the chaos run): while this file exists every task lookup and record "
@@ -204,6 +207,7 @@ int main(int argc, char** argv) {
     }
     log->info("--slurm-drain: failed nodes are drained through {}", options.slurm_scontrol);
   }
+  options.slurm_sinfo = absl::GetFlag(FLAGS_sinfo);
   if (std::string f = absl::GetFlag(FLAGS_test_store_fault_file); !f.empty()) {
     log->warn("TEST ONLY: store faults injected while {} exists", f);
     options.store_fault_for_testing = [f](const std::string& op) {

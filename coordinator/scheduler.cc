@@ -191,8 +191,16 @@ std::string TooFewNodes(const SuiteInfo& info, const v1::SuiteSpec& spec, v1::Sc
 
 absl::StatusOr<RunRow*> Scheduler::CreateRun(const v1::Plan& plan, const Registry& registry,
                                              int64_t now_unix_ns, const std::string& run_id,
-                                             Changes* changes) {
+                                             Changes* changes,
+                                             const std::vector<std::string>* only_nodes) {
   std::vector<std::string> connected = registry.ConnectedNodes();
+  if (only_nodes) {
+    const std::set<std::string> allowed(only_nodes->begin(), only_nodes->end());
+    std::erase_if(connected, [&](const std::string& n) { return !allowed.count(n); });
+    if (connected.empty()) {
+      return absl::FailedPreconditionError("none of the run's nodes is connected");
+    }
+  }
   if (connected.empty()) return absl::FailedPreconditionError("no agent is connected");
   auto run = std::make_unique<RunRow>();
   run->plan = plan;

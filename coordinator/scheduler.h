@@ -89,9 +89,12 @@ class Scheduler {
   // (TASK_FAILED, exit code 2, attempt 0, never assigned) with the message
   // "not measured: needs 2 nodes, the run has 1", and the rest of the plan
   // runs. When no task is left to run the run ends here (finished_runs).
+  // `only_nodes` (a schedule's wave, schedules.h): the run sees only these
+  // of the connected agents, as if they were the whole cluster; null: all.
   absl::StatusOr<RunRow*> CreateRun(const v1::Plan& plan, const Registry& registry,
                                     int64_t now_unix_ns, const std::string& run_id,
-                                    Changes* changes);
+                                    Changes* changes,
+                                    const std::vector<std::string>* only_nodes = nullptr);
   // Brings back an unfinished run from the store (coordinator restart).
   void Restore(RunRow run, std::vector<TaskRow> tasks);
 

@@ -459,4 +459,30 @@ grpc::ServerWriteReactor<v1::ExportedRecord>* CoordinatorService::Export(
   return new ExportReactor(core_, request->run_id(), Authorized(context));
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::AddSchedule(grpc::CallbackServerContext* context,
+                                                          const v1::AddScheduleRequest* request,
+                                                          v1::AddScheduleResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core, request] { return core->HandleAddSchedule(*request); });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::ListSchedules(grpc::CallbackServerContext* context,
+                                                            const v1::ListSchedulesRequest*,
+                                                            v1::ListSchedulesResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core]() -> absl::StatusOr<v1::ListSchedulesResponse> {
+                 return core->HandleListSchedules();
+               });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::UpdateSchedule(
+    grpc::CallbackServerContext* context, const v1::UpdateScheduleRequest* request,
+    v1::UpdateScheduleResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core, request] { return core->HandleUpdateSchedule(*request); });
+}
+
 }  // namespace cmax::coordinator

@@ -41,6 +41,15 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                       v1::GetReportResponse* response) override;
   grpc::ServerWriteReactor<v1::ExportedRecord>* Export(grpc::CallbackServerContext* context,
                                                        const v1::ExportRequest* request) override;
+  grpc::ServerUnaryReactor* AddSchedule(grpc::CallbackServerContext* context,
+                                        const v1::AddScheduleRequest* request,
+                                        v1::AddScheduleResponse* response) override;
+  grpc::ServerUnaryReactor* ListSchedules(grpc::CallbackServerContext* context,
+                                          const v1::ListSchedulesRequest* request,
+                                          v1::ListSchedulesResponse* response) override;
+  grpc::ServerUnaryReactor* UpdateSchedule(grpc::CallbackServerContext* context,
+                                           const v1::UpdateScheduleRequest* request,
+                                           v1::UpdateScheduleResponse* response) override;
 
  private:
   bool Authorized(grpc::CallbackServerContext* context) const;
