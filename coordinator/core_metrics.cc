@@ -135,8 +135,8 @@ std::string CoordinatorCore::MetricsText() {
     family("cmax_schedule_failures_total", "counter",
            "the schedule's runs that failed or could not start",
            [](const v1::ScheduleInfo& sc) { return static_cast<double>(sc.failures()); });
-    family("cmax_schedule_skipped_total", "counter",
-           "slots (or nodes of a slot) the schedule skipped, each with a reason in "
+    family("cmax_schedule_skipped_slots_total", "counter",
+           "slots the schedule skipped (started no run for), each with its reason in "
            "`cmaxctl schedule list`",
            [](const v1::ScheduleInfo& sc) { return static_cast<double>(sc.slots_skipped()); });
   }

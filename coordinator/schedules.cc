@@ -1,6 +1,7 @@
 #include "coordinator/schedules.h"
 
 #include <algorithm>
+#include <climits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -118,7 +119,7 @@ absl::StatusOr<v1::ScheduleInfo> Schedules::Pause(const std::string& id) {
   const int64_t now = clock_->NowUnixNs();
   e.info.set_paused(true);
   if (e.info.pending_nodes_size() > 0 || e.info.probing()) {
-    Skip(e, e.info.pass_slot_unix_ns(), now,
+    Skip(e, e.info.pass_slot_unix_ns(), now, 0,
          absl::StrCat("paused: ", Counted(e.info.pending_nodes_size(), "node", "nodes"),
                       " of the slot left unrun (",
                       NamesText({e.info.pending_nodes().begin(), e.info.pending_nodes().end()}),
@@ -182,16 +183,18 @@ void Schedules::Persist(const Entry& e) {
   }
 }
 
-void Schedules::Skip(Entry& e, int64_t slot_ns, int64_t now, const std::string& reason) {
-  e.info.set_slots_skipped(e.info.slots_skipped() + 1);
+void Schedules::Skip(Entry& e, int64_t slot_ns, int64_t now, int64_t slots,
+                     const std::string& reason) {
+  e.info.set_slots_skipped(e.info.slots_skipped() + slots);
   v1::ScheduleSkip* s = e.info.add_skipped();
   s->set_slot_unix_ns(slot_ns);
   s->set_at_unix_ns(now);
   s->set_reason(reason);
+  s->set_slots(static_cast<int32_t>(std::min<int64_t>(slots, INT32_MAX)));
   auto* list = e.info.mutable_skipped();
   if (list->size() > kMaxSkipsKept) list->DeleteSubrange(0, list->size() - kMaxSkipsKept);
-  Log()->info("schedule {}: slot {} skipped: {}", e.info.schedule_id(), FormatRfc3339(slot_ns),
-              reason);
+  Log()->info("schedule {}: slot {} {}: {}", e.info.schedule_id(), FormatRfc3339(slot_ns),
+              slots > 0 ? "skipped" : "in part", reason);
 }
 
 void Schedules::OnRunEnded(const v1::RunInfo& run) { ended_.push_back(run); }
@@ -243,12 +246,12 @@ void Schedules::Tick() {
     e.info.set_next_slot_unix_ns(next);
     UpdateNext(e);
     if (missed > 0 && !e.terms.has_window) {
-      Skip(e, slot, now,
+      Skip(e, slot, now, missed,
            absl::StrCat(Counted(missed, "slot", "slots"),
                         " missed (the coordinator was not running): run once now"));
     }
     if (PassActive(e)) {
-      Skip(e, slot, now,
+      Skip(e, slot, now, 1,
            e.info.current_run_id().empty()
                ? "the previous slot is still waiting for Slurm's answer"
                : absl::StrCat("the previous run ", e.info.current_run_id(), " (wave ",
@@ -265,7 +268,7 @@ void Schedules::StartPass(Entry& e, int64_t slot_ns, int64_t now) {
   std::vector<std::string> nodes =
       SelectScheduleNodes(e.terms.nodes, runner_->ConnectedNodes(), &missing);
   if (nodes.empty()) {
-    Skip(e, slot_ns, now,
+    Skip(e, slot_ns, now, 1,
          missing.empty() ? absl::StrCat("no connected node matches --nodes '",
                                         e.info.spec().nodes().empty() ? "all"
                                                                       : e.info.spec().nodes(),
@@ -279,7 +282,7 @@ void Schedules::StartPass(Entry& e, int64_t slot_ns, int64_t now) {
   const int per = e.terms.max_nodes_at_once > 0 ? e.terms.max_nodes_at_once : n;
   e.info.set_waves((n + per - 1) / per);
   if (!missing.empty()) {
-    Skip(e, slot_ns, now, absl::StrCat("not connected, left for the next slot: ",
+    Skip(e, slot_ns, now, 0, absl::StrCat("not connected, left for the next slot: ",
                                        NamesText(missing)));
   }
   for (auto& node : nodes) e.info.add_pending_nodes(std::move(node));
@@ -314,7 +317,7 @@ void Schedules::OnIdleAnswer(const std::string& schedule_id, int64_t ask,
   const int64_t slot = e.info.pass_slot_unix_ns();
   std::vector<std::string> pending(e.info.pending_nodes().begin(), e.info.pending_nodes().end());
   if (!answer.measured) {
-    Skip(e, slot, now,
+    Skip(e, slot, now, e.info.wave() == 0 ? 1 : 0,
          e.info.wave() == 0
              ? answer.reason
              : absl::StrCat(answer.reason, "; ", Counted(static_cast<int64_t>(pending.size()),
@@ -336,7 +339,7 @@ void Schedules::OnIdleAnswer(const std::string& schedule_id, int64_t ask,
     }
   }
   if (!busy.empty()) {
-    Skip(e, slot, now,
+    Skip(e, slot, now, idle.empty() && e.info.wave() == 0 ? 1 : 0,
          absl::StrCat(idle.empty() && e.info.wave() == 0 ? "no selected node is idle in Slurm: "
                                                          : "not idle in Slurm, left for the next "
                                                            "slot: ",
@@ -360,7 +363,7 @@ void Schedules::RunWave(Entry& e, std::vector<std::string> candidates, int64_t n
   std::vector<std::string> ready;
   for (auto& n : candidates) (up.count(n) ? ready : gone).push_back(std::move(n));
   if (!gone.empty()) {
-    Skip(e, e.info.pass_slot_unix_ns(), now,
+    Skip(e, e.info.pass_slot_unix_ns(), now, ready.empty() && e.info.wave() == 0 ? 1 : 0,
          absl::StrCat("not connected any more, left for the next slot: ", NamesText(gone)));
   }
   const size_t per =

@@ -133,7 +133,8 @@ class Schedules {
   void RunWave(Entry& e, std::vector<std::string> nodes, int64_t now);
   void EndPass(Entry& e);
   void HandleEnded(const v1::RunInfo& run, int64_t now);
-  void Skip(Entry& e, int64_t slot_ns, int64_t now, const std::string& reason);
+  // Records a skip: `slots` whole slots (0: nodes of a slot left out).
+  void Skip(Entry& e, int64_t slot_ns, int64_t now, int64_t slots, const std::string& reason);
   void UpdateNext(Entry& e);
   void Persist(const Entry& e);
 
