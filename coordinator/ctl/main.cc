@@ -19,6 +19,7 @@
 #include "coordinator/ctl/analysis.h"
 #include "coordinator/ctl/client.h"
 #include "coordinator/ctl/progress.h"
+#include "coordinator/ctl/schedule.h"
 
 namespace cmax::ctl {
 namespace {
@@ -40,6 +41,15 @@ commands:
   report RUN [--format json|md|html|junit] [-o FILE]
                                            the run's scorecard
   export RUN [-o FILE]                     every stored record as JSON lines
+  schedule add --plan FILE --every DURATION [--nodes SELECTOR] [--only-idle]
+               [--window HH:MM-HH:MM] [--max-nodes-at-once N] [--json]
+                                           run the plan every DURATION (30s, 6h, 7d); the
+                                           plan is read and stored now (a later edit of the
+                                           file does not change the schedule); --window is
+                                           in UTC; see `cmaxctl schedule add --help`
+  schedule list [--json]                   schedules: state, last run and outcome, next
+                                           slot, skipped slots and why
+  schedule pause|resume|remove ID
   compare RUN_A RUN_B [--threshold PCT] [--format text|json|html] [-o FILE]
   compare --files A.json B.json [...]      what changed from run A to run B: metrics
                                            that moved more than PCT% (default 5) per
@@ -66,6 +76,8 @@ exit codes (run, watch), the first that applies:
   4 the run completed without failures but its scorecard is not rated
     (too little was measured for a tier)
   0 otherwise (tasks that could not run, exit 2, are counted apart, not as failures)
+exit codes (schedule): 0 done, 2 usage or a bad plan, duration, window or
+  selector (nothing stored) or an unknown id, 3 coordinator unreachable
 exit codes (compare): 0 no regression, 1 regressions found, 2 usage or unreadable
   input, 3 coordinator unreachable; (baseline, rank): 0 written, 1 cannot write,
   2 usage or unreadable input, 3 coordinator unreachable (baseline)
@@ -389,6 +401,7 @@ int main(int argc, char** argv) {
   if (command == "cancel") return CmdCancel(c, args);
   if (command == "report") return CmdReport(c, args);
   if (command == "export") return CmdExport(c, args);
+  if (command == "schedule") return CmdSchedule(c, args);
   if (command == "help") return Usage("");
   return Usage(absl::StrCat("unknown command '", command, "'"));
 }
