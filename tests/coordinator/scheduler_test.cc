@@ -120,6 +120,28 @@ TEST_CASE("node tasks are assigned, run and complete the run", "[scheduler]") {
   CHECK(run->info.tasks_failed() == 0);
 }
 
+TEST_CASE("a run restricted to some nodes (a schedule's wave) sees only those", "[scheduler]") {
+  Fixture f(4);
+  auto plan = ParsePlan(
+      "name: wave\nsuites:\n  - suite: selftest\n  - suite: selftest\n    scope: gang\n",
+      "wave.yaml");
+  REQUIRE(plan.ok());
+  const std::vector<std::string> wave = {"node-1", "node-3", "node-9"};  // node-9: not connected
+  Changes c;
+  auto run = f.scheduler.CreateRun(*plan, f.registry, kNow, "r1", &c, &wave);
+  INFO(run.status().ToString());
+  REQUIRE(run.ok());
+  CHECK((*run)->nodes == std::vector<std::string>{"node-1", "node-3"});
+  std::vector<std::string> tasks;
+  for (TaskRow* t : f.scheduler.TasksOf("r1")) tasks.push_back(t->info.task_id());
+  CHECK(tasks == std::vector<std::string>{"r1.0.node-1", "r1.0.node-3", "r1.1.gang"});
+  CHECK(f.scheduler.FindTask("r1.1.gang")->nodes == std::vector<std::string>{"node-1", "node-3"});
+  const std::vector<std::string> gone = {"node-7"};
+  auto none = f.scheduler.CreateRun(*plan, f.registry, kNow, "r2", &c, &gone);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message() == "none of the run's nodes is connected");
+}
+
 TEST_CASE("a status from the wrong node or an old attempt changes nothing", "[scheduler]") {
   Fixture f(2);
   f.Submit("name: one\nsuites:\n  - suite: selftest\n");
