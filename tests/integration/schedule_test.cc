@@ -8,7 +8,9 @@
 //    and runs go on;
 //  - pause stops the runs, resume starts them again, remove forgets it;
 //  - bad input exits 2 and stores nothing;
-//  - /metrics has the schedule's series.
+//  - /metrics has the schedule's series;
+//  - --only-idle without Slurm (the coordinator's --sinfo names no program)
+//    skips every slot, "not measured", and never runs on all nodes.
 // Every wait is bounded in time; nothing leaves 127.0.0.1.
 #include <signal.h>
 
@@ -102,7 +104,8 @@ bool HasSkip(const cmax::v1::ScheduleInfo& s, const std::string& words) {
 TEST_CASE("schedules: runs every 2 s, never two at once, through a coordinator restart",
           "[integration][schedule]") {
   Cluster c("sched1", {.agents = 2, .netns = false,
-                       .coordinator_args = {"--metrics-listen", "127.0.0.1:0"}});
+                       .coordinator_args = {"--metrics-listen", "127.0.0.1:0", "--sinfo",
+                                            "cmax-test-no-sinfo"}});
   auto started = c.Start();
   INFO(started.ToString());
   REQUIRE(started.ok());
@@ -139,6 +142,11 @@ TEST_CASE("schedules: runs every 2 s, never two at once, through a coordinator r
   REQUIRE(added.exit.code == 0);
   const std::string id = ParseJson<cmax::v1::ScheduleInfo>(added.out).schedule_id();
   REQUIRE(!id.empty());
+  auto idle_added =
+      c.Ctl({"schedule", "add", "--plan", plan, "--every", "2s", "--only-idle", "--json"});
+  INFO(idle_added.out << idle_added.err);
+  REQUIRE(idle_added.exit.code == 0);
+  const std::string idle_id = ParseJson<cmax::v1::ScheduleInfo>(idle_added.out).schedule_id();
   // The stored plan is what runs: spoiling the file changes nothing.
   std::ofstream(plan, std::ios::trunc) << "name: spoiled\nsuites: []\n";
 
@@ -151,6 +159,13 @@ TEST_CASE("schedules: runs every 2 s, never two at once, through a coordinator r
   CHECK(HasSkip(s, "is still going"));
   CHECK(absl::StartsWith(s.last_outcome(), "completed; "));
   const int64_t skipped_before = s.slots_skipped();
+  {
+    const auto idle = Schedule(c, idle_id);
+    INFO(idle.DebugString());
+    CHECK(idle.runs_started() == 0);
+    CHECK(idle.slots_skipped() >= 1);
+    CHECK(HasSkip(idle, "not measured: cmax-test-no-sinfo not found"));
+  }
 
   auto text = c.Ctl({"schedule", "list"});
   INFO(text.out);
@@ -221,6 +236,8 @@ TEST_CASE("schedules: runs every 2 s, never two at once, through a coordinator r
   s = WaitFor(c, id, 30s, [&](const auto& s) { return s.runs_started() > paused_runs; });
   CHECK(s.runs_started() > paused_runs);
   REQUIRE(c.Ctl({"schedule", "remove", id}).exit.code == 0);
+  CHECK(Schedule(c, idle_id).runs_started() == 0);
+  REQUIRE(c.Ctl({"schedule", "remove", idle_id}).exit.code == 0);
 
   // Every run of the schedule ran the stored plan, completed, and none
   // overlapped another (the next began after the previous had ended).
