@@ -11,6 +11,9 @@
 #     with the run id in the reason, and leaves a drained node alone.
 #  4. deploy/slurm/cmax-eval.sbatch runs the quick plan on the allocation
 #     and ends, printing the scorecard's path.
+#  5. a schedule with --only-idle (cmaxctl schedule add): while a sleep job
+#     holds the node its slots are skipped with Slurm's state as the reason;
+#     once the job is cancelled a later slot runs on it.
 #   tests/deploy/slurm_test.sh SOURCE_DIR BIN_DIR
 set -uo pipefail
 src=${1:?usage: slurm_test.sh SOURCE_DIR BIN_DIR}
@@ -182,4 +185,39 @@ job_id=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$t/job/sbatch.out")
 [[ -n $job_id ]] || fail "no job id in sbatch's output: $(cat "$t/job/sbatch.out")"
 left=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name "cmax-agent-$job_id.*" -newer "$t" 2>/dev/null)
 [[ -z $left ]] || fail "the job left its agent's work folder: $left"
+echo "== 5. schedules with --only-idle: a busy node waits, a later slot runs it"
+cd "$t"
+"$bin/cmax-coordinator" --data-dir "$t/coord5" --token-file "$tok" --listen 127.0.0.1:0 \
+  >"$t/log/coord5.out.log" 2>"$t/log/coordinator5.log" & pids+=($!)
+wait_for 20 grep -q "listening on" "$t/log/coord5.out.log" || fail "coordinator (5) did not start"
+addr=$(sed -n 's/^listening on //p' "$t/log/coord5.out.log")
+CMAX_TOKEN_FILE=$tok "$bin/cmax-agent" --coordinator "$addr" --node-name "$node" --work-dir "$t/agent5" \
+  --advertise 127.0.0.1 >"$t/log/agent5.log" 2>&1 & pids+=($!)
+ctl5() { CMAX_TOKEN_FILE=$tok "$bin/cmaxctl" --coordinator "$addr" "$@"; }
+agent_up() { [[ $(ctl5 agents 2>/dev/null | grep -cE ' (connected|busy) ') -ge 1 ]]; }
+wait_for 30 agent_up || fail "the agent did not connect (5)"
+job=$(sbatch --parsable -N1 --output=/dev/null --wrap "sleep 300") || fail "sbatch of the sleep job"
+busy() { [[ $(sinfo -h -N -n "$node" -o "%T" | head -1) == @(allocated|mixed) ]]; }
+wait_for 30 busy || fail "the sleep job did not make $node busy: $(sinfo -h -N -o '%N %T')"
+printf 'name: idle-only\nsuites:\n  - suite: selftest\n    params: {records: 2}\n' >"$t/idle.yaml"
+sid=$(ctl5 schedule add --plan "$t/idle.yaml" --every 3s --only-idle --json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["schedule_id"])') || fail "schedule add"
+# schedule_field EXPR: a Python expression over the schedule `s` (a dict of its JSON).
+schedule_field() {
+  ctl5 schedule list --json | python3 -c "import json,sys
+s=[x for x in json.load(sys.stdin).get('schedules',[]) if x['schedule_id']=='$sid'][0]
+print($1)"
+}
+skipped_busy() { [[ $(schedule_field "any('no selected node is idle in Slurm: $node (' in k['reason'] for k in s.get('skipped',[]))") == True ]]; }
+wait_for 20 skipped_busy || fail "no slot skipped for the busy node: $(ctl5 schedule list)"
+[[ $(schedule_field "s.get('runs_started','0')") == 0 ]] || fail "a run started on a busy node: $(ctl5 schedule list)"
+echo "  skipped: $(schedule_field "s['skipped'][-1]['reason']")"
+scancel "$job"
+wait_for 30 is_idle || fail "the node did not come back idle after scancel"
+ran() { [[ $(schedule_field "s.get('last_outcome','')") == completed* ]]; }
+wait_for 30 ran || fail "no run once the node was idle: $(ctl5 schedule list)"
+echo "  then ran: $(schedule_field "s['last_run_id'] + ': ' + s['last_outcome']")"
+ctl5 schedule remove "$sid" >/dev/null || fail "schedule remove"
+[[ -z $(squeue -h 2>/dev/null) ]] || fail "jobs left in the queue: $(squeue -h)"
+
 echo "slurm_test: every check holds"
