@@ -302,6 +302,7 @@ class CoordinatorCore {
    public:
     explicit ScheduleHooks(CoordinatorCore* core) : core_(core) {}
     std::vector<std::string> ConnectedNodes() override;
+    bool Settling() override;
     absl::StatusOr<std::string> StartRun(const v1::Plan& plan,
                                          const std::vector<std::string>& nodes,
                                          const std::string& schedule_id) override;
@@ -316,6 +317,7 @@ class CoordinatorCore {
   Schedules schedules_{store_.get(), &clock_, &schedule_hooks_};
   SlurmIdleProbe idle_probe_{options_.slurm_sinfo};
   int64_t last_schedules_tick_ns_ = 0;
+  const int64_t created_mono_ns_ = MonotonicNs();  // Settling's clock
   uint64_t run_counter_ = 0;
 
   absl::Mutex mu_;

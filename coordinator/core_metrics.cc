@@ -110,9 +110,11 @@ std::string CoordinatorCore::MetricsText() {
         }
       }
     };
+    // Whole seconds: a fraction is written with 9 significant digits
+    // (FormatValue), which would round a Unix time to tens of seconds.
     auto seconds = [](int64_t ns) -> std::optional<double> {
       if (ns <= 0) return std::nullopt;
-      return static_cast<double>(ns) / 1e9;
+      return static_cast<double>(ns / 1000000000);
     };
     family("cmax_schedule_paused", "gauge", "1 when the schedule is paused, else 0",
            [](const v1::ScheduleInfo& sc) { return sc.paused() ? 1.0 : 0.0; });

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/run_id.h"
+#include "common/time_util.h"
 #include "coordinator/core.h"
 
 namespace cmax::coordinator {
@@ -19,6 +20,13 @@ std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
 
 std::vector<std::string> CoordinatorCore::ScheduleHooks::ConnectedNodes() {
   return core_->registry_.ConnectedNodes();
+}
+
+bool CoordinatorCore::ScheduleHooks::Settling() {
+  // As restored runs wait for their nodes: at most the heartbeat timeout
+  // after the start, less when every agent the store remembers is back.
+  if (MonotonicNs() - core_->created_mono_ns_ >= core_->registry_.timeout_ns()) return false;
+  return core_->registry_.ConnectedCount() < core_->registry_.All().size();
 }
 
 absl::StatusOr<std::string> CoordinatorCore::ScheduleHooks::StartRun(

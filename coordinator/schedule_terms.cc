@@ -113,9 +113,9 @@ absl::StatusOr<ScheduleTerms> ParseScheduleSpec(const v1::ScheduleSpec& spec) {
     terms.has_window = true;
   }
   if (spec.max_nodes_at_once() < 0 || spec.max_nodes_at_once() > kMaxNodesAtOnce) {
-    return absl::InvalidArgumentError(absl::StrCat("--max-nodes-at-once ",
-                                                   spec.max_nodes_at_once(), " must be in [1, ",
-                                                   kMaxNodesAtOnce, "] (0 or absent: all at once)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-nodes-at-once ", spec.max_nodes_at_once(), " must be in [1, ",
+                     kMaxNodesAtOnce, "] (0 or absent: all at once)"));
   }
   terms.max_nodes_at_once = spec.max_nodes_at_once();
   terms.only_idle = spec.only_idle();

@@ -23,7 +23,9 @@ std::string NamesText(const std::vector<std::string>& names) {
   std::vector<std::string> shown(names.begin(),
                                  names.begin() + std::min(names.size(), kNamesInReason));
   std::string out = absl::StrJoin(shown, ", ");
-  if (names.size() > shown.size()) absl::StrAppend(&out, " and ", names.size() - shown.size(), " more");
+  if (names.size() > shown.size()) {
+    absl::StrAppend(&out, " and ", names.size() - shown.size(), " more");
+  }
   return out;
 }
 
@@ -240,6 +242,7 @@ void Schedules::Tick() {
     // Paused: no slot at all (Resume picks the first one after its call).
     if (e.info.paused() || now < slot) continue;
     if (e.terms.has_window && !InWindow(e.terms.window, now)) continue;  // waits for the window
+    if (runner_->Settling()) continue;  // the agents are still coming back
     // Every slot from `slot` up to now is due: one start for all of them.
     const int64_t next = NextSlotAfter(e.info.created_unix_ns(), e.terms.every_ns, now);
     const int64_t missed = (next - slot) / e.terms.every_ns - 1;
@@ -248,7 +251,7 @@ void Schedules::Tick() {
     if (missed > 0 && !e.terms.has_window) {
       Skip(e, slot, now, missed,
            absl::StrCat(Counted(missed, "slot", "slots"),
-                        " missed (the coordinator was not running): run once now"));
+                        " missed while the coordinator was down or held up: run once now"));
     }
     if (PassActive(e)) {
       Skip(e, slot, now, 1,
@@ -334,8 +337,8 @@ void Schedules::OnIdleAnswer(const std::string& schedule_id, int64_t ask,
     if (s != answer.states.end() && IsSlurmIdle(s->second)) {
       idle.push_back(n);
     } else {
-      busy.push_back(absl::StrCat(n, " (", s == answer.states.end() ? "not a Slurm node" : s->second,
-                                  ")"));
+      const std::string state = s == answer.states.end() ? "not a Slurm node" : s->second;
+      busy.push_back(absl::StrCat(n, " (", state, ")"));
     }
   }
   if (!busy.empty()) {

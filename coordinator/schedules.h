@@ -26,7 +26,9 @@
 //    recorded as skipped with the reason (the run still going).
 //  - Slots missed while the coordinator was not running are run once: the
 //    next slot is always the first one after now (NextSlotAfter), and the
-//    skip is recorded ("N slots missed ... run once").
+//    skip is recorded ("N slots missed ... run once"). Right after a
+//    restart a due slot waits until the agents are back
+//    (ScheduleRunner::Settling), so it is not run on none or a few.
 //  - --window: a slot due outside the daily window (UTC) waits for its
 //    next opening; a pass's later waves are not held to the window (they
 //    follow the previous wave at once).
@@ -77,6 +79,10 @@ class ScheduleRunner {
   virtual absl::StatusOr<std::string> StartRun(const v1::Plan& plan,
                                                const std::vector<std::string>& nodes,
                                                const std::string& schedule_id) = 0;
+  // True while the coordinator has just started and agents it knew are
+  // still reconnecting: due slots wait (they are neither started on the few
+  // nodes back yet nor skipped).
+  virtual bool Settling() = 0;
   // Asks Slurm for the state of `nodes`; the answer comes back later
   // through Schedules::OnIdleAnswer(schedule_id, ask, answer), on the core
   // thread.

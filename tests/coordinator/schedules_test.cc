@@ -40,6 +40,7 @@ class FakeRunner final : public ScheduleRunner {
     std::vector<std::string> nodes;
   };
   std::vector<std::string> ConnectedNodes() override { return connected; }
+  bool Settling() override { return settling; }
   absl::StatusOr<std::string> StartRun(const v1::Plan& plan, const std::vector<std::string>& nodes,
                                        const std::string& schedule_id) override {
     if (!refuse.ok()) return refuse;
@@ -54,6 +55,7 @@ class FakeRunner final : public ScheduleRunner {
   }
 
   std::vector<std::string> connected = {"node-0", "node-1", "node-2"};
+  bool settling = false;
   absl::Status refuse;  // StartRun's answer when not OK
   std::vector<Started> started;
   std::vector<Ask> asks;
@@ -247,13 +249,31 @@ TEST_CASE("slots missed while the coordinator was down run once", "[schedules]")
   f.At(kT0 + 55 * kS);
   REQUIRE(f.runner.started.size() == 1);
   CHECK(f.Info(id).next_slot_unix_ns() == kT0 + 60 * kS);
-  CHECK(f.LastSkip(id) == "4 slots missed (the coordinator was not running): run once now");
+  CHECK(f.LastSkip(id) ==
+        "4 slots missed while the coordinator was down or held up: run once now");
   CHECK(f.Info(id).slots_skipped() == 4);
   f.At(kT0 + 56 * kS);
   CHECK(f.runner.started.size() == 1);
 }
 
-TEST_CASE("--window: a slot due outside the daily window waits for its opening",
+TEST_CASE("after a restart a due slot waits for the agents to come back", "[schedules]") {
+  Fixture f;
+  const std::string id = f.Add(Spec("10s"));
+  f.Open();  // restarted
+  f.runner.settling = true;
+  f.runner.connected = {"node-0"};  // one agent back so far
+  f.At(kT0 + 25 * kS);
+  CHECK(f.runner.started.empty());
+  CHECK(f.Info(id).slots_skipped() == 0);  // waiting, not skipped
+  f.runner.settling = false;
+  f.runner.connected = {"node-0", "node-1", "node-2"};
+  f.At(kT0 + 26 * kS);
+  REQUIRE(f.runner.started.size() == 1);
+  CHECK(f.runner.started[0].nodes == Nodes{"node-0", "node-1", "node-2"});
+  CHECK(f.Info(id).slots_skipped() == 1);  // the slot at 10 s, run with the one at 20 s
+}
+
+TEST_CASE("window: a slot due outside the daily window waits for its opening",
           "[schedules]") {
   Fixture f;
   const int64_t midnight = kT0 - 30 * 60 * kS;
@@ -283,7 +303,7 @@ TEST_CASE("--window: a slot due outside the daily window waits for its opening",
   CHECK(f.runner.started.size() == 3);
 }
 
-TEST_CASE("--max-nodes-at-once rolls the plan through the nodes in waves", "[schedules]") {
+TEST_CASE("max-nodes-at-once rolls the plan through the nodes in waves", "[schedules]") {
   Fixture f;
   f.runner.connected = {"node-4", "node-3", "node-2", "node-1", "node-0"};
   v1::ScheduleSpec spec = Spec("100s");
@@ -431,7 +451,7 @@ TEST_CASE("no connected node at a slot: skipped with the reason", "[schedules]")
   CHECK(f.Info(id).slots_skipped() == 1);
 }
 
-TEST_CASE("--only-idle: busy nodes wait for the next slot; Slurm absent skips the slot",
+TEST_CASE("only-idle: busy nodes wait for the next slot, Slurm absent skips the slot",
           "[schedules]") {
   Fixture f;
   v1::ScheduleSpec spec = Spec("10s");
@@ -487,7 +507,7 @@ TEST_CASE("--only-idle: busy nodes wait for the next slot; Slurm absent skips th
   CHECK_FALSE(f.Info(id).probing());
 }
 
-TEST_CASE("--only-idle with waves asks Slurm before each wave", "[schedules]") {
+TEST_CASE("only-idle with waves asks Slurm before each wave", "[schedules]") {
   Fixture f;
   f.runner.connected = {"node-0", "node-1", "node-2", "node-3"};
   v1::ScheduleSpec spec = Spec("100s");
