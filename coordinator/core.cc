@@ -7,6 +7,8 @@
 // metrics in core_metrics.cc.
 #include "coordinator/core.h"
 
+#include <algorithm>
+
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -73,6 +75,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   }
   CMAX_RETURN_IF_ERROR(core->schedules_.Load());
   core->ReconcileScheduleRuns();
+  if (options.keep_runs_for_ns > 0) {
+    constexpr int64_t kSecond = 1000000000;
+    const int64_t every =
+        options.retention_every_ns > 0
+            ? options.retention_every_ns
+            : std::clamp<int64_t>(options.keep_runs_for_ns / 10, kSecond, 3600 * kSecond);
+    CMAX_RETURN_IF_ERROR(core->store_->StartRetention(options.keep_runs_for_ns, every));
+    Log()->info("retention: the records of runs that ended more than {} s ago are dropped "
+                "(checked every {} s); runs, tasks and scorecards stay",
+                options.keep_runs_for_ns / kSecond, every / kSecond);
+  }
   return core;
 }
 

@@ -68,6 +68,12 @@ struct CoreOptions {
   // The sinfo that schedules with --only-idle ask (a path, or a name looked
   // up on PATH at each slot; coordinator/slurm_idle.h).
   std::string slurm_sinfo = "sinfo";
+  // --keep-runs-for: the records of runs that ended longer ago than this
+  // are dropped on the store's own thread (Store::StartRetention); their
+  // runs, tasks and scorecards stay. 0: kept for ever. Checked every
+  // retention_every_ns (0: a tenth of keep_runs_for_ns, within 1 s to 1 h).
+  int64_t keep_runs_for_ns = 0;
+  int64_t retention_every_ns = 0;
   // Tests and the chaos run only: installed as the store's fault hook
   // (Store::SetFaultHookForTesting). Empty: none.
   Store::FaultHook store_fault_for_testing;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/time_util.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -44,6 +45,12 @@ void CoordinatorCore::HandleExport(const std::string& run_id, ExportDone done) {
   auto run = HandleGetRun(run_id);
   if (!run.ok()) {
     done(run.status());
+    return;
+  }
+  if (const int64_t dropped = run->run().records_dropped_unix_ns(); dropped > 0) {
+    done(absl::FailedPreconditionError(absl::StrCat(
+        "run ", run_id, "'s records were dropped on ", FormatRfc3339(dropped),
+        " (cmax-coordinator --keep-runs-for); its scorecard stays: cmaxctl report ", run_id)));
     return;
   }
   if (!export_thread_.joinable()) {

@@ -98,6 +98,24 @@ std::string CoordinatorCore::MetricsText() {
   m.Write(batch_seconds_);
   m.Family("cmax_store_bytes", "gauge", "size of the SQLite store (database and WAL files)");
   m.Sample(static_cast<double>(FileBytes(db_path_) + FileBytes(db_path_ + "-wal")));
+  if (options_.keep_runs_for_ns > 0) {
+    const Store::RetentionStats r = store_->retention_stats();
+    m.Family("cmax_store_retention_keep_seconds", "gauge",
+             "--keep-runs-for: runs that ended longer ago than this lose their records");
+    m.Sample(static_cast<double>(options_.keep_runs_for_ns / 1000000000));
+    m.Family("cmax_store_retention_passes_total", "counter", "retention passes, by outcome");
+    m.Sample(static_cast<double>(r.passes - r.failed_passes), {{"outcome", "ok"}});
+    m.Sample(static_cast<double>(r.failed_passes), {{"outcome", "failed"}});
+    m.Family("cmax_store_retention_runs_pruned_total", "counter",
+             "runs whose records retention dropped (their scorecards stay)");
+    m.Sample(static_cast<double>(r.runs_pruned));
+    m.Family("cmax_store_retention_records_dropped_total", "counter",
+             "records retention dropped");
+    m.Sample(static_cast<double>(r.records_dropped));
+    m.Family("cmax_store_retention_pages_freed_total", "counter",
+             "database pages retention gave back to the file system");
+    m.Sample(static_cast<double>(r.pages_freed));
+  }
 
   const std::vector<v1::ScheduleInfo> schedules = schedules_.List();
   if (!schedules.empty()) {

@@ -12,7 +12,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/flag_names.h"
 #include "common/logging.h"
@@ -72,6 +74,9 @@ ABSL_FLAG(std::string, scontrol, "scontrol", "the scontrol --slurm-drain runs (p
 ABSL_FLAG(std::string, sinfo, "sinfo",
           "the sinfo that schedules with --only-idle ask which nodes are idle (path or name on "
           "PATH, looked up at each slot: without it such a slot is skipped, 'not measured')");
+ABSL_FLAG(std::string, keep_runs_for, "",
+          "drop the records of runs that ended longer ago than this (30d, 365d; s, m, h or d), "
+          "keeping every run, its tasks and its scorecard; empty: keep everything");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(std::string, test_store_fault_file, "",
           "TEST ONLY (the chaos run): while this file exists every task lookup and record "
@@ -91,6 +96,29 @@ int Fail(const std::string& message) {
 }
 
 }  // namespace
+
+// --keep-runs-for: a whole number with a unit, 1s to 3650d.
+static absl::StatusOr<int64_t> ParseAge(const std::string& text) {
+  const std::string err = absl::StrCat("--keep-runs-for '", text,
+                                       "' must be a whole number with a unit, s, m, h or d "
+                                       "(3600s, 90d, 365d), from 1s to 3650d");
+  if (text.size() < 2) return absl::InvalidArgumentError(err);
+  int64_t unit = 0;
+  switch (text.back()) {
+    case 's': unit = 1; break;
+    case 'm': unit = 60; break;
+    case 'h': unit = 3600; break;
+    case 'd': unit = 86400; break;
+    default: return absl::InvalidArgumentError(err);
+  }
+  const std::string digits = text.substr(0, text.size() - 1);
+  int64_t v = 0;
+  if (digits.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(digits, &v) || v <= 0 || v > 3650ll * 86400 / unit) {
+    return absl::InvalidArgumentError(err);
+  }
+  return v * unit * 1000000000ll;
+}
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -208,6 +236,11 @@ int main(int argc, char** argv) {
     log->info("--slurm-drain: failed nodes are drained through {}", options.slurm_scontrol);
   }
   options.slurm_sinfo = absl::GetFlag(FLAGS_sinfo);
+  if (std::string keep = absl::GetFlag(FLAGS_keep_runs_for); !keep.empty()) {
+    auto ns = ParseAge(keep);
+    if (!ns.ok()) return Fail(std::string(ns.status().message()));
+    options.keep_runs_for_ns = *ns;
+  }
   if (std::string f = absl::GetFlag(FLAGS_test_store_fault_file); !f.empty()) {
     log->warn("TEST ONLY: store faults injected while {} exists", f);
     options.store_fault_for_testing = [f](const std::string& op) {

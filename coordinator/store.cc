@@ -29,6 +29,8 @@ CREATE TABLE IF NOT EXISTS records(
 CREATE INDEX IF NOT EXISTS records_by_run ON records(run_id);
 CREATE TABLE IF NOT EXISTS schedules(
   schedule_id TEXT PRIMARY KEY, created_ns INTEGER NOT NULL, info BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS pruned_runs(
+  run_id TEXT PRIMARY KEY, pruned_ns INTEGER NOT NULL, records INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'cmax.v1');
 )sql";
 
@@ -88,6 +90,15 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   }
   std::unique_ptr<Store> store(new Store(db));
   sqlite3_busy_timeout(db, 5000);
+  // A new store returns the pages retention frees (PruneRecords) to the
+  // file system: auto_vacuum must be chosen before the first table exists.
+  bool empty = false;
+  {
+    Stmt pages(db, "PRAGMA page_count");  // finalized before the next statement
+    empty = pages.rc() == SQLITE_OK && sqlite3_step(pages.get()) == SQLITE_ROW &&
+            pages.ColInt(0) == 0;
+  }
+  if (empty) CMAX_RETURN_IF_ERROR(store->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
   CMAX_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   // FULL: a commit is durable before the coordinator acknowledges records.
   CMAX_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
@@ -136,6 +147,7 @@ void Store::CheckpointLoop() {
     checkpoint_cv_.wait_for(lock, std::chrono::milliseconds(kCheckpointEveryMs),
                             [this] { return checkpoint_stop_; });
     if (checkpoint_stop_) return;
+    RetentionPassLocked(lock);
     lock.unlock();
     int log_frames = 0, done_frames = 0;
     const int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE,
@@ -345,12 +357,17 @@ RunRow ReadRun(Stmt& s) {
   r.plan.ParseFromString(s.ColBlob(1));
   r.nodes = SplitList(s.ColText(2));
   r.cancel_requested = s.ColInt(3) != 0;
+  r.info.set_records_dropped_unix_ns(s.ColInt(4));
   return r;
 }
+
+constexpr char kSelectRun[] =
+    "SELECT runs.info, runs.plan, runs.nodes, runs.cancel_requested, "
+    "COALESCE(pruned_runs.pruned_ns, 0) FROM runs LEFT JOIN pruned_runs USING(run_id)";
 }  // namespace
 
 absl::StatusOr<RunRow> Store::GetRun(const std::string& run_id) {
-  Stmt s(db_, "SELECT info, plan, nodes, cancel_requested FROM runs WHERE run_id = ?");
+  Stmt s(db_, absl::StrCat(kSelectRun, " WHERE run_id = ?").c_str());
   s.Text(1, run_id);
   int rc = sqlite3_step(s.get());
   if (rc == SQLITE_ROW) return ReadRun(s);
@@ -359,9 +376,9 @@ absl::StatusOr<RunRow> Store::GetRun(const std::string& run_id) {
 }
 
 absl::StatusOr<std::vector<RunRow>> Store::ListRuns(int limit, bool unfinished_only) {
-  std::string sql = "SELECT info, plan, nodes, cancel_requested FROM runs";
-  if (unfinished_only) sql += " WHERE state IN ('pending', 'running')";
-  sql += " ORDER BY created_ns DESC";
+  std::string sql = kSelectRun;
+  if (unfinished_only) sql += " WHERE runs.state IN ('pending', 'running')";
+  sql += " ORDER BY runs.created_ns DESC";
   if (limit > 0) absl::StrAppend(&sql, " LIMIT ", limit);
   Stmt s(db_, sql.c_str());
   std::vector<RunRow> out;

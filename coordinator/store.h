@@ -155,6 +155,38 @@ class Store {
   int64_t checkpoints_done() const;
   static constexpr int kCheckpointEveryMs = 200;
 
+  // Retention (cmax-coordinator --keep-runs-for, store_retention.cc). A run
+  // is pruned when it ended (completed, cancelled or failed) before
+  // `cutoff_unix_ns` and has its scorecard (RunInfo.report_dir): it is
+  // marked in pruned_runs first (GetRun then reports records_dropped, and
+  // export refuses it), then its records are deleted a few tasks per
+  // transaction, so the writer waits milliseconds, not the whole run; then
+  // the freed pages go back to the file system (incremental vacuum). The
+  // run, its tasks and its scorecard files stay. A pass cut short (a crash,
+  // a busy store) is finished by the next one.
+  struct PrunePass {
+    int runs = 0;             // runs whose records were dropped in this pass
+    int64_t records = 0;      // records deleted
+    int64_t pages_freed = 0;  // pages returned to the file system
+  };
+  absl::StatusOr<PrunePass> PruneRecords(int64_t cutoff_unix_ns);
+  // Prunes on the checkpointer's thread and connection: every `every_ns`,
+  // the records of runs that ended more than `keep_ns` ago. Before
+  // StartRetention the store must return freed pages: an older store (made
+  // before auto_vacuum=INCREMENTAL was set on new stores) is converted once
+  // by VACUUM here, which rewrites the file (time, and free space as large
+  // as the store; when that fails, freed pages are reused by SQLite but the
+  // file does not shrink, and the error says so).
+  absl::Status StartRetention(int64_t keep_ns, int64_t every_ns);
+  struct RetentionStats {
+    int64_t passes = 0, failed_passes = 0;
+    int64_t runs_pruned = 0, records_dropped = 0, pages_freed = 0;
+    int64_t last_pass_unix_ns = 0;
+  };
+  RetentionStats retention_stats() const;
+  // PRAGMA auto_vacuum: 0 none, 1 full, 2 incremental.
+  absl::StatusOr<int> AutoVacuumMode();
+
   // PRAGMA integrity_check == "ok".
   absl::Status CheckIntegrity();
 
@@ -193,6 +225,12 @@ class Store {
   std::condition_variable checkpoint_cv_;
   bool checkpoint_stop_ = false;    // guarded by checkpoint_mu_
   int64_t checkpoints_done_ = 0;    // guarded by checkpoint_mu_
+  // Retention, on the checkpointer's thread (0: off).
+  int64_t retention_keep_ns_ = 0;      // guarded by checkpoint_mu_
+  int64_t retention_every_ns_ = 0;     // guarded by checkpoint_mu_
+  int64_t retention_next_ns_ = 0;      // monotonic; guarded by checkpoint_mu_
+  RetentionStats retention_stats_;     // guarded by checkpoint_mu_
+  void RetentionPassLocked(std::unique_lock<std::mutex>& lock);
 };
 
 }  // namespace cmax::coordinator

@@ -40,7 +40,8 @@ commands:
   cancel RUN                               stop every task of a run
   report RUN [--format json|md|html|junit] [-o FILE]
                                            the run's scorecard
-  export RUN [-o FILE]                     every stored record as JSON lines
+  export RUN [-o FILE]                     every stored record as JSON lines (none once the
+                                           coordinator's --keep-runs-for dropped them)
   schedule add --plan FILE --every DURATION [--nodes SELECTOR] [--only-idle]
                [--window HH:MM-HH:MM] [--max-nodes-at-once N] [--json]
                                            run the plan every DURATION (30s, 6h, 7d); the
@@ -228,10 +229,13 @@ int CmdRuns(Client& client, const std::vector<std::string>& args) {
   std::printf("%-26s %-16s %-10s %-13s %7s %7s  %s\n", "RUN", "PLAN", "STATE", "TIER", "TASKS",
               "FAILED", "CREATED");
   for (const auto& r : resp.runs()) {
-    std::printf("%-26s %-16s %-10s %-13s %3d/%-3d %7d  %s\n", r.run_id().c_str(),
+    // A run whose records retention dropped keeps its scorecard; its
+    // records (export, compare against them) are gone, and the line says so.
+    std::printf("%-26s %-16s %-10s %-13s %3d/%-3d %7d  %s%s\n", r.run_id().c_str(),
                 r.plan_name().c_str(), r.state().c_str(),
                 r.tier().empty() ? "-" : r.tier().c_str(), r.tasks_done(), r.tasks_total(),
-                r.tasks_failed(), FormatRfc3339(r.created_unix_ns()).c_str());
+                r.tasks_failed(), FormatRfc3339(r.created_unix_ns()).c_str(),
+                r.records_dropped_unix_ns() > 0 ? "  (records dropped by retention)" : "");
   }
   return kOk;
 }

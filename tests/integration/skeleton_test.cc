@@ -479,3 +479,45 @@ suites:
   }
   CHECK(c.Ctl({"watch", run_id}).exit.code == want);
 }
+
+TEST_CASE("retention drops an ended run's records after --keep-runs-for and keeps its scorecard",
+          "[integration][retention]") {
+  Cluster c("sk9", {.agents = 1, .coordinator_args = {"--keep-runs-for", "6s"}});
+  REQUIRE(c.Start().ok());
+  std::string plan = c.WritePlan("some", R"(name: some
+suites:
+  - suite: selftest
+    timeout: 1m
+    params: {mode: records, records: 500, rate: 5000}
+)");
+  auto run = c.Ctl({"run", "--plan", plan});
+  INFO(run.out << run.err);
+  REQUIRE(run.exit.code == kExitNotRated);
+  const std::string run_id = Cluster::RunIdFrom(run.out);
+  // Within the 6 s the records are all there.
+  CHECK(Export(c, run_id).size() == 501);
+  const std::string card_before = Scorecard(c, run_id);
+  // A pass runs every second (a tenth of 6 s, at least 1 s).
+  bool dropped = false;
+  for (int i = 0; i < 60 && !dropped; ++i) {
+    std::this_thread::sleep_for(500ms);
+    auto runs = c.Ctl({"runs"});
+    REQUIRE(runs.exit.code == 0);
+    dropped = runs.out.find("(records dropped by retention)") != std::string::npos;
+  }
+  REQUIRE(dropped);
+  // Across a restart: the mark is stored, export says why it has nothing,
+  // and the scorecard is the one written when the run ended.
+  c.StopCoordinator(SIGTERM);
+  REQUIRE(c.StartCoordinator().ok());
+  auto exported = c.Ctl({"export", run_id});
+  INFO(exported.out << exported.err);
+  CHECK(exported.exit.code != 0);
+  CHECK(exported.out.empty());
+  CHECK(exported.err.find("records were dropped") != std::string::npos);
+  CHECK(exported.err.find("cmaxctl report " + run_id) != std::string::npos);
+  CHECK(Scorecard(c, run_id) == card_before);
+  auto got = c.Ctl({"runs", "--json"});
+  INFO(got.out << got.err);
+  CHECK(got.out.find("\"records_dropped_unix_ns\"") != std::string::npos);
+}

@@ -1,0 +1,260 @@
+// Retention (store.h, "Retention"): dropping the records of runs that ended
+// long ago while their runs, tasks and scorecards stay, and giving the
+// freed pages back to the file system.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
+#include "coordinator/store.h"
+
+namespace cmax::coordinator {
+namespace {
+
+// Tasks whose records one transaction deletes: a 10,000-node run's pruning
+// is then hundreds of short transactions, and the coordinator's writer,
+// which shares the database, waits for one of them at most.
+constexpr int kTasksPerTransaction = 64;
+// Pages one incremental_vacuum step frees (4 KiB pages: 8 MiB).
+constexpr int kPagesPerVacuumStep = 2048;
+
+absl::Status SqlError(sqlite3* db, const std::string& what, int rc) {
+  std::string msg = absl::StrCat("retention: ", what, ": ", sqlite3_errmsg(db));
+  if ((rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_IOERR) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(msg, "; is the coordinator's data directory full?"));
+  }
+  if ((rc & 0xff) == SQLITE_BUSY) return absl::UnavailableError(msg);
+  return absl::InternalError(msg);
+}
+
+absl::Status ExecOn(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  sqlite3_free(err);
+  return rc == SQLITE_OK ? absl::OkStatus() : SqlError(db, sql, rc);
+}
+
+// A prepared statement that finalizes itself.
+struct Prepared {
+  sqlite3_stmt* stmt = nullptr;
+  int rc;
+  Prepared(sqlite3* db, const char* sql) { rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr); }
+  ~Prepared() { sqlite3_finalize(stmt); }
+};
+
+absl::StatusOr<int64_t> PragmaInt(sqlite3* db, const char* sql) {
+  Prepared p(db, sql);
+  if (p.rc != SQLITE_OK) return SqlError(db, sql, p.rc);
+  const int rc = sqlite3_step(p.stmt);
+  if (rc != SQLITE_ROW) return SqlError(db, sql, rc);
+  return sqlite3_column_int64(p.stmt, 0);
+}
+
+// Runs in a write transaction; rolled back when `body` fails.
+absl::Status InTransaction(sqlite3* db, const std::function<absl::Status()>& body) {
+  CMAX_RETURN_IF_ERROR(ExecOn(db, "BEGIN IMMEDIATE"));
+  absl::Status s = body();
+  if (s.ok()) s = ExecOn(db, "COMMIT");
+  if (!s.ok()) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  return s;
+}
+
+// The runs to prune: ended before the cutoff, with a scorecard, and either
+// not marked yet or marked by a pass that did not finish (records -1).
+absl::StatusOr<std::vector<std::string>> RunsToPrune(sqlite3* db, int64_t cutoff_unix_ns) {
+  const char* sql =
+      "SELECT runs.run_id, runs.info, pruned_runs.records FROM runs "
+      "LEFT JOIN pruned_runs USING(run_id) "
+      "WHERE runs.state NOT IN ('pending', 'running') "
+      "AND (pruned_runs.records IS NULL OR pruned_runs.records < 0)";
+  Prepared p(db, sql);
+  if (p.rc != SQLITE_OK) return SqlError(db, "list runs to prune", p.rc);
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = sqlite3_step(p.stmt)) == SQLITE_ROW) {
+    v1::RunInfo info;
+    const void* blob = sqlite3_column_blob(p.stmt, 1);
+    if (!blob || !info.ParseFromArray(blob, sqlite3_column_bytes(p.stmt, 1))) continue;
+    const bool unfinished_pass = sqlite3_column_type(p.stmt, 2) != SQLITE_NULL;
+    // A run without a finish time or without a scorecard keeps its records:
+    // they are all there is of it.
+    if (!unfinished_pass &&
+        (info.finished_unix_ns() <= 0 || info.finished_unix_ns() >= cutoff_unix_ns ||
+         info.report_dir().empty())) {
+      continue;
+    }
+    out.push_back(info.run_id());
+  }
+  if (rc != SQLITE_DONE) return SqlError(db, "list runs to prune", rc);
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> TasksOf(sqlite3* db, const std::string& run_id) {
+  Prepared p(db, "SELECT task_id FROM tasks WHERE run_id = ?");
+  if (p.rc != SQLITE_OK) return SqlError(db, "list tasks", p.rc);
+  sqlite3_bind_text(p.stmt, 1, run_id.data(), static_cast<int>(run_id.size()), SQLITE_TRANSIENT);
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = sqlite3_step(p.stmt)) == SQLITE_ROW) {
+    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(p.stmt, 0)),
+                     sqlite3_column_bytes(p.stmt, 0));
+  }
+  if (rc != SQLITE_DONE) return SqlError(db, "list tasks", rc);
+  return out;
+}
+
+absl::Status SetMark(sqlite3* db, const std::string& run_id, int64_t records) {
+  Prepared p(db,
+             "INSERT INTO pruned_runs(run_id, pruned_ns, records) VALUES(?, ?, ?) "
+             "ON CONFLICT(run_id) DO UPDATE SET records = excluded.records");
+  if (p.rc != SQLITE_OK) return SqlError(db, "mark pruned run", p.rc);
+  sqlite3_bind_text(p.stmt, 1, run_id.data(), static_cast<int>(run_id.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(p.stmt, 2, NowUnixNs());
+  sqlite3_bind_int64(p.stmt, 3, records);
+  const int rc = sqlite3_step(p.stmt);
+  return rc == SQLITE_DONE ? absl::OkStatus() : SqlError(db, "mark pruned run", rc);
+}
+
+// Deletes one run's records; how many.
+absl::StatusOr<int64_t> PruneRun(sqlite3* db, const std::string& run_id) {
+  // Marked first, in its own transaction: from here on the run reads as
+  // dropped (an export refuses it) even while its deletion is under way.
+  CMAX_RETURN_IF_ERROR(InTransaction(db, [&] { return SetMark(db, run_id, -1); }));
+  CMAX_ASSIGN_OR_RETURN(std::vector<std::string> tasks, TasksOf(db, run_id));
+  int64_t deleted = 0;
+  for (size_t i = 0; i < tasks.size(); i += kTasksPerTransaction) {
+    CMAX_RETURN_IF_ERROR(InTransaction(db, [&]() -> absl::Status {
+      // The records' key starts with task_id: each delete is a range scan.
+      Prepared p(db, "DELETE FROM records WHERE task_id = ?");
+      if (p.rc != SQLITE_OK) return SqlError(db, "delete records", p.rc);
+      for (size_t j = i; j < std::min(tasks.size(), i + kTasksPerTransaction); ++j) {
+        sqlite3_bind_text(p.stmt, 1, tasks[j].data(), static_cast<int>(tasks[j].size()),
+                          SQLITE_TRANSIENT);
+        const int rc = sqlite3_step(p.stmt);
+        if (rc != SQLITE_DONE) return SqlError(db, "delete records", rc);
+        deleted += sqlite3_changes(db);
+        sqlite3_reset(p.stmt);
+      }
+      return absl::OkStatus();
+    }));
+  }
+  // Records without a task row (none are written so; a store edited by
+  // hand) go by the run index.
+  CMAX_RETURN_IF_ERROR(InTransaction(db, [&]() -> absl::Status {
+    Prepared p(db, "DELETE FROM records WHERE run_id = ?");
+    if (p.rc != SQLITE_OK) return SqlError(db, "delete records", p.rc);
+    sqlite3_bind_text(p.stmt, 1, run_id.data(), static_cast<int>(run_id.size()), SQLITE_TRANSIENT);
+    if (const int rc = sqlite3_step(p.stmt); rc != SQLITE_DONE) {
+      return SqlError(db, "delete records", rc);
+    }
+    deleted += sqlite3_changes(db);
+    return SetMark(db, run_id, deleted);
+  }));
+  return deleted;
+}
+
+// Gives the free pages back to the file system, a step at a time (a store
+// without auto_vacuum=INCREMENTAL keeps them for reuse: incremental_vacuum
+// does nothing there).
+absl::StatusOr<int64_t> ReturnFreePages(sqlite3* db) {
+  CMAX_ASSIGN_OR_RETURN(int64_t before, PragmaInt(db, "PRAGMA freelist_count"));
+  const std::string step = absl::StrCat("PRAGMA incremental_vacuum(", kPagesPerVacuumStep, ")");
+  for (int64_t left = before; left > 0;) {
+    Prepared p(db, step.c_str());
+    if (p.rc != SQLITE_OK) return SqlError(db, step, p.rc);
+    int rc;
+    while ((rc = sqlite3_step(p.stmt)) == SQLITE_ROW) {
+    }
+    if (rc != SQLITE_DONE) return SqlError(db, step, rc);
+    CMAX_ASSIGN_OR_RETURN(int64_t now, PragmaInt(db, "PRAGMA freelist_count"));
+    if (now >= left) break;  // not an incremental store: nothing moves
+    left = now;
+  }
+  CMAX_ASSIGN_OR_RETURN(int64_t after, PragmaInt(db, "PRAGMA freelist_count"));
+  return before - after;
+}
+
+absl::StatusOr<Store::PrunePass> PruneOn(sqlite3* db, int64_t cutoff_unix_ns) {
+  Store::PrunePass pass;
+  CMAX_ASSIGN_OR_RETURN(std::vector<std::string> runs, RunsToPrune(db, cutoff_unix_ns));
+  for (const auto& run_id : runs) {
+    CMAX_ASSIGN_OR_RETURN(int64_t n, PruneRun(db, run_id));
+    ++pass.runs;
+    pass.records += n;
+    GetLogger("coordinator")
+        ->info("retention: dropped the {} records of run {} (its scorecard stays)", n, run_id);
+  }
+  if (pass.runs > 0) {
+    CMAX_ASSIGN_OR_RETURN(pass.pages_freed, ReturnFreePages(db));
+  }
+  return pass;
+}
+
+}  // namespace
+
+absl::StatusOr<Store::PrunePass> Store::PruneRecords(int64_t cutoff_unix_ns) {
+  return PruneOn(db_, cutoff_unix_ns);
+}
+
+absl::StatusOr<int> Store::AutoVacuumMode() {
+  CMAX_ASSIGN_OR_RETURN(int64_t mode, PragmaInt(db_, "PRAGMA auto_vacuum"));
+  return static_cast<int>(mode);
+}
+
+absl::Status Store::StartRetention(int64_t keep_ns, int64_t every_ns) {
+  if (keep_ns <= 0 || every_ns <= 0) {
+    return absl::InvalidArgumentError("retention needs a positive age and interval");
+  }
+  if (!checkpoint_db_) return absl::FailedPreconditionError("retention needs a writer store");
+  CMAX_ASSIGN_OR_RETURN(int mode, AutoVacuumMode());
+  if (mode != 2) {
+    // Switching an existing database to incremental takes a VACUUM.
+    const int64_t t0 = MonotonicNs();
+    absl::Status s = Exec("PRAGMA auto_vacuum=INCREMENTAL");
+    if (s.ok()) s = Exec("VACUUM");
+    if (!s.ok()) {
+      return absl::Status(s.code(),
+                          absl::StrCat("retention: converting the store to incremental vacuum "
+                                       "(a one-time VACUUM) failed: ",
+                                       s.message(),
+                                       "; VACUUM needs free space as large as the store"));
+    }
+    GetLogger("coordinator")
+        ->info("retention: the store now returns freed space (one-time VACUUM took {} ms)",
+               (MonotonicNs() - t0) / 1000000);
+  }
+  sqlite3_busy_timeout(checkpoint_db_, 5000);
+  std::lock_guard<std::mutex> lock(checkpoint_mu_);
+  retention_keep_ns_ = keep_ns;
+  retention_every_ns_ = every_ns;
+  retention_next_ns_ = MonotonicNs();  // the first pass at the next tick
+  return absl::OkStatus();
+}
+
+Store::RetentionStats Store::retention_stats() const {
+  std::lock_guard<std::mutex> lock(checkpoint_mu_);
+  return retention_stats_;
+}
+
+void Store::RetentionPassLocked(std::unique_lock<std::mutex>& lock) {
+  if (retention_keep_ns_ <= 0 || MonotonicNs() < retention_next_ns_) return;
+  retention_next_ns_ = MonotonicNs() + retention_every_ns_;
+  const int64_t cutoff = NowUnixNs() - retention_keep_ns_;
+  lock.unlock();
+  auto pass = PruneOn(checkpoint_db_, cutoff);
+  lock.lock();
+  ++retention_stats_.passes;
+  retention_stats_.last_pass_unix_ns = NowUnixNs();
+  if (!pass.ok()) {
+    ++retention_stats_.failed_passes;
+    GetLogger("coordinator")->warn("{}; the next pass retries", std::string(pass.status().message()));
+    return;
+  }
+  retention_stats_.runs_pruned += pass->runs;
+  retention_stats_.records_dropped += pass->records;
+  retention_stats_.pages_freed += pass->pages_freed;
+}
+
+}  // namespace cmax::coordinator

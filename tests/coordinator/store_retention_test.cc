@@ -1,0 +1,208 @@
+// Retention (cmax-coordinator --keep-runs-for): the records of runs that
+// ended before the cutoff are dropped, the space goes back to the file
+// system, and everything else stays; export of a pruned run says so.
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "common/time_util.h"
+#include "coordinator/core.h"
+#include "coordinator/store.h"
+#include "tests/scratch_dir.h"
+
+namespace cmax::coordinator {
+namespace {
+
+constexpr int64_t kHourNs = 3600ll * 1000000000;
+
+int64_t FileSize(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  return f ? static_cast<int64_t>(f.tellg()) : int64_t{-1};
+}
+
+// A run with `tasks` tasks of `per_task` records of about 300 bytes each.
+// finished_ns 0: still running.
+void SeedRun(Store& store, const std::string& run_id, int64_t finished_ns, bool scorecard,
+             int tasks, int per_task) {
+  RunRow run;
+  run.info.set_run_id(run_id);
+  run.info.set_state(finished_ns > 0 ? "completed" : "running");
+  run.info.set_created_unix_ns(finished_ns > 0 ? finished_ns - kHourNs : NowUnixNs());
+  run.info.set_finished_unix_ns(finished_ns);
+  if (scorecard) run.info.set_report_dir("/var/lib/cmax/reports/" + run_id);
+  REQUIRE(store.PutRun(run).ok());
+  std::vector<TaskRow> rows(tasks);
+  std::vector<const TaskRow*> ptrs;
+  std::vector<v1::SpooledRecord> recs;
+  recs.reserve(static_cast<size_t>(tasks) * per_task);
+  for (int t = 0; t < tasks; ++t) {
+    const std::string node = "n" + std::to_string(t);
+    rows[t].info.set_task_id(run_id + ".0." + node);
+    rows[t].info.set_run_id(run_id);
+    rows[t].info.set_state(v1::TASK_COMPLETED);
+    rows[t].nodes = {node};
+    ptrs.push_back(&rows[t]);
+    for (int i = 0; i < per_task; ++i) {
+      v1::SpooledRecord r;
+      r.set_task_id(rows[t].info.task_id());
+      r.set_seq(i);
+      r.mutable_record()->mutable_measurement()->set_metric(std::string(300, 'm'));
+      recs.push_back(std::move(r));
+    }
+  }
+  REQUIRE(store.PutTasks(ptrs).ok());
+  std::vector<RecordToStore> to_store;
+  for (const auto& r : recs) {
+    to_store.push_back({&r, run_id, r.task_id().substr(r.task_id().rfind('.') + 1), "gemm", false});
+  }
+  REQUIRE(store.InsertRecords(to_store).ok());
+}
+
+int64_t CountRunRecords(Store& store, const std::string& run_id) {
+  int64_t n = 0;
+  REQUIRE(store
+              .ScanRecordRows(run_id,
+                              [&](const StoredRecordView&) {
+                                ++n;
+                                return true;
+                              })
+              .ok());
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("retention drops the records of runs that ended before the cutoff and keeps the rest",
+          "[store][retention]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string db = scratch.path + "/cmax.db";
+  const int64_t now = NowUnixNs();
+  {
+    auto store = Store::Open(db);
+    INFO(store.status().ToString());
+    REQUIRE(store.ok());
+    // A new store returns freed pages (auto_vacuum=INCREMENTAL).
+    CHECK(*(*store)->AutoVacuumMode() == 2);
+    SeedRun(**store, "old", now - 48 * kHourNs, true, 20, 200);          // pruned
+    SeedRun(**store, "old-no-card", now - 48 * kHourNs, false, 2, 50);   // no scorecard: kept
+    SeedRun(**store, "recent", now - kHourNs / 2, true, 2, 50);          // after the cutoff
+    SeedRun(**store, "running", 0, false, 2, 50);                        // not ended
+  }
+  const int64_t full = FileSize(db);  // after the close's checkpoint
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    auto pass = (*store)->PruneRecords(now - kHourNs);
+    REQUIRE(pass.ok());
+    CHECK(pass->runs == 1);
+    CHECK(pass->records == 20 * 200);
+    CHECK(pass->pages_freed > 0);
+    CHECK(CountRunRecords(**store, "old") == 0);
+    CHECK(CountRunRecords(**store, "old-no-card") == 100);
+    CHECK(CountRunRecords(**store, "recent") == 100);
+    CHECK(CountRunRecords(**store, "running") == 100);
+    // The run and its tasks stay, marked.
+    auto old = (*store)->GetRun("old");
+    REQUIRE(old.ok());
+    CHECK(old->info.records_dropped_unix_ns() >= now);
+    CHECK(old->info.report_dir() == "/var/lib/cmax/reports/old");
+    auto tasks = (*store)->LoadTasks("old");
+    REQUIRE(tasks.ok());
+    CHECK(tasks->size() == 20);
+    auto recent = (*store)->GetRun("recent");
+    REQUIRE(recent.ok());
+    CHECK(recent->info.records_dropped_unix_ns() == 0);
+    auto listed = (*store)->ListRuns(0, false);
+    REQUIRE(listed.ok());
+    int marked = 0;
+    for (const auto& r : *listed) marked += r.info.records_dropped_unix_ns() > 0;
+    CHECK(marked == 1);
+    // A second pass finds nothing to do.
+    auto again = (*store)->PruneRecords(now - kHourNs);
+    REQUIRE(again.ok());
+    CHECK(again->runs == 0);
+    CHECK((*store)->CheckIntegrity().ok());
+  }
+  // 4,000 records of > 300 bytes left the file.
+  const int64_t after = FileSize(db);
+  INFO("cmax.db " << full << " -> " << after << " bytes");
+  CHECK(after < full - 4000 * 300);
+}
+
+TEST_CASE("retention converts an older store once so that freed space is returned",
+          "[store][retention]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string db = scratch.path + "/cmax.db";
+  {
+    // As a coordinator before retention made it: auto_vacuum none.
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, "PRAGMA auto_vacuum=NONE; CREATE TABLE meta(key TEXT PRIMARY KEY, "
+                              "value TEXT NOT NULL)",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  CHECK(*(*store)->AutoVacuumMode() == 0);
+  SeedRun(**store, "old", NowUnixNs() - 48 * kHourNs, true, 4, 100);
+  REQUIRE((*store)->StartRetention(kHourNs, kHourNs).ok());
+  CHECK(*(*store)->AutoVacuumMode() == 2);
+  CHECK(CountRunRecords(**store, "old") == 400);  // the VACUUM kept everything
+  CHECK((*store)->CheckIntegrity().ok());
+}
+
+TEST_CASE("the coordinator prunes on the store's thread and export says the records are gone",
+          "[core][retention]") {
+  cmax::testing::ScratchDir scratch;  // removed after the core closes its store
+  const std::string& dir = scratch.path;
+  {
+    auto store = Store::Open(dir + "/cmax.db");
+    REQUIRE(store.ok());
+    SeedRun(**store, "r-old", NowUnixNs() - 3 * kHourNs, true, 3, 10);
+    SeedRun(**store, "r-new", NowUnixNs(), true, 3, 10);
+  }
+  CoreOptions o;
+  o.data_dir = dir;
+  o.keep_runs_for_ns = kHourNs;
+  o.retention_every_ns = 50 * 1000000;
+  auto core = CoordinatorCore::Create(o);
+  REQUIRE(core.ok());
+  // The core is not started: its store's own thread prunes all the same.
+  absl::StatusOr<v1::GetRunResponse> run = absl::UnknownError("not asked");
+  for (int i = 0; i < 200; ++i) {
+    run = (*core)->HandleGetRun("r-old");
+    REQUIRE(run.ok());
+    if (run->run().records_dropped_unix_ns() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(run->run().records_dropped_unix_ns() > 0);
+  CHECK(run->tasks_size() == 3);
+  int calls = 0;
+  (*core)->HandleExport("r-old", [&](absl::StatusOr<std::vector<v1::ExportedRecord>> records) {
+    ++calls;
+    REQUIRE(absl::IsFailedPrecondition(records.status()));
+    CHECK_THAT(std::string(records.status().message()),
+               Catch::Contains("records were dropped") && Catch::Contains("--keep-runs-for") &&
+                   Catch::Contains("cmaxctl report r-old"));
+  });
+  (*core)->HandleExport("r-new", [&](absl::StatusOr<std::vector<v1::ExportedRecord>> records) {
+    ++calls;
+    REQUIRE(records.ok());
+    CHECK(records->size() == 30);
+  });
+  CHECK(calls == 2);
+  // The metrics say what retention did.
+  (*core)->Start();
+  auto rendered = (*core)->RenderMetrics(absl::Seconds(10));
+  (*core)->Stop();
+  REQUIRE(rendered.ok());
+  const std::string& metrics = *rendered;
+  CHECK_THAT(metrics, Catch::Contains("cmax_store_retention_runs_pruned_total 1"));
+  CHECK_THAT(metrics, Catch::Contains("cmax_store_retention_records_dropped_total 30"));
+}
+
+}  // namespace cmax::coordinator
