@@ -73,6 +73,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   }
   CMAX_RETURN_IF_ERROR(core->schedules_.Load());
   core->ReconcileScheduleRuns();
+  // History is evidence, not state the runs need: a failure here is logged
+  // and the coordinator starts.
+  if (auto s = core->BackfillHistory(); !s.ok()) {
+    Log()->error("history: backfill from earlier runs failed: {}", s.ToString());
+  }
   return core;
 }
 

@@ -140,6 +140,16 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
     for (const auto& reason : n.reasons()) {
       no_results = no_results || reason == "no results from this node";
     }
+    // The card's grid (charts.cc) says per category whether anything was
+    // evaluated on the node: none at all is "not measured" (a run of
+    // ungraded suites, such as selftest, says nothing about the node).
+    for (const auto& g : card.node_grid()) {
+      if (g.node() != n.node()) continue;
+      bool any = false;
+      for (const auto& o : g.outcomes()) any = any || o != "not_measured";
+      no_results = no_results || !any;
+      for (const auto& o : g.outcomes()) not_measured = not_measured || o == "partial";
+    }
     std::set<std::string> ids;
     for (const v1::RuleResult* r : rules[n.node()]) {
       if (r->outcome() == "not_measured") not_measured = true;

@@ -40,7 +40,8 @@ struct HistoryOptions {
 // One summary per node of a finished run's scorecard: the verdict
 // ("accept" for pass, or warn with results from the node, `partial` when
 // something was not measured there; "reject" for fail; "not measured" when
-// the node gave no results and did not fail), the reasons (rule id, outcome,
+// the node gave no results, or its row of the card's node grid has nothing
+// but not_measured, and it did not fail), the reasons (rule id, outcome,
 // category, message of each warn-or-worse rule on the node), the key
 // figures (figures below, from the card's metric_summary) and its GPU count
 // (the inventory's gpu_count).

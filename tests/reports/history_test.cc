@@ -239,6 +239,13 @@ TEST_CASE("history: SummarizeRun maps scorecard verdicts, reasons and figures", 
   add_node("partial", "warn", {"gemm not measured"});
   add_node("silent", "warn", {"no results from this node"});
   add_node("crashed", "fail", {"no results from this node"});
+  add_node("ungraded", "pass", {});  // only ungraded suites ran there
+  auto* grid = card.add_node_grid();
+  grid->set_node("ungraded");
+  grid->add_outcomes("not_measured");
+  auto* good_grid = card.add_node_grid();
+  good_grid->set_node("good");
+  good_grid->add_outcomes("pass");
   for (double v : {700.0, 710.0, 720.0}) {
     auto* m = card.add_metric_summary();
     m->set_node("good");
@@ -253,7 +260,7 @@ TEST_CASE("history: SummarizeRun maps scorecard verdicts, reasons and figures", 
   (*fp8->mutable_labels())["dtype"] = "fp8";
   fp8->set_value(1500);
   auto s = r::SummarizeRun(card, 42, "/d/run-1");
-  REQUIRE(s.size() == 5);
+  REQUIRE(s.size() == 6);
   CHECK(s[0].verdict() == "accept");
   CHECK_FALSE(s[0].partial());
   CHECK(s[0].gpus() == 8);
@@ -270,6 +277,7 @@ TEST_CASE("history: SummarizeRun maps scorecard verdicts, reasons and figures", 
   CHECK(s[4].verdict() == "reject");
   REQUIRE(s[4].reasons_size() == 1);
   CHECK(s[4].reasons(0).id() == "verdict");
+  CHECK(s[5].verdict() == "not measured");
 }
 
 TEST_CASE("history: the summary goes into the Reliability evidence without changing its grade",
