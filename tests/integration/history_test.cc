@@ -7,7 +7,8 @@
 //  - run 2, node-1 rejected: an incident opens (cmaxctl history, /metrics);
 //  - run 3 of ungraded suites only: node-1 not measured, the incident stays open;
 //  - run 4, fault removed: node-1 accepted, the incident closes with its
-//    time to repair; the scorecard's Reliability evidence and JSON carry it.
+//    time to repair; the scorecard's Reliability evidence and JSON carry it,
+//    and cmaxctl rank shows it from the exported scorecard.
 // Every wait is bounded in time; nothing leaves 127.0.0.1.
 #include <signal.h>
 
@@ -224,6 +225,15 @@ TEST_CASE("history: a node's incident opens when its fault is injected and close
     CHECK(absl::StrContains(m, "\ncmax_incidents_closed_total 1\n"));
     CHECK(absl::StrContains(m, "cmax_time_to_repair_hours{quantile=\"0.5\"} "));
   }
+
+  // cmaxctl rank reads the figure from the exported scorecards.
+  REQUIRE(c.Ctl({"report", run4, "--format", "json", "-o", c.dir() + "/after.json"}).exit.code == 0);
+  REQUIRE(c.Ctl({"report", run1, "--format", "json", "-o", c.dir() + "/first.json"}).exit.code == 0);
+  auto rank = c.Ctl({"rank", c.dir() + "/after.json", c.dir() + "/first.json"});
+  INFO(rank.out << rank.err);
+  CHECK(rank.exit.code == 0);
+  CHECK(absl::StrContains(rank.out, "after: responds to failures: time to repair median "));
+  CHECK(absl::StrContains(rank.out, "first: responds to failures: time to repair not measured"));
 
   // Text views and bad input.
   auto text = c.Ctl({"history", "node-1"});
