@@ -386,6 +386,18 @@ absl::StatusOr<v1::ListRunsResponse> CoordinatorCore::SnapshotRuns(int limit,
       timeout);
 }
 
+absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::SnapshotHistory(
+    const std::string& node, absl::Duration timeout) {
+  return AwaitOnCore<v1::GetHistoryResponse>(
+      this,
+      [this, node]() -> absl::StatusOr<v1::GetHistoryResponse> {
+        v1::GetHistoryRequest request;
+        request.set_node(node);
+        return HandleGetHistory(request);
+      },
+      timeout);
+}
+
 absl::StatusOr<v1::GetRunResponse> CoordinatorCore::SnapshotRun(const std::string& run_id,
                                                                 absl::Duration timeout) {
   if (!IsSafeRunId(run_id)) return absl::InvalidArgumentError("bad run id");

@@ -158,6 +158,9 @@ class CoordinatorCore {
   // an id that IsSafeId refuses.
   absl::StatusOr<v1::GetRunResponse> SnapshotRun(const std::string& run_id,
                                                  absl::Duration timeout);
+  // HandleGetHistory's answer (`node` empty: the fleet's).
+  absl::StatusOr<v1::GetHistoryResponse> SnapshotHistory(const std::string& node,
+                                                         absl::Duration timeout);
 
  private:
   CoordinatorCore(CoreOptions options, std::unique_ptr<Store> store);
