@@ -135,7 +135,8 @@ TEST_CASE("history: a node's incident opens when its fault is injected and close
   fs::copy(healthy, r1, fs::copy_options::recursive);
   Cluster c("hist1", {.agents = 2, .netns = false,
                       .agent_roots = {r0.string(), r1.string()},
-                      .coordinator_args = {"--metrics-listen", "127.0.0.1:0"}});
+                      .coordinator_args = {"--metrics-listen", "127.0.0.1:0", "--http-listen",
+                                           "127.0.0.1:0"}});
   auto started = c.Start();
   INFO(started.ToString());
   REQUIRE(started.ok());
@@ -234,6 +235,26 @@ TEST_CASE("history: a node's incident opens when its fault is injected and close
   CHECK(rank.exit.code == 0);
   CHECK(absl::StrContains(rank.out, "after: responds to failures: time to repair median "));
   CHECK(absl::StrContains(rank.out, "first: responds to failures: time to repair not measured"));
+
+  // The web view's node and fleet pages, from the core.
+  if (!cmax::FindExecutable("curl").empty()) {
+    std::ifstream tok(c.token_file());
+    std::string token;
+    std::getline(tok, token);
+    auto get = [&](const std::string& path) {
+      return c.OnHub({"curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-H",
+                      "Authorization: Bearer " + token, "http://" + c.web_address() + path});
+    };
+    auto page = get("/nodes/node-1");
+    INFO(page.out);
+    CHECK(absl::EndsWith(page.out, "\n200"));
+    CHECK(absl::StrContains(page.out, "Now: <b>accepted</b>"));
+    CHECK(absl::StrContains(page.out, "<svg"));
+    CHECK(absl::StrContains(page.out, "hostcheck.gpu_count"));
+    auto fleet_page = get("/fleet");
+    CHECK(absl::StrContains(fleet_page.out, "time to repair median"));
+    CHECK(absl::EndsWith(get("/nodes/node-9").out, "\n404"));
+  }
 
   // Text views and bad input.
   auto text = c.Ctl({"history", "node-1"});
