@@ -324,7 +324,10 @@ v1::NodeHistory ComputeNodeHistory(const std::string& node,
     double slope = 0;
     const std::vector<int64_t> times(t.node_times_unix_ns().begin(), t.node_times_unix_ns().end());
     const std::vector<double> values(t.node_values().begin(), t.node_values().end());
-    t.set_trend_measured(LeastSquaresSlopePerDay(times, values, &slope));
+    // A slope per day from values minutes apart extrapolates noise: the
+    // trend needs the values to span an hour or more.
+    const bool span = times.size() >= 2 && times.back() - times.front() >= kNsPerHour;
+    t.set_trend_measured(span && LeastSquaresSlopePerDay(times, values, &slope));
     t.set_slope_per_day(slope);
     *h.add_figures() = t;
   }
@@ -429,7 +432,7 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
             ? absl::StrCat("time to repair median ", Hours(r.median_repair_hours()), ", p90 ",
                            Hours(r.p90_repair_hours()), " (", r.closed_incidents(), " closed)")
             : std::string("time to repair not measured (no incident closed)");
-    r.set_summary(absl::StrCat("history: ", measured_runs.size(), " runs over ", r.nodes(),
+    r.set_summary(absl::StrCat("history: ", measured_runs.size(), " measured runs over ", r.nodes(),
                                " nodes; ", r.incidents(), " incidents, ", r.open_incidents(),
                                " open; ", repair, "; ", r.reopened_within_7d(),
                                " failed again within 7 days of a repair"));

@@ -612,7 +612,7 @@ std::string WeeksChart(const v1::ReliabilitySummary& r) {
   constexpr int kW = 640, kH = 220, kLeft = 60, kRight = 620, kTop = 15, kBottom = 180;
   reports::Scale y(0, hi * 1.1, kBottom, kTop);
   reports::Svg svg(kW, kH, "history-chart", "failures per 1,000 GPU-hours by week");
-  svg.YAxis(y, kLeft, kRight, "per 1,000 GPU-h");
+  svg.YAxis(y, kLeft, kRight, "/1k GPU-h");
   const double slot = static_cast<double>(kRight - kLeft) / weeks.size();
   for (size_t i = 0; i < weeks.size(); ++i) {
     const auto& w = *weeks[i];
@@ -679,7 +679,8 @@ std::string NodeHistoryPage(const v1::NodeHistory& h, const PageContext& ctx) {
                     f.trend_measured()
                         ? absl::StrFormat("trend %+.4g %s per day (least squares)",
                                           f.slope_per_day(), f.unit())
-                        : std::string("trend not measured (fewer than two values)"),
+                        : std::string("trend not measured (fewer than two values, or "
+                                      "less than an hour between the first and the last)"),
                     "; grey band: the fleet's p10-p90 at each run.</p>\n", FigureChart(f));
   }
   absl::StrAppend(&out, "<h2 id=\"reasons\">Reasons</h2>\n");

@@ -177,7 +177,13 @@ TEST_CASE("history: a figure's trend is the least-squares slope and the band is 
   // 11 values per run: 600..690 and a's; p10 at position 1.0.
   CHECK(f.fleet_p10(0) == Approx(610));
   CHECK(f.fleet_p90(0) == Approx(690));
+  // Values seconds apart: no trend (a slope per day would extrapolate noise).
+  std::vector<NodeRunSummary> quick = {Run("q0", "a", 0, "accept", {}, 8, 700),
+                                       Run("q1", "a", 2000000000, "accept", {}, 8, 690)};
+  CHECK_FALSE(r::ComputeNodeHistory("a", quick).figures(0).trend_measured());
   double slope = 0;
+  CHECK(r::LeastSquaresSlopePerDay({0, 86400ll * 1000000000}, {1.0, 3.0}, &slope));
+  CHECK(slope == Approx(2.0));
   CHECK_FALSE(r::LeastSquaresSlopePerDay({5}, {1.0}, &slope));
   CHECK_FALSE(r::LeastSquaresSlopePerDay({5, 5}, {1.0, 2.0}, &slope));
 }
