@@ -136,7 +136,8 @@ class CoordinatorCore {
 
   // A node's history and the fleet's (docs/history.md); NOT_FOUND for a
   // node no finished run had, INVALID_ARGUMENT for a bad node name.
-  absl::StatusOr<v1::GetHistoryResponse> HandleGetHistory(const v1::GetHistoryRequest& request);
+  absl::StatusOr<v1::GetHistoryResponse> HandleGetHistory(
+      const v1::GetHistoryRequest& request);
 
   const std::string& db_path() const { return db_path_; }
 

@@ -25,7 +25,8 @@ std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
 
 }  // namespace
 
-void CoordinatorCore::AddHistory(Store* store, int64_t finished_unix_ns, BuiltScorecard* built) {
+void CoordinatorCore::AddHistory(Store* store, int64_t finished_unix_ns,
+                                 BuiltScorecard* built) {
   built->summaries = reports::SummarizeRun(built->card, finished_unix_ns, built->dir);
   std::vector<v1::NodeRunSummary> all;
   if (store != nullptr) {
@@ -33,11 +34,13 @@ void CoordinatorCore::AddHistory(Store* store, int64_t finished_unix_ns, BuiltSc
     if (loaded.ok()) {
       all = std::move(*loaded);
     } else {
-      Log()->error("run {}: reading node history: {}", built->run_id, loaded.status().ToString());
+      Log()->error("run {}: reading node history: {}", built->run_id,
+                   loaded.status().ToString());
     }
   }
   // This run's own rows may be there already (a scorecard built again).
-  std::erase_if(all, [&](const v1::NodeRunSummary& s) { return s.run_id() == built->run_id; });
+  std::erase_if(all,
+                [&](const v1::NodeRunSummary& s) { return s.run_id() == built->run_id; });
   all.insert(all.end(), built->summaries.begin(), built->summaries.end());
   reports::AddHistoryToScorecard(reports::ComputeReliability(all), &built->card);
 }
@@ -73,15 +76,18 @@ absl::Status CoordinatorCore::BackfillHistory() {
     google::protobuf::util::JsonParseOptions opts;
     opts.ignore_unknown_fields = true;
     if (!google::protobuf::util::JsonStringToMessage(text.str(), &card, opts).ok()) {
-      Log()->warn("history: run {}: its scorecard.json does not parse; not summarised", id);
+      Log()->warn("history: run {}: its scorecard.json does not parse; not summarised",
+                  id);
       continue;
     }
     CMAX_RETURN_IF_ERROR(store_->PutRunSummaries(
         id, reports::SummarizeRun(card, run.info.finished_unix_ns(), dir), NowUnixNs()));
     ++filled;
   }
-  if (filled > 0) Log()->info("history: summarised {} runs that ended before it was kept", filled);
-  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all, store_->LoadNodeRunSummaries(""));
+  if (filled > 0)
+    Log()->info("history: summarised {} runs that ended before it was kept", filled);
+  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
+                        store_->LoadNodeRunSummaries(""));
   NoteSummaries(all);
   return absl::OkStatus();
 }
@@ -91,13 +97,14 @@ absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::HandleGetHistory(
   if (!request.node().empty() && !IsValidNodeName(request.node())) {
     return absl::InvalidArgumentError("bad node name");
   }
-  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all, store_->LoadNodeRunSummaries(""));
+  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
+                        store_->LoadNodeRunSummaries(""));
   v1::GetHistoryResponse resp;
   if (!request.node().empty()) {
     *resp.mutable_node() = reports::ComputeNodeHistory(request.node(), all);
     if (resp.node().runs_size() == 0) {
-      return absl::NotFoundError(absl::StrCat("no finished run of this coordinator has node ",
-                                              request.node()));
+      return absl::NotFoundError(
+          absl::StrCat("no finished run of this coordinator has node ", request.node()));
     }
   }
   *resp.mutable_fleet() = reports::ComputeReliability(all);

@@ -5,8 +5,6 @@
 // (BuildScorecardFiles); the core thread then records the result on the run,
 // drains failed nodes (--slurm-drain), tells the watchers and forgets the run
 // (CompleteRun). HandleGetReport serves the written files.
-#include "coordinator/core.h"
-
 #include <malloc.h>
 #include <sys/stat.h>
 
@@ -20,6 +18,7 @@
 #include "common/run_id.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "coordinator/core.h"
 #include "reports/record_set.h"
 #include "reports/scorecard.h"
 

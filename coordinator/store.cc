@@ -480,8 +480,9 @@ absl::Status Store::PutRunSummaries(const std::string& run_id,
                                     int64_t now_unix_ns) {
   CMAX_RETURN_IF_ERROR(Begin());
   {
-    Stmt s(db_, "INSERT OR REPLACE INTO node_runs(run_id, node, finished_ns, summary) "
-                "VALUES(?,?,?,?)");
+    Stmt s(db_,
+           "INSERT OR REPLACE INTO node_runs(run_id, node, finished_ns, summary) "
+           "VALUES(?,?,?,?)");
     for (const auto& summary : summaries) {
       sqlite3_reset(s.get());
       s.Text(1, run_id);
@@ -493,7 +494,8 @@ absl::Status Store::PutRunSummaries(const std::string& run_id,
         return Error("put node run summary", rc);
       }
     }
-    Stmt m(db_, "INSERT OR REPLACE INTO summarized_runs(run_id, summarized_ns) VALUES(?,?)");
+    Stmt m(db_,
+           "INSERT OR REPLACE INTO summarized_runs(run_id, summarized_ns) VALUES(?,?)");
     m.Text(1, run_id);
     m.Int(2, now_unix_ns);
     if (int rc = sqlite3_step(m.get()); rc != SQLITE_DONE) {
@@ -506,9 +508,10 @@ absl::Status Store::PutRunSummaries(const std::string& run_id,
 
 absl::StatusOr<std::vector<v1::NodeRunSummary>> Store::LoadNodeRunSummaries(
     const std::string& node) {
-  Stmt s(db_, node.empty() ? "SELECT summary FROM node_runs ORDER BY finished_ns, run_id, node"
-                           : "SELECT summary FROM node_runs WHERE node = ? "
-                             "ORDER BY finished_ns, run_id");
+  Stmt s(db_, node.empty()
+                  ? "SELECT summary FROM node_runs ORDER BY finished_ns, run_id, node"
+                  : "SELECT summary FROM node_runs WHERE node = ? "
+                    "ORDER BY finished_ns, run_id");
   if (!node.empty()) s.Text(1, node);
   std::vector<v1::NodeRunSummary> out;
   int rc;

@@ -128,7 +128,8 @@ class Store {
                                int64_t now_unix_ns);
   // One node's summaries (every node's when `node` is empty), oldest first.
   // DATA_LOSS when a row does not parse.
-  absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadNodeRunSummaries(const std::string& node);
+  absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadNodeRunSummaries(
+      const std::string& node);
   // The runs PutRunSummaries has marked.
   absl::StatusOr<std::set<std::string>> SummarizedRuns();
 

@@ -28,13 +28,14 @@ bool Older(const v1::NodeRunSummary& a, const v1::NodeRunSummary& b) {
   return a.run_id() < b.run_id();
 }
 
-std::vector<const v1::NodeRunSummary*> RunsOf(const std::string& node,
-                                             const std::vector<v1::NodeRunSummary>& all) {
+std::vector<const v1::NodeRunSummary*> RunsOf(
+    const std::string& node, const std::vector<v1::NodeRunSummary>& all) {
   std::vector<const v1::NodeRunSummary*> out;
   for (const auto& s : all) {
     if (s.node() == node) out.push_back(&s);
   }
-  std::sort(out.begin(), out.end(), [](const auto* a, const auto* b) { return Older(*a, *b); });
+  std::sort(out.begin(), out.end(),
+            [](const auto* a, const auto* b) { return Older(*a, *b); });
   return out;
 }
 
@@ -50,7 +51,8 @@ struct FigureAcc {
 };
 
 // The node's key figures from the card's metric summary (history.h).
-std::vector<v1::HistoryFigure> FiguresOf(const std::string& node, const v1::Scorecard& card) {
+std::vector<v1::HistoryFigure> FiguresOf(const std::string& node,
+                                         const v1::Scorecard& card) {
   std::map<std::string, FigureAcc> acc;
   std::vector<double> gemm_bf16, gemm_any;
   FigureAcc gemm;
@@ -102,7 +104,8 @@ std::vector<v1::HistoryFigure> FiguresOf(const std::string& node, const v1::Scor
 std::string Hours(double h) { return absl::StrFormat("%.2f h", h); }
 
 std::string TimeText(int64_t unix_ns) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixNanos(unix_ns), absl::UTCTimeZone());
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixNanos(unix_ns),
+                          absl::UTCTimeZone());
 }
 
 double Quantile(std::vector<double> v, double q) {
@@ -153,7 +156,8 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
     std::set<std::string> ids;
     for (const v1::RuleResult* r : rules[n.node()]) {
       if (r->outcome() == "not_measured") not_measured = true;
-      if (r->outcome() != "warn" && r->outcome() != "fail" && r->outcome() != "critical") continue;
+      if (r->outcome() != "warn" && r->outcome() != "fail" && r->outcome() != "critical")
+        continue;
       if (!ids.insert(r->rule_id()).second) continue;
       v1::HistoryReason* h = s.add_reasons();
       h->set_id(r->rule_id());
@@ -202,8 +206,9 @@ std::vector<v1::Incident> ComputeIncidents(const std::string& node,
         open->set_opened_run(s->run_id());
         open->set_opened_unix_ns(s->finished_unix_ns());
         *open->mutable_figures() = s->figures();
-        open->set_reopened_within_7d(last_close_ns >= 0 && s->finished_unix_ns() - last_close_ns <=
-                                                               options.reopen_window_ns);
+        open->set_reopened_within_7d(last_close_ns >= 0 &&
+                                     s->finished_unix_ns() - last_close_ns <=
+                                         options.reopen_window_ns);
       }
       open->set_rejecting_runs(open->rejecting_runs() + 1);
       for (const auto& r : s->reasons()) {
@@ -215,7 +220,8 @@ std::vector<v1::Incident> ComputeIncidents(const std::string& node,
     } else if (s->verdict() == kVerdictAccept && open) {
       open->set_closed_run(s->run_id());
       open->set_closed_unix_ns(s->finished_unix_ns());
-      open->set_repair_hours((s->finished_unix_ns() - open->opened_unix_ns()) / kNsPerHour);
+      open->set_repair_hours((s->finished_unix_ns() - open->opened_unix_ns()) /
+                             kNsPerHour);
       last_close_ns = s->finished_unix_ns();
       open = nullptr;
     }
@@ -250,9 +256,11 @@ bool LeastSquaresSlopePerDay(const std::vector<int64_t>& times_ns,
 std::string WeekStart(int64_t unix_ns) {
   // 1970-01-01 was a Thursday: days since a Monday = (days + 3) mod 7.
   const int64_t ns_per_day = 86400ll * 1000000000;
-  int64_t days = unix_ns >= 0 ? unix_ns / ns_per_day : -((-unix_ns + ns_per_day - 1) / ns_per_day);
+  int64_t days =
+      unix_ns >= 0 ? unix_ns / ns_per_day : -((-unix_ns + ns_per_day - 1) / ns_per_day);
   int64_t monday = days - (((days + 3) % 7) + 7) % 7;
-  return absl::FormatTime("%Y-%m-%d", absl::FromUnixSeconds(monday * 86400), absl::UTCTimeZone());
+  return absl::FormatTime("%Y-%m-%d", absl::FromUnixSeconds(monday * 86400),
+                          absl::UTCTimeZone());
 }
 
 v1::NodeHistory ComputeNodeHistory(const std::string& node,
@@ -278,8 +286,9 @@ v1::NodeHistory ComputeNodeHistory(const std::string& node,
   for (const auto* s : runs) {
     if (Measured(*s)) measured.push_back(s);
   }
-  const size_t recent_from =
-      measured.size() > static_cast<size_t>(options.repeat_n) ? measured.size() - options.repeat_n : 0;
+  const size_t recent_from = measured.size() > static_cast<size_t>(options.repeat_n)
+                                 ? measured.size() - options.repeat_n
+                                 : 0;
   std::map<std::string, v1::ReasonSeen> seen;
   std::map<std::string, int> recent;
   for (size_t i = 0; i < measured.size(); ++i) {
@@ -302,7 +311,8 @@ v1::NodeHistory ComputeNodeHistory(const std::string& node,
 
   // Figures: the node's values over time, its trend, and the fleet's band
   // (p10-p90 across the nodes of the same run).
-  std::map<std::string, std::map<std::string, std::vector<double>>> fleet;  // run -> name -> values
+  std::map<std::string, std::map<std::string, std::vector<double>>>
+      fleet;  // run -> name -> values
   for (const auto& s : all) {
     for (const auto& f : s.figures()) fleet[s.run_id()][f.name()].push_back(f.value());
   }
@@ -322,7 +332,8 @@ v1::NodeHistory ComputeNodeHistory(const std::string& node,
   }
   for (auto& [name, t] : trends) {
     double slope = 0;
-    const std::vector<int64_t> times(t.node_times_unix_ns().begin(), t.node_times_unix_ns().end());
+    const std::vector<int64_t> times(t.node_times_unix_ns().begin(),
+                                     t.node_times_unix_ns().end());
     const std::vector<double> values(t.node_values().begin(), t.node_values().end());
     // A slope per day from values minutes apart extrapolates noise: the
     // trend needs the values to span an hour or more.
@@ -374,7 +385,8 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
     for (const auto* s : runs_of) {
       if (!Measured(*s)) continue;
       if (prev) {
-        const double hours = (s->finished_unix_ns() - prev->finished_unix_ns()) / kNsPerHour;
+        const double hours =
+            (s->finished_unix_ns() - prev->finished_unix_ns()) / kNsPerHour;
         hours_by_week[WeekStart(s->finished_unix_ns())] += prev->gpus() * hours;
       }
       prev = s;
@@ -409,7 +421,8 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
     wf->set_failures(failures_by_week[w]);
     wf->set_gpu_hours(hours_by_week[w]);
     wf->set_measured(wf->gpu_hours() > 0);
-    if (wf->measured()) wf->set_per_1000_gpu_hours(wf->failures() / wf->gpu_hours() * 1000.0);
+    if (wf->measured())
+      wf->set_per_1000_gpu_hours(wf->failures() / wf->gpu_hours() * 1000.0);
   }
   std::vector<v1::ReasonSeen> top;
   for (auto& [id, rs] : reasons) top.push_back(rs);
@@ -424,18 +437,20 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
     r.set_p90_repair_hours(Quantile(repairs, 0.9));
   }
   if (!r.measured()) {
-    r.set_summary(absl::StrCat("history: not measured (", measured_runs.size(),
-                               " run in this coordinator's store measured a node; 2 are needed)"));
+    r.set_summary(
+        absl::StrCat("history: not measured (", measured_runs.size(),
+                     " run in this coordinator's store measured a node; 2 are needed)"));
   } else {
     std::string repair =
         r.repair_measured()
-            ? absl::StrCat("time to repair median ", Hours(r.median_repair_hours()), ", p90 ",
-                           Hours(r.p90_repair_hours()), " (", r.closed_incidents(), " closed)")
+            ? absl::StrCat("time to repair median ", Hours(r.median_repair_hours()),
+                           ", p90 ", Hours(r.p90_repair_hours()), " (",
+                           r.closed_incidents(), " closed)")
             : std::string("time to repair not measured (no incident closed)");
-    r.set_summary(absl::StrCat("history: ", measured_runs.size(), " measured runs over ", r.nodes(),
-                               " nodes; ", r.incidents(), " incidents, ", r.open_incidents(),
-                               " open; ", repair, "; ", r.reopened_within_7d(),
-                               " failed again within 7 days of a repair"));
+    r.set_summary(absl::StrCat(
+        "history: ", measured_runs.size(), " measured runs over ", r.nodes(), " nodes; ",
+        r.incidents(), " incidents, ", r.open_incidents(), " open; ", repair, "; ",
+        r.reopened_within_7d(), " failed again within 7 days of a repair"));
   }
   return r;
 }
@@ -459,8 +474,9 @@ std::string RenderNodeHistoryText(const v1::NodeHistory& h) {
     std::vector<std::string> ids;
     for (const auto& r : s.reasons()) ids.push_back(r.id());
     absl::StrAppend(&out, "  ", TimeText(s.finished_unix_ns()), "  ", s.run_id(), "  ",
-                    s.verdict(), s.partial() ? " (partial)" : "", s.simulated() ? " [simulated]" : "",
-                    ids.empty() ? "" : "  ", absl::StrJoin(ids, ", "), "\n");
+                    s.verdict(), s.partial() ? " (partial)" : "",
+                    s.simulated() ? " [simulated]" : "", ids.empty() ? "" : "  ",
+                    absl::StrJoin(ids, ", "), "\n");
   }
   if (h.reasons_size() > 0) {
     absl::StrAppend(&out, "reasons (repeat offender: in ", h.repeat_k(), " of the last ",
@@ -468,33 +484,37 @@ std::string RenderNodeHistoryText(const v1::NodeHistory& h) {
     for (const auto& r : h.reasons()) {
       absl::StrAppend(&out, "  ", r.id(), ": ", r.runs(), " runs, first ",
                       TimeText(r.first_unix_ns()), ", last ", TimeText(r.last_unix_ns()),
-                      r.repeat_offender() ? "  REPEAT OFFENDER" : "", "\n    ", r.text(), "\n");
+                      r.repeat_offender() ? "  REPEAT OFFENDER" : "", "\n    ", r.text(),
+                      "\n");
     }
   }
   if (h.figures_size() > 0) {
-    absl::StrAppend(&out, "figures (latest; fleet p10-p90 at that run; trend per day):\n");
+    absl::StrAppend(&out,
+                    "figures (latest; fleet p10-p90 at that run; trend per day):\n");
     for (const auto& f : h.figures()) {
       const int last = f.node_values_size() - 1;
       absl::StrAppend(
-          &out, "  ", f.name(), ": ", absl::StrFormat("%.4g", f.node_values(last)), " ", f.unit(),
+          &out, "  ", f.name(), ": ", absl::StrFormat("%.4g", f.node_values(last)), " ",
+          f.unit(),
           absl::StrFormat("  fleet %.4g-%.4g", f.fleet_p10(last), f.fleet_p90(last)),
-          f.trend_measured() ? absl::StrFormat("  trend %+.4g %s/day", f.slope_per_day(), f.unit())
-                             : std::string("  trend not measured"),
+          f.trend_measured()
+              ? absl::StrFormat("  trend %+.4g %s/day", f.slope_per_day(), f.unit())
+              : std::string("  trend not measured"),
           f.simulated() ? "  [simulated]" : "", "\n");
     }
   }
   for (const auto& i : h.incidents()) {
     std::vector<std::string> ids;
     for (const auto& r : i.reasons()) ids.push_back(r.id());
-    absl::StrAppend(&out, "incident opened ", TimeText(i.opened_unix_ns()), " (run ",
-                    i.opened_run(), ")",
-                    i.closed_run().empty()
-                        ? std::string(", OPEN")
-                        : absl::StrCat(", closed ", TimeText(i.closed_unix_ns()), " (run ",
-                                       i.closed_run(), "), time to repair ",
-                                       Hours(i.repair_hours())),
-                    i.reopened_within_7d() ? ", failed again within 7 days of a repair" : "",
-                    "\n  reasons: ", absl::StrJoin(ids, ", "), "\n");
+    absl::StrAppend(
+        &out, "incident opened ", TimeText(i.opened_unix_ns()), " (run ", i.opened_run(),
+        ")",
+        i.closed_run().empty()
+            ? std::string(", OPEN")
+            : absl::StrCat(", closed ", TimeText(i.closed_unix_ns()), " (run ",
+                           i.closed_run(), "), time to repair ", Hours(i.repair_hours())),
+        i.reopened_within_7d() ? ", failed again within 7 days of a repair" : "",
+        "\n  reasons: ", absl::StrJoin(ids, ", "), "\n");
     for (const auto& a : i.artifacts()) absl::StrAppend(&out, "  evidence: ", a, "\n");
   }
   return out;
@@ -503,18 +523,19 @@ std::string RenderNodeHistoryText(const v1::NodeHistory& h) {
 std::string RenderReliabilityText(const v1::ReliabilitySummary& r) {
   std::string out = absl::StrCat(r.summary(), "\n");
   std::vector<std::string> states;
-  for (const auto& [state, n] : std::map<std::string, int32_t>(r.nodes_by_state().begin(),
-                                                                r.nodes_by_state().end())) {
+  for (const auto& [state, n] : std::map<std::string, int32_t>(
+           r.nodes_by_state().begin(), r.nodes_by_state().end())) {
     states.push_back(absl::StrCat(n, " ", state));
   }
-  absl::StrAppend(&out, "nodes by state now: ", states.empty() ? "none" : absl::StrJoin(states, ", "),
-                  "\n");
+  absl::StrAppend(&out, "nodes by state now: ",
+                  states.empty() ? "none" : absl::StrJoin(states, ", "), "\n");
   absl::StrAppend(&out, "time from failure to drain: ", r.drain_time(), "\n");
   for (const auto& i : r.open()) {
-    absl::StrAppend(&out, "open incident: ", i.node(), " since ", TimeText(i.opened_unix_ns()),
-                    " (run ", i.opened_run(), ")\n");
+    absl::StrAppend(&out, "open incident: ", i.node(), " since ",
+                    TimeText(i.opened_unix_ns()), " (run ", i.opened_run(), ")\n");
   }
-  if (r.weeks_size() > 0) absl::StrAppend(&out, "failures per 1,000 GPU-hours by week:\n");
+  if (r.weeks_size() > 0)
+    absl::StrAppend(&out, "failures per 1,000 GPU-hours by week:\n");
   for (const auto& w : r.weeks()) {
     absl::StrAppend(&out, "  ", w.week(), ": ", w.failures(), " failures, ",
                     absl::StrFormat("%.1f", w.gpu_hours()), " GPU-hours, ",

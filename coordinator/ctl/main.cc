@@ -314,8 +314,9 @@ int CmdReport(Client& client, const std::vector<std::string>& args) {
 
 int CmdHistory(Client& client, const std::vector<std::string>& args) {
   bool json = false;
-  ArgParser p("cmaxctl history [NODE] [--json]",
-              "A node's history from every stored run, or the fleet's (docs/history.md).");
+  ArgParser p(
+      "cmaxctl history [NODE] [--json]",
+      "A node's history from every stored run, or the fleet's (docs/history.md).");
   p.AddFlag("json", &json, "one JSON object (GetHistoryResponse)");
   if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
   if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;

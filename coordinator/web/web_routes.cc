@@ -394,9 +394,10 @@ void WebRoutes::Install(httplib::Server& srv) {
                                  : NodeHistoryPage(h->node(), Context(req)),
                     "text/html; charset=utf-8");
   };
-  srv.Get(R"(/nodes/([^/]+))", [history](const httplib::Request& req, httplib::Response& res) {
-    history(req, res, req.matches[1], true);
-  });
+  srv.Get(R"(/nodes/([^/]+))",
+          [history](const httplib::Request& req, httplib::Response& res) {
+            history(req, res, req.matches[1], true);
+          });
   srv.Get("/fleet", [history](const httplib::Request& req, httplib::Response& res) {
     history(req, res, "", true);
   });

@@ -241,9 +241,10 @@ TEST_CASE("the run log lines say could not run apart and 1 node", "[core]") {
 
 namespace cmax::coordinator {
 
-TEST_CASE("runs that ended before history was kept are summarised at startup from their "
-          "scorecard.json",
-          "[core][history]") {
+TEST_CASE(
+    "runs that ended before history was kept are summarised at startup from their "
+    "scorecard.json",
+    "[core][history]") {
   cmax::testing::ScratchDir scratch;  // removed after the core closes its store
   const std::string& dir = scratch.path;
   // Two finished runs as an older coordinator left them: the run rows and

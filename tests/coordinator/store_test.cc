@@ -76,7 +76,8 @@ TEST_CASE("runs, tasks and agents survive a reopen", "[store]") {
   CHECK((*store)->CheckIntegrity().ok());
 }
 
-TEST_CASE("node history summaries survive a reopen and load per node oldest first", "[store]") {
+TEST_CASE("node history summaries survive a reopen and load per node oldest first",
+          "[store]") {
   cmax::testing::ScratchDir scratch;
   const std::string db = scratch.path + "/cmax.db";
   auto summary = [](const std::string& run, const std::string& node, int64_t t,
@@ -91,8 +92,12 @@ TEST_CASE("node history summaries survive a reopen and load per node oldest firs
   {
     auto store = Store::Open(db);
     REQUIRE(store.ok());
-    REQUIRE((*store)->PutRunSummaries("r2", {summary("r2", "a", 20, "accept"),
-                                             summary("r2", "b", 20, "reject")}, 1).ok());
+    REQUIRE((*store)
+                ->PutRunSummaries(
+                    "r2",
+                    {summary("r2", "a", 20, "accept"), summary("r2", "b", 20, "reject")},
+                    1)
+                .ok());
     REQUIRE((*store)->PutRunSummaries("r1", {summary("r1", "a", 10, "reject")}, 1).ok());
     REQUIRE((*store)->PutRunSummaries("r0", {}, 1).ok());  // a run without nodes
     // Written again (a backfill racing a finish): replaced, not doubled.

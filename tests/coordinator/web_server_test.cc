@@ -6,9 +6,9 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -21,8 +21,8 @@
 #include "common/subprocess.h"
 #include "coordinator/core.h"
 #include "coordinator/web/pages.h"
-#include "reports/scorecard.h"
 #include "reports/history.h"
+#include "reports/scorecard.h"
 #include "tests/scratch_dir.h"
 
 namespace cmax::coordinator::web {
@@ -88,7 +88,8 @@ class FakeSource : public WebSource {
     v1::GetHistoryResponse resp;
     if (!node.empty()) {
       *resp.mutable_node() = reports::ComputeNodeHistory(node, all);
-      if (resp.node().runs_size() == 0) return absl::NotFoundError("no run had node " + node);
+      if (resp.node().runs_size() == 0)
+        return absl::NotFoundError("no run had node " + node);
     }
     *resp.mutable_fleet() = reports::ComputeReliability(all);
     return resp;
@@ -268,7 +269,8 @@ TEST_CASE("only the pages' own inline scripts may run: hashes, never 'unsafe-inl
   CHECK(index->get_header_value("Content-Security-Policy") == csp);
 }
 
-TEST_CASE("node and fleet history pages draw their charts and escape every text", "[web]") {
+TEST_CASE("node and fleet history pages draw their charts and escape every text",
+          "[web]") {
   Fixture f;
   auto node = f.Get("/nodes/n1", f.Bearer());
   REQUIRE(node);

@@ -125,18 +125,22 @@ std::string Metrics(Cluster& c) {
 
 }  // namespace
 
-TEST_CASE("history: a node's incident opens when its fault is injected and closes when removed",
-          "[integration][history]") {
+TEST_CASE(
+    "history: a node's incident opens when its fault is injected and closes when removed",
+    "[integration][history]") {
   namespace fs = std::filesystem;
   cmax::testing::ScratchDir roots;
-  const fs::path healthy = Cluster::SourceDir() + "/tests/fixtures/hostcheck/healthy-8xh100";
-  const fs::path r0 = fs::path(roots.path) / "node-0", r1 = fs::path(roots.path) / "node-1";
+  const fs::path healthy =
+      Cluster::SourceDir() + "/tests/fixtures/hostcheck/healthy-8xh100";
+  const fs::path r0 = fs::path(roots.path) / "node-0",
+                 r1 = fs::path(roots.path) / "node-1";
   fs::copy(healthy, r0, fs::copy_options::recursive);
   fs::copy(healthy, r1, fs::copy_options::recursive);
-  Cluster c("hist1", {.agents = 2, .netns = false,
+  Cluster c("hist1", {.agents = 2,
+                      .netns = false,
                       .agent_roots = {r0.string(), r1.string()},
-                      .coordinator_args = {"--metrics-listen", "127.0.0.1:0", "--http-listen",
-                                           "127.0.0.1:0"}});
+                      .coordinator_args = {"--metrics-listen", "127.0.0.1:0",
+                                           "--http-listen", "127.0.0.1:0"}});
   auto started = c.Start();
   INFO(started.ToString());
   REQUIRE(started.ok());
@@ -166,7 +170,8 @@ TEST_CASE("history: a node's incident opens when its fault is injected and close
   CHECK(open.opened_run() == run2);
   CHECK(open.closed_run().empty());
   bool gpus_reason = false;
-  for (const auto& r : open.reasons()) gpus_reason = gpus_reason || r.id() == "hostcheck.gpu_count";
+  for (const auto& r : open.reasons())
+    gpus_reason = gpus_reason || r.id() == "hostcheck.gpu_count";
   INFO(open.DebugString());
   CHECK(gpus_reason);
   REQUIRE(open.artifacts_size() == 1);
@@ -188,8 +193,10 @@ TEST_CASE("history: a node's incident opens when its fault is injected and close
     CHECK(absl::StrContains(m, "\ncmax_incidents_open 1\n"));
     CHECK(absl::StrContains(m, "cmax_node_incident_open{node=\"node-1\"} 1\n"));
     CHECK(absl::StrContains(m, "cmax_node_incident_open{node=\"node-0\"} 0\n"));
-    CHECK(absl::StrContains(m, "cmax_node_incident_opened_timestamp_seconds{node=\"node-1\"} "));
-    CHECK(absl::StrContains(m, "cmax_node_last_accepted_timestamp_seconds{node=\"node-1\"} "));
+    CHECK(absl::StrContains(
+        m, "cmax_node_incident_opened_timestamp_seconds{node=\"node-1\"} "));
+    CHECK(absl::StrContains(
+        m, "cmax_node_last_accepted_timestamp_seconds{node=\"node-1\"} "));
   }
 
   // Run 3: only ungraded suites. Not measured: the incident stays open.
@@ -228,13 +235,17 @@ TEST_CASE("history: a node's incident opens when its fault is injected and close
   }
 
   // cmaxctl rank reads the figure from the exported scorecards.
-  REQUIRE(c.Ctl({"report", run4, "--format", "json", "-o", c.dir() + "/after.json"}).exit.code == 0);
-  REQUIRE(c.Ctl({"report", run1, "--format", "json", "-o", c.dir() + "/first.json"}).exit.code == 0);
+  REQUIRE(c.Ctl({"report", run4, "--format", "json", "-o", c.dir() + "/after.json"})
+              .exit.code == 0);
+  REQUIRE(c.Ctl({"report", run1, "--format", "json", "-o", c.dir() + "/first.json"})
+              .exit.code == 0);
   auto rank = c.Ctl({"rank", c.dir() + "/after.json", c.dir() + "/first.json"});
   INFO(rank.out << rank.err);
   CHECK(rank.exit.code == 0);
-  CHECK(absl::StrContains(rank.out, "after: responds to failures: time to repair median "));
-  CHECK(absl::StrContains(rank.out, "first: responds to failures: time to repair not measured"));
+  CHECK(
+      absl::StrContains(rank.out, "after: responds to failures: time to repair median "));
+  CHECK(absl::StrContains(rank.out,
+                          "first: responds to failures: time to repair not measured"));
 
   // The web view's node and fleet pages, from the core.
   if (!cmax::FindExecutable("curl").empty()) {
@@ -243,7 +254,8 @@ TEST_CASE("history: a node's incident opens when its fault is injected and close
     std::getline(tok, token);
     auto get = [&](const std::string& path) {
       return c.OnHub({"curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-H",
-                      "Authorization: Bearer " + token, "http://" + c.web_address() + path});
+                      "Authorization: Bearer " + token,
+                      "http://" + c.web_address() + path});
     };
     auto page = get("/nodes/node-1");
     INFO(page.out);

@@ -40,8 +40,9 @@ NodeRunSummary Run(const std::string& run, const std::string& node, int64_t t,
 
 }  // namespace
 
-TEST_CASE("history: an incident opens at the first reject and closes at the first later accept",
-          "[history]") {
+TEST_CASE(
+    "history: an incident opens at the first reject and closes at the first later accept",
+    "[history]") {
   std::vector<NodeRunSummary> all = {
       Run("r1", "a", 0 * kHour, "accept"),
       Run("r2", "a", 1 * kHour, "reject", {"expect.gpus_per_node"}),
@@ -68,8 +69,10 @@ TEST_CASE("history: an incident opens at the first reject and closes at the firs
   CHECK(r::ComputeIncidents("nobody", all).empty());
 }
 
-TEST_CASE("history: not measured alone never closes an incident and order of input does not matter",
-          "[history]") {
+TEST_CASE(
+    "history: not measured alone never closes an incident and order of input does not "
+    "matter",
+    "[history]") {
   std::vector<NodeRunSummary> all = {
       Run("r3", "a", 3 * kHour, "not measured"),
       Run("r1", "a", 1 * kHour, "reject", {"x"}),
@@ -84,8 +87,9 @@ TEST_CASE("history: not measured alone never closes an incident and order of inp
   CHECK(h.runs(0).run_id() == "r1");
 }
 
-TEST_CASE("history: time to repair median and p90, reopened within 7 days, nodes by state",
-          "[history]") {
+TEST_CASE(
+    "history: time to repair median and p90, reopened within 7 days, nodes by state",
+    "[history]") {
   std::vector<NodeRunSummary> all;
   // Five nodes, repairs of 1, 2, 3, 4 and 10 hours.
   const double repairs[] = {1, 2, 3, 4, 10};
@@ -116,7 +120,8 @@ TEST_CASE("history: time to repair median and p90, reopened within 7 days, nodes
   REQUIRE(rel.top_reasons_size() == 2);
   CHECK(rel.top_reasons(0).id() == "expect.gpus_per_node");
   CHECK(rel.top_reasons(0).runs() == 5);
-  CHECK(rel.summary().find("time to repair median 3.00 h, p90 7.60 h") != std::string::npos);
+  CHECK(rel.summary().find("time to repair median 3.00 h, p90 7.60 h") !=
+        std::string::npos);
   CHECK(rel.drain_time().rfind("not measured", 0) == 0);
 }
 
@@ -138,8 +143,8 @@ TEST_CASE("history: repeat offender is the same reason in k of the last n measur
     std::vector<std::string> reasons;
     if (i % 2 == 0) reasons.push_back("x");
     if (i == 0) reasons.push_back("y");
-    all.push_back(Run("r" + std::to_string(i), "a", i * kHour, reasons.empty() ? "accept" : "reject",
-                      reasons));
+    all.push_back(Run("r" + std::to_string(i), "a", i * kHour,
+                      reasons.empty() ? "accept" : "reject", reasons));
   }
   all.push_back(Run("r9", "a", 9 * kHour, "not measured", {"x"}));  // not counted
   r::HistoryOptions o;  // 3 of the last 5: runs 2..6 hold x in 2, 4, 6
@@ -155,8 +160,10 @@ TEST_CASE("history: repeat offender is the same reason in k of the last n measur
   CHECK_FALSE(r::ComputeNodeHistory("a", all, o).reasons(0).repeat_offender());
 }
 
-TEST_CASE("history: a figure's trend is the least-squares slope and the band is the fleet's p10-p90",
-          "[history]") {
+TEST_CASE(
+    "history: a figure's trend is the least-squares slope and the band is the fleet's "
+    "p10-p90",
+    "[history]") {
   std::vector<NodeRunSummary> all;
   const int64_t day = 24 * kHour;
   // Node a falls 10 TFLOP/s a day: 700, 690, 680.
@@ -165,7 +172,8 @@ TEST_CASE("history: a figure's trend is the least-squares slope and the band is 
     all.push_back(Run(run, "a", i * day, "accept", {}, 8, 700 - 10 * i));
     // Ten peers at 600..690 in each run.
     for (int p = 0; p < 10; ++p) {
-      all.push_back(Run(run, "p" + std::to_string(p), i * day, "accept", {}, 8, 600 + 10 * p));
+      all.push_back(
+          Run(run, "p" + std::to_string(p), i * day, "accept", {}, 8, 600 + 10 * p));
     }
   }
   auto h = r::ComputeNodeHistory("a", all);
@@ -188,8 +196,10 @@ TEST_CASE("history: a figure's trend is the least-squares slope and the band is 
   CHECK_FALSE(r::LeastSquaresSlopePerDay({5, 5}, {1.0, 2.0}, &slope));
 }
 
-TEST_CASE("history: failures per 1,000 GPU-hours by week use GPUs times hours between evaluations",
-          "[history]") {
+TEST_CASE(
+    "history: failures per 1,000 GPU-hours by week use GPUs times hours between "
+    "evaluations",
+    "[history]") {
   CHECK(r::WeekStart(0) == "1969-12-29");  // 1970-01-01 was a Thursday
   const int64_t monday = kMonday;
   CHECK(r::WeekStart(monday) == "2026-11-30");
@@ -198,7 +208,8 @@ TEST_CASE("history: failures per 1,000 GPU-hours by week use GPUs times hours be
   const int64_t day = 24 * kHour;
   // Two 8-GPU nodes evaluated at 0 and 50 h, a again 8 days after the start.
   std::vector<NodeRunSummary> all = {
-      Run("r0", "a", monday, "accept"),       Run("r0", "b", monday, "accept"),
+      Run("r0", "a", monday, "accept"),
+      Run("r0", "b", monday, "accept"),
       Run("r1", "a", monday + 50 * kHour, "reject", {"x"}),
       Run("r1", "b", monday + 50 * kHour, "accept"),
       Run("r2", "a", monday + 8 * day, "accept", {}, 4),
@@ -216,7 +227,8 @@ TEST_CASE("history: failures per 1,000 GPU-hours by week use GPUs times hours be
   CHECK(rel.weeks(0).week() == r::WeekStart(monday));
 }
 
-TEST_CASE("history: SummarizeRun maps scorecard verdicts, reasons and figures", "[history]") {
+TEST_CASE("history: SummarizeRun maps scorecard verdicts, reasons and figures",
+          "[history]") {
   cmax::v1::Scorecard card;
   card.set_run_id("run-1");
   card.set_plan("quick");
@@ -286,8 +298,9 @@ TEST_CASE("history: SummarizeRun maps scorecard verdicts, reasons and figures", 
   CHECK(s[5].verdict() == "not measured");
 }
 
-TEST_CASE("history: the summary goes into the Reliability evidence without changing its grade",
-          "[history]") {
+TEST_CASE(
+    "history: the summary goes into the Reliability evidence without changing its grade",
+    "[history]") {
   cmax::v1::Scorecard card;
   auto* c = card.add_categories();
   c->set_name("Reliability");

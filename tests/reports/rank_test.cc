@@ -69,8 +69,10 @@ TEST_CASE("rank orders three scorecards as the rules say", "[rank]") {
   CHECK(md.find("$2.50") != std::string::npos);
 }
 
-TEST_CASE("rank shows how each cluster responds to failures from its scorecard's history, "
-          "without reordering", "[rank]") {
+TEST_CASE(
+    "rank shows how each cluster responds to failures from its scorecard's history, "
+    "without reordering",
+    "[rank]") {
   v1::Scorecard quick = BuildScorecard(testing::GpuRun(800));
   v1::Scorecard slow_repair = quick;
   v1::Scorecard alone = quick;
@@ -93,8 +95,8 @@ TEST_CASE("rank shows how each cluster responds to failures from its scorecard's
   add(slow_fix, "c", 40, "reject");
   *quick.mutable_history() = ComputeReliability(fast_fix);
   *slow_repair.mutable_history() = ComputeReliability(slow_fix);
-  const v1::RankTable t =
-      RankClusters({{"slow-repair", slow_repair, 0}, {"quick", quick, 0}, {"alone", alone, 0}});
+  const v1::RankTable t = RankClusters(
+      {{"slow-repair", slow_repair, 0}, {"quick", quick, 0}, {"alone", alone, 0}});
   // Equal otherwise: the repair figures do not order them (rule order unchanged).
   CHECK(Entry(t, "quick").position() == Entry(t, "slow-repair").position());
   CHECK(Entry(t, "quick").repair_measured());
