@@ -75,6 +75,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   }
   CMAX_RETURN_IF_ERROR(core->schedules_.Load());
   core->ReconcileScheduleRuns();
+  // History is evidence, not state the runs need: a failure here is logged
+  // and the coordinator starts.
+  if (auto s = core->BackfillHistory(); !s.ok()) {
+    Log()->error("history: backfill from earlier runs failed: {}", s.ToString());
+  }
   if (options.keep_runs_for_ns > 0) {
     constexpr int64_t kSecond = 1000000000;
     const int64_t every =
@@ -390,6 +395,18 @@ absl::StatusOr<v1::ListRunsResponse> CoordinatorCore::SnapshotRuns(int limit,
           if (RunRow* live = scheduler_.FindRun(r.run_id())) r = live->info;
         }
         return runs;
+      },
+      timeout);
+}
+
+absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::SnapshotHistory(
+    const std::string& node, absl::Duration timeout) {
+  return AwaitOnCore<v1::GetHistoryResponse>(
+      this,
+      [this, node]() -> absl::StatusOr<v1::GetHistoryResponse> {
+        v1::GetHistoryRequest request;
+        request.set_node(node);
+        return HandleGetHistory(request);
       },
       timeout);
 }

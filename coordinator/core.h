@@ -140,6 +140,11 @@ class CoordinatorCore {
   absl::StatusOr<v1::UpdateScheduleResponse> HandleUpdateSchedule(
       const v1::UpdateScheduleRequest& request);
 
+  // A node's history and the fleet's (docs/history.md); NOT_FOUND for a
+  // node no finished run had, INVALID_ARGUMENT for a bad node name.
+  absl::StatusOr<v1::GetHistoryResponse> HandleGetHistory(
+      const v1::GetHistoryRequest& request);
+
   const std::string& db_path() const { return db_path_; }
 
   // The Prometheus exposition (--metrics-listen): agents by state, runs and
@@ -160,6 +165,9 @@ class CoordinatorCore {
   // an id that IsSafeId refuses.
   absl::StatusOr<v1::GetRunResponse> SnapshotRun(const std::string& run_id,
                                                  absl::Duration timeout);
+  // HandleGetHistory's answer (`node` empty: the fleet's).
+  absl::StatusOr<v1::GetHistoryResponse> SnapshotHistory(const std::string& node,
+                                                         absl::Duration timeout);
 
  private:
   CoordinatorCore(CoreOptions options, std::unique_ptr<Store> store);
@@ -208,7 +216,22 @@ class CoordinatorCore {
     v1::Scorecard card;
     bool written = false;
     bool aborted = false;  // the coordinator stopped while it was built
+    std::vector<v1::NodeRunSummary> summaries;  // stored by CompleteRun
   };
+  // History (core_history.cc). AddHistory: any thread, touches no member;
+  // summarises the card's nodes and adds the cluster's history, read from
+  // `store` (may be null), to the card. BackfillHistory (Create): runs that
+  // ended before summaries were kept are summarised from their
+  // scorecard.json; then node_health_ is filled from the whole history.
+  void AddHistory(Store* store, int64_t finished_unix_ns, BuiltScorecard* built);
+  absl::Status BackfillHistory();
+  void NoteSummaries(const std::vector<v1::NodeRunSummary>& summaries);  // oldest first
+  struct NodeHealth {
+    int64_t last_accept_ns = 0;  // 0: never accepted
+    int64_t open_since_ns = 0;   // 0: no open incident
+  };
+  std::map<std::string, NodeHealth> node_health_;  // core thread
+  std::vector<double> repair_hours_;               // closed incidents' time to repair
   // Scans the run's records from `store` into `data`, builds, renders and
   // writes the scorecard files. Any thread; touches no member but options_.
   BuiltScorecard BuildScorecardFiles(reports::RunData data, Store* store,

@@ -3,11 +3,13 @@
 // size, the schedules' health and the last scorecard's tier, grades and
 // verdicts, rendered on the core thread (RenderMetrics waits for it with a
 // timeout).
-#include "coordinator/core.h"
-
 #include <sys/stat.h>
 
+#include <algorithm>
+
+#include "common/median.h"
 #include "common/version.h"
+#include "coordinator/core.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -159,6 +161,54 @@ std::string CoordinatorCore::MetricsText() {
            "slots the schedule skipped (started no run for), each with its reason in "
            "`cmaxctl schedule list`",
            [](const v1::ScheduleInfo& sc) { return static_cast<double>(sc.slots_skipped()); });
+  }
+
+  // Node history (docs/history.md): from every stored run, not only this
+  // process's.
+  {
+    int open = 0;
+    for (const auto& [node, h] : node_health_) open += h.open_since_ns > 0;
+    m.Family(
+        "cmax_incidents_open", "gauge",
+        "nodes with an open incident: rejected by a run and not accepted by a later one");
+    m.Sample(open);
+    m.Family("cmax_node_incident_open", "gauge",
+             "1 while the node's incident is open, else 0 (nodes some run measured)");
+    for (const auto& [node, h] : node_health_) {
+      m.Sample(h.open_since_ns > 0 ? 1.0 : 0.0, {{"node", node}});
+    }
+    m.Family(
+        "cmax_node_incident_opened_timestamp_seconds", "gauge",
+        "when the node's open incident opened (the rejecting run's end); no sample when "
+        "none is open");
+    for (const auto& [node, h] : node_health_) {
+      if (h.open_since_ns > 0) {
+        m.Sample(static_cast<double>(h.open_since_ns / 1000000000), {{"node", node}});
+      }
+    }
+    m.Family(
+        "cmax_node_last_accepted_timestamp_seconds", "gauge",
+        "when a run last accepted the node (its end); time since: time() minus this; no "
+        "sample before its first acceptance");
+    for (const auto& [node, h] : node_health_) {
+      if (h.last_accept_ns > 0) {
+        m.Sample(static_cast<double>(h.last_accept_ns / 1000000000), {{"node", node}});
+      }
+    }
+    m.Family(
+        "cmax_incidents_closed_total", "counter",
+        "incidents closed (a node rejected, then accepted by a later run) in the store");
+    m.Sample(static_cast<double>(repair_hours_.size()));
+    if (!repair_hours_.empty()) {
+      std::vector<double> sorted = repair_hours_;
+      std::sort(sorted.begin(), sorted.end());
+      m.Family("cmax_time_to_repair_hours", "gauge",
+               "time to repair of the closed incidents (close minus open), quantiles by "
+               "linear "
+               "interpolation; no sample before one closed");
+      m.Sample(SortedQuantile(sorted, 0.5), {{"quantile", "0.5"}});
+      m.Sample(SortedQuantile(sorted, 0.9), {{"quantile", "0.9"}});
+    }
   }
 
   if (last_scorecard_) {

@@ -5,8 +5,6 @@
 // (BuildScorecardFiles); the core thread then records the result on the run,
 // drains failed nodes (--slurm-drain), tells the watchers and forgets the run
 // (CompleteRun). HandleGetReport serves the written files.
-#include "coordinator/core.h"
-
 #include <malloc.h>
 #include <sys/stat.h>
 
@@ -19,6 +17,8 @@
 #include "common/logging.h"
 #include "common/run_id.h"
 #include "common/status_macros.h"
+#include "common/time_util.h"
+#include "coordinator/core.h"
 #include "reports/record_set.h"
 #include "reports/scorecard.h"
 
@@ -143,8 +143,11 @@ CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
       }
     }
   }
+  const int64_t finished_ns =
+      data.run.finished_unix_ns() > 0 ? data.run.finished_unix_ns() : NowUnixNs();
   built.card = reports::BuildScorecard(std::move(data));
   built.dir = absl::StrCat(options_.data_dir, "/reports/", run_id);
+  AddHistory(store, finished_ns, &built);
   mkdir(built.dir.c_str(), 0750);
   built.written = true;
   const v1::Scorecard& card = built.card;
@@ -189,6 +192,10 @@ void CoordinatorCore::CompleteRun(BuiltScorecard built) {
   if (written) run->info.set_report_dir(dir);
   scheduler_.RefreshCounters(run);
   if (auto s = store_->PutRun(*run); !s.ok()) Log()->error("persisting run: {}", s.ToString());
+  if (auto s = store_->PutRunSummaries(run_id, built.summaries, NowUnixNs()); !s.ok()) {
+    Log()->error("run {}: storing node history: {}", run_id, s.ToString());
+  }
+  NoteSummaries(built.summaries);
   // Counted like cmaxctl counts them (RunInfo.tasks_failed includes the
   // tasks that could not run; this line says those apart).
   std::vector<v1::TaskInfo> tasks;

@@ -485,4 +485,12 @@ grpc::ServerUnaryReactor* CoordinatorService::UpdateSchedule(
                [core, request] { return core->HandleUpdateSchedule(*request); });
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::GetHistory(
+    grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
+    v1::GetHistoryResponse* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorized(context), response,
+               [core, request] { return core->HandleGetHistory(*request); });
+}
+
 }  // namespace cmax::coordinator

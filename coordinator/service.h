@@ -44,6 +44,9 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* AddSchedule(grpc::CallbackServerContext* context,
                                         const v1::AddScheduleRequest* request,
                                         v1::AddScheduleResponse* response) override;
+  grpc::ServerUnaryReactor* GetHistory(grpc::CallbackServerContext* context,
+                                       const v1::GetHistoryRequest* request,
+                                       v1::GetHistoryResponse* response) override;
   grpc::ServerUnaryReactor* ListSchedules(grpc::CallbackServerContext* context,
                                           const v1::ListSchedulesRequest* request,
                                           v1::ListSchedulesResponse* response) override;

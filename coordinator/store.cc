@@ -31,6 +31,11 @@ CREATE TABLE IF NOT EXISTS schedules(
   schedule_id TEXT PRIMARY KEY, created_ns INTEGER NOT NULL, info BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS pruned_runs(
   run_id TEXT PRIMARY KEY, pruned_ns INTEGER NOT NULL, records INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS node_runs(
+  run_id TEXT NOT NULL, node TEXT NOT NULL, finished_ns INTEGER NOT NULL, summary BLOB NOT NULL,
+  PRIMARY KEY(run_id, node)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS node_runs_by_node ON node_runs(node, finished_ns);
+CREATE TABLE IF NOT EXISTS summarized_runs(run_id TEXT PRIMARY KEY, summarized_ns INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'cmax.v1');
 )sql";
 
@@ -484,6 +489,66 @@ absl::StatusOr<std::vector<v1::ScheduleInfo>> Store::LoadSchedules() {
     out.push_back(std::move(info));
   }
   if (rc != SQLITE_DONE) return Error("load schedules", rc);
+  return out;
+}
+
+absl::Status Store::PutRunSummaries(const std::string& run_id,
+                                    const std::vector<v1::NodeRunSummary>& summaries,
+                                    int64_t now_unix_ns) {
+  CMAX_RETURN_IF_ERROR(Begin());
+  {
+    Stmt s(db_,
+           "INSERT OR REPLACE INTO node_runs(run_id, node, finished_ns, summary) "
+           "VALUES(?,?,?,?)");
+    for (const auto& summary : summaries) {
+      sqlite3_reset(s.get());
+      s.Text(1, run_id);
+      s.Text(2, summary.node());
+      s.Int(3, summary.finished_unix_ns());
+      s.Blob(4, summary.SerializeAsString());
+      if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) {
+        Rollback();
+        return Error("put node run summary", rc);
+      }
+    }
+    Stmt m(db_,
+           "INSERT OR REPLACE INTO summarized_runs(run_id, summarized_ns) VALUES(?,?)");
+    m.Text(1, run_id);
+    m.Int(2, now_unix_ns);
+    if (int rc = sqlite3_step(m.get()); rc != SQLITE_DONE) {
+      Rollback();
+      return Error("mark run summarized", rc);
+    }
+  }
+  return Commit();
+}
+
+absl::StatusOr<std::vector<v1::NodeRunSummary>> Store::LoadNodeRunSummaries(
+    const std::string& node) {
+  Stmt s(db_, node.empty()
+                  ? "SELECT summary FROM node_runs ORDER BY finished_ns, run_id, node"
+                  : "SELECT summary FROM node_runs WHERE node = ? "
+                    "ORDER BY finished_ns, run_id");
+  if (!node.empty()) s.Text(1, node);
+  std::vector<v1::NodeRunSummary> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    v1::NodeRunSummary summary;
+    if (!summary.ParseFromString(s.ColBlob(0))) {
+      return absl::DataLossError("load node history: a stored summary does not parse");
+    }
+    out.push_back(std::move(summary));
+  }
+  if (rc != SQLITE_DONE) return Error("load node history", rc);
+  return out;
+}
+
+absl::StatusOr<std::set<std::string>> Store::SummarizedRuns() {
+  Stmt s(db_, "SELECT run_id FROM summarized_runs");
+  std::set<std::string> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.insert(s.ColText(0));
+  if (rc != SQLITE_DONE) return Error("load summarized runs", rc);
   return out;
 }
 

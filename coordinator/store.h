@@ -1,6 +1,6 @@
 // Durable state of the coordinator in SQLite (WAL, synchronous=FULL): agents,
 // runs, tasks and every record, each (task, attempt, rank, seq) stored once,
-// and the schedules (schedules.h).
+// the schedules (schedules.h) and each node's history (node_runs).
 //
 // Schema changes: every table is CREATE TABLE IF NOT EXISTS, so a store
 // written by an older coordinator gains the tables it lacks when it is
@@ -24,12 +24,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cmax/v1/history.pb.h"
 #include "cmax/v1/inventory.pb.h"
 #include "cmax/v1/plan.pb.h"
 #include "cmax/v1/schedule.pb.h"
@@ -115,6 +117,21 @@ class Store {
   absl::Status DeleteSchedule(const std::string& schedule_id);  // OK when absent
   // Oldest first. DATA_LOSS when a row does not parse.
   absl::StatusOr<std::vector<v1::ScheduleInfo>> LoadSchedules();
+
+  // Node history (history.proto, docs/history.md): one summary per (run,
+  // node), written when the run's scorecard is done, kept when records are
+  // deleted. PutRunSummaries replaces the run's rows of those nodes and
+  // marks the run summarized (also when `summaries` is empty), in one
+  // transaction.
+  absl::Status PutRunSummaries(const std::string& run_id,
+                               const std::vector<v1::NodeRunSummary>& summaries,
+                               int64_t now_unix_ns);
+  // One node's summaries (every node's when `node` is empty), oldest first.
+  // DATA_LOSS when a row does not parse.
+  absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadNodeRunSummaries(
+      const std::string& node);
+  // The runs PutRunSummaries has marked.
+  absl::StatusOr<std::set<std::string>> SummarizedRuns();
 
   // Inserts in one transaction; duplicates of (task, attempt, rank, seq) are
   // ignored. Returns how many were new.

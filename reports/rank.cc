@@ -221,6 +221,26 @@ v1::RankTable RankClusters(const std::vector<RankInput>& inputs) {
       e.set_failures_measured(true);
       e.set_failures_per_1000_gpu_hours(cost.failures() / cost.gpu_hours() * 1000);
     }
+    // How the provider responds to failures (docs/history.md): shown, not
+    // ranked (a cluster with no failures has no repair time to compare).
+    const v1::ReliabilitySummary& h = card.history();
+    e.set_open_incidents(h.open_incidents());
+    if (h.repair_measured()) {
+      e.set_repair_measured(true);
+      e.set_median_repair_hours(h.median_repair_hours());
+      e.set_p90_repair_hours(h.p90_repair_hours());
+      e.set_response(absl::StrFormat(
+          "time to repair median %.2f h, p90 %.2f h over %d closed incidents; %d open",
+          h.median_repair_hours(), h.p90_repair_hours(), h.closed_incidents(),
+          h.open_incidents()));
+    } else if (h.measured()) {
+      e.set_response(absl::StrCat("time to repair not measured: no incident closed in ",
+                                  h.runs(), " runs; ", h.open_incidents(), " open"));
+    } else {
+      e.set_response(
+          "time to repair not measured: the scorecard has no history "
+          "(one run on its own, or written before cmax kept history)");
+    }
     e.set_price_per_gpu_hour(cost.price_per_gpu_hour());
     e.set_cost_measured(cost.price_per_gpu_hour() > 0 && cost.bf16_measured());
     e.set_usd_per_pflop_hour(cost.usd_per_pflop_hour());
@@ -267,14 +287,25 @@ v1::RankTable RankClusters(const std::vector<RankInput>& inputs) {
   return table;
 }
 
+namespace {
+
+// "1.50/4.20" hours, or "n/m".
+std::string RepairText(const v1::RankEntry& e) {
+  if (!e.repair_measured()) return "n/m";
+  return absl::StrFormat("%.2f/%.2f", e.median_repair_hours(), e.p90_repair_hours());
+}
+
+}  // namespace
+
 std::string RenderRankText(const v1::RankTable& t) {
   std::string out;
   if (t.simulated()) absl::StrAppend(&out, "SIMULATED DATA \u2014 not a measurement\n");
-  absl::StrAppend(&out, absl::StrFormat("%-4s %-20s %-13s %-5s %-5s %-5s %-5s %-5s %9s %9s %9s "
-                                        "%8s %9s %9s %5s\n",
-                                        "POS", "CLUSTER", "TIER", "COMP", "NET", "STOR", "REL",
-                                        "SEC", "BF16/GPU", "AR_BUSBW", "STOR/GPU", "REJECTED",
-                                        "FAIL/1kGH", "$/PFLOPh", "COST#"));
+  absl::StrAppend(
+      &out, absl::StrFormat("%-4s %-20s %-13s %-5s %-5s %-5s %-5s %-5s %9s %9s %9s "
+                            "%8s %9s %9s %5s %11s\n",
+                            "POS", "CLUSTER", "TIER", "COMP", "NET", "STOR", "REL", "SEC",
+                            "BF16/GPU", "AR_BUSBW", "STOR/GPU", "REJECTED", "FAIL/1kGH",
+                            "$/PFLOPh", "COST#", "TTR_P50/P90"));
   auto g = [](const v1::RankEntry& e, const char* c) {
     auto it = e.grades().find(c);
     if (it == e.grades().end() || it->second == "not measured") return std::string("n/m");
@@ -283,24 +314,30 @@ std::string RenderRankText(const v1::RankTable& t) {
   for (const auto& e : t.entries()) {
     absl::StrAppend(
         &out,
-        absl::StrFormat("%-4d %-20s %-13s %-5s %-5s %-5s %-5s %-5s %9s %9s %9s %7.0f%% %9s %9s "
-                        "%5s\n",
-                        e.position(), e.cluster(), e.tier(), g(e, "Compute"), g(e, "Networking"),
-                        g(e, "Storage"), g(e, "Reliability"), g(e, "Security"),
-                        e.bf16_measured() ? absl::StrFormat("%.1f", e.bf16_tflops_per_gpu()) : "n/m",
-                        e.allreduce_measured() ? absl::StrFormat("%.1f", e.allreduce_busbw_gbps())
-                                               : "n/m",
-                        e.storage_measured() ? absl::StrFormat("%.2f", e.storage_gbps_per_gpu())
-                                             : "n/m",
-                        e.rejected_share() * 100,
-                        e.failures_measured()
-                            ? absl::StrFormat("%.2f", e.failures_per_1000_gpu_hours())
-                            : "n/m",
-                        CostText(e),
-                        e.cost_position() > 0 ? absl::StrCat(e.cost_position()) : "-"));
+        absl::StrFormat(
+            "%-4d %-20s %-13s %-5s %-5s %-5s %-5s %-5s %9s %9s %9s %7.0f%% %9s %9s "
+            "%5s %11s\n",
+            e.position(), e.cluster(), e.tier(), g(e, "Compute"), g(e, "Networking"),
+            g(e, "Storage"), g(e, "Reliability"), g(e, "Security"),
+            e.bf16_measured() ? absl::StrFormat("%.1f", e.bf16_tflops_per_gpu()) : "n/m",
+            e.allreduce_measured() ? absl::StrFormat("%.1f", e.allreduce_busbw_gbps())
+                                   : "n/m",
+            e.storage_measured() ? absl::StrFormat("%.2f", e.storage_gbps_per_gpu())
+                                 : "n/m",
+            e.rejected_share() * 100,
+            e.failures_measured()
+                ? absl::StrFormat("%.2f", e.failures_per_1000_gpu_hours())
+                : "n/m",
+            CostText(e), e.cost_position() > 0 ? absl::StrCat(e.cost_position()) : "-",
+            RepairText(e)));
   }
-  absl::StrAppend(&out, "\n(n/m: not measured; units: BF16 TFLOP/s per GPU, GB/s, GB/s per "
-                        "GPU, USD per delivered BF16 PFLOP-hour)\n");
+  absl::StrAppend(&out,
+                  "\n(n/m: not measured; units: BF16 TFLOP/s per GPU, GB/s, GB/s per "
+                  "GPU, USD per delivered BF16 PFLOP-hour, hours; TTR: time to repair, "
+                  "shown, not ranked)\n");
+  for (const auto& e : t.entries()) {
+    absl::StrAppend(&out, e.cluster(), ": responds to failures: ", e.response(), "\n");
+  }
   for (const auto& e : t.entries()) {
     if (!e.tie().empty()) absl::StrAppend(&out, e.cluster(), ": ", e.tie(), "\n");
     if (!e.why().empty()) absl::StrAppend(&out, e.cluster(), ": ", e.why(), "\n");
@@ -329,29 +366,36 @@ std::string RenderRankJson(const v1::RankTable& t) {
 std::string RenderRankMarkdown(const v1::RankTable& t) {
   std::string out = "# cmax league table\n\n";
   if (t.simulated()) absl::StrAppend(&out, "**SIMULATED DATA \u2014 not a measurement**\n\n");
-  absl::StrAppend(&out,
-                  "| # | cluster | tier | Compute | Networking | Storage | Reliability | "
-                  "Security | BF16 TFLOP/s per GPU | all-reduce busbw GB/s | storage GB/s per "
-                  "GPU | nodes rejected | failures per 1,000 GPU-h | USD per PFLOP-h | cost # |\n"
-                  "| ---: | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: "
-                  "| ---: | ---: | ---: |\n");
+  absl::StrAppend(
+      &out,
+      "| # | cluster | tier | Compute | Networking | Storage | Reliability | "
+      "Security | BF16 TFLOP/s per GPU | all-reduce busbw GB/s | storage GB/s per "
+      "GPU | nodes rejected | failures per 1,000 GPU-h | USD per PFLOP-h | cost # | "
+      "time to repair p50/p90 h |\n"
+      "| ---: | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: "
+      "| ---: | ---: | ---: | ---: |\n");
   for (const auto& e : t.entries()) {
     std::vector<std::string> grades;
     for (const auto& c : RatedCategories()) {
       auto it = e.grades().find(c);
       grades.push_back(it == e.grades().end() ? "not measured" : Md(it->second));
     }
-    absl::StrAppend(&out, "| ", e.position(), " | ", Md(e.cluster()), " | ", Md(e.tier()), " | ",
-                    absl::StrJoin(grades, " | "), " | ",
+    absl::StrAppend(&out, "| ", e.position(), " | ", Md(e.cluster()), " | ", Md(e.tier()),
+                    " | ", absl::StrJoin(grades, " | "), " | ",
                     Fig(e.bf16_measured(), e.bf16_tflops_per_gpu(), 1), " | ",
                     Fig(e.allreduce_measured(), e.allreduce_busbw_gbps(), 1), " | ",
                     Fig(e.storage_measured(), e.storage_gbps_per_gpu(), 2), " | ",
                     absl::StrFormat("%.0f%%", e.rejected_share() * 100), " | ",
                     Fig(e.failures_measured(), e.failures_per_1000_gpu_hours(), 2), " | ",
                     CostText(e), " | ",
-                    e.cost_position() > 0 ? absl::StrCat(e.cost_position()) : "-", " |\n");
+                    e.cost_position() > 0 ? absl::StrCat(e.cost_position()) : "-", " | ",
+                    RepairText(e), " |\n");
   }
   absl::StrAppend(&out, "\n");
+  for (const auto& e : t.entries()) {
+    absl::StrAppend(&out, "- ", Md(e.cluster()),
+                    " responds to failures: ", Md(e.response()), "\n");
+  }
   for (const auto& e : t.entries()) {
     if (!e.tie().empty()) absl::StrAppend(&out, "- ", Md(e.cluster()), ": ", Md(e.tie()), "\n");
     if (!e.why().empty()) absl::StrAppend(&out, "- ", Md(e.cluster()), ": ", Md(e.why()), "\n");

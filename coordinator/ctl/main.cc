@@ -20,6 +20,7 @@
 #include "coordinator/ctl/client.h"
 #include "coordinator/ctl/progress.h"
 #include "coordinator/ctl/schedule.h"
+#include "reports/history.h"
 
 namespace cmax::ctl {
 namespace {
@@ -51,6 +52,12 @@ commands:
   schedule list [--json]                   schedules: state, last run and outcome, next
                                            slot, skipped slots and why
   schedule pause|resume|remove ID
+  history [NODE] [--json]                  a node's verdicts over time, reasons (first,
+                                           last, repeat offenders), figures with trend
+                                           and fleet band, incidents and time to repair;
+                                           without NODE the fleet: nodes by state, open
+                                           incidents, median/p90 time to repair, failures
+                                           per 1,000 GPU-hours by week (docs/history.md)
   compare RUN_A RUN_B [--threshold PCT] [--format text|json|html] [-o FILE]
   compare --files A.json B.json [...]      what changed from run A to run B: metrics
                                            that moved more than PCT% (default 5) per
@@ -79,6 +86,8 @@ exit codes (run, watch), the first that applies:
   0 otherwise (tasks that could not run, exit 2, are counted apart, not as failures)
 exit codes (schedule): 0 done, 2 usage or a bad plan, duration, window or
   selector (nothing stored) or an unknown id, 3 coordinator unreachable
+exit codes (history): 0 shown, 2 usage, a bad or unknown node, 3 coordinator
+  unreachable
 exit codes (compare): 0 no regression, 1 regressions found, 2 usage or unreadable
   input, 3 coordinator unreachable; (baseline, rank): 0 written, 1 cannot write,
   2 usage or unreadable input, 3 coordinator unreachable (baseline)
@@ -307,6 +316,33 @@ int CmdReport(Client& client, const std::vector<std::string>& args) {
   return WriteOut(out, resp.content());
 }
 
+int CmdHistory(Client& client, const std::vector<std::string>& args) {
+  bool json = false;
+  ArgParser p(
+      "cmaxctl history [NODE] [--json]",
+      "A node's history from every stored run, or the fleet's (docs/history.md).");
+  p.AddFlag("json", &json, "one JSON object (GetHistoryResponse)");
+  if (auto s = p.Parse(args); !s.ok()) return Usage(std::string(s.message()));
+  if (p.help_requested()) return std::fputs(p.Help().c_str(), stdout), kOk;
+  if (p.positional().size() > 1) return Usage("history takes at most one NODE");
+  v1::GetHistoryRequest req;
+  if (!p.positional().empty()) req.set_node(p.positional()[0]);
+  v1::GetHistoryResponse resp;
+  auto ctx = client.Context();
+  grpc::Status st = client.stub()->GetHistory(ctx.get(), req, &resp);
+  if (!st.ok()) return RpcError(st, client);
+  if (json) {
+    std::printf("%s\n", MessageToJsonLine(resp, true).c_str());
+    return kOk;
+  }
+  if (!req.node().empty()) {
+    std::fputs(reports::RenderNodeHistoryText(resp.node()).c_str(), stdout);
+  } else {
+    std::fputs(reports::RenderReliabilityText(resp.fleet()).c_str(), stdout);
+  }
+  return kOk;
+}
+
 int CmdExport(Client& client, const std::vector<std::string>& args) {
   std::string out;
   ArgParser p("cmaxctl export RUN [-o FILE]",
@@ -406,6 +442,7 @@ int main(int argc, char** argv) {
   if (command == "report") return CmdReport(c, args);
   if (command == "export") return CmdExport(c, args);
   if (command == "schedule") return CmdSchedule(c, args);
+  if (command == "history") return CmdHistory(c, args);
   if (command == "help") return Usage("");
   return Usage(absl::StrCat("unknown command '", command, "'"));
 }

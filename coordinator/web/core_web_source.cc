@@ -20,6 +20,9 @@ class CoreWebSource : public WebSource {
   absl::StatusOr<v1::GetRunResponse> Run(const std::string& run_id) override {
     return core_->SnapshotRun(run_id, timeout_);
   }
+  absl::StatusOr<v1::GetHistoryResponse> History(const std::string& node) override {
+    return core_->SnapshotHistory(node, timeout_);
+  }
 
  private:
   CoordinatorCore* core_;

@@ -43,7 +43,8 @@ std::string Head(absl::string_view title, absl::string_view extra_head = "") {
 }
 
 std::string Nav(const PageContext& ctx) {
-  std::string out = "<nav><a href=\"/\">Agents and runs</a>";
+  std::string out =
+      "<nav><a href=\"/\">Agents and runs</a><a href=\"/fleet\">Fleet history</a>";
   if (ctx.signed_in) {
     absl::StrAppend(&out,
                     "<form method=\"post\" action=\"/logout\">"
@@ -208,8 +209,9 @@ std::string IndexPage(const v1::ListAgentsResponse& agents,
       std::string gpus =
           inv.gpu_count() > 0 ? absl::StrCat(inv.gpu_count(), " ", inv.gpu_model()) : "0";
       absl::StrAppend(
-          &out, "<tr><td>", HtmlEscape(a.node_name()), "</td>", StateCell(a.state()),
-          "<td>", HtmlEscape(a.running_task()), "</td><td>", HtmlEscape(heard),
+          &out, "<tr><td><a href=\"/nodes/", HtmlEscape(a.node_name()), "\">",
+          HtmlEscape(a.node_name()), "</a></td>", StateCell(a.state()), "<td>",
+          HtmlEscape(a.running_task()), "</td><td>", HtmlEscape(heard),
           "</td><td class=\"n\">",
           a.rtt_ms() < 0 ? std::string("") : absl::StrFormat("%.2f", a.rtt_ms()),
           "</td><td>", HtmlEscape(gpus), "</td>", Num(inv.cpu_cores()),
@@ -525,6 +527,265 @@ std::string ErrorPage(int status, absl::string_view message, const PageContext& 
   std::string out = Head(absl::StrCat("cmax: ", status));
   absl::StrAppend(&out, "<body>", Nav(ctx), "<h1>", status, "</h1><p id=\"error\">",
                   HtmlEscape(message), "</p></body></html>\n");
+  return out;
+}
+
+namespace {
+
+std::string VerdictCell(const std::string& verdict) {
+  const char* cls = verdict == "accept"   ? "state-completed"
+                    : verdict == "reject" ? "state-failed"
+                                          : "state-cancelled";
+  return absl::StrCat("<td class=\"", cls, "\">", HtmlEscape(verdict), "</td>");
+}
+
+std::string NodeLink(const std::string& node) {
+  return absl::StrCat("<a href=\"/nodes/", HtmlEscape(node), "\">", HtmlEscape(node),
+                      "</a>");
+}
+
+// The node's values over time (line and points), the fleet's p10-p90 band
+// at the same runs, and the least-squares trend as a dashed line.
+std::string FigureChart(const v1::FigureTrend& f) {
+  const int n = f.node_values_size();
+  if (n == 0) return "";
+  constexpr int kW = 640, kH = 220, kLeft = 60, kRight = 620, kTop = 15, kBottom = 180;
+  double lo = f.node_values(0), hi = lo;
+  for (int i = 0; i < n; ++i) {
+    lo = std::min({lo, f.node_values(i), f.fleet_p10(i)});
+    hi = std::max({hi, f.node_values(i), f.fleet_p90(i)});
+  }
+  if (hi <= lo) {
+    lo -= 1;
+    hi += 1;
+  }
+  const double pad = (hi - lo) * 0.1;
+  const int64_t t0 = f.node_times_unix_ns(0), t1 = f.node_times_unix_ns(n - 1);
+  const double days = std::max(1e-9, (t1 - t0) / 86400e9);
+  reports::Scale x(0, days, kLeft, kRight), y(lo - pad, hi + pad, kBottom, kTop);
+  auto xd = [&](int i) { return (f.node_times_unix_ns(i) - t0) / 86400e9; };
+  reports::Svg svg(kW, kH, "history-chart",
+                   absl::StrCat(f.name(), " (", f.unit(), ") over time",
+                                f.simulated() ? ", simulated" : ""));
+  svg.YAxis(y, kLeft, kRight, f.unit());
+  svg.XAxis(x, kBottom, "days since the first run", 6);
+  if (n >= 2) {
+    std::vector<std::pair<double, double>> band;
+    for (int i = 0; i < n; ++i) band.emplace_back(x(xd(i)), y(f.fleet_p90(i)));
+    for (int i = n - 1; i >= 0; --i) band.emplace_back(x(xd(i)), y(f.fleet_p10(i)));
+    svg.Polygon(band, "#888888", "fleet p10-p90");
+  }
+  std::vector<std::pair<double, double>> line;
+  for (int i = 0; i < n; ++i) line.emplace_back(x(xd(i)), y(f.node_values(i)));
+  if (n >= 2) svg.Polyline(line, "#0b5cad", "this node");
+  for (int i = 0; i < n; ++i) {
+    svg.Circle(line[i].first, line[i].second, 3, "#0b5cad",
+               absl::StrFormat("%s: %.4g %s (fleet %.4g-%.4g)",
+                               FormatTime(f.node_times_unix_ns(i)), f.node_values(i),
+                               f.unit(), f.fleet_p10(i), f.fleet_p90(i)));
+  }
+  if (f.trend_measured()) {
+    // The fitted line through the mean point with the slope.
+    double mx = 0, my = 0;
+    for (int i = 0; i < n; ++i) {
+      mx += xd(i);
+      my += f.node_values(i);
+    }
+    mx /= n;
+    my /= n;
+    svg.Line(x(0), y(my - f.slope_per_day() * mx), x(days),
+             y(my + f.slope_per_day() * (days - mx)), "#b3261e",
+             absl::StrFormat("trend %+.4g %s per day", f.slope_per_day(), f.unit()),
+             true);
+  }
+  return svg.Finish();
+}
+
+// Failures per 1,000 GPU-hours by week, one bar a measured week.
+std::string WeeksChart(const v1::ReliabilitySummary& r) {
+  std::vector<const v1::WeekFailures*> weeks;
+  double hi = 0;
+  for (const auto& w : r.weeks()) {
+    if (!w.measured()) continue;
+    weeks.push_back(&w);
+    hi = std::max(hi, w.per_1000_gpu_hours());
+  }
+  if (weeks.empty()) return "";
+  if (hi <= 0) hi = 1;
+  constexpr int kW = 640, kH = 220, kLeft = 60, kRight = 620, kTop = 15, kBottom = 180;
+  reports::Scale y(0, hi * 1.1, kBottom, kTop);
+  reports::Svg svg(kW, kH, "history-chart", "failures per 1,000 GPU-hours by week");
+  svg.YAxis(y, kLeft, kRight, "/1k GPU-h");
+  const double slot = static_cast<double>(kRight - kLeft) / weeks.size();
+  for (size_t i = 0; i < weeks.size(); ++i) {
+    const auto& w = *weeks[i];
+    const double top = y(w.per_1000_gpu_hours());
+    svg.Rect(kLeft + i * slot + slot * 0.15, top, slot * 0.7, kBottom - top, "#b3261e",
+             absl::StrFormat("week of %s: %d failures in %.1f GPU-hours = %.2f", w.week(),
+                             w.failures(), w.gpu_hours(), w.per_1000_gpu_hours()));
+    svg.Text(kLeft + (i + 0.5) * slot, kBottom + 14, w.week(), "middle", 10);
+  }
+  return svg.Finish();
+}
+
+std::string IncidentRows(
+    const google::protobuf::RepeatedPtrField<v1::Incident>& incidents, bool with_node) {
+  std::string out =
+      absl::StrCat("<table><thead><tr>", with_node ? "<th>node</th>" : "",
+                   "<th>opened</th><th>closed</th><th>time to repair</th>"
+                   "<th>reasons</th><th>evidence</th></tr></thead><tbody>\n");
+  for (const auto& i : incidents) {
+    std::vector<std::string> reasons;
+    for (const auto& r : i.reasons()) {
+      reasons.push_back(
+          absl::StrCat("<b>", HtmlEscape(r.id()), "</b>: ", HtmlEscape(r.text())));
+    }
+    const std::string opened = HtmlEscape(i.opened_run());
+    absl::StrAppend(
+        &out, "<tr>", with_node ? absl::StrCat("<td>", NodeLink(i.node()), "</td>") : "",
+        "<td>", FormatTime(i.opened_unix_ns()), " (<a href=\"/runs/", opened, "\">",
+        opened, "</a>)</td><td>",
+        i.closed_run().empty()
+            ? std::string("<span class=\"err\">open</span>")
+            : absl::StrCat(FormatTime(i.closed_unix_ns()), " (<a href=\"/runs/",
+                           HtmlEscape(i.closed_run()), "\">", HtmlEscape(i.closed_run()),
+                           "</a>)"),
+        "</td><td class=\"n\">",
+        i.closed_run().empty() ? std::string("")
+                               : absl::StrFormat("%.2f h", i.repair_hours()),
+        i.reopened_within_7d()
+            ? " <span class=\"err\">(failed again within 7 days)</span>"
+            : "",
+        "</td><td>", absl::StrJoin(reasons, "<br>"), "</td><td><a href=\"/runs/", opened,
+        "/scorecard\">scorecard</a></td></tr>\n");
+  }
+  absl::StrAppend(&out, "</tbody></table>\n");
+  return out;
+}
+
+}  // namespace
+
+std::string NodeHistoryPage(const v1::NodeHistory& h, const PageContext& ctx) {
+  std::string out = Head(absl::StrCat("cmax: node ", h.node()));
+  absl::StrAppend(
+      &out, "<body>", Nav(ctx), "<h1>Node ", HtmlEscape(h.node()), "</h1>\n",
+      "<p id=\"node-state\">Now: <b>", HtmlEscape(h.state()), "</b>; ", h.runs_size(),
+      " runs, ", h.incidents_size(),
+      " incidents. <a href=\"/fleet\">Fleet history</a>, <a href=\"/api/nodes/",
+      HtmlEscape(h.node()), "\">JSON</a>.</p>\n");
+  absl::StrAppend(&out, "<h2 id=\"incidents\">Incidents</h2>\n");
+  if (h.incidents_size() == 0) {
+    absl::StrAppend(&out, "<p class=\"muted\">No run has rejected this node.</p>\n");
+  } else {
+    absl::StrAppend(&out, IncidentRows(h.incidents(), false));
+  }
+  absl::StrAppend(&out, "<h2 id=\"figures\">Figures over time</h2>\n");
+  if (h.figures_size() == 0)
+    absl::StrAppend(&out, "<p class=\"muted\">No figure measured.</p>\n");
+  for (const auto& f : h.figures()) {
+    absl::StrAppend(
+        &out, "<h3>", HtmlEscape(f.name()), " (", HtmlEscape(f.unit()), ")",
+        f.simulated() ? " <span class=\"err\">simulated</span>" : "", "</h3>\n",
+        "<p class=\"muted\">",
+        f.trend_measured()
+            ? absl::StrFormat("trend %+.4g %s per day (least squares)", f.slope_per_day(),
+                              f.unit())
+            : std::string("trend not measured (fewer than two values, or "
+                          "less than an hour between the first and the last)"),
+        "; grey band: the fleet's p10-p90 at each run.</p>\n", FigureChart(f));
+  }
+  absl::StrAppend(&out, "<h2 id=\"reasons\">Reasons</h2>\n");
+  if (h.reasons_size() == 0) {
+    absl::StrAppend(&out, "<p class=\"muted\">None.</p>\n");
+  } else {
+    absl::StrAppend(&out, "<p class=\"muted\">Repeat offender: in ", h.repeat_k(),
+                    " of the node's last ", h.repeat_n(),
+                    " measured runs.</p>\n<table><thead><tr><th>reason</th><th>runs</th>"
+                    "<th>first seen</th><th>last seen</th><th>repeat offender</th>"
+                    "<th>latest text</th></tr></thead><tbody>\n");
+    for (const auto& r : h.reasons()) {
+      absl::StrAppend(&out, "<tr><td>", HtmlEscape(r.id()), "</td>", Num(r.runs()),
+                      "<td>", FormatTime(r.first_unix_ns()), "</td><td>",
+                      FormatTime(r.last_unix_ns()), "</td><td>",
+                      r.repeat_offender() ? "<b class=\"err\">yes</b>" : "no",
+                      "</td><td>", HtmlEscape(r.text()), "</td></tr>\n");
+    }
+    absl::StrAppend(&out, "</tbody></table>\n");
+  }
+  absl::StrAppend(&out,
+                  "<h2 id=\"verdicts\">Verdicts</h2>\n<table><thead><tr><th>finished</th>"
+                  "<th>run</th><th>plan</th><th>verdict</th><th>reasons</th></tr></thead>"
+                  "<tbody>\n");
+  for (auto it = h.runs().rbegin(); it != h.runs().rend(); ++it) {
+    std::vector<std::string> ids;
+    for (const auto& r : it->reasons()) ids.push_back(HtmlEscape(r.id()));
+    const std::string id = HtmlEscape(it->run_id());
+    absl::StrAppend(&out, "<tr><td>", FormatTime(it->finished_unix_ns()),
+                    "</td><td><a href=\"/runs/", id, "\">", id, "</a></td><td>",
+                    HtmlEscape(it->plan()), "</td>", VerdictCell(it->verdict()), "<td>",
+                    it->partial() ? "(partial) " : "",
+                    it->simulated() ? "<span class=\"err\">simulated</span> " : "",
+                    absl::StrJoin(ids, ", "), "</td></tr>\n");
+  }
+  absl::StrAppend(&out, "</tbody></table>\n</body></html>\n");
+  return out;
+}
+
+std::string FleetPage(const v1::ReliabilitySummary& r, const PageContext& ctx) {
+  std::string out = Head("cmax: fleet history");
+  absl::StrAppend(
+      &out, "<body>", Nav(ctx), "<h1>Fleet history</h1>\n<p id=\"fleet-summary\">",
+      HtmlEscape(r.summary()),
+      "</p>\n<p>Time from failure to drain: ", HtmlEscape(r.drain_time()), "</p>\n");
+  absl::StrAppend(&out, "<h2 id=\"states\">Nodes by state now</h2>\n<table><tbody>\n");
+  for (const auto& [state, n] : std::map<std::string, int32_t>(
+           r.nodes_by_state().begin(), r.nodes_by_state().end())) {
+    absl::StrAppend(&out, "<tr>", StateCell(state), Num(n), "</tr>\n");
+  }
+  absl::StrAppend(&out, "</tbody></table>\n<h2 id=\"open\">Open incidents (",
+                  r.open_size(), ")</h2>\n");
+  if (r.open_size() == 0) {
+    absl::StrAppend(&out, "<p class=\"muted\">None.</p>\n");
+  } else {
+    absl::StrAppend(&out, IncidentRows(r.open(), true));
+  }
+  absl::StrAppend(&out, "<h2 id=\"weeks\">Failures per 1,000 GPU-hours by week</h2>\n");
+  if (r.weeks_size() == 0) {
+    absl::StrAppend(&out,
+                    "<p class=\"muted\">Not measured: no GPU-hours between runs.</p>\n");
+  } else {
+    absl::StrAppend(
+        &out, WeeksChart(r),
+        "<table><thead><tr><th>week (Monday, UTC)</th><th>failures</th>"
+        "<th>GPU-hours</th><th>per 1,000 GPU-hours</th></tr></thead><tbody>\n");
+    for (const auto& w : r.weeks()) {
+      absl::StrAppend(&out, "<tr><td>", HtmlEscape(w.week()), "</td>", Num(w.failures()),
+                      "<td class=\"n\">", absl::StrFormat("%.1f", w.gpu_hours()),
+                      "</td><td class=\"n\">",
+                      w.measured() ? absl::StrFormat("%.2f", w.per_1000_gpu_hours())
+                                   : std::string("not measured"),
+                      "</td></tr>\n");
+    }
+    absl::StrAppend(&out, "</tbody></table>\n");
+  }
+  absl::StrAppend(&out, "<h2 id=\"top-reasons\">Reasons that recur most</h2>\n");
+  if (r.top_reasons_size() == 0) {
+    absl::StrAppend(&out, "<p class=\"muted\">None.</p>\n");
+  } else {
+    absl::StrAppend(
+        &out,
+        "<table><thead><tr><th>reason</th><th>node-runs</th><th>last seen</th>"
+        "<th>latest text</th></tr></thead><tbody>\n");
+    for (const auto& t : r.top_reasons()) {
+      absl::StrAppend(&out, "<tr><td>", HtmlEscape(t.id()), "</td>", Num(t.runs()),
+                      "<td>", FormatTime(t.last_unix_ns()), "</td><td>",
+                      HtmlEscape(t.text()), "</td></tr>\n");
+    }
+    absl::StrAppend(&out, "</tbody></table>\n");
+  }
+  absl::StrAppend(&out,
+                  "<p class=\"muted\">JSON: <a href=\"/api/fleet\">/api/fleet</a>.</p>\n"
+                  "</body></html>\n");
   return out;
 }
 

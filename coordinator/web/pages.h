@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "cmax/v1/history.pb.h"
 #include "cmax/v1/service.pb.h"
 
 namespace cmax::coordinator::web {
@@ -69,6 +70,13 @@ std::string LoginPage(absl::string_view next, absl::string_view message, int sta
 // a page and not a redirect).
 std::string SignedInPage(absl::string_view next);
 std::string ErrorPage(int status, absl::string_view message, const PageContext& ctx);
+// "/nodes/NAME": verdicts over time, reasons (first, last, repeat
+// offenders), a chart per figure (the node's values, its trend, the
+// fleet's p10-p90 band) and incidents. "/fleet": nodes by state, open
+// incidents, time to repair, failures per 1,000 GPU-hours by week (a chart)
+// and the reasons that recur most (docs/history.md).
+std::string NodeHistoryPage(const v1::NodeHistory& history, const PageContext& ctx);
+std::string FleetPage(const v1::ReliabilitySummary& fleet, const PageContext& ctx);
 
 // Whether `next` is a path of this server that a sign-in may return to:
 // starts with one '/', and only URL-safe characters.

@@ -38,6 +38,8 @@ int HttpStatusFor(const absl::Status& s) {
       return 400;
     case absl::StatusCode::kNotFound:
       return 404;
+    case absl::StatusCode::kUnimplemented:
+      return 501;
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDeadlineExceeded:
       return 503;
@@ -381,6 +383,30 @@ void WebRoutes::Install(httplib::Server& srv) {
     RunProgress p = Summarize(run);
     res.set_content(RunPage(p, !p.run.report_dir().empty(), Context(req)),
                     "text/html; charset=utf-8");
+  });
+  // History (docs/history.md): a node's page, the fleet's, and their JSON.
+  auto history = [this](const httplib::Request& req, httplib::Response& res,
+                        const std::string& node, bool page) {
+    auto h = source_->History(node);
+    if (!h.ok()) return Error(req, res, h.status(), page);
+    if (!page) return res.set_content(ToJson(*h), "application/json");
+    res.set_content(node.empty() ? FleetPage(h->fleet(), Context(req))
+                                 : NodeHistoryPage(h->node(), Context(req)),
+                    "text/html; charset=utf-8");
+  };
+  srv.Get(R"(/nodes/([^/]+))",
+          [history](const httplib::Request& req, httplib::Response& res) {
+            history(req, res, req.matches[1], true);
+          });
+  srv.Get("/fleet", [history](const httplib::Request& req, httplib::Response& res) {
+    history(req, res, "", true);
+  });
+  srv.Get(R"(/api/nodes/([^/]+))",
+          [history](const httplib::Request& req, httplib::Response& res) {
+            history(req, res, req.matches[1], false);
+          });
+  srv.Get("/api/fleet", [history](const httplib::Request& req, httplib::Response& res) {
+    history(req, res, "", false);
   });
   srv.Get("/compare", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string a = req.get_param_value("a");

@@ -21,6 +21,9 @@
 //   /runs/ID/scorecard.md     scorecard.md (text/markdown)
 //   /runs/ID/scorecard.json   scorecard.json as a download
 //   /compare?a=RUN&b=RUN      ComparePage of the two scorecards; 501 unset
+//   /nodes/NAME               the node's history with charts (NodeHistoryPage)
+//   /fleet                    the fleet's history (FleetPage)
+//   /api/nodes/NAME, /api/fleet  GetHistory as JSON
 //   /api/agents, /api/runs    ListAgents / ListRuns as JSON (proto field names)
 //   /api/runs/ID[?since=FP]   the run page's data; with since= the answer
 //                             waits up to poll_hold while nothing changed
@@ -59,6 +62,12 @@ class WebSource {
   virtual absl::StatusOr<v1::ListRunsResponse> Runs(int limit) = 0;
   // NOT_FOUND for an unknown run.
   virtual absl::StatusOr<v1::GetRunResponse> Run(const std::string& run_id) = 0;
+  // A node's history (`node` empty: the fleet's; docs/history.md).
+  // NOT_FOUND for a node no run had. Default: UNIMPLEMENTED (501).
+  virtual absl::StatusOr<v1::GetHistoryResponse> History(const std::string& node) {
+    (void)node;
+    return absl::UnimplementedError("history is not available here");
+  }
 };
 
 // Renders the comparison page of two scorecards (a first, b second).

@@ -7,10 +7,13 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <thread>
 
+#include "reports/scorecard.h"
 #include "tests/coordinator/fake_session.h"
 #include "tests/scratch_dir.h"
 
@@ -232,6 +235,80 @@ TEST_CASE("the run log lines say could not run apart and 1 node", "[core]") {
   CHECK(RunEndedLine("r1", "completed", "Gold", CountTasks(tasks), 1) ==
         "run r1 completed: tier Gold; 2 tasks: 0 completed, 1 could not run, 1 failed; "
         "1 node failed");
+}
+
+}  // namespace cmax::coordinator
+
+namespace cmax::coordinator {
+
+TEST_CASE(
+    "runs that ended before history was kept are summarised at startup from their "
+    "scorecard.json",
+    "[core][history]") {
+  cmax::testing::ScratchDir scratch;  // removed after the core closes its store
+  const std::string& dir = scratch.path;
+  // Two finished runs as an older coordinator left them: the run rows and
+  // their scorecard.json, no node history.
+  {
+    auto store = Store::Open(dir + "/cmax.db");
+    REQUIRE(store.ok());
+    const std::pair<const char*, const char*> runs[] = {{"r1", "fail"}, {"r2", "pass"}};
+    int64_t t = 1000000000000;
+    for (const auto& [id, verdict] : runs) {
+      RunRow run;
+      run.info.set_run_id(id);
+      run.info.set_state("completed");
+      run.info.set_created_unix_ns(t);
+      run.info.set_finished_unix_ns(t + 3600ll * 1000000000);
+      run.nodes = {"n1"};
+      REQUIRE((*store)->PutRun(run).ok());
+      v1::Scorecard card;
+      card.set_run_id(id);
+      auto* n = card.add_nodes();
+      n->set_node("n1");
+      n->set_verdict(verdict);
+      n->add_reasons("Reliability fail: expected 8 GPUs, found 7");
+      const std::string reports = dir + "/reports/" + id;
+      REQUIRE(std::filesystem::create_directories(reports));
+      std::ofstream(reports + "/scorecard.json") << reports::RenderJson(card);
+      t += 2 * 3600ll * 1000000000;
+    }
+    // A third without a scorecard (never written): skipped, not an error.
+    RunRow bare;
+    bare.info.set_run_id("r3");
+    bare.info.set_state("failed");
+    bare.info.set_created_unix_ns(t);
+    bare.info.set_finished_unix_ns(t + 1);
+    REQUIRE((*store)->PutRun(bare).ok());
+  }
+  CoreOptions o;
+  o.data_dir = dir;
+  {
+    auto core = CoordinatorCore::Create(o);
+    REQUIRE(core.ok());
+    v1::GetHistoryRequest req;
+    req.set_node("n1");
+    auto h = (*core)->HandleGetHistory(req);
+    REQUIRE(h.ok());
+    REQUIRE(h->node().runs_size() == 2);
+    CHECK(h->node().runs(0).verdict() == "reject");
+    CHECK(h->node().runs(1).verdict() == "accept");
+    REQUIRE(h->node().incidents_size() == 1);
+    // Closed at r2's end, 2 h after r1's.
+    CHECK(h->node().incidents(0).repair_hours() == Approx(2.0));
+    CHECK(h->fleet().closed_incidents() == 1);
+    req.set_node("n9");
+    CHECK(absl::IsNotFound((*core)->HandleGetHistory(req).status()));
+    req.set_node("../x");
+    CHECK(absl::IsInvalidArgument((*core)->HandleGetHistory(req).status()));
+  }
+  // The summarised runs are marked (a later start skips them); r3, without
+  // a scorecard, is not.
+  auto store = Store::Open(dir + "/cmax.db");
+  REQUIRE(store.ok());
+  auto marked = (*store)->SummarizedRuns();
+  REQUIRE(marked.ok());
+  CHECK(*marked == std::set<std::string>{"r1", "r2"});
 }
 
 }  // namespace cmax::coordinator

@@ -76,6 +76,49 @@ TEST_CASE("runs, tasks and agents survive a reopen", "[store]") {
   CHECK((*store)->CheckIntegrity().ok());
 }
 
+TEST_CASE("node history summaries survive a reopen and load per node oldest first",
+          "[store]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string db = scratch.path + "/cmax.db";
+  auto summary = [](const std::string& run, const std::string& node, int64_t t,
+                    const std::string& verdict) {
+    v1::NodeRunSummary s;
+    s.set_run_id(run);
+    s.set_node(node);
+    s.set_finished_unix_ns(t);
+    s.set_verdict(verdict);
+    return s;
+  };
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    REQUIRE((*store)
+                ->PutRunSummaries(
+                    "r2",
+                    {summary("r2", "a", 20, "accept"), summary("r2", "b", 20, "reject")},
+                    1)
+                .ok());
+    REQUIRE((*store)->PutRunSummaries("r1", {summary("r1", "a", 10, "reject")}, 1).ok());
+    REQUIRE((*store)->PutRunSummaries("r0", {}, 1).ok());  // a run without nodes
+    // Written again (a backfill racing a finish): replaced, not doubled.
+    REQUIRE((*store)->PutRunSummaries("r1", {summary("r1", "a", 10, "reject")}, 2).ok());
+  }
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  auto a = (*store)->LoadNodeRunSummaries("a");
+  REQUIRE(a.ok());
+  REQUIRE(a->size() == 2);
+  CHECK((*a)[0].run_id() == "r1");
+  CHECK((*a)[1].verdict() == "accept");
+  auto all = (*store)->LoadNodeRunSummaries("");
+  REQUIRE(all.ok());
+  CHECK(all->size() == 3);
+  CHECK((*store)->LoadNodeRunSummaries("nobody")->empty());
+  auto done = (*store)->SummarizedRuns();
+  REQUIRE(done.ok());
+  CHECK(*done == std::set<std::string>{"r0", "r1", "r2"});
+}
+
 TEST_CASE("a record is stored once per (task, attempt, rank, seq)", "[store]") {
   cmax::testing::ScratchDir scratch;
   auto store = Store::Open(scratch.path + "/cmax.db");

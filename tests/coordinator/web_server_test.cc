@@ -6,9 +6,9 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -21,6 +21,7 @@
 #include "common/subprocess.h"
 #include "coordinator/core.h"
 #include "coordinator/web/pages.h"
+#include "reports/history.h"
 #include "reports/scorecard.h"
 #include "tests/scratch_dir.h"
 
@@ -56,6 +57,42 @@ class FakeSource : public WebSource {
     if (id == "r1") return run1;
     if (id == "r2") return run2;
     return absl::NotFoundError("no run '" + id + "'");
+  }
+  // n1: accepted, rejected (a reason with markup in it), accepted again,
+  // with a TFLOP/s figure each time; peers p0-p3 for the fleet band.
+  absl::StatusOr<v1::GetHistoryResponse> History(const std::string& node) override {
+    std::vector<v1::NodeRunSummary> all;
+    const int64_t hour = 3600ll * 1000000000;
+    const char* verdicts[] = {"accept", "reject", "accept"};
+    for (int i = 0; i < 3; ++i) {
+      for (const std::string n : {"n1", "p0", "p1", "p2", "p3"}) {
+        v1::NodeRunSummary s;
+        s.set_run_id("r" + std::to_string(i));
+        s.set_node(n);
+        s.set_finished_unix_ns(1795996800ll * 1000000000 + i * 24 * hour);
+        s.set_gpus(8);
+        s.set_verdict(n == "n1" ? verdicts[i] : "accept");
+        if (n == "n1" && i == 1) {
+          auto* r = s.add_reasons();
+          r->set_id("hostcheck.gpu_count");
+          r->set_outcome("fail");
+          r->set_text("expected 8 GPUs, found 7 <script>alert(1)</script>");
+        }
+        auto* f = s.add_figures();
+        f->set_name("gemm_tflops_per_gpu");
+        f->set_unit("TFLOP/s");
+        f->set_value(n == "n1" ? 700 - 10 * i : 650 + 10 * (n[1] - '0'));
+        all.push_back(s);
+      }
+    }
+    v1::GetHistoryResponse resp;
+    if (!node.empty()) {
+      *resp.mutable_node() = reports::ComputeNodeHistory(node, all);
+      if (resp.node().runs_size() == 0)
+        return absl::NotFoundError("no run had node " + node);
+    }
+    *resp.mutable_fleet() = reports::ComputeReliability(all);
+    return resp;
   }
   FakeSource(const std::string& report_root) {
     run1.mutable_run()->set_run_id("r1");
@@ -230,6 +267,47 @@ TEST_CASE("only the pages' own inline scripts may run: hashes, never 'unsafe-inl
   auto index = f.Get("/", f.Bearer());
   REQUIRE(index);
   CHECK(index->get_header_value("Content-Security-Policy") == csp);
+}
+
+TEST_CASE("node and fleet history pages draw their charts and escape every text",
+          "[web]") {
+  Fixture f;
+  auto node = f.Get("/nodes/n1", f.Bearer());
+  REQUIRE(node);
+  CHECK(node->status == 200);
+  const std::string& page = node->body;
+  CHECK(page.find("<h1>Node n1</h1>") != std::string::npos);
+  CHECK(page.find("Now: <b>accepted</b>") != std::string::npos);
+  CHECK(page.find("<script>alert(1)") == std::string::npos);
+  CHECK(page.find("found 7 &lt;script&gt;") != std::string::npos);
+  // One chart for the figure: the band, the node's three points, the trend.
+  CHECK(page.find("<svg") != std::string::npos);
+  CHECK(page.find("fleet p10-p90") != std::string::npos);
+  CHECK(page.find("trend -10 TFLOP/s per day") != std::string::npos);
+  CHECK(page.find("time to repair") != std::string::npos);
+  CHECK(page.find("24.00 h") != std::string::npos);  // rejected, accepted a day later
+  auto fleet = f.Get("/fleet", f.Bearer());
+  REQUIRE(fleet);
+  CHECK(fleet->status == 200);
+  CHECK(fleet->body.find("failures per 1,000 GPU-hours by week") != std::string::npos);
+  CHECK(fleet->body.find("time to repair median 24.00 h") != std::string::npos);
+  CHECK(fleet->body.find("<svg") != std::string::npos);
+  auto api = f.Get("/api/nodes/n1", f.Bearer());
+  REQUIRE(api);
+  CHECK(api->status == 200);
+  CHECK(api->get_header_value("Content-Type") == "application/json");
+  CHECK(api->body.find("\"incidents\"") != std::string::npos);
+  auto unknown = f.Get("/nodes/nobody", f.Bearer());
+  REQUIRE(unknown);
+  CHECK(unknown->status == 404);
+  // The index links each agent to its node page; every page links the fleet's.
+  auto index = f.Get("/", f.Bearer());
+  REQUIRE(index);
+  CHECK(index->body.find("<a href=\"/nodes/n1\">n1</a>") != std::string::npos);
+  CHECK(index->body.find("<a href=\"/fleet\">") != std::string::npos);
+  auto denied = f.Get("/nodes/n1");
+  REQUIRE(denied);
+  CHECK(denied->status == 401);
 }
 
 TEST_CASE("the run page shows progress and failures with every text escaped", "[web]") {

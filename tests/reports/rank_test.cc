@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "reports/history.h"
 #include "reports/scorecard.h"
 #include "tests/reports/analysis_test_util.h"
 
@@ -66,6 +67,51 @@ TEST_CASE("rank orders three scorecards as the rules say", "[rank]") {
   CHECK(md.find("| 1 | fast |") != std::string::npos);
   CHECK(md.find("| 2 | slow |") != std::string::npos);
   CHECK(md.find("$2.50") != std::string::npos);
+}
+
+TEST_CASE(
+    "rank shows how each cluster responds to failures from its scorecard's history, "
+    "without reordering",
+    "[rank]") {
+  v1::Scorecard quick = BuildScorecard(testing::GpuRun(800));
+  v1::Scorecard slow_repair = quick;
+  v1::Scorecard alone = quick;
+  // Histories as the coordinator computes them (reports/history.h).
+  v1::NodeRunSummary s;
+  s.set_node("n");
+  s.set_gpus(8);
+  auto add = [&](std::vector<v1::NodeRunSummary>& v, const char* run, double hours,
+                 const char* verdict) {
+    s.set_run_id(run);
+    s.set_finished_unix_ns(static_cast<int64_t>(hours * 3600e9));
+    s.set_verdict(verdict);
+    v.push_back(s);
+  };
+  std::vector<v1::NodeRunSummary> fast_fix, slow_fix;
+  add(fast_fix, "a", 0, "reject");
+  add(fast_fix, "b", 2, "accept");
+  add(slow_fix, "a", 0, "reject");
+  add(slow_fix, "b", 30, "accept");
+  add(slow_fix, "c", 40, "reject");
+  *quick.mutable_history() = ComputeReliability(fast_fix);
+  *slow_repair.mutable_history() = ComputeReliability(slow_fix);
+  const v1::RankTable t = RankClusters(
+      {{"slow-repair", slow_repair, 0}, {"quick", quick, 0}, {"alone", alone, 0}});
+  // Equal otherwise: the repair figures do not order them (rule order unchanged).
+  CHECK(Entry(t, "quick").position() == Entry(t, "slow-repair").position());
+  CHECK(Entry(t, "quick").repair_measured());
+  CHECK(Entry(t, "quick").median_repair_hours() == Approx(2));
+  CHECK(Entry(t, "slow-repair").median_repair_hours() == Approx(30));
+  CHECK(Entry(t, "slow-repair").open_incidents() == 1);
+  CHECK(Entry(t, "slow-repair").response().find("1 open") != std::string::npos);
+  CHECK_FALSE(Entry(t, "alone").repair_measured());
+  CHECK(Entry(t, "alone").response().find("not measured") != std::string::npos);
+  const std::string text = RenderRankText(t);
+  CHECK(text.find("TTR_P50/P90") != std::string::npos);
+  CHECK(text.find("2.00/2.00") != std::string::npos);
+  CHECK(text.find("quick: responds to failures: time to repair median 2.00 h") !=
+        std::string::npos);
+  CHECK(RenderRankMarkdown(t).find("30.00/30.00") != std::string::npos);
 }
 
 TEST_CASE("clusters equal on every rule share a position and the tie is explained", "[rank]") {

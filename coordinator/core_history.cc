@@ -1,0 +1,114 @@
+// The coordinator core's node history (docs/history.md): each finished
+// run's per-node summaries (reports/history.h) go into the store when its
+// scorecard is done (CompleteRun), the scorecard gets the cluster's history
+// as Reliability evidence (AddHistory, on the scorecard thread), runs that
+// ended before this coordinator kept summaries are summarised at startup
+// from their scorecard.json (BackfillHistory), cmaxctl history reads it
+// (HandleGetHistory), and /metrics gets each node's open incident and last
+// accepted run from a compact state kept here (NoteSummaries).
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/run_id.h"
+#include "common/status_macros.h"
+#include "common/time_util.h"
+#include "coordinator/core.h"
+#include "google/protobuf/util/json_util.h"
+#include "reports/history.h"
+
+namespace cmax::coordinator {
+namespace {
+
+std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
+
+}  // namespace
+
+void CoordinatorCore::AddHistory(Store* store, int64_t finished_unix_ns,
+                                 BuiltScorecard* built) {
+  built->summaries = reports::SummarizeRun(built->card, finished_unix_ns, built->dir);
+  std::vector<v1::NodeRunSummary> all;
+  if (store != nullptr) {
+    auto loaded = store->LoadNodeRunSummaries("");
+    if (loaded.ok()) {
+      all = std::move(*loaded);
+    } else {
+      Log()->error("run {}: reading node history: {}", built->run_id,
+                   loaded.status().ToString());
+    }
+  }
+  // This run's own rows may be there already (a scorecard built again).
+  std::erase_if(all,
+                [&](const v1::NodeRunSummary& s) { return s.run_id() == built->run_id; });
+  all.insert(all.end(), built->summaries.begin(), built->summaries.end());
+  reports::AddHistoryToScorecard(reports::ComputeReliability(all), &built->card);
+}
+
+void CoordinatorCore::NoteSummaries(const std::vector<v1::NodeRunSummary>& summaries) {
+  for (const auto& s : summaries) {
+    NodeHealth& h = node_health_[s.node()];
+    if (s.verdict() == reports::kVerdictAccept) {
+      h.last_accept_ns = std::max(h.last_accept_ns, s.finished_unix_ns());
+      if (h.open_since_ns > 0) {
+        repair_hours_.push_back((s.finished_unix_ns() - h.open_since_ns) / 3.6e12);
+        h.open_since_ns = 0;
+      }
+    } else if (s.verdict() == reports::kVerdictReject && h.open_since_ns == 0) {
+      h.open_since_ns = s.finished_unix_ns();
+    }
+  }
+}
+
+absl::Status CoordinatorCore::BackfillHistory() {
+  CMAX_ASSIGN_OR_RETURN(std::set<std::string> done, store_->SummarizedRuns());
+  CMAX_ASSIGN_OR_RETURN(std::vector<RunRow> runs, store_->ListRuns(0, false));
+  int filled = 0;
+  for (const RunRow& run : runs) {
+    const std::string& id = run.info.run_id();
+    if (done.count(id) || run.info.finished_unix_ns() <= 0 || !IsSafeRunId(id)) continue;
+    const std::string dir = absl::StrCat(options_.data_dir, "/reports/", id);
+    std::ifstream in(dir + "/scorecard.json", std::ios::binary);
+    if (!in) continue;  // no scorecard (yet): nothing to summarise
+    std::stringstream text;
+    text << in.rdbuf();
+    v1::Scorecard card;
+    google::protobuf::util::JsonParseOptions opts;
+    opts.ignore_unknown_fields = true;
+    if (!google::protobuf::util::JsonStringToMessage(text.str(), &card, opts).ok()) {
+      Log()->warn("history: run {}: its scorecard.json does not parse; not summarised",
+                  id);
+      continue;
+    }
+    CMAX_RETURN_IF_ERROR(store_->PutRunSummaries(
+        id, reports::SummarizeRun(card, run.info.finished_unix_ns(), dir), NowUnixNs()));
+    ++filled;
+  }
+  if (filled > 0)
+    Log()->info("history: summarised {} runs that ended before it was kept", filled);
+  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
+                        store_->LoadNodeRunSummaries(""));
+  NoteSummaries(all);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::HandleGetHistory(
+    const v1::GetHistoryRequest& request) {
+  if (!request.node().empty() && !IsValidNodeName(request.node())) {
+    return absl::InvalidArgumentError("bad node name");
+  }
+  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
+                        store_->LoadNodeRunSummaries(""));
+  v1::GetHistoryResponse resp;
+  if (!request.node().empty()) {
+    *resp.mutable_node() = reports::ComputeNodeHistory(request.node(), all);
+    if (resp.node().runs_size() == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("no finished run of this coordinator has node ", request.node()));
+    }
+  }
+  *resp.mutable_fleet() = reports::ComputeReliability(all);
+  return resp;
+}
+
+}  // namespace cmax::coordinator

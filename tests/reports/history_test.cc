@@ -1,0 +1,329 @@
+// reports/history.h: verdict mapping, incidents, time to repair, repeat
+// offenders, trends, fleet band, failures per 1,000 GPU-hours by week.
+#include "reports/history.h"
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+using cmax::v1::NodeRunSummary;
+namespace r = cmax::reports;
+
+constexpr int64_t kHour = 3600ll * 1000000000;
+// 2026-11-30T00:00:00Z, a Monday.
+constexpr int64_t kMonday = 1795996800ll * 1000000000;
+
+NodeRunSummary Run(const std::string& run, const std::string& node, int64_t t,
+                   const std::string& verdict, std::vector<std::string> reasons = {},
+                   int gpus = 8, double tflops = -1) {
+  NodeRunSummary s;
+  s.set_run_id(run);
+  s.set_node(node);
+  s.set_finished_unix_ns(t);
+  s.set_verdict(verdict);
+  s.set_gpus(gpus);
+  s.set_report_dir("/data/reports/" + run);
+  for (const auto& id : reasons) {
+    auto* h = s.add_reasons();
+    h->set_id(id);
+    h->set_outcome("fail");
+    h->set_text(id + " text");
+  }
+  if (tflops >= 0) {
+    auto* f = s.add_figures();
+    f->set_name("gemm_tflops_per_gpu");
+    f->set_value(tflops);
+    f->set_unit("TFLOP/s");
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "history: an incident opens at the first reject and closes at the first later accept",
+    "[history]") {
+  std::vector<NodeRunSummary> all = {
+      Run("r1", "a", 0 * kHour, "accept"),
+      Run("r2", "a", 1 * kHour, "reject", {"expect.gpus_per_node"}),
+      Run("r3", "a", 2 * kHour, "not measured"),  // neither opens nor closes
+      Run("r4", "a", 3 * kHour, "reject", {"expect.gpus_per_node", "task.crashed"}),
+      Run("r5", "a", 5 * kHour, "accept"),
+      Run("r6", "a", 6 * kHour, "reject", {"xid"}),
+      Run("r2", "b", 1 * kHour, "accept"),
+  };
+  auto inc = r::ComputeIncidents("a", all);
+  REQUIRE(inc.size() == 2);
+  CHECK(inc[0].opened_run() == "r2");
+  CHECK(inc[0].closed_run() == "r5");
+  CHECK(inc[0].repair_hours() == Approx(4.0));
+  CHECK(inc[0].rejecting_runs() == 2);
+  REQUIRE(inc[0].reasons_size() == 2);  // each id once
+  CHECK(inc[0].reasons(1).id() == "task.crashed");
+  CHECK(inc[0].artifacts_size() == 2);
+  CHECK_FALSE(inc[0].reopened_within_7d());
+  CHECK(inc[1].opened_run() == "r6");
+  CHECK(inc[1].closed_run().empty());
+  CHECK(inc[1].reopened_within_7d());  // 1 h after its repair
+  CHECK(r::ComputeIncidents("b", all).empty());
+  CHECK(r::ComputeIncidents("nobody", all).empty());
+}
+
+TEST_CASE(
+    "history: not measured alone never closes an incident and order of input does not "
+    "matter",
+    "[history]") {
+  std::vector<NodeRunSummary> all = {
+      Run("r3", "a", 3 * kHour, "not measured"),
+      Run("r1", "a", 1 * kHour, "reject", {"x"}),
+      Run("r2", "a", 2 * kHour, "not measured"),
+  };
+  auto inc = r::ComputeIncidents("a", all);
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].closed_run().empty());
+  auto h = r::ComputeNodeHistory("a", all);
+  CHECK(h.state() == "rejected");  // the latest run that measured it
+  REQUIRE(h.runs_size() == 3);
+  CHECK(h.runs(0).run_id() == "r1");
+}
+
+TEST_CASE(
+    "history: time to repair median and p90, reopened within 7 days, nodes by state",
+    "[history]") {
+  std::vector<NodeRunSummary> all;
+  // Five nodes, repairs of 1, 2, 3, 4 and 10 hours.
+  const double repairs[] = {1, 2, 3, 4, 10};
+  for (int i = 0; i < 5; ++i) {
+    const std::string n = "n" + std::to_string(i);
+    all.push_back(Run("r0", n, 0, "accept"));
+    all.push_back(Run("f" + n, n, 10 * kHour, "reject", {"expect.gpus_per_node"}));
+    all.push_back(Run("c" + n, n, (10 + repairs[i]) * kHour, "accept"));
+  }
+  // n0 fails again 2 days after its repair; n5 was never measured.
+  all.push_back(Run("again", "n0", (11 + 48) * kHour, "reject", {"xid"}));
+  all.push_back(Run("r0", "n5", 0, "not measured"));
+  auto rel = r::ComputeReliability(all);
+  CHECK(rel.measured());
+  CHECK(rel.incidents() == 6);
+  CHECK(rel.open_incidents() == 1);
+  CHECK(rel.closed_incidents() == 5);
+  CHECK(rel.repair_measured());
+  CHECK(rel.median_repair_hours() == Approx(3.0));
+  // Linear interpolation: position 0.9 * 4 = 3.6 between 4 and 10.
+  CHECK(rel.p90_repair_hours() == Approx(4 + 0.6 * 6));
+  CHECK(rel.reopened_within_7d() == 1);
+  CHECK(rel.nodes_by_state().at("accepted") == 4);
+  CHECK(rel.nodes_by_state().at("rejected") == 1);
+  CHECK(rel.nodes_by_state().at("not measured") == 1);
+  REQUIRE(rel.open_size() == 1);
+  CHECK(rel.open(0).node() == "n0");
+  REQUIRE(rel.top_reasons_size() == 2);
+  CHECK(rel.top_reasons(0).id() == "expect.gpus_per_node");
+  CHECK(rel.top_reasons(0).runs() == 5);
+  CHECK(rel.summary().find("time to repair median 3.00 h, p90 7.60 h") !=
+        std::string::npos);
+  CHECK(rel.drain_time().rfind("not measured", 0) == 0);
+}
+
+TEST_CASE("history: one run on its own is not measured", "[history]") {
+  std::vector<NodeRunSummary> all = {Run("r1", "a", 0, "reject", {"x"}),
+                                     Run("r1", "b", 0, "accept")};
+  auto rel = r::ComputeReliability(all);
+  CHECK_FALSE(rel.measured());
+  CHECK(rel.summary().rfind("history: not measured", 0) == 0);
+  CHECK_FALSE(rel.repair_measured());
+  CHECK(r::ComputeReliability({}).summary().rfind("history: not measured", 0) == 0);
+}
+
+TEST_CASE("history: repeat offender is the same reason in k of the last n measured runs",
+          "[history]") {
+  std::vector<NodeRunSummary> all;
+  // x in runs 0, 2, 4, 6 (of 0..6); y only in run 0.
+  for (int i = 0; i < 7; ++i) {
+    std::vector<std::string> reasons;
+    if (i % 2 == 0) reasons.push_back("x");
+    if (i == 0) reasons.push_back("y");
+    all.push_back(Run("r" + std::to_string(i), "a", i * kHour,
+                      reasons.empty() ? "accept" : "reject", reasons));
+  }
+  all.push_back(Run("r9", "a", 9 * kHour, "not measured", {"x"}));  // not counted
+  r::HistoryOptions o;  // 3 of the last 5: runs 2..6 hold x in 2, 4, 6
+  auto h = r::ComputeNodeHistory("a", all, o);
+  REQUIRE(h.reasons_size() == 2);
+  CHECK(h.reasons(0).id() == "x");
+  CHECK(h.reasons(0).runs() == 4);
+  CHECK(h.reasons(0).first_unix_ns() == 0);
+  CHECK(h.reasons(0).last_unix_ns() == 6 * kHour);
+  CHECK(h.reasons(0).repeat_offender());
+  CHECK_FALSE(h.reasons(1).repeat_offender());
+  o.repeat_k = 4;
+  CHECK_FALSE(r::ComputeNodeHistory("a", all, o).reasons(0).repeat_offender());
+}
+
+TEST_CASE(
+    "history: a figure's trend is the least-squares slope and the band is the fleet's "
+    "p10-p90",
+    "[history]") {
+  std::vector<NodeRunSummary> all;
+  const int64_t day = 24 * kHour;
+  // Node a falls 10 TFLOP/s a day: 700, 690, 680.
+  for (int i = 0; i < 3; ++i) {
+    const std::string run = "r" + std::to_string(i);
+    all.push_back(Run(run, "a", i * day, "accept", {}, 8, 700 - 10 * i));
+    // Ten peers at 600..690 in each run.
+    for (int p = 0; p < 10; ++p) {
+      all.push_back(
+          Run(run, "p" + std::to_string(p), i * day, "accept", {}, 8, 600 + 10 * p));
+    }
+  }
+  auto h = r::ComputeNodeHistory("a", all);
+  REQUIRE(h.figures_size() == 1);
+  const auto& f = h.figures(0);
+  CHECK(f.trend_measured());
+  CHECK(f.slope_per_day() == Approx(-10.0));
+  REQUIRE(f.node_values_size() == 3);
+  // 11 values per run: 600..690 and a's; p10 at position 1.0.
+  CHECK(f.fleet_p10(0) == Approx(610));
+  CHECK(f.fleet_p90(0) == Approx(690));
+  // Values seconds apart: no trend (a slope per day would extrapolate noise).
+  std::vector<NodeRunSummary> quick = {Run("q0", "a", 0, "accept", {}, 8, 700),
+                                       Run("q1", "a", 2000000000, "accept", {}, 8, 690)};
+  CHECK_FALSE(r::ComputeNodeHistory("a", quick).figures(0).trend_measured());
+  double slope = 0;
+  CHECK(r::LeastSquaresSlopePerDay({0, 86400ll * 1000000000}, {1.0, 3.0}, &slope));
+  CHECK(slope == Approx(2.0));
+  CHECK_FALSE(r::LeastSquaresSlopePerDay({5}, {1.0}, &slope));
+  CHECK_FALSE(r::LeastSquaresSlopePerDay({5, 5}, {1.0, 2.0}, &slope));
+}
+
+TEST_CASE(
+    "history: failures per 1,000 GPU-hours by week use GPUs times hours between "
+    "evaluations",
+    "[history]") {
+  CHECK(r::WeekStart(0) == "1969-12-29");  // 1970-01-01 was a Thursday
+  const int64_t monday = kMonday;
+  CHECK(r::WeekStart(monday) == "2026-11-30");
+  CHECK(r::WeekStart(monday + 7 * 24 * kHour - 1) == "2026-11-30");
+  CHECK(r::WeekStart(monday - 1) == "2026-11-23");
+  const int64_t day = 24 * kHour;
+  // Two 8-GPU nodes evaluated at 0 and 50 h, a again 8 days after the start.
+  std::vector<NodeRunSummary> all = {
+      Run("r0", "a", monday, "accept"),
+      Run("r0", "b", monday, "accept"),
+      Run("r1", "a", monday + 50 * kHour, "reject", {"x"}),
+      Run("r1", "b", monday + 50 * kHour, "accept"),
+      Run("r2", "a", monday + 8 * day, "accept", {}, 4),
+  };
+  auto rel = r::ComputeReliability(all);
+  REQUIRE(rel.weeks_size() == 2);
+  // Week 1: 2 x 8 GPUs x 50 h = 800 GPU-hours, 1 failure.
+  CHECK(rel.weeks(0).gpu_hours() == Approx(800));
+  CHECK(rel.weeks(0).failures() == 1);
+  CHECK(rel.weeks(0).per_1000_gpu_hours() == Approx(1.25));
+  // Week 2: a's 8 GPUs (those of the earlier evaluation) x 142 h, no failure.
+  CHECK(rel.weeks(1).gpu_hours() == Approx(8 * 142.0));
+  CHECK(rel.weeks(1).failures() == 0);
+  CHECK(rel.weeks(1).per_1000_gpu_hours() == 0);
+  CHECK(rel.weeks(0).week() == r::WeekStart(monday));
+}
+
+TEST_CASE("history: SummarizeRun maps scorecard verdicts, reasons and figures",
+          "[history]") {
+  cmax::v1::Scorecard card;
+  card.set_run_id("run-1");
+  card.set_plan("quick");
+  auto* rel = card.add_categories();
+  rel->set_name("Reliability");
+  auto* rule = rel->add_rules();
+  rule->set_rule_id("expect.gpus_per_node");
+  rule->set_outcome("fail");
+  rule->set_node("bad");
+  rule->set_category("Reliability");
+  rule->set_message("found 7");
+  auto* nm = rel->add_rules();
+  nm->set_rule_id("gemm");
+  nm->set_outcome("not_measured");
+  nm->set_node("partial");
+  auto add_node = [&](const std::string& n, const std::string& verdict,
+                      std::vector<std::string> reasons) {
+    auto* v = card.add_nodes();
+    v->set_node(n);
+    v->set_verdict(verdict);
+    for (auto& r : reasons) v->add_reasons(r);
+    (*v->mutable_inventory())["gpu_count"] = "8";
+  };
+  add_node("good", "pass", {});
+  add_node("bad", "fail", {"Reliability FAIL: found 7"});
+  add_node("partial", "warn", {"gemm not measured"});
+  add_node("silent", "warn", {"no results from this node"});
+  add_node("crashed", "fail", {"no results from this node"});
+  add_node("ungraded", "pass", {});  // only ungraded suites ran there
+  auto* grid = card.add_node_grid();
+  grid->set_node("ungraded");
+  grid->add_outcomes("not_measured");
+  auto* good_grid = card.add_node_grid();
+  good_grid->set_node("good");
+  good_grid->add_outcomes("pass");
+  for (double v : {700.0, 710.0, 720.0}) {
+    auto* m = card.add_metric_summary();
+    m->set_node("good");
+    m->set_metric("gemm_tflops");
+    m->set_unit("TFLOP/s");
+    (*m->mutable_labels())["dtype"] = "bf16";
+    m->set_value(v);
+  }
+  auto* fp8 = card.add_metric_summary();
+  fp8->set_node("good");
+  fp8->set_metric("gemm_tflops");
+  (*fp8->mutable_labels())["dtype"] = "fp8";
+  fp8->set_value(1500);
+  auto s = r::SummarizeRun(card, 42, "/d/run-1");
+  REQUIRE(s.size() == 6);
+  CHECK(s[0].verdict() == "accept");
+  CHECK_FALSE(s[0].partial());
+  CHECK(s[0].gpus() == 8);
+  CHECK(s[0].finished_unix_ns() == 42);
+  REQUIRE(s[0].figures_size() == 1);
+  CHECK(s[0].figures(0).name() == "gemm_tflops_per_gpu");
+  CHECK(s[0].figures(0).value() == Approx(710));  // bf16 only
+  CHECK(s[1].verdict() == "reject");
+  REQUIRE(s[1].reasons_size() == 1);
+  CHECK(s[1].reasons(0).id() == "expect.gpus_per_node");
+  CHECK(s[2].verdict() == "accept");
+  CHECK(s[2].partial());
+  CHECK(s[3].verdict() == "not measured");
+  CHECK(s[4].verdict() == "reject");
+  REQUIRE(s[4].reasons_size() == 1);
+  CHECK(s[4].reasons(0).id() == "verdict");
+  CHECK(s[5].verdict() == "not measured");
+}
+
+TEST_CASE(
+    "history: the summary goes into the Reliability evidence without changing its grade",
+    "[history]") {
+  cmax::v1::Scorecard card;
+  auto* c = card.add_categories();
+  c->set_name("Reliability");
+  c->set_grade("B");
+  auto* other = card.add_categories();
+  other->set_name("Compute");
+  r::AddHistoryToScorecard(r::ComputeReliability({}), &card);
+  REQUIRE(c->evidence_size() == 1);
+  CHECK(c->evidence(0).rfind("history: not measured", 0) == 0);
+  CHECK(c->grade() == "B");
+  CHECK(other->evidence_size() == 0);
+  CHECK_FALSE(card.history().measured());
+}
+
+TEST_CASE("history: text renderings name incidents and states", "[history]") {
+  std::vector<NodeRunSummary> all = {Run("r1", "a", 0, "reject", {"x"}),
+                                     Run("r2", "a", 2 * kHour, "accept")};
+  auto text = r::RenderNodeHistoryText(r::ComputeNodeHistory("a", all));
+  CHECK(text.find("node a: accepted, 2 runs, 1 incidents") != std::string::npos);
+  CHECK(text.find("time to repair 2.00 h") != std::string::npos);
+  CHECK(r::RenderNodeHistoryText(r::ComputeNodeHistory("zz", all)).find("unknown") !=
+        std::string::npos);
+  auto fleet = r::RenderReliabilityText(r::ComputeReliability(all));
+  CHECK(fleet.find("1 accepted") != std::string::npos);
+  CHECK(fleet.find("time from failure to drain: not measured") != std::string::npos);
+}
