@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "common/time_util.h"
 #include "coordinator/core.h"
+#include "coordinator/history_queries.h"
 #include "google/protobuf/util/json_util.h"
 #include "reports/history.h"
 
@@ -80,8 +81,8 @@ absl::Status CoordinatorCore::BackfillHistory() {
                   id);
       continue;
     }
-    CMAX_RETURN_IF_ERROR(store_->PutRunSummaries(
-        id, reports::SummarizeRun(card, run.info.finished_unix_ns(), dir), NowUnixNs()));
+    CMAX_RETURN_IF_ERROR(PutRunHistory(
+        *store_, id, reports::SummarizeRun(card, run.info.finished_unix_ns(), dir), NowUnixNs()));
     ++filled;
   }
   if (filled > 0)
@@ -97,17 +98,14 @@ absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::HandleGetHistory(
   if (!request.node().empty() && !IsValidNodeName(request.node())) {
     return absl::InvalidArgumentError("bad node name");
   }
-  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
-                        store_->LoadNodeRunSummaries(""));
+  // A node's history reads its own rows and its runs' bands; the fleet's
+  // reads every row (history_queries.h; benchmarks/history_scale).
   v1::GetHistoryResponse resp;
   if (!request.node().empty()) {
-    *resp.mutable_node() = reports::ComputeNodeHistory(request.node(), all);
-    if (resp.node().runs_size() == 0) {
-      return absl::NotFoundError(
-          absl::StrCat("no finished run of this coordinator has node ", request.node()));
-    }
+    CMAX_ASSIGN_OR_RETURN(*resp.mutable_node(), QueryNodeHistory(*store_, request.node()));
+  } else {
+    CMAX_ASSIGN_OR_RETURN(*resp.mutable_fleet(), QueryFleetReliability(*store_));
   }
-  *resp.mutable_fleet() = reports::ComputeReliability(all);
   return resp;
 }
 

@@ -19,6 +19,7 @@
 #include "common/status_macros.h"
 #include "common/time_util.h"
 #include "coordinator/core.h"
+#include "coordinator/history_queries.h"
 #include "reports/record_set.h"
 #include "reports/scorecard.h"
 
@@ -192,7 +193,7 @@ void CoordinatorCore::CompleteRun(BuiltScorecard built) {
   if (written) run->info.set_report_dir(dir);
   scheduler_.RefreshCounters(run);
   if (auto s = store_->PutRun(*run); !s.ok()) Log()->error("persisting run: {}", s.ToString());
-  if (auto s = store_->PutRunSummaries(run_id, built.summaries, NowUnixNs()); !s.ok()) {
+  if (auto s = PutRunHistory(*store_, run_id, built.summaries, NowUnixNs()); !s.ok()) {
     Log()->error("run {}: storing node history: {}", run_id, s.ToString());
   }
   NoteSummaries(built.summaries);

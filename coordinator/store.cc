@@ -36,6 +36,9 @@ CREATE TABLE IF NOT EXISTS node_runs(
   PRIMARY KEY(run_id, node)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS node_runs_by_node ON node_runs(node, finished_ns);
 CREATE TABLE IF NOT EXISTS summarized_runs(run_id TEXT PRIMARY KEY, summarized_ns INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS run_bands(
+  run_id TEXT NOT NULL, figure TEXT NOT NULL, p10 REAL NOT NULL, p90 REAL NOT NULL,
+  PRIMARY KEY(run_id, figure)) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'cmax.v1');
 )sql";
 
@@ -494,9 +497,22 @@ absl::StatusOr<std::vector<v1::ScheduleInfo>> Store::LoadSchedules() {
 
 absl::Status Store::PutRunSummaries(const std::string& run_id,
                                     const std::vector<v1::NodeRunSummary>& summaries,
-                                    int64_t now_unix_ns) {
+                                    int64_t now_unix_ns,
+                                    const std::vector<FigureBandRow>& bands) {
   CMAX_RETURN_IF_ERROR(Begin());
   {
+    Stmt b(db_, "INSERT OR REPLACE INTO run_bands(run_id, figure, p10, p90) VALUES(?,?,?,?)");
+    for (const auto& band : bands) {
+      sqlite3_reset(b.get());
+      b.Text(1, run_id);
+      b.Text(2, band.figure);
+      sqlite3_bind_double(b.get(), 3, band.p10);
+      sqlite3_bind_double(b.get(), 4, band.p90);
+      if (int rc = sqlite3_step(b.get()); rc != SQLITE_DONE) {
+        Rollback();
+        return Error("put run band", rc);
+      }
+    }
     Stmt s(db_,
            "INSERT OR REPLACE INTO node_runs(run_id, node, finished_ns, summary) "
            "VALUES(?,?,?,?)");
@@ -540,6 +556,36 @@ absl::StatusOr<std::vector<v1::NodeRunSummary>> Store::LoadNodeRunSummaries(
     out.push_back(std::move(summary));
   }
   if (rc != SQLITE_DONE) return Error("load node history", rc);
+  return out;
+}
+
+absl::StatusOr<std::vector<Store::FigureBandRow>> Store::LoadRunBands(const std::string& run_id) {
+  Stmt s(db_, "SELECT figure, p10, p90 FROM run_bands WHERE run_id = ?");
+  s.Text(1, run_id);
+  std::vector<FigureBandRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    out.push_back({s.ColText(0), sqlite3_column_double(s.get(), 1),
+                   sqlite3_column_double(s.get(), 2)});
+  }
+  if (rc != SQLITE_DONE) return Error("load run bands", rc);
+  return out;
+}
+
+absl::StatusOr<std::vector<v1::NodeRunSummary>> Store::LoadRunSummaries(
+    const std::string& run_id) {
+  Stmt s(db_, "SELECT summary FROM node_runs WHERE run_id = ?");
+  s.Text(1, run_id);
+  std::vector<v1::NodeRunSummary> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    v1::NodeRunSummary summary;
+    if (!summary.ParseFromString(s.ColBlob(0))) {
+      return absl::DataLossError("load run history: a stored summary does not parse");
+    }
+    out.push_back(std::move(summary));
+  }
+  if (rc != SQLITE_DONE) return Error("load run history", rc);
   return out;
 }
 

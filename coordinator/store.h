@@ -123,9 +123,20 @@ class Store {
   // deleted. PutRunSummaries replaces the run's rows of those nodes and
   // marks the run summarized (also when `summaries` is empty), in one
   // transaction.
+  // `bands`: the fleet's p10-p90 of each figure in the run (run_bands), so
+  // that one node's history reads its own rows and its runs' bands only.
+  struct FigureBandRow {
+    std::string figure;
+    double p10 = 0, p90 = 0;
+  };
   absl::Status PutRunSummaries(const std::string& run_id,
                                const std::vector<v1::NodeRunSummary>& summaries,
-                               int64_t now_unix_ns);
+                               int64_t now_unix_ns, const std::vector<FigureBandRow>& bands = {});
+  // The stored bands of a run; empty when none were stored (a run
+  // summarised before bands were kept).
+  absl::StatusOr<std::vector<FigureBandRow>> LoadRunBands(const std::string& run_id);
+  // One run's summaries (every node of it).
+  absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadRunSummaries(const std::string& run_id);
   // One node's summaries (every node's when `node` is empty), oldest first.
   // DATA_LOSS when a row does not parse.
   absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadNodeRunSummaries(

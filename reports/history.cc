@@ -191,13 +191,17 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
   return out;
 }
 
-std::vector<v1::Incident> ComputeIncidents(const std::string& node,
-                                           const std::vector<v1::NodeRunSummary>& all,
-                                           const HistoryOptions& options) {
+namespace {
+
+// The node's incidents from its own summaries, oldest first (`runs` sorted
+// by Older).
+std::vector<v1::Incident> IncidentsOf(const std::string& node,
+                                      const std::vector<const v1::NodeRunSummary*>& runs,
+                                      const HistoryOptions& options) {
   std::vector<v1::Incident> out;
   v1::Incident* open = nullptr;
   int64_t last_close_ns = -1;
-  for (const v1::NodeRunSummary* s : RunsOf(node, all)) {
+  for (const v1::NodeRunSummary* s : runs) {
     if (s->verdict() == kVerdictReject) {
       if (!open) {
         out.emplace_back();
@@ -227,6 +231,52 @@ std::vector<v1::Incident> ComputeIncidents(const std::string& node,
     }
     // "not measured": neither opens nor closes.
   }
+  return out;
+}
+
+// Every node's summaries, each node's sorted oldest first: one pass over
+// `all`, so the fleet's figures cost O(summaries), not O(nodes x summaries).
+std::map<std::string, std::vector<const v1::NodeRunSummary*>> ByNode(
+    const std::vector<v1::NodeRunSummary>& all) {
+  std::map<std::string, std::vector<const v1::NodeRunSummary*>> out;
+  for (const auto& s : all) out[s.node()].push_back(&s);
+  for (auto& [node, runs] : out) {
+    std::sort(runs.begin(), runs.end(),
+              [](const auto* a, const auto* b) { return Older(*a, *b); });
+  }
+  return out;
+}
+
+// The bands of every run in `all`.
+std::map<std::string, RunBands> BandsOfAll(const std::vector<v1::NodeRunSummary>& all) {
+  std::map<std::string, std::map<std::string, std::vector<double>>> values;
+  for (const auto& s : all) {
+    for (const auto& f : s.figures()) values[s.run_id()][f.name()].push_back(f.value());
+  }
+  std::map<std::string, RunBands> out;
+  for (auto& [run, figures] : values) {
+    for (auto& [name, v] : figures) {
+      out[run][name] = FigureBand{Quantile(v, 0.10), Quantile(v, 0.90)};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<v1::Incident> ComputeIncidents(const std::string& node,
+                                           const std::vector<v1::NodeRunSummary>& all,
+                                           const HistoryOptions& options) {
+  return IncidentsOf(node, RunsOf(node, all), options);
+}
+
+RunBands ComputeRunBands(const std::vector<v1::NodeRunSummary>& run_summaries) {
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& s : run_summaries) {
+    for (const auto& f : s.figures()) values[f.name()].push_back(f.value());
+  }
+  RunBands out;
+  for (auto& [name, v] : values) out[name] = FigureBand{Quantile(v, 0.10), Quantile(v, 0.90)};
   return out;
 }
 
@@ -266,11 +316,22 @@ std::string WeekStart(int64_t unix_ns) {
 v1::NodeHistory ComputeNodeHistory(const std::string& node,
                                    const std::vector<v1::NodeRunSummary>& all,
                                    const HistoryOptions& options) {
+  std::vector<v1::NodeRunSummary> own;
+  for (const auto& s : all) {
+    if (s.node() == node) own.push_back(s);
+  }
+  return ComputeNodeHistoryFrom(node, own, BandsOfAll(all), options);
+}
+
+v1::NodeHistory ComputeNodeHistoryFrom(const std::string& node,
+                                       const std::vector<v1::NodeRunSummary>& node_runs,
+                                       const std::map<std::string, RunBands>& bands,
+                                       const HistoryOptions& options) {
   v1::NodeHistory h;
   h.set_node(node);
   h.set_repeat_k(options.repeat_k);
   h.set_repeat_n(options.repeat_n);
-  const auto runs = RunsOf(node, all);
+  const auto runs = RunsOf(node, node_runs);
   for (const auto* s : runs) *h.add_runs() = *s;
 
   // State: the latest run that measured the node.
@@ -311,11 +372,6 @@ v1::NodeHistory ComputeNodeHistory(const std::string& node,
 
   // Figures: the node's values over time, its trend, and the fleet's band
   // (p10-p90 across the nodes of the same run).
-  std::map<std::string, std::map<std::string, std::vector<double>>>
-      fleet;  // run -> name -> values
-  for (const auto& s : all) {
-    for (const auto& f : s.figures()) fleet[s.run_id()][f.name()].push_back(f.value());
-  }
   std::map<std::string, v1::FigureTrend> trends;
   for (const auto* s : runs) {
     for (const auto& f : s->figures()) {
@@ -325,9 +381,12 @@ v1::NodeHistory ComputeNodeHistory(const std::string& node,
       t.set_simulated(t.simulated() || f.simulated());
       t.add_node_values(f.value());
       t.add_node_times_unix_ns(s->finished_unix_ns());
-      const auto& band = fleet[s->run_id()][f.name()];
-      t.add_fleet_p10(Quantile(band, 0.10));
-      t.add_fleet_p90(Quantile(band, 0.90));
+      FigureBand band;
+      if (auto r = bands.find(s->run_id()); r != bands.end()) {
+        if (auto b = r->second.find(f.name()); b != r->second.end()) band = b->second;
+      }
+      t.add_fleet_p10(band.p10);
+      t.add_fleet_p90(band.p90);
     }
   }
   for (auto& [name, t] : trends) {
@@ -342,20 +401,20 @@ v1::NodeHistory ComputeNodeHistory(const std::string& node,
     t.set_slope_per_day(slope);
     *h.add_figures() = t;
   }
-  for (auto& i : ComputeIncidents(node, all, options)) *h.add_incidents() = std::move(i);
+  for (auto& i : IncidentsOf(node, runs, options)) *h.add_incidents() = std::move(i);
   return h;
 }
 
 v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>& all,
                                           const HistoryOptions& options) {
   v1::ReliabilitySummary r;
-  std::set<std::string> nodes, runs, measured_runs;
+  std::set<std::string> runs, measured_runs;
   for (const auto& s : all) {
-    nodes.insert(s.node());
     runs.insert(s.run_id());
     if (Measured(s)) measured_runs.insert(s.run_id());
   }
-  r.set_nodes(nodes.size());
+  const auto by_node = ByNode(all);
+  r.set_nodes(by_node.size());
   r.set_runs(runs.size());
   r.set_measured(measured_runs.size() >= 2);
   r.set_drain_time(
@@ -365,9 +424,8 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
   std::map<std::string, int> failures_by_week;
   std::map<std::string, double> hours_by_week;
   std::map<std::string, v1::ReasonSeen> reasons;
-  for (const auto& node : nodes) {
-    auto runs_of = RunsOf(node, all);
-    for (auto& inc : ComputeIncidents(node, all, options)) {
+  for (const auto& [node, runs_of] : by_node) {
+    for (auto& inc : IncidentsOf(node, runs_of, options)) {
       r.set_incidents(r.incidents() + 1);
       ++failures_by_week[WeekStart(inc.opened_unix_ns())];
       if (inc.closed_run().empty()) {

@@ -13,6 +13,7 @@
 #define CMAX_REPORTS_HISTORY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,11 +64,26 @@ std::vector<v1::Incident> ComputeIncidents(const std::string& node,
                                            const std::vector<v1::NodeRunSummary>& all,
                                            const HistoryOptions& options = {});
 
+// The fleet's band of a figure in one run: p10 and p90 across its nodes.
+struct FigureBand {
+  double p10 = 0, p90 = 0;
+};
+using RunBands = std::map<std::string, FigureBand>;  // figure name -> band
+// The bands of one run, from its nodes' summaries (stored beside them when
+// the run ends, so that one node's history never reads the fleet's rows).
+RunBands ComputeRunBands(const std::vector<v1::NodeRunSummary>& run_summaries);
+
 // Everything about one node; `all` holds every node's summaries (for the
 // fleet band). A node without summaries gets state "unknown" and no runs.
 v1::NodeHistory ComputeNodeHistory(const std::string& node,
                                    const std::vector<v1::NodeRunSummary>& all,
                                    const HistoryOptions& options = {});
+// The same from the node's own summaries and its runs' bands (run id ->
+// bands; a run without one gets a band of 0-0).
+v1::NodeHistory ComputeNodeHistoryFrom(const std::string& node,
+                                       const std::vector<v1::NodeRunSummary>& node_runs,
+                                       const std::map<std::string, RunBands>& bands,
+                                       const HistoryOptions& options = {});
 
 // The fleet's reliability from every summary. measured: the history holds 2
 // or more runs that measured some node (a run on its own is "history: not
