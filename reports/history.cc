@@ -191,13 +191,16 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
   return out;
 }
 
-std::vector<v1::Incident> ComputeIncidents(const std::string& node,
-                                           const std::vector<v1::NodeRunSummary>& all,
-                                           const HistoryOptions& options) {
+namespace {
+
+// A node's incidents from its runs, oldest first.
+std::vector<v1::Incident> IncidentsOf(const std::string& node,
+                                      const std::vector<const v1::NodeRunSummary*>& runs,
+                                      const HistoryOptions& options) {
   std::vector<v1::Incident> out;
   v1::Incident* open = nullptr;
   int64_t last_close_ns = -1;
-  for (const v1::NodeRunSummary* s : RunsOf(node, all)) {
+  for (const v1::NodeRunSummary* s : runs) {
     if (s->verdict() == kVerdictReject) {
       if (!open) {
         out.emplace_back();
@@ -228,6 +231,14 @@ std::vector<v1::Incident> ComputeIncidents(const std::string& node,
     // "not measured": neither opens nor closes.
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<v1::Incident> ComputeIncidents(const std::string& node,
+                                           const std::vector<v1::NodeRunSummary>& all,
+                                           const HistoryOptions& options) {
+  return IncidentsOf(node, RunsOf(node, all), options);
 }
 
 bool LeastSquaresSlopePerDay(const std::vector<int64_t>& times_ns,
@@ -342,7 +353,7 @@ v1::NodeHistory ComputeNodeHistory(const std::string& node,
     t.set_slope_per_day(slope);
     *h.add_figures() = t;
   }
-  for (auto& i : ComputeIncidents(node, all, options)) *h.add_incidents() = std::move(i);
+  for (auto& i : IncidentsOf(node, runs, options)) *h.add_incidents() = std::move(i);
   return h;
 }
 
@@ -350,10 +361,17 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
                                           const HistoryOptions& options) {
   v1::ReliabilitySummary r;
   std::set<std::string> nodes, runs, measured_runs;
+  // Each node's runs, oldest first, gathered once (not a scan of `all` per node).
+  std::map<std::string, std::vector<const v1::NodeRunSummary*>> by_node;
   for (const auto& s : all) {
     nodes.insert(s.node());
     runs.insert(s.run_id());
     if (Measured(s)) measured_runs.insert(s.run_id());
+    by_node[s.node()].push_back(&s);
+  }
+  for (auto& [node, list] : by_node) {
+    std::sort(list.begin(), list.end(),
+              [](const auto* a, const auto* b) { return Older(*a, *b); });
   }
   r.set_nodes(nodes.size());
   r.set_runs(runs.size());
@@ -366,8 +384,8 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
   std::map<std::string, double> hours_by_week;
   std::map<std::string, v1::ReasonSeen> reasons;
   for (const auto& node : nodes) {
-    auto runs_of = RunsOf(node, all);
-    for (auto& inc : ComputeIncidents(node, all, options)) {
+    const auto& runs_of = by_node[node];
+    for (auto& inc : IncidentsOf(node, runs_of, options)) {
       r.set_incidents(r.incidents() + 1);
       ++failures_by_week[WeekStart(inc.opened_unix_ns())];
       if (inc.closed_run().empty()) {
