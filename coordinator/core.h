@@ -134,7 +134,8 @@ class CoordinatorCore {
   absl::StatusOr<v1::UpdateScheduleResponse> HandleUpdateSchedule(
       const v1::UpdateScheduleRequest& request);
 
-  // A node's history and the fleet's (docs/history.md); NOT_FOUND for a
+  // A node's history (its runs and their nodes are read), or without a node
+  // the fleet's (every summary is read) (docs/history.md); NOT_FOUND for a
   // node no finished run had, INVALID_ARGUMENT for a bad node name.
   absl::StatusOr<v1::GetHistoryResponse> HandleGetHistory(
       const v1::GetHistoryRequest& request);

@@ -97,16 +97,21 @@ absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::HandleGetHistory(
   if (!request.node().empty() && !IsValidNodeName(request.node())) {
     return absl::InvalidArgumentError("bad node name");
   }
-  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
-                        store_->LoadNodeRunSummaries(""));
   v1::GetHistoryResponse resp;
   if (!request.node().empty()) {
-    *resp.mutable_node() = reports::ComputeNodeHistory(request.node(), all);
+    // The node's runs and their other nodes (the fleet band) only.
+    CMAX_ASSIGN_OR_RETURN(
+        std::vector<v1::NodeRunSummary> runs,
+        store_->LoadNodeRunSummaries(request.node(), /*with_peers=*/true));
+    *resp.mutable_node() = reports::ComputeNodeHistory(request.node(), runs);
     if (resp.node().runs_size() == 0) {
       return absl::NotFoundError(
           absl::StrCat("no finished run of this coordinator has node ", request.node()));
     }
+    return resp;
   }
+  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
+                        store_->LoadNodeRunSummaries(""));
   *resp.mutable_fleet() = reports::ComputeReliability(all);
   return resp;
 }

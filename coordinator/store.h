@@ -126,10 +126,11 @@ class Store {
   absl::Status PutRunSummaries(const std::string& run_id,
                                const std::vector<v1::NodeRunSummary>& summaries,
                                int64_t now_unix_ns);
-  // One node's summaries (every node's when `node` is empty), oldest first.
-  // DATA_LOSS when a row does not parse.
+  // One node's summaries (every node's when `node` is empty), oldest first;
+  // `with_peers`: every node's summaries of the runs that had `node` (its
+  // fleet band). DATA_LOSS when a row does not parse.
   absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadNodeRunSummaries(
-      const std::string& node);
+      const std::string& node, bool with_peers = false);
   // The runs PutRunSummaries has marked.
   absl::StatusOr<std::set<std::string>> SummarizedRuns();
 

@@ -296,7 +296,10 @@ TEST_CASE(
     REQUIRE(h->node().incidents_size() == 1);
     // Closed at r2's end, 2 h after r1's.
     CHECK(h->node().incidents(0).repair_hours() == Approx(2.0));
-    CHECK(h->fleet().closed_incidents() == 1);
+    req.clear_node();
+    auto fleet = (*core)->HandleGetHistory(req);
+    REQUIRE(fleet.ok());
+    CHECK(fleet->fleet().closed_incidents() == 1);
     req.set_node("n9");
     CHECK(absl::IsNotFound((*core)->HandleGetHistory(req).status()));
     req.set_node("../x");
