@@ -372,6 +372,22 @@ class CoordinatorCore {
   std::thread export_thread_;
 };
 
+// An artifact record (a bug report, a job file) as stored: its node and task
+// as the store has them, and the serialized v1::Record.
+struct StoredArtifact {
+  std::string node, task_id;
+  int64_t seq = 0;
+  std::string record;
+};
+// The RMA bundle's artefacts (docs/history.md): the artifacts of the nodes
+// in `rejected` are written to <dir>/artifacts/<node>/<task>-<seq>-<name>,
+// every part reduced to [A-Za-z0-9._-] (a name from a node never picks a
+// path), so they outlive the records. Returns the files written; a record
+// that does not parse is skipped.
+std::vector<std::string> WriteRejectedArtifacts(
+    const std::string& dir, const std::vector<StoredArtifact>& artifacts,
+    const std::set<std::string>& rejected);
+
 // The coordinator's log lines at a run's start and end, in the words and
 // counts cmaxctl uses (common/task_state.h, common/plural.h): "run R
 // submitted: plan 'quick', 2 tasks on 1 node"; "run R completed: tier not
