@@ -140,7 +140,8 @@ class CoordinatorCore {
   absl::StatusOr<v1::UpdateScheduleResponse> HandleUpdateSchedule(
       const v1::UpdateScheduleRequest& request);
 
-  // A node's history and the fleet's (docs/history.md); NOT_FOUND for a
+  // A node's history (its runs and their nodes are read), or without a node
+  // the fleet's (every summary is read) (docs/history.md); NOT_FOUND for a
   // node no finished run had, INVALID_ARGUMENT for a bad node name.
   absl::StatusOr<v1::GetHistoryResponse> HandleGetHistory(
       const v1::GetHistoryRequest& request);
@@ -376,6 +377,22 @@ class CoordinatorCore {
   bool export_stop_ ABSL_GUARDED_BY(export_mu_) = false;
   std::thread export_thread_;
 };
+
+// An artifact record (a bug report, a job file) as stored: its node and task
+// as the store has them, and the serialized v1::Record.
+struct StoredArtifact {
+  std::string node, task_id;
+  int64_t seq = 0;
+  std::string record;
+};
+// The RMA bundle's artefacts (docs/history.md): the artifacts of the nodes
+// in `rejected` are written to <dir>/artifacts/<node>/<task>-<seq>-<name>,
+// every part reduced to [A-Za-z0-9._-] (a name from a node never picks a
+// path), so they outlive the records. Returns the files written; a record
+// that does not parse is skipped.
+std::vector<std::string> WriteRejectedArtifacts(
+    const std::string& dir, const std::vector<StoredArtifact>& artifacts,
+    const std::set<std::string>& rejected);
 
 // The coordinator's log lines at a run's start and end, in the words and
 // counts cmaxctl uses (common/task_state.h, common/plural.h): "run R

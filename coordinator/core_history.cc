@@ -6,10 +6,13 @@
 // from their scorecard.json (BackfillHistory), cmaxctl history reads it
 // (HandleGetHistory), and /metrics gets each node's open incident and last
 // accepted run from a compact state kept here (NoteSummaries).
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/logging.h"
 #include "common/run_id.h"
 #include "common/status_macros.h"
@@ -24,7 +27,40 @@ namespace {
 
 std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
 
+// [A-Za-z0-9._-] only, no leading dot, at most 80 characters; "_" if empty.
+std::string SafePart(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 80)) {
+    const bool ok = absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> WriteRejectedArtifacts(
+    const std::string& dir, const std::vector<StoredArtifact>& artifacts,
+    const std::set<std::string>& rejected) {
+  std::vector<std::string> written;
+  for (const auto& a : artifacts) {
+    if (!rejected.count(a.node)) continue;
+    v1::Record record;
+    if (!record.ParseFromString(a.record) || !record.has_artifact()) continue;
+    const std::string folder = absl::StrCat(dir, "/artifacts/", SafePart(a.node));
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    const std::string path = absl::StrCat(folder, "/", SafePart(a.task_id), "-", a.seq,
+                                          "-", SafePart(record.artifact().name()));
+    if (auto s = WriteFileAtomically(path, record.artifact().content()); !s.ok()) {
+      Log()->error("writing artifact {}: {}", path, s.ToString());
+      continue;
+    }
+    written.push_back(path);
+  }
+  return written;
+}
 
 void CoordinatorCore::AddHistory(Store* store, int64_t finished_unix_ns,
                                  BuiltScorecard* built) {

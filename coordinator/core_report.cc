@@ -104,6 +104,7 @@ CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
   BuiltScorecard built;
   built.run_id = data.run.run_id();
   const std::string& run_id = built.run_id;
+  std::vector<StoredArtifact> artifacts;
   if (store == nullptr) {
     Log()->error("run {}: no store connection to read its records from", run_id);
   } else {
@@ -121,6 +122,12 @@ CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
     absl::flat_hash_map<std::string, std::map<int, int64_t>> stored;
     auto scan = store->ScanRecordRows(run_id, [&](const StoredRecordView& r) {
       set->AddWire(r.task_id, r.attempt, r.seq, r.node, r.suite, r.record, r.late, r.rank);
+      // An Artifact record: its one field is the oneof's `artifact` (field 6,
+      // length-delimited: tag byte 6 << 3 | 2), kept for the RMA bundle.
+      if (!r.record.empty() && static_cast<uint8_t>(r.record[0]) == 0x32) {
+        artifacts.push_back(
+            {std::string(r.node), std::string(r.task_id), r.seq, std::string(r.record)});
+      }
       const absl::string_view task(r.task_id.data(), r.task_id.size());
       auto it = stored.find(task);
       if (it == stored.end()) it = stored.try_emplace(std::string(task)).first;
@@ -150,6 +157,11 @@ CoordinatorCore::BuiltScorecard CoordinatorCore::BuildScorecardFiles(
   built.dir = absl::StrCat(options_.data_dir, "/reports/", run_id);
   AddHistory(store, finished_ns, &built);
   mkdir(built.dir.c_str(), 0750);
+  std::set<std::string> rejected;
+  for (const auto& n : built.card.nodes()) {
+    if (n.verdict() == "fail") rejected.insert(n.node());
+  }
+  WriteRejectedArtifacts(built.dir, artifacts, rejected);
   built.written = true;
   const v1::Scorecard& card = built.card;
   for (const auto& [ext, content] :

@@ -540,11 +540,14 @@ absl::Status Store::PutRunSummaries(const std::string& run_id,
 }
 
 absl::StatusOr<std::vector<v1::NodeRunSummary>> Store::LoadNodeRunSummaries(
-    const std::string& node) {
+    const std::string& node, bool with_peers) {
   Stmt s(db_, node.empty()
                   ? "SELECT summary FROM node_runs ORDER BY finished_ns, run_id, node"
-                  : "SELECT summary FROM node_runs WHERE node = ? "
-                    "ORDER BY finished_ns, run_id");
+              : with_peers ? "SELECT summary FROM node_runs WHERE run_id IN "
+                             "(SELECT run_id FROM node_runs WHERE node = ?) "
+                             "ORDER BY finished_ns, run_id, node"
+                           : "SELECT summary FROM node_runs WHERE node = ? "
+                             "ORDER BY finished_ns, run_id");
   if (!node.empty()) s.Text(1, node);
   std::vector<v1::NodeRunSummary> out;
   int rc;

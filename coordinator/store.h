@@ -137,10 +137,11 @@ class Store {
   absl::StatusOr<std::vector<FigureBandRow>> LoadRunBands(const std::string& run_id);
   // One run's summaries (every node of it).
   absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadRunSummaries(const std::string& run_id);
-  // One node's summaries (every node's when `node` is empty), oldest first.
+  // One node's summaries (every node's when `node` is empty), oldest first;
+  // `with_peers`: every node's summaries of the runs that had `node`.
   // DATA_LOSS when a row does not parse.
   absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadNodeRunSummaries(
-      const std::string& node);
+      const std::string& node, bool with_peers = false);
   // The runs PutRunSummaries has marked.
   absl::StatusOr<std::set<std::string>> SummarizedRuns();
 

@@ -296,7 +296,10 @@ TEST_CASE(
     REQUIRE(h->node().incidents_size() == 1);
     // Closed at r2's end, 2 h after r1's.
     CHECK(h->node().incidents(0).repair_hours() == Approx(2.0));
-    CHECK(h->fleet().closed_incidents() == 1);
+    req.clear_node();
+    auto fleet = (*core)->HandleGetHistory(req);
+    REQUIRE(fleet.ok());
+    CHECK(fleet->fleet().closed_incidents() == 1);
     req.set_node("n9");
     CHECK(absl::IsNotFound((*core)->HandleGetHistory(req).status()));
     req.set_node("../x");
@@ -309,6 +312,47 @@ TEST_CASE(
   auto marked = (*store)->SummarizedRuns();
   REQUIRE(marked.ok());
   CHECK(*marked == std::set<std::string>{"r1", "r2"});
+}
+
+}  // namespace cmax::coordinator
+
+namespace cmax::coordinator {
+
+TEST_CASE(
+    "the artifacts of rejected nodes are kept in the report folder under safe names",
+    "[core][history]") {
+  cmax::testing::ScratchDir scratch;
+  auto artifact = [](const std::string& node, const std::string& name,
+                     const std::string& content) {
+    v1::Record r;
+    r.mutable_artifact()->set_name(name);
+    r.mutable_artifact()->set_content(content);
+    const std::string wire = r.SerializeAsString();
+    // The tag byte the scorecard scan looks for (core_report.cc).
+    CHECK(static_cast<uint8_t>(wire[0]) == 0x32);
+    return StoredArtifact{node, "r1.0." + node, 7, wire};
+  };
+  v1::Record log;
+  log.mutable_log()->set_message("not an artifact");
+  const std::vector<StoredArtifact> all = {
+      artifact("bad", "nvidia-bug-report.log.gz", "report bytes"),
+      artifact("bad", "../../escape", "x"),
+      artifact("good", "bug.log", "not kept: node accepted"),
+      {"bad", "r1.0.bad", 8, log.SerializeAsString()},
+      {"bad", "r1.0.bad", 9, "\x32\xff garbage"},
+  };
+  const auto written = WriteRejectedArtifacts(scratch.path, all, {"bad"});
+  REQUIRE(written.size() == 2);
+  CHECK(written[0] ==
+        scratch.path + "/artifacts/bad/r1.0.bad-7-nvidia-bug-report.log.gz");
+  std::ifstream in(written[0]);
+  std::string content((std::istreambuf_iterator<char>(in)),
+                      std::istreambuf_iterator<char>());
+  CHECK(content == "report bytes");
+  // "../../escape" stays inside the folder (and starts with no dot).
+  CHECK(written[1] == scratch.path + "/artifacts/bad/r1.0.bad-7-_.._.._escape");
+  CHECK(std::filesystem::exists(written[1]));
+  CHECK_FALSE(std::filesystem::exists(scratch.path + "/artifacts/good"));
 }
 
 }  // namespace cmax::coordinator

@@ -114,6 +114,12 @@ TEST_CASE("node history summaries survive a reopen and load per node oldest firs
   REQUIRE(all.ok());
   CHECK(all->size() == 3);
   CHECK((*store)->LoadNodeRunSummaries("nobody")->empty());
+  // With its peers: b's runs (r2) and every node of them.
+  auto b = (*store)->LoadNodeRunSummaries("b", /*with_peers=*/true);
+  REQUIRE(b.ok());
+  REQUIRE(b->size() == 2);
+  CHECK((*b)[0].node() == "a");
+  CHECK((*b)[1].node() == "b");
   auto done = (*store)->SummarizedRuns();
   REQUIRE(done.ok());
   CHECK(*done == std::set<std::string>{"r0", "r1", "r2"});

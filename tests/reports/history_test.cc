@@ -3,6 +3,7 @@
 #include "reports/history.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 
 namespace {
 
@@ -326,4 +327,45 @@ TEST_CASE("history: text renderings name incidents and states", "[history]") {
   auto fleet = r::RenderReliabilityText(r::ComputeReliability(all));
   CHECK(fleet.find("1 accepted") != std::string::npos);
   CHECK(fleet.find("time from failure to drain: not measured") != std::string::npos);
+}
+
+TEST_CASE(
+    "history: 1,000 nodes over 20 daily runs give every incident and its repair time",
+    "[history]") {
+  std::vector<NodeRunSummary> all;
+  const int64_t day = 24 * kHour;
+  // Node i is rejected at run 5 and accepted again 1 + i % 10 days later.
+  for (int i = 0; i < 1000; ++i) {
+    const std::string node = "n" + std::to_string(i);
+    const int back = 6 + i % 10;
+    for (int run = 0; run < 20; ++run) {
+      const bool rejected = run >= 5 && run < back;
+      all.push_back(
+          Run("r" + std::to_string(run), node, kMonday + run * day,
+              rejected ? "reject" : "accept",
+              rejected ? std::vector<std::string>{"x"} : std::vector<std::string>{}, 8,
+              700 - (rejected ? 100 : 0)));
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto rel = r::ComputeReliability(all);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("ComputeReliability over " << all.size() << " summaries: " << seconds << " s");
+  CHECK(rel.incidents() == 1000);
+  CHECK(rel.open_incidents() == 0);
+  // Repairs of 24, 48, ... 240 h, 100 nodes each: median between the 500th
+  // and 501st (120 and 144 h), p90 at 899.1 (216 h and 240 h).
+  CHECK(rel.median_repair_hours() == Approx(132));
+  CHECK(rel.p90_repair_hours() == Approx(218.4));
+  CHECK(rel.nodes_by_state().at("accepted") == 1000);
+  // Weeks: 2026-11-30 holds runs 1-6 (the first adds no GPU-hours), and
+  // every node's one failure (run 5).
+  REQUIRE(rel.weeks_size() >= 3);
+  CHECK(rel.weeks(0).failures() == 1000);
+  CHECK(rel.weeks(0).gpu_hours() == Approx(1000 * 8 * 6 * 24.0));
+  auto h = r::ComputeNodeHistory("n7", all);
+  REQUIRE(h.incidents_size() == 1);
+  CHECK(h.incidents(0).repair_hours() == Approx(8 * 24));
+  CHECK(h.reasons(0).repeat_offender() == false);  // x in runs 5-12, none in the last 5
 }
