@@ -41,7 +41,7 @@ TEST_CASE("JSON has the scorecard fields by their proto names", "[render]") {
   v1::Scorecard back;
   REQUIRE(google::protobuf::util::JsonStringToMessage(json, &back).ok());
   CHECK(back.run_id() == "run-1");
-  CHECK(back.categories_size() == 6);
+  CHECK(back.categories_size() == 8);
   CHECK(back.categories(4).name() == "Security");
   CHECK(back.categories(4).grade() == "D");  // its one measured node fails
   CHECK(back.started() == "2025-11-29T21:17:45.123Z");

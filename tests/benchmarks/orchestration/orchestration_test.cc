@@ -1,0 +1,245 @@
+// cmax-bench orchestration on the fixture roots of
+// tests/fixtures/orchestration/: each check's outcome, what it names (file
+// and line) and its remediation; scontrol's output through a fake runner;
+// the built binary's records through the scorecard.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "benchmarks/orchestration/config_text.h"
+#include "benchmarks/orchestration/orchestration.h"
+#include "tests/benchmarks/suite_run.h"
+
+using namespace std::chrono_literals;
+using cmax::orchestration::Check;
+using cmax::orchestration::Status;
+
+namespace {
+
+std::string Fixture(const std::string& name) {
+  return std::string(CMAX_SOURCE_DIR) + "/tests/fixtures/orchestration/" + name;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<Check> ChecksOn(const std::string& root,
+                            cmax::orchestration::CommandRunner run = nullptr,
+                            bool managed = true) {
+  cmax::orchestration::Options o;
+  o.root = Fixture(root);
+  o.managed = managed;
+  o.run = std::move(run);
+  return cmax::orchestration::RunChecks(o);
+}
+
+const Check& Find(const std::vector<Check>& checks, const std::string& id) {
+  for (const Check& c : checks) {
+    if (c.id == id) return c;
+  }
+  FAIL("no check " << id);
+  static Check none;
+  return none;
+}
+
+bool Names(const Check& c, const std::string& text) {
+  for (const auto& e : c.evidence) {
+    if (absl::StrContains(e, text)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("orchestration: hostlists expand as Slurm writes them", "[orchestration]") {
+  using cmax::orchestration::ExpandHostlist;
+  auto a = ExpandHostlist("node[01-03,7],login");
+  REQUIRE(a.has_value());
+  CHECK(*a == std::vector<std::string>{"node01", "node02", "node03", "node7", "login"});
+  auto d = ExpandHostlist("/dev/nvidia[0-7]");
+  REQUIRE(d.has_value());
+  CHECK(d->size() == 8);
+  CHECK(d->back() == "/dev/nvidia7");
+  auto two = ExpandHostlist("r[1-2]n[1-2]");
+  REQUIRE(two.has_value());
+  CHECK(*two == std::vector<std::string>{"r1n1", "r1n2", "r2n1", "r2n2"});
+  CHECK_FALSE(ExpandHostlist("node[3-1]").has_value());
+  CHECK_FALSE(ExpandHostlist("node[1-").has_value());
+  CHECK_FALSE(ExpandHostlist("node[0-99999999]").has_value());
+}
+
+TEST_CASE("orchestration: slurm.conf pairs keep their line, keys ignore case, later lines win",
+          "[orchestration]") {
+  auto f = cmax::orchestration::ParseSlurmConfig(
+      "# comment\nTaskPlugin=task/affinity # old\n\ntaskplugin=task/cgroup,task/affinity\n"
+      "NodeName=a[1-2] Gres=gpu:h100:8 Feature=\"x y\"\n",
+      "/etc/slurm/slurm.conf");
+  auto tp = f.Get("TaskPlugin");
+  REQUIRE(tp.has_value());
+  CHECK(tp->value == "task/cgroup,task/affinity");
+  CHECK(tp->line == 4);
+  CHECK(cmax::orchestration::Where(*tp) == "/etc/slurm/slurm.conf:4");
+  REQUIRE(f.lines.size() == 3);
+  CHECK(f.lines[2].pairs.size() == 3);
+  CHECK(f.lines[2].pairs[2].value == "x y");
+}
+
+TEST_CASE("orchestration: scontrol show config and show node output parse",
+          "[orchestration]") {
+  auto c = cmax::orchestration::ParseScontrolConfig(ReadText(Fixture("scontrol/show_config.txt")));
+  auto cd = c.Get("ConstrainDevices");
+  REQUIRE(cd.has_value());
+  CHECK(cd->value == "no");
+  CHECK(cd->line == 24);
+  CHECK(c.Get("AccountingStorageType")->value.empty());  // (null)
+  auto n = cmax::orchestration::ParseScontrolNode(ReadText(Fixture("scontrol/show_node.txt")));
+  CHECK(n.at("State").value == "IDLE+DRAIN");
+  CHECK(n.at("State").line == 9);
+  CHECK(n.at("Reason").value == "cmax: health fail (xid 79) [root@2026-12-05T17:00:00]");
+}
+
+TEST_CASE("orchestration: a well set up Slurm node passes every check", "[orchestration]") {
+  auto checks = ChecksOn("slurm-good");
+  for (const Check& c : checks) {
+    INFO(c.id << ": " << c.title);
+    CHECK((c.status == Status::kPass || c.status == Status::kInfo ||
+           (c.id == "orchestration.slurm.node_state" && c.status == Status::kNotMeasured)));
+  }
+  const Check& gres = Find(checks, "orchestration.slurm.gres");
+  CHECK(gres.status == Status::kPass);
+  CHECK(Names(gres, "/etc/slurm/gres.conf:2: NodeName=gpu-node-[01-18] Name=gpu"));
+  CHECK(Names(gres, "/etc/slurm/slurm.conf:13: Gres=gpu:h100:8"));
+  CHECK(Names(Find(checks, "orchestration.slurm.constrain_devices"),
+              "/etc/slurm/cgroup.conf:3: ConstrainDevices=yes"));
+  const Check& hc = Find(checks, "orchestration.slurm.health_check");
+  CHECK(absl::StrContains(hc.title, "every 300 s (cmax's)"));
+  const Check& topo = Find(checks, "orchestration.slurm.topology");
+  CHECK(absl::StrContains(topo.title, "BlockName=nvl-a"));
+  CHECK(Names(topo, "/etc/slurm/topology.conf:2"));
+  const Check& ct = Find(checks, "orchestration.slurm.containers");
+  CHECK(ct.title == "container support: pyxis configured, enroot installed");
+  // Without the real root, scontrol is not run: not measured, never a pass.
+  const Check& state = Find(checks, "orchestration.slurm.node_state");
+  CHECK(state.status == Status::kNotMeasured);
+  CHECK(cmax::orchestration::ToFinding(state).not_measured());
+}
+
+TEST_CASE("orchestration: a badly set up Slurm node fails, naming file, line and fix",
+          "[orchestration]") {
+  auto checks = ChecksOn("slurm-bad");
+  const std::string dir = "/var/spool/slurmd/conf-cache/";
+  const Check& gres = Find(checks, "orchestration.slurm.gres");
+  CHECK(gres.status == Status::kFail);
+  CHECK(gres.title == "gres.conf lists 4 GPUs; the node has 8");
+  CHECK(absl::StrContains(gres.action, dir + "gres.conf"));
+  CHECK(absl::StrContains(gres.action, "File=/dev/nvidia[0-7]"));
+  const Check& cd = Find(checks, "orchestration.slurm.constrain_devices");
+  CHECK(cd.status == Status::kFail);
+  CHECK(Names(cd, dir + "cgroup.conf:2: ConstrainDevices=no"));
+  CHECK(absl::StrContains(cd.action, "ConstrainDevices=yes in " + dir + "cgroup.conf"));
+  const Check& sec = Find(checks, "orchestration.slurm.device_isolation");
+  CHECK(sec.category == "security");
+  CHECK(sec.status == Status::kFail);
+  const Check& tp = Find(checks, "orchestration.slurm.task_plugin");
+  CHECK(tp.status == Status::kFail);
+  CHECK(Names(tp, dir + "slurm.conf:3: TaskPlugin=task/affinity"));
+  const Check& sel = Find(checks, "orchestration.slurm.select");
+  CHECK(sel.status == Status::kWarn);
+  CHECK(absl::StrContains(sel.action, "SelectType=select/cons_tres"));
+  const Check& hc = Find(checks, "orchestration.slurm.health_check");
+  CHECK(hc.status == Status::kFail);
+  CHECK(absl::StrContains(hc.action, "HealthCheckProgram=/usr/local/bin/cmax-healthcheck"));
+  CHECK(Find(checks, "orchestration.slurm.topology").status == Status::kWarn);
+  CHECK(Find(checks, "orchestration.slurm.containers").title ==
+        "container support: pyxis not configured, enroot not installed");
+}
+
+TEST_CASE("orchestration: scontrol's effective configuration wins over the files, and the node "
+          "state comes from scontrol show node", "[orchestration]") {
+  std::vector<std::vector<std::string>> calls;
+  auto run = [&](const std::vector<std::string>& argv) -> std::optional<std::string> {
+    calls.push_back(argv);
+    if (argv == std::vector<std::string>{"scontrol", "show", "config"}) {
+      return ReadText(Fixture("scontrol/show_config.txt"));
+    }
+    if (argv == std::vector<std::string>{"scontrol", "show", "node", "gpu-node-01"}) {
+      return ReadText(Fixture("scontrol/show_node.txt"));
+    }
+    return std::nullopt;
+  };
+  auto checks = ChecksOn("slurm-good", run);
+  CHECK(calls.size() == 2);
+  const Check& cd = Find(checks, "orchestration.slurm.constrain_devices");
+  CHECK(cd.status == Status::kFail);  // the file says yes; the running slurmd says no
+  CHECK(Names(cd, "scontrol show config: ConstrainDevices (output line 24): ConstrainDevices=no"));
+  CHECK(absl::StrContains(Find(checks, "orchestration.slurm.health_check").title, "every 300 s"));
+  CHECK(absl::StrContains(Find(checks, "orchestration.slurm.topology").title, "topology/tree"));
+  const Check& state = Find(checks, "orchestration.slurm.node_state");
+  CHECK(state.status == Status::kWarn);
+  CHECK(Names(state, "scontrol show node gpu-node-01 (output line 9): State=IDLE+DRAIN"));
+  CHECK(Names(state, "Reason=cmax: health fail (xid 79)"));
+  CHECK(absl::StrContains(state.action, "scontrol update NodeName=gpu-node-01 State=RESUME"));
+}
+
+TEST_CASE("orchestration: Kubernetes kubelet policies and device plugins", "[orchestration]") {
+  auto good = ChecksOn("k8s-good");
+  for (const char* id : {"orchestration.k8s.device_plugin", "orchestration.k8s.topology_manager",
+                         "orchestration.k8s.cpu_manager", "orchestration.k8s.rdma_plugin"}) {
+    INFO(id);
+    CHECK(Find(good, id).status == Status::kPass);
+  }
+  CHECK(Names(Find(good, "orchestration.k8s.topology_manager"),
+              "/var/lib/kubelet/config.yaml:7: topologyManagerPolicy=single-numa-node"));
+  CHECK(Find(good, "orchestration.k8s.cdi").title == "CDI specs: /etc/cdi/nvidia.yaml");
+  auto bad = ChecksOn("k8s-bad");
+  const Check& dp = Find(bad, "orchestration.k8s.device_plugin");
+  CHECK(dp.status == Status::kFail);
+  CHECK(absl::StrContains(dp.action, "GPU Operator"));
+  const Check& tm = Find(bad, "orchestration.k8s.topology_manager");
+  CHECK(tm.status == Status::kWarn);
+  CHECK(absl::StrContains(tm.action, "topologyManagerPolicy: single-numa-node"));
+  CHECK(Find(bad, "orchestration.k8s.cpu_manager").status == Status::kWarn);
+  CHECK(Find(bad, "orchestration.k8s.rdma_plugin").status == Status::kWarn);
+}
+
+TEST_CASE("orchestration: no scheduler fails a managed cluster and is not measured on bare metal",
+          "[orchestration]") {
+  auto managed = ChecksOn("none");
+  REQUIRE(managed.size() == 1);
+  CHECK(managed[0].id == "orchestration.scheduler");
+  CHECK(managed[0].status == Status::kFail);
+  auto bare = ChecksOn("none", nullptr, /*managed=*/false);
+  REQUIRE(bare.size() == 1);
+  CHECK(bare[0].status == Status::kNotMeasured);
+  CHECK(cmax::orchestration::ToFinding(bare[0]).not_measured());
+}
+
+TEST_CASE("orchestration: the binary's exit codes and records", "[orchestration]") {
+  auto good = cmax::testing::RunSuite(
+      "cmax-bench", {"orchestration", "--jsonl", "--root", Fixture("slurm-good")}, 30s);
+  CHECK(good.exit_code == 0);
+  CHECK(good.records.size() >= 8);
+  auto bad = cmax::testing::RunSuite(
+      "cmax-bench", {"orchestration", "--jsonl", "--root", Fixture("slurm-bad")}, 30s);
+  CHECK(bad.exit_code == 1);
+  int fails = 0;
+  for (const auto& r : bad.records) {
+    if (r.has_finding() && r.finding().severity() == cmax::v1::SEVERITY_FAIL) ++fails;
+  }
+  CHECK(fails >= 5);
+  auto bare = cmax::testing::RunSuite(
+      "cmax-bench", {"orchestration", "--jsonl", "--managed=false", "--root", Fixture("none")}, 30s);
+  CHECK(bare.exit_code == 0);
+  auto missing = cmax::testing::RunSuite(
+      "cmax-bench", {"orchestration", "--jsonl", "--root", Fixture("no-such-root")}, 30s);
+  CHECK(missing.exit_code == 2);
+  REQUIRE(missing.records.size() == 1);
+  CHECK(missing.records[0].finding().not_measured());
+}
