@@ -368,6 +368,12 @@ void CheckTopology(const SlurmView& v, const Sysroot& root, const std::string& h
       auto names = ExpandHostlist(p.value);
       if (names.has_value() && absl::c_linear_search(*names, host)) {
         where = absl::StrCat(kind, "=", l.pairs[0].value);
+        if (absl::EqualsIgnoreCase(kind, "BlockName")) {
+          // For the scorecard's check of blocks against NVLink domains
+          // (orchestration_judge.cc).
+          c.block_labels = {{"block", l.pairs[0].value},
+                             {"source", absl::StrCat(v.topology.source, ":", l.line)}};
+        }
         c.evidence.push_back(absl::StrCat(v.topology.source, ":", l.line, ": ", l.text));
       }
     }
@@ -670,6 +676,7 @@ int WriteChecks(const std::vector<Check>& checks, bool jsonl, RecordWriter& out)
     if (c.status == Status::kFail) failed = true;
     if (jsonl) {
       out.Find(ToFinding(c));
+      if (!c.block_labels.empty()) out.Measure("slurm_block", 1, "count", c.block_labels);
       continue;
     }
     std::printf("%-13s %-44s %s\n", StatusName(c.status).c_str(), c.id.c_str(), c.title.c_str());

@@ -10,6 +10,7 @@
 #define CMAX_BENCHMARKS_ORCHESTRATION_ORCHESTRATION_H_
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct Check {
   std::vector<std::string> evidence;     // "/etc/slurm/cgroup.conf:3: ConstrainDevices=no"
   std::string action;                    // what to set, where
   std::vector<std::string> links;
+  // The node's topology/block block: when set, a `slurm_block` measurement
+  // (value 1, these labels: block, source) is written beside the finding.
+  std::map<std::string, std::string> block_labels;
 };
 
 // Runs a program (argv, never a shell) and returns its stdout when it

@@ -43,6 +43,12 @@ SuiteInfo Declaration() {
              .help = "auto (default): whatever is found; slurm or kubernetes: only that one",
              .choices = {"auto", "slurm", "kubernetes"}},
         },
+    .metrics =
+        {
+            {.name = "slurm_block", .unit = "count", .better = MetricBetter::kNeither,
+             .help = "the node's topology/block block in topology.conf (labels block, source "
+                     "file:line), always 1; compared with the NVLink domains health reads"},
+        },
   };
 }
 

@@ -9,8 +9,11 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "benchmarks/orchestration/config_text.h"
 #include "benchmarks/orchestration/orchestration.h"
+#include "generated/suite_judges.h"
+#include "reports/scorecard.h"
 #include "tests/benchmarks/suite_run.h"
 
 using namespace std::chrono_literals;
@@ -226,6 +229,14 @@ TEST_CASE("orchestration: the binary's exit codes and records", "[orchestration]
       "cmax-bench", {"orchestration", "--jsonl", "--root", Fixture("slurm-good")}, 30s);
   CHECK(good.exit_code == 0);
   CHECK(good.records.size() >= 8);
+  int blocks = 0;
+  for (const auto& r : good.records) {
+    if (!r.has_measurement() || r.measurement().metric() != "slurm_block") continue;
+    ++blocks;
+    CHECK(r.measurement().labels().at("block") == "nvl-a");
+    CHECK(r.measurement().labels().at("source") == "/etc/slurm/topology.conf:2");
+  }
+  CHECK(blocks == 1);
   auto bad = cmax::testing::RunSuite(
       "cmax-bench", {"orchestration", "--jsonl", "--root", Fixture("slurm-bad")}, 30s);
   CHECK(bad.exit_code == 1);
@@ -242,4 +253,137 @@ TEST_CASE("orchestration: the binary's exit codes and records", "[orchestration]
   CHECK(missing.exit_code == 2);
   REQUIRE(missing.records.size() == 1);
   CHECK(missing.records[0].finding().not_measured());
+}
+
+namespace {
+
+cmax::v1::ExportedRecord Measure(const std::string& node, const std::string& suite,
+                                 const std::string& metric,
+                                 std::map<std::string, std::string> labels) {
+  cmax::v1::ExportedRecord r;
+  r.set_node(node);
+  r.set_suite(suite);
+  auto* m = r.mutable_record()->mutable_measurement();
+  m->set_suite(suite);
+  m->set_metric(metric);
+  m->set_value(1);
+  m->set_unit(metric == "slurm_block" ? "count" : "bool");
+  for (auto& [k, v] : labels) (*m->mutable_labels())[k] = v;
+  return r;
+}
+
+// Nodes a..d with Slurm blocks and NVLink domains (2 GPUs each).
+cmax::reports::RunData BlocksRun(const std::map<std::string, std::pair<std::string, std::string>>&
+                                     node_block_domain) {
+  cmax::reports::RunData d;
+  for (const auto& [node, bd] : node_block_domain) {
+    d.nodes.push_back(node);
+    d.records.push_back(Measure(node, "orchestration", "slurm_block", {{"block", bd.first}}));
+    for (const char* gpu : {"0", "1"}) {
+      d.records.push_back(Measure(node, "health", "nvlink_fabric",
+                                  {{"gpu", gpu}, {"cluster_uuid", bd.second}, {"clique_id", "1"}}));
+    }
+  }
+  return d;
+}
+
+std::map<std::string, cmax::v1::RuleResult> ByNode(const std::vector<cmax::v1::RuleResult>& rs) {
+  std::map<std::string, cmax::v1::RuleResult> out;
+  for (const auto& r : rs) {
+    CHECK(r.rule_id() == "orchestration.slurm_block");
+    CHECK(r.category() == "Orchestration");
+    out[r.node()] = r;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("orchestration: Slurm blocks against NVLink domains", "[orchestration]") {
+  const std::string d1 = "2f5a0c1e-0000-4000-8000-000000000001";
+  const std::string d2 = "2f5a0c1e-0000-4000-8000-000000000002";
+  std::vector<cmax::v1::RuleResult> out;
+  cmax::reports::JudgeSlurmBlocks(
+      BlocksRun({{"a", {"b1", d1}}, {"b", {"b1", d1}}, {"c", {"b2", d2}}, {"d", {"b2", d2}}}),
+      &out);
+  auto good = ByNode(out);
+  REQUIRE(good.size() == 4);
+  for (const auto& [node, r] : good) {
+    INFO(node << ": " << r.message());
+    CHECK(r.outcome() == "pass");
+  }
+  CHECK(good["a"].message() == "Slurm block b1 is NVLink domain " + d1 + " (2 nodes)");
+
+  // c sits in b2 but is wired into d1: b2 spans two domains, d1 is split.
+  out.clear();
+  cmax::reports::JudgeSlurmBlocks(
+      BlocksRun({{"a", {"b1", d1}}, {"b", {"b1", d1}}, {"c", {"b2", d1}}, {"d", {"b2", d2}}}),
+      &out);
+  auto bad = ByNode(out);
+  REQUIRE(bad.size() == 4);
+  CHECK(bad["c"].outcome() == "fail");
+  CHECK(bad["d"].outcome() == "fail");
+  CHECK(bad["d"].message() == "Slurm block b2 spans NVLink domains: d is in " + d2 + ", c in " + d1 +
+                                  "; a job given this block crosses domains");
+  CHECK(absl::StrContains(bad["d"].action(), "move c out of block b2"));
+  CHECK(bad["a"].outcome() == "warn");
+  CHECK(bad["a"].message() == "NVLink domain " + d1 + " is split over Slurm blocks b1 and b2 (c)");
+
+  // Without NVLink domains (no fabric, or an all-zero UUID) nothing is compared.
+  out.clear();
+  cmax::reports::JudgeSlurmBlocks(
+      BlocksRun({{"a", {"b1", "00000000-0000-0000-0000-000000000000"}}}), &out);
+  CHECK(out.empty());
+}
+
+TEST_CASE("orchestration: could-not-run and bare metal records leave Orchestration not measured "
+          "and the run not rated", "[orchestration]") {
+  auto bare = cmax::testing::RunSuite(
+      "cmax-bench", {"orchestration", "--jsonl", "--managed=false", "--root", Fixture("none")}, 30s);
+  auto missing = cmax::testing::RunSuite(
+      "cmax-bench", {"orchestration", "--jsonl", "--root", Fixture("no-such-root")}, 30s);
+  cmax::reports::RunData data;
+  data.nodes = {"node-1", "node-2"};
+  data.plan.add_suites()->set_suite("orchestration");
+  int i = 0;
+  for (const auto* run : {&bare, &missing}) {
+    const std::string node = i == 0 ? "node-1" : "node-2";
+    const std::string task = "t" + std::to_string(++i);
+    cmax::v1::TaskInfo t;
+    t.set_task_id(task);
+    t.set_suite("orchestration");
+    t.set_node(node);
+    t.set_attempt(1);
+    t.set_exit_code(run->exit_code);
+    t.set_state(run->exit_code == 2 ? cmax::v1::TASK_FAILED : cmax::v1::TASK_COMPLETED);
+    data.tasks.push_back(t);
+    for (const auto& r : run->records) {
+      cmax::v1::ExportedRecord er;
+      er.set_task_id(task);
+      er.set_attempt(1);
+      er.set_node(node);
+      er.set_suite("orchestration");
+      *er.mutable_record() = r;
+      data.records.push_back(er);
+    }
+  }
+  const auto card = cmax::reports::BuildScorecard(data);
+  bool seen = false;
+  for (const auto& c : card.categories()) {
+    if (c.name() != "Orchestration") continue;
+    seen = true;
+    CHECK_FALSE(c.measured());
+    CHECK(c.grade() == "not measured");
+    CHECK(c.nodes_evaluated() == 0);
+  }
+  CHECK(seen);
+  CHECK(card.tier() == "not rated");
+  std::vector<std::string> gaps(card.missing().begin(), card.missing().end());
+  INFO(absl::StrJoin(gaps, "\n"));
+  bool named = false;
+  for (const auto& m : gaps) {
+    named |= absl::StartsWith(m, "Orchestration: orchestration evaluated on 0 of 2 nodes") &&
+             absl::StrContains(m, "node-1: not measured: bare metal (managed: false)");
+  }
+  CHECK(named);
 }
