@@ -7,6 +7,9 @@
 // /var/run/cdi). Summarised in /work/shared/REFERENCES.md.
 #include "benchmarks/orchestration/orchestration.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -509,6 +512,139 @@ std::optional<SlurmView> FindSlurm(const Options& o, const Sysroot& root,
   return v;
 }
 
+// "0-3,8,10-11" -> {0,1,2,3,8,10,11}; nullopt when malformed.
+std::optional<std::set<int>> ParseCpuList(absl::string_view text) {
+  std::set<int> out;
+  for (absl::string_view part : absl::StrSplit(absl::StripAsciiWhitespace(text), ',',
+                                              absl::SkipEmpty())) {
+    std::vector<absl::string_view> ends = absl::StrSplit(part, '-');
+    int lo = 0, hi = 0;
+    if (ends.size() > 2 || !absl::SimpleAtoi(ends[0], &lo)) return std::nullopt;
+    hi = lo;
+    if (ends.size() == 2 && !absl::SimpleAtoi(ends[1], &hi)) return std::nullopt;
+    if (lo < 0 || hi < lo || hi - lo > 65536) return std::nullopt;
+    for (int c = lo; c <= hi; ++c) out.insert(c);
+  }
+  return out;
+}
+
+// The CPUs of the NUMA node of the GPU behind /dev/nvidiaMINOR: the minor's
+// PCI address from /proc/driver/nvidia/gpus/*/information ("Device Minor:"),
+// its numa_node, that node's cpulist. nullopt when any step is unknown.
+std::optional<std::set<int>> GpuNumaCpus(const Sysroot& root, int minor, std::string* how) {
+  for (const std::string& bdf : root.List("/proc/driver/nvidia/gpus")) {
+    auto info = root.Read(absl::StrCat("/proc/driver/nvidia/gpus/", bdf, "/information"));
+    if (!info.ok()) continue;
+    for (absl::string_view line : absl::StrSplit(*info, '\n')) {
+      if (!absl::StartsWith(line, "Device Minor:")) continue;
+      int m = -1;
+      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(13)), &m) || m != minor) break;
+      auto numa = root.ReadLine(absl::StrCat("/sys/bus/pci/devices/", bdf, "/numa_node"));
+      int node = -1;
+      if (!numa || !absl::SimpleAtoi(*numa, &node) || node < 0) return std::nullopt;
+      auto list = root.ReadLine(absl::StrCat("/sys/devices/system/node/node", node, "/cpulist"));
+      if (!list) return std::nullopt;
+      *how = absl::StrCat("/dev/nvidia", minor, " is ", bdf, " on NUMA node ", node, " (cpus ",
+                          *list, ")");
+      return ParseCpuList(*list);
+    }
+  }
+  return std::nullopt;
+}
+
+void CheckStep(const Options& o, const Sysroot& root, const std::string& host, int node_gpus,
+               std::vector<Check>* out) {
+  Check c = Make("orchestration.slurm.step", Status::kPass, "");
+  c.links = {"https://slurm.schedmd.com/srun.html"};
+  if (!o.run || host.empty() || node_gpus < 0) {
+    c.status = Status::kNotMeasured;
+    c.title = "not measured: the one-step job";
+    c.detail = !o.run ? "srun runs only on the real root (--root /)"
+                      : host.empty() ? "the node's hostname is unknown" : "the node's GPUs are unknown";
+    out->push_back(std::move(c));
+    return;
+  }
+  std::vector<std::string> argv = {"srun", "-N1", "-n1", "-w", host, "--exclusive", "--quiet"};
+  const int asked = node_gpus > 0 ? 1 : 0;
+  if (asked > 0) argv.push_back("--gres=gpu:1");
+  argv.push_back("--");
+  argv.insert(argv.end(), o.step_probe.begin(), o.step_probe.end());
+  const std::string shown = absl::StrJoin(argv, " ");
+  auto text = o.run(argv);
+  if (!text.has_value()) {
+    c.status = Status::kNotMeasured;
+    c.title = "not measured: the one-step job did not run";
+    c.detail = absl::StrCat("`", shown, "` did not exit 0 (the node busy, down or not in a "
+                                        "partition this user may use)");
+    out->push_back(std::move(c));
+    return;
+  }
+  std::optional<std::set<int>> cpus;
+  std::vector<int> gpus;
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    ++n;
+    if (absl::ConsumePrefix(&line, "cpus=")) {
+      cpus = ParseCpuList(line);
+      c.evidence.push_back(absl::StrCat(shown, " (output line ", n, "): cpus=", line));
+    } else if (absl::ConsumePrefix(&line, "gpus=")) {
+      for (absl::string_view g : absl::StrSplit(line, ',', absl::SkipEmpty())) {
+        int v = 0;
+        if (absl::SimpleAtoi(g, &v)) gpus.push_back(v);
+      }
+      c.evidence.push_back(absl::StrCat(shown, " (output line ", n, "): gpus=", line));
+    }
+  }
+  if (!cpus.has_value()) {
+    c.status = Status::kNotMeasured;
+    c.title = "not measured: the one-step job printed no cpus= line";
+    c.detail = absl::StrCat("`", shown, "`");
+    out->push_back(std::move(c));
+    return;
+  }
+  // The cores it must have: with a GPU, that GPU's NUMA node; without, every
+  // online CPU (the step holds the node exclusively).
+  std::optional<std::set<int>> want;
+  std::string how;
+  if (asked > 0 && gpus.size() == 1) {
+    want = GpuNumaCpus(root, gpus[0], &how);
+  } else if (asked == 0) {
+    if (auto online = root.ReadLine("/sys/devices/system/cpu/online")) {
+      want = ParseCpuList(*online);
+      how = absl::StrCat("/sys/devices/system/cpu/online: ", *online);
+    }
+  }
+  if (!how.empty()) c.evidence.push_back(how);
+  std::vector<int> lacking;
+  if (want.has_value()) {
+    for (int cpu : *want) {
+      if (!cpus->count(cpu)) lacking.push_back(cpu);
+    }
+  }
+  if (static_cast<int>(gpus.size()) != asked) {
+    c.status = Status::kFail;
+    c.title = absl::StrCat("a job step that asked for ", asked, " GPU", asked == 1 ? "" : "s",
+                           " sees ", gpus.size());
+    c.action = absl::StrCat("Confine jobs to their GPUs: ConstrainDevices=yes in cgroup.conf, "
+                            "TaskPlugin=task/cgroup,task/affinity, the GPUs in gres.conf; restart "
+                            "slurmd.");
+  } else if (!lacking.empty()) {
+    c.status = Status::kFail;
+    c.title = absl::StrCat("a job step lacks ", lacking.size(), " of the ", want->size(),
+                           " CPU cores it should get (", asked > 0 ? "its GPU's NUMA node" : "the node",
+                           ")");
+    c.action = "Bind GPUs to their cores: Cores= on gres.conf's lines (or AutoDetect=nvml), "
+               "TaskPlugin=task/affinity; check CpuSpec/CoreSpecCount in slurm.conf.";
+  } else {
+    c.title = absl::StrCat("a job step sees exactly the ", asked, " GPU", asked == 1 ? "" : "s",
+                           " it asked for and ", cpus->size(), " CPUs",
+                           want.has_value() ? (asked > 0 ? ", its GPU's NUMA node included"
+                                                         : ", every online CPU")
+                                            : " (the GPU's NUMA node unknown)");
+  }
+  out->push_back(std::move(c));
+}
+
 bool IsSocketLike(const std::string& name) { return absl::EndsWith(name, ".sock"); }
 
 void CheckKubernetes(const Options& o, const Sysroot& root, int node_gpus,
@@ -663,6 +799,33 @@ std::string StatusName(Status s) {
   return "NOT MEASURED";
 }
 
+std::string StepProbe(const Sysroot& root) {
+  std::string cpus;
+  if (auto status = root.Read("/proc/self/status"); status.ok()) {
+    for (absl::string_view line : absl::StrSplit(*status, '\n')) {
+      if (absl::ConsumePrefix(&line, "Cpus_allowed_list:")) {
+        cpus = std::string(absl::StripAsciiWhitespace(line));
+      }
+    }
+  }
+  std::vector<std::string> gpus;
+  for (const std::string& name : root.List("/dev")) {
+    absl::string_view n = name;
+    int minor = 0;
+    if (!absl::ConsumePrefix(&n, "nvidia") || !absl::SimpleAtoi(n, &minor)) continue;
+    // The device cgroup (ConstrainDevices=yes) refuses open() of a GPU the
+    // job was not given.
+    int fd = open(root.Path("/dev/" + name).c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) continue;
+    close(fd);
+    gpus.push_back(absl::StrCat(minor));
+  }
+  std::sort(gpus.begin(), gpus.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  return absl::StrCat("cpus=", cpus, "\ngpus=", absl::StrJoin(gpus, ","), "\n");
+}
+
 std::string FindSlurmConf(const Sysroot& root) {
   for (const char* p : kSlurmConfPaths) {
     if (root.Exists(p)) return p;
@@ -730,6 +893,7 @@ std::vector<Check> RunChecks(const Options& o) {
       CheckTopology(*v, root, host, &out);
       CheckContainers(*v, root, &out);
       CheckNodeState(o, host, &out);
+      if (!o.step_probe.empty()) CheckStep(o, root, host, node_gpus, &out);
     } else if (!out.empty()) {
       found = true;  // Slurm is there but unreadable: said so already
     }

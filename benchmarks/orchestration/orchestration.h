@@ -49,7 +49,15 @@ struct Options {
   // Runs scontrol; unset: commands are not run (fixture roots). The suite's
   // main sets it only for --root /.
   CommandRunner run;
+  // Run the one-step job (--step): argv of the probe inside it, e.g.
+  // {"/usr/bin/cmax-bench", "orchestration", "--step-probe"}; empty: no step.
+  std::vector<std::string> step_probe;
 };
+
+// What a job step sees, printed by --step-probe: "cpus=0-15\ngpus=0,3\n"
+// (Cpus_allowed_list of /proc/self/status; the N of each /dev/nvidiaN this
+// process may open).
+std::string StepProbe(const Sysroot& root);
 
 std::vector<Check> RunChecks(const Options& options);
 

@@ -21,7 +21,9 @@ SuiteInfo Declaration() {
         "(otherwise also a Security fail), TaskPlugin task/cgroup and task/affinity,\n"
         "SelectType select/cons_tres, HealthCheckProgram and its interval (and whether it is\n"
         "cmax's), TopologyPlugin topology/tree or topology/block placing this node, pyxis and\n"
-        "enroot (info), the node's state in Slurm.\n"
+        "enroot (info), the node's state in Slurm; with --step a one-step job through srun\n"
+        "(cmax-bench orchestration --step-probe inside it) that must see exactly the one GPU\n"
+        "it asked for (all CPUs with --exclusive) and the cores of that GPU's NUMA node.\n"
         "Kubernetes (/var/lib/kubelet/config.yaml, /var/lib/kubelet/device-plugins): the\n"
         "NVIDIA device plugin (or GPU Operator), CDI specs (info), topologyManagerPolicy\n"
         "single-numa-node or restricted, cpuManagerPolicy static, an RDMA device plugin\n"
@@ -42,6 +44,10 @@ SuiteInfo Declaration() {
             {.name = "scheduler", .type = ParamType::kEnum,
              .help = "auto (default): whatever is found; slurm or kubernetes: only that one",
              .choices = {"auto", "slurm", "kubernetes"}},
+            {.name = "step", .type = ParamType::kFlag,
+             .help = "also run a one-step Slurm job on this node (srun -N1 -w NODE --exclusive, "
+                     "--gres=gpu:1 on a GPU node) that must see exactly the GPUs it asked for "
+                     "and the CPU cores of their NUMA node (real root only)"},
         },
     .metrics =
         {

@@ -1,5 +1,6 @@
 // cmax-bench orchestration: flags, the real-root command runner, output.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "common/record_io.h"
 #include "common/subprocess.h"
 #include "common/suite_flags.h"
+#include "common/sysroot.h"
 
 namespace cmax::bench {
 
@@ -17,15 +19,25 @@ int RunOrchestration(int argc, char** argv) {
   orchestration::Options o;
   std::string managed = "true";
   bool jsonl = false;
+  bool step = false;
+  bool step_probe = false;
   SuiteFlags flags("orchestration", "cmax-bench");
   flags.Bind("managed", &managed);
   flags.Bind("scheduler", &o.scheduler);
+  flags.Bind("step", &step);
   ArgParser& args = flags.extra();
   args.AddFlag("jsonl", &jsonl, "write cmax.v1.Record JSON lines instead of a table");
   args.AddString("root", &o.root, "system root to read /etc, /sys and /var/lib under (default /)");
   args.AddString("hostname", &o.hostname,
                  "this node's name in Slurm (default: /etc/hostname under --root)");
+  args.AddFlag("step-probe", &step_probe,
+               "print what this process may use (cpus=, gpus=) and exit: what --step runs "
+               "inside its job step");
   if (auto rc = flags.Parse(argc, argv)) return *rc;
+  if (step_probe) {
+    std::fputs(orchestration::StepProbe(Sysroot("/")).c_str(), stdout);
+    return kExitPassed;
+  }
   if (!args.positional().empty()) {
     std::fprintf(stderr, "orchestration: unexpected argument '%s'\n", args.positional()[0].c_str());
     return kExitCouldNotRun;
@@ -41,6 +53,11 @@ int RunOrchestration(int argc, char** argv) {
                     "not measured: the orchestration suite could not run", why,
                     "point --root at a system root (default /)");
     return kExitCouldNotRun;
+  }
+  if (step) {  // off the real root the step is not measured (no srun)
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) o.step_probe = {std::string(self, static_cast<size_t>(n)), "orchestration", "--step-probe"};
   }
   if (o.root == "/") {
     o.run = [](const std::vector<std::string>& argv) -> std::optional<std::string> {

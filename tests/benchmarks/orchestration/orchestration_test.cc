@@ -387,3 +387,61 @@ TEST_CASE("orchestration: could-not-run and bare metal records leave Orchestrati
   }
   CHECK(named);
 }
+
+TEST_CASE("orchestration: the one-step job must see exactly its GPU and its NUMA node's cores",
+          "[orchestration]") {
+  std::string answer;
+  std::vector<std::string> srun;
+  auto run = [&](const std::vector<std::string>& argv) -> std::optional<std::string> {
+    if (argv.empty() || argv[0] != "srun") return std::nullopt;
+    srun = argv;
+    return answer;
+  };
+  cmax::orchestration::Options o;
+  o.root = Fixture("slurm-good");
+  o.run = run;
+  o.step_probe = {"/usr/bin/cmax-bench", "orchestration", "--step-probe"};
+  auto step = [&](const std::string& text) {
+    answer = text;
+    return Find(cmax::orchestration::RunChecks(o), "orchestration.slurm.step");
+  };
+  // ConstrainDevices not enforced: the step that asked for one GPU sees two.
+  const Check leaky = step("cpus=0-223\ngpus=0,3\n");
+  CHECK(srun == std::vector<std::string>{"srun", "-N1", "-n1", "-w", "gpu-node-01", "--exclusive",
+                                         "--quiet", "--gres=gpu:1", "--", "/usr/bin/cmax-bench",
+                                         "orchestration", "--step-probe"});
+  CHECK(leaky.status == Status::kFail);
+  CHECK(leaky.title == "a job step that asked for 1 GPU sees 2");
+  CHECK(absl::StrContains(leaky.action, "ConstrainDevices=yes"));
+  // One GPU (minor 3: 0000:48:00.0 on NUMA node 0, cpus 0-55,112-167) but
+  // only half of that node's cores.
+  const Check narrow = step("cpus=0-55\ngpus=3\n");
+  CHECK(narrow.status == Status::kFail);
+  CHECK(narrow.title == "a job step lacks 56 of the 112 CPU cores it should get (its GPU's NUMA node)");
+  CHECK(Names(narrow, "/dev/nvidia3 is 0000:48:00.0 on NUMA node 0 (cpus 0-55,112-167)"));
+  const Check good = step("cpus=0-223\ngpus=3\n");
+  CHECK(good.status == Status::kPass);
+  CHECK(good.title == "a job step sees exactly the 1 GPU it asked for and 224 CPUs, its GPU's NUMA "
+                      "node included");
+  CHECK(Names(good, "--step-probe (output line 1): cpus=0-223"));
+  // srun failing (node busy, no partition): not measured, never a pass.
+  o.run = [](const std::vector<std::string>&) -> std::optional<std::string> { return std::nullopt; };
+  const Check none = Find(cmax::orchestration::RunChecks(o), "orchestration.slurm.step");
+  CHECK(none.status == Status::kNotMeasured);
+  CHECK(cmax::orchestration::ToFinding(none).not_measured());
+}
+
+TEST_CASE("orchestration: --step-probe prints the process's CPUs and openable GPUs",
+          "[orchestration]") {
+  auto probe = cmax::RunCommand(
+      {std::string(CMAX_TEST_BIN_DIR) + "/cmax-bench", "orchestration", "--step-probe"}, 30s);
+  REQUIRE(probe.ok());
+  CHECK(probe->exit.exited);
+  CHECK(probe->exit.code == 0);
+  std::string status = ReadText("/proc/self/status");
+  const size_t at = status.find("Cpus_allowed_list:");
+  REQUIRE(at != std::string::npos);
+  std::string mine = status.substr(at + 18, status.find('\n', at) - at - 18);
+  mine.erase(0, mine.find_first_not_of(" \t"));
+  CHECK(absl::StartsWith(probe->out, "cpus=" + mine + "\ngpus="));
+}
