@@ -855,7 +855,11 @@ v1::Finding ToFinding(const Check& c) {
   f.set_check_id(c.id);
   f.set_category(c.category);
   f.set_subject(c.subject);
-  f.set_title(c.title);
+  // The scorecard says "not measured" itself (Finding.not_measured); the
+  // title keeps only what was not measured and why.
+  absl::string_view title = c.title;
+  if (c.status == Status::kNotMeasured) absl::ConsumePrefix(&title, "not measured: ");
+  f.set_title(std::string(title));
   f.set_detail(c.detail);
   for (const auto& e : c.evidence) f.add_evidence(e);
   for (const auto& l : c.links) f.add_links(l);
