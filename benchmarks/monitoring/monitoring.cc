@@ -306,6 +306,9 @@ absl::StatusOr<std::string> ScrapeLoopback(int port, int timeout_ms) {
   if (head_end == std::string::npos) return absl::DataLossError("no HTTP header in the response");
   absl::string_view status_line = absl::string_view(resp).substr(0, resp.find("\r\n"));
   std::vector<absl::string_view> parts = absl::StrSplit(status_line, ' ');
+  if (parts.size() >= 2 && (parts[1] == "401" || parts[1] == "403")) {
+    return absl::PermissionDeniedError(absl::StrCat("HTTP status: ", status_line));
+  }
   if (parts.size() < 2 || parts[1] != "200") {
     return absl::UnavailableError(absl::StrCat("HTTP status: ", status_line));
   }
@@ -321,6 +324,20 @@ std::vector<Check> RunChecks(const Options& o) {
   for (const Exporter& e : o.exporters) {
     Check c = Make(absl::StrCat("monitoring.exporter.", e.name), Status::kPass, "");
     auto text = o.scrape(e);
+    if (absl::IsPermissionDenied(text.status())) {
+      // It answers but wants a token (cmax's own /metrics with a read token,
+      // docs/prometheus.md): up, its series not read.
+      c.title = absl::StrCat(e.name, " exporter answers at ", Url(e), " (it needs a token)");
+      c.evidence.push_back(absl::StrCat("GET ", Url(e), ": ", text.status().message()));
+      out.push_back(std::move(c));
+      if (e.name == "dcgm" || e.name == "node") {
+        Check s = Make(absl::StrCat("monitoring.signals.", e.name), Status::kNotMeasured,
+                       absl::StrCat(e.name, "'s signals (the exporter needs a token)"));
+        s.detail = absl::StrCat("GET ", Url(e), ": ", text.status().message());
+        out.push_back(std::move(s));
+      }
+      continue;
+    }
     if (!text.ok()) {
       const bool needed = e.name != "dcgm" || gpus != 0;
       c.status = !needed ? Status::kInfo : (e.name == "dcgm" ? Status::kFail : Status::kWarn);

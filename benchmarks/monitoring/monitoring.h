@@ -47,7 +47,7 @@ const std::vector<Signal>& DcgmSignals();
 using Scraper = std::function<absl::StatusOr<std::string>(const Exporter&)>;
 
 // GET http://127.0.0.1:port/metrics with HTTP/1.0, at most 32 MiB, within
-// `timeout_ms`.
+// `timeout_ms`. PERMISSION_DENIED for 401/403 (it answers, wants a token).
 absl::StatusOr<std::string> ScrapeLoopback(int port, int timeout_ms);
 
 struct Options {

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -230,4 +231,41 @@ TEST_CASE("monitoring: the binary's exit codes, and could-not-run records are no
     CHECK(c.grade() == "not measured");
   }
   CHECK(seen);
+}
+
+TEST_CASE("monitoring: an exporter that asks for a token answers, its signals are not measured",
+          "[monitoring]") {
+  // A loopback listener that answers every request 401, as cmax's own
+  // /metrics does without its read token.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  socklen_t len = sizeof(a);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  REQUIRE(listen(fd, 4) == 0);
+  std::thread server([fd] {
+    int c = accept(fd, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[1024];
+    (void)recv(c, buf, sizeof(buf), 0);
+    const char* reply = "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n";
+    (void)send(c, reply, std::strlen(reply), MSG_NOSIGNAL);
+    close(c);
+  });
+  cmax::monitoring::Options o;
+  o.root = Fixture("lost");
+  o.exporters = {{"node", ntohs(a.sin_port)}};
+  o.scrape = FileScraper({});
+  auto checks = cmax::monitoring::RunChecks(o);
+  server.join();
+  close(fd);
+  const Check& e = Find(checks, "monitoring.exporter.node");
+  CHECK(e.status == Status::kPass);
+  CHECK(absl::StrContains(e.title, "(it needs a token)"));
+  REQUIRE(e.evidence.size() == 1);
+  CHECK(absl::StrContains(e.evidence[0], "HTTP status: HTTP/1.1 401 Unauthorized"));
+  CHECK(Find(checks, "monitoring.signals.node").status == Status::kNotMeasured);
 }
