@@ -351,6 +351,7 @@ std::vector<Check> RunChecks(const Options& o) {
                        "prometheus-node-exporter; it listens on :9100)."
                      : absl::StrCat("Start the ", e.name, " exporter on port ", e.port,
                                     " or correct the plan's exporters list.");
+      if (!needed) c.action.clear();  // a node without GPUs needs no DCGM exporter
       out.push_back(std::move(c));
       if (e.name == "dcgm" || e.name == "node") {
         Check s = Make(absl::StrCat("monitoring.signals.", e.name), Status::kNotMeasured,
