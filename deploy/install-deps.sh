@@ -47,6 +47,9 @@ if [[ $want_tests -eq 1 ]]; then
   # runs on every node with RDMA devices (benchmarks/rdma); its tests use a
   # fake on PATH, but the real one is there to run by hand.
   pkgs+=(perftest)
+  # prometheus-node-exporter: the monitoring suite's test scrapes the real one
+  # (tests/benchmarks/monitoring); it fails, never skips, without it.
+  pkgs+=(prometheus-node-exporter)
   # stress-ng: benchmarks/stress/run.sh loads every core while the
   # integration tests run again and again (verdicts must not depend on load).
   pkgs+=(stress-ng)

@@ -92,8 +92,9 @@ std::string NotMeasuredReason(const v1::Finding& f) {
 }
 
 const std::vector<std::string>& RatedCategories() {
-  static const std::vector<std::string> names = {"Compute", "Networking", "Storage",
-                                                 "Reliability", "Security"};
+  static const std::vector<std::string> names = {"Compute",     "Networking", "Storage",
+                                                 "Reliability", "Security",   "Orchestration",
+                                                 "Monitoring"};
   return names;
 }
 

@@ -20,7 +20,12 @@ namespace cmax::reports {
 
 // A tier needs each of these evaluated on at least kRatedShare of the
 // selected nodes, and each of their plan entries on at least that share of
-// the nodes it ran on. Lifecycle has no automated suite and is not required.
+// the nodes it ran on. Lifecycle is graded by fleet rules only and is not
+// required. Orchestration is: a customer's jobs reach the GPUs through the
+// scheduler, so a tier says how it is set up (a bare metal plan runs the
+// orchestration suite with managed: false, which evaluates nothing there and
+// leaves the run not rated: RULES.md, "Tier"). Monitoring is too: a failure
+// nobody sees is not caught.
 const std::vector<std::string>& RatedCategories();
 inline constexpr double kRatedShare = 0.90;
 

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "reports/coverage.h"
+#include "reports/judge_util.h"
 #include "reports/outcome_order.h"
 
 namespace cmax::reports {
@@ -12,12 +14,8 @@ namespace {
 
 constexpr double kFailingNodeShare = 0.10;  // C allows fails on up to 10% of nodes
 
-// Categories Platinum requires measured (Lifecycle has no automated suite).
-const std::vector<std::string>& PlatinumCategories() {
-  static const std::vector<std::string> names = {"Compute", "Networking", "Storage",
-                                                 "Reliability", "Security"};
-  return names;
-}
+// Categories Platinum requires measured: those a tier needs (coverage.h).
+const std::vector<std::string>& PlatinumCategories() { return RatedCategories(); }
 
 }  // namespace
 
@@ -89,7 +87,7 @@ TierDecision TierFor(const std::vector<v1::CategoryGrade>& categories,
     }
   }
   if (unmeasured.empty()) {
-    parts.push_back("tier covers all six categories");
+    parts.push_back(absl::StrCat("tier covers all ", categories.size(), " categories"));
   } else {
     parts.push_back(absl::StrCat("tier covers ", absl::StrJoin(measured, ", "), " only; ",
                                  absl::StrJoin(unmeasured, ", "), " not measured"));

@@ -37,10 +37,10 @@ struct TierDecision {
   std::string reason;
 };
 
-// From the six graded categories (name, grade, measured). A critical
+// From the graded categories (name, grade, measured). A critical
 // Security result (`security_critical` non-empty: its messages) caps the
-// tier at Underperform; Platinum needs Compute, Networking, Storage,
-// Reliability and Security all measured, otherwise it is capped at Gold.
+// tier at Underperform; Platinum needs every category of RatedCategories()
+// (coverage.h) measured, otherwise it is capped at Gold.
 TierDecision TierFor(const std::vector<v1::CategoryGrade>& categories,
                      const std::vector<std::string>& security_critical);
 

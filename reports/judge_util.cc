@@ -13,8 +13,9 @@
 namespace cmax::reports {
 
 const std::vector<std::string>& CategoryNames() {
-  static const std::vector<std::string> names = {"Compute",     "Networking", "Storage",
-                                                 "Reliability", "Security",   "Lifecycle"};
+  static const std::vector<std::string> names = {
+      "Compute",  "Networking", "Storage",       "Reliability",
+      "Security", "Lifecycle",  "Orchestration", "Monitoring"};
   return names;
 }
 

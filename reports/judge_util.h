@@ -17,16 +17,18 @@
 
 namespace cmax::reports {
 
-// The six scorecard categories, in the order the scorecard shows them:
-// Compute, Networking, Storage, Reliability, Security, Lifecycle.
+// The eight scorecard categories, in the order the scorecard shows them:
+// Compute, Networking, Storage, Reliability, Security, Lifecycle,
+// Orchestration, Monitoring (ClusterMAX's, less Pricing, Partnerships and
+// Availability, which no run can measure).
 const std::vector<std::string>& CategoryNames();
 
 // "reliability", "Reliability" or "RELIABILITY" -> "Reliability"; empty when
-// the name is not one of the six.
+// the name is not one of the eight.
 std::string CanonicalCategory(const std::string& name);
 
 // The category a suite mainly feeds (suite catalog); Reliability when the
-// suite is unknown or its category is not one of the six.
+// suite is unknown or its category is not one of the eight.
 // The scorecard category of a suite's judge's rules: its declaration's
 // judge_category, else its category (SuiteCategory).
 std::string JudgeCategory(const std::string& suite);

@@ -14,17 +14,13 @@
 #include "google/protobuf/util/json_util.h"
 #include "reports/compare.h"
 #include "reports/cost.h"
+#include "reports/coverage.h"
 #include "reports/outcome_order.h"
 #include "reports/stats.h"
 
 namespace cmax::reports {
 namespace {
 
-const std::vector<std::string>& RatedCategories() {
-  static const std::vector<std::string> c = {"Compute", "Networking", "Storage", "Reliability",
-                                             "Security"};
-  return c;
-}
 
 // Three significant figures: figures that differ beyond them order clusters.
 double Round3(double v) {
@@ -163,8 +159,8 @@ const std::vector<std::string>& RankRules() {
   static const std::vector<std::string> rules = {
       "1. rated scorecards before not rated ones (not rated never ranks above a tier)",
       "2. tier: Platinum, Gold, Silver, Bronze, Underperform",
-      "3. grade points over Compute, Networking, Storage, Reliability, Security "
-      "(A 4, B 3, C 2, D 1, F and not measured 0)",
+      absl::StrCat("3. grade points over ", absl::StrJoin(RatedCategories(), ", "),
+                   " (A 4, B 3, C 2, D 1, F and not measured 0)"),
       "4. BF16 TFLOP/s per GPU (gemm), higher first",
       "5. all-reduce bus bandwidth at the largest message size, higher first",
       "6. storage GB/s per GPU (best read pattern, fleet total / GPUs), higher first",
@@ -300,36 +296,46 @@ std::string RepairText(const v1::RankEntry& e) {
 std::string RenderRankText(const v1::RankTable& t) {
   std::string out;
   if (t.simulated()) absl::StrAppend(&out, "SIMULATED DATA \u2014 not a measurement\n");
-  absl::StrAppend(
-      &out, absl::StrFormat("%-4s %-20s %-13s %-5s %-5s %-5s %-5s %-5s %9s %9s %9s "
-                            "%8s %9s %9s %5s %11s\n",
-                            "POS", "CLUSTER", "TIER", "COMP", "NET", "STOR", "REL", "SEC",
-                            "BF16/GPU", "AR_BUSBW", "STOR/GPU", "REJECTED", "FAIL/1kGH",
-                            "$/PFLOPh", "COST#", "TTR_P50/P90"));
+  // One 5-wide column per rated category: COMP NET STOR REL SEC ORCH ...
+  std::string grade_heads;
+  for (const auto& c : RatedCategories()) {
+    static const std::map<std::string, std::string> kShort = {
+        {"Compute", "COMP"}, {"Networking", "NET"},       {"Storage", "STOR"},
+        {"Reliability", "REL"}, {"Security", "SEC"}, {"Orchestration", "ORCH"},
+        {"Monitoring", "MON"}};
+    auto it = kShort.find(c);
+    absl::StrAppend(&grade_heads, absl::StrFormat("%-5s ", it == kShort.end() ? c : it->second));
+  }
+  absl::StrAppend(&out, absl::StrFormat("%-4s %-20s %-13s %s%9s %9s %9s %8s %9s %9s %5s %11s\n",
+                                        "POS", "CLUSTER", "TIER", grade_heads, "BF16/GPU",
+                                        "AR_BUSBW", "STOR/GPU", "REJECTED", "FAIL/1kGH",
+                                        "$/PFLOPh", "COST#", "TTR_P50/P90"));
   auto g = [](const v1::RankEntry& e, const char* c) {
     auto it = e.grades().find(c);
     if (it == e.grades().end() || it->second == "not measured") return std::string("n/m");
     return it->second;
   };
   for (const auto& e : t.entries()) {
+    std::string grades;
+    for (const auto& c : RatedCategories()) {
+      absl::StrAppend(&grades, absl::StrFormat("%-5s ", g(e, c.c_str())));
+    }
     absl::StrAppend(
         &out,
-        absl::StrFormat(
-            "%-4d %-20s %-13s %-5s %-5s %-5s %-5s %-5s %9s %9s %9s %7.0f%% %9s %9s "
-            "%5s %11s\n",
-            e.position(), e.cluster(), e.tier(), g(e, "Compute"), g(e, "Networking"),
-            g(e, "Storage"), g(e, "Reliability"), g(e, "Security"),
-            e.bf16_measured() ? absl::StrFormat("%.1f", e.bf16_tflops_per_gpu()) : "n/m",
-            e.allreduce_measured() ? absl::StrFormat("%.1f", e.allreduce_busbw_gbps())
-                                   : "n/m",
-            e.storage_measured() ? absl::StrFormat("%.2f", e.storage_gbps_per_gpu())
-                                 : "n/m",
-            e.rejected_share() * 100,
-            e.failures_measured()
-                ? absl::StrFormat("%.2f", e.failures_per_1000_gpu_hours())
-                : "n/m",
-            CostText(e), e.cost_position() > 0 ? absl::StrCat(e.cost_position()) : "-",
-            RepairText(e)));
+        absl::StrFormat("%-4d %-20s %-13s %s%9s %9s %9s %7.0f%% %9s %9s %5s %11s\n",
+                        e.position(), e.cluster(), e.tier(), grades,
+                        e.bf16_measured() ? absl::StrFormat("%.1f", e.bf16_tflops_per_gpu()) : "n/m",
+                        e.allreduce_measured() ? absl::StrFormat("%.1f", e.allreduce_busbw_gbps())
+                                               : "n/m",
+                        e.storage_measured() ? absl::StrFormat("%.2f", e.storage_gbps_per_gpu())
+                                             : "n/m",
+                        e.rejected_share() * 100,
+                        e.failures_measured()
+                            ? absl::StrFormat("%.2f", e.failures_per_1000_gpu_hours())
+                            : "n/m",
+                        CostText(e),
+                        e.cost_position() > 0 ? absl::StrCat(e.cost_position()) : "-",
+                        RepairText(e)));
   }
   absl::StrAppend(&out,
                   "\n(n/m: not measured; units: BF16 TFLOP/s per GPU, GB/s, GB/s per "
@@ -366,14 +372,13 @@ std::string RenderRankJson(const v1::RankTable& t) {
 std::string RenderRankMarkdown(const v1::RankTable& t) {
   std::string out = "# cmax league table\n\n";
   if (t.simulated()) absl::StrAppend(&out, "**SIMULATED DATA \u2014 not a measurement**\n\n");
-  absl::StrAppend(
-      &out,
-      "| # | cluster | tier | Compute | Networking | Storage | Reliability | "
-      "Security | BF16 TFLOP/s per GPU | all-reduce busbw GB/s | storage GB/s per "
-      "GPU | nodes rejected | failures per 1,000 GPU-h | USD per PFLOP-h | cost # | "
-      "time to repair p50/p90 h |\n"
-      "| ---: | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: "
-      "| ---: | ---: | ---: | ---: |\n");
+  absl::StrAppend(&out, "| # | cluster | tier | ", absl::StrJoin(RatedCategories(), " | "),
+                  " | BF16 TFLOP/s per GPU | all-reduce busbw GB/s | storage GB/s per "
+                  "GPU | nodes rejected | failures per 1,000 GPU-h | USD per PFLOP-h | cost # | "
+                  "time to repair p50/p90 h |\n"
+                  "| ---: | --- | --- | ");
+  for (size_t i = 0; i < RatedCategories().size(); ++i) absl::StrAppend(&out, "--- | ");
+  absl::StrAppend(&out, "---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const auto& e : t.entries()) {
     std::vector<std::string> grades;
     for (const auto& c : RatedCategories()) {

@@ -14,7 +14,7 @@ namespace cmax::reports {
 // Shown prominently by every rendering when card.simulated is true.
 inline constexpr char kSimulatedBanner[] = "SIMULATED DATA \u2014 not a measurement";
 
-// Runs every judge (judges.h) and aggregates: category grades (always the six
+// Runs every judge (judges.h) and aggregates: category grades (always the eight
 // categories, in order), node verdicts with reasons and tasks, the tier with
 // its reason, every finding, and up to 2000 key measurements. Pure apart from
 // the `generated` timestamp.

@@ -14,6 +14,10 @@
 #  5. a schedule with --only-idle (cmaxctl schedule add): while a sleep job
 #     holds the node its slots are skipped with Slurm's state as the reason;
 #     once the job is cancelled a later slot runs on it.
+#  6. cmax-bench orchestration on the real root reads the running Slurm
+#     through scontrol show config / show node (this test's slurm.conf has
+#     TaskPlugin=task/none: a fail named from scontrol's output line); with
+#     --step a one-step srun job sees no GPU and every online CPU.
 #   tests/deploy/slurm_test.sh SOURCE_DIR BIN_DIR
 set -uo pipefail
 src=${1:?usage: slurm_test.sh SOURCE_DIR BIN_DIR}
@@ -219,5 +223,33 @@ wait_for 30 ran || fail "no run once the node was idle: $(ctl5 schedule list)"
 echo "  then ran: $(schedule_field "s['last_run_id'] + ': ' + s['last_outcome']")"
 ctl5 schedule remove "$sid" >/dev/null || fail "schedule remove"
 [[ -z $(squeue -h 2>/dev/null) ]] || fail "jobs left in the queue: $(squeue -h)"
+
+echo "== 6. the orchestration suite reads the running Slurm through scontrol"
+out=$("$bin/cmax-bench" orchestration --root / --hostname "$node" --scheduler slurm --jsonl 2>"$t/log/orch.err"); rc=$?
+echo "$out" >"$t/log/orchestration.jsonl"
+# finding CHECK_ID EXPR: EXPR (Python, over the Finding `f`) holds for that check's finding.
+finding() {
+  python3 -c "import json,sys
+fs=[json.loads(l)['finding'] for l in open('$t/log/orchestration.jsonl') if '\"finding\"' in l]
+f=[x for x in fs if x.get('check_id')=='$1']
+sys.exit(0 if f and ($2) else 1)"
+}
+[[ $rc -eq 1 ]] || fail "orchestration: exit $rc (want 1: task/none fails): $out $(cat "$t/log/orch.err")"
+finding orchestration.slurm.task_plugin "f[0]['severity']=='SEVERITY_FAIL' and any(e.startswith('scontrol show config: TaskPlugin (output line ') and e.endswith('TaskPlugin=task/none') for e in f[0]['evidence'])" ||
+  fail "orchestration: task/none not failed from scontrol's output: $out"
+finding orchestration.slurm.select "f[0]['severity']=='SEVERITY_INFO' and not f[0].get('not_measured')" ||
+  fail "orchestration: select/cons_tres not passed: $out"
+finding orchestration.slurm.health_check "'runs every 2 s' in f[0]['title']" ||
+  fail "orchestration: HealthCheckProgram/Interval not read from scontrol: $out"
+finding orchestration.slurm.node_state "any(('State=' in e) for e in f[0]['evidence']) and not f[0].get('not_measured')" ||
+  fail "orchestration: the node's state not read from scontrol show node: $out"
+echo "  $(grep -c '"finding"' "$t/log/orchestration.jsonl") findings, exit $rc"
+# --step: a one-step job through srun (no GPU here: --exclusive, every online CPU).
+"$bin/cmax-bench" orchestration --root / --hostname "$node" --scheduler slurm --step --jsonl \
+  >"$t/log/orchestration.jsonl" 2>>"$t/log/orch.err"
+finding orchestration.slurm.step "f[0]['severity']=='SEVERITY_INFO' and not f[0].get('not_measured') and f[0]['title'].endswith('every online CPU')" ||
+  fail "orchestration --step: $(grep slurm.step "$t/log/orchestration.jsonl") $(tail -3 "$t/log/orch.err")"
+echo "  step: $(python3 -c "import json
+print([json.loads(l)['finding']['title'] for l in open('$t/log/orchestration.jsonl') if 'slurm.step' in l][0])")"
 
 echo "slurm_test: every check holds"

@@ -208,6 +208,18 @@ TEST_CASE("full.yaml on three CPU-only nodes is not rated and says what was not 
     CHECK(cat.grade() != "not measured");
     CHECK(cat.nodes_evaluated() == 3);
   }
+  // Orchestration: full.yaml evaluates a managed cluster and these hosts run
+  // no scheduler, so every node fails it (the run exits 1 for that, above);
+  // Monitoring is evaluated on every node whatever answers on its loopback.
+  const auto& orch = CategoryOf(card, "Orchestration");
+  CHECK(orch.nodes_evaluated() == 3);
+  CHECK(orch.grade() == "D");
+  for (int i = 0; i < 3; ++i) {
+    INFO(c.node(i));
+    CHECK(AnyReason(NodeOf(card, c.node(i)),
+                    "Orchestration fail: neither Slurm nor Kubernetes is set up on this node"));
+  }
+  CHECK(CategoryOf(card, "Monitoring").nodes_evaluated() == 3);
   const auto* storage = EntryOf(CategoryOf(card, "Storage"), "storage");
   REQUIRE(storage != nullptr);
   CHECK(storage->nodes_evaluated() == 3);

@@ -172,10 +172,11 @@ suites:
   CHECK(absl::StrContains(dom, "<title>Nodes by category: verdict per cell</title>"));
   CHECK(Count(dom, "<svg ") >= 6);
   // Three nodes: one bar per node in the GEMM chart; nine heat-map cells
-  // less the diagonal; 3 x 6 grid cells.
+  // less the diagonal; 3 x 8 grid cells (eight categories, Orchestration and
+  // Monitoring included).
   CHECK(Count(dom, "class=\"bar") >= 3);
   CHECK(Count(dom, "<title>node-0 \u2192 node-1: ") == 1);
-  CHECK(Count(dom, "<title>node-0 \u00b7 ") == 6);
+  CHECK(Count(dom, "<title>node-0 \u00b7 ") == 8);
   for (int i = 0; i < 3; ++i) CHECK(absl::StrContains(dom, "id=\"node-" + c.node(i) + "\""));
 
   // A filter in the address hides the other rows: by severity when the rows

@@ -405,9 +405,9 @@ TEST_CASE("JUnit XML is well formed with a case per node and check", "[charts][j
   INFO(xml);
   CHECK(XmlProblem(xml).empty());
   CHECK(absl::StartsWith(xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites "));
-  // Three nodes: six category cases each, plus the rules that fired.
+  // Three nodes: eight category cases each, plus the rules that fired.
   CHECK(Count(xml, "<testsuite name=\"node-") == 3);
-  CHECK(Count(xml, "name=\"category:") == 18);
+  CHECK(Count(xml, "name=\"category:") == 24);
   CHECK(absl::StrContains(xml, "<testcase classname=\"cmax.node-2\" name=\"category:Security\""));
   // node-2's Security fails (its category case and the rule's case), node-3's
   // is critical (both are errors); nothing else failed.

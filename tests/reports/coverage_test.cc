@@ -103,9 +103,9 @@ TEST_CASE("not-measured findings and exit-2 tasks never grade a category", "[cov
   CHECK(card.tier() == "not rated");
   // The headline groups by cause; the list has the counts, each entry once.
   CHECK(card.tier_reason() ==
-        "not rated: Compute not measured: no GPU driver on 3 of 3 nodes; Networking, Storage "
-        "and Security not in the plan");
-  REQUIRE(card.missing_size() == 5);
+        "not rated: Compute not measured: no GPU driver on 3 of 3 nodes; Networking, Storage, "
+        "Security, Orchestration and Monitoring not in the plan");
+  REQUIRE(card.missing_size() == 7);
   CHECK(card.missing(0) == "Compute evaluated on 0 of 3 nodes (needs 3)");
   CHECK(card.missing(1) ==
         "Compute: gemm, memory evaluated on 0 of 3 nodes (needs 3): 3 nodes (node-1, node-2, "
@@ -212,6 +212,10 @@ TEST_CASE("a tier needs every rated category on at least 90% of the nodes", "[co
                                "ok"));
       d.records.push_back(Find(n, "storage", "s.ok", v1::SEVERITY_INFO, "storage", "node", "ok"));
       d.records.push_back(Find(n, "audit", "a.ok", v1::SEVERITY_INFO, "security", "node", "ok"));
+      d.records.push_back(
+          Find(n, "orchestration", "o.ok", v1::SEVERITY_INFO, "orchestration", "node", "ok"));
+      d.records.push_back(
+          Find(n, "monitoring", "m.ok", v1::SEVERITY_INFO, "monitoring", "node", "ok"));
     }
     return BuildScorecard(d);
   };
@@ -224,8 +228,8 @@ TEST_CASE("a tier needs every rated category on at least 90% of the nodes", "[co
   // No plan entries to name a cause: the counts are the reason, said once
   // for the categories short the same way.
   CHECK(short_card.tier_reason() ==
-        "not rated: Compute, Networking, Storage and Security evaluated on 8 of 10 nodes "
-        "(needs 9)");
+        "not rated: Compute, Networking, Storage, Security, Orchestration and 1 more evaluated "
+        "on 8 of 10 nodes (needs 9)");
   CHECK(short_card.measured_part_tier() == "Platinum (measured part only; not a rating)");
 }
 
@@ -694,7 +698,7 @@ TEST_CASE("the not-rated headline is one sentence that says each cause once", "[
   // (which hostcheck covered), by name; the cause once.
   CHECK(card.tier_reason() ==
         "not rated: Compute, Networking and burnin not measured: cmax-bench-cuda is missing on "
-        "1 of 1 node");
+        "1 of 1 node; Orchestration and Monitoring not in the plan");
   CHECK(card.tier_reason().size() < 200);
   CHECK(Occurrences(card.tier_reason(), "cmax-bench-cuda") == 1);
   CHECK_FALSE(absl::StrContains(card.tier_reason(), ". "));  // one sentence
@@ -715,7 +719,9 @@ TEST_CASE("the not-rated headline is one sentence that says each cause once", "[
             "not an executable file",
             "Reliability: burnin evaluated on 0 of 1 node (needs 1): solo: could not run: "
             "cmax-bench-cuda is missing: /usr/lib/cmax/cmax-bench-cuda is not an executable "
-            "file"});
+            "file",
+            "Orchestration: the plan has no suite of this category",
+            "Monitoring: the plan has no suite of this category"});
   // The headline is said once in each rendering: HTML's tier box (no "Why"
   // row repeating it), Markdown's "Why" row.
   const std::string html = RenderHtml(card);
@@ -759,7 +765,8 @@ TEST_CASE("the headline names entries of a covered category, groups causes, caps
   cov.categories["Reliability"].entry_why.emplace_back();
   CHECK(NotRatedHeadline(cov) ==
         "Compute not measured: crashed (exit code 139) on 1 of 3 nodes; nccl-all-nodes not "
-        "measured: no GPU driver on 3 of 3 nodes; Storage and Security not in the plan");
+        "measured: no GPU driver on 3 of 3 nodes; Storage, Security, Orchestration and "
+        "Monitoring not in the plan");
   // More causes than kHeadlineCauses: the rest is a count.
   cov.categories["Reliability"].evaluated = {"a"};
   cov.categories["Reliability"].entry_why[0] = {{"b", "agent lost: no heartbeat"},

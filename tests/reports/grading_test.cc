@@ -60,10 +60,11 @@ v1::CategoryGrade Graded(const std::string& name, const std::string& grade) {
 TEST_CASE("the tier follows the worst grade, with its caps", "[grading]") {
   std::vector<v1::CategoryGrade> all = {Graded("Compute", "A"),     Graded("Networking", "B"),
                                         Graded("Storage", "A"),     Graded("Reliability", "A"),
-                                        Graded("Security", "A"),    Graded("Lifecycle", "A")};
+                                        Graded("Security", "A"),    Graded("Lifecycle", "A"),
+                                        Graded("Orchestration", "A"), Graded("Monitoring", "A")};
   auto d = TierFor(all, {});
   CHECK(d.tier == "Gold");
-  CHECK(d.reason == "worst grade B (Networking) gives Gold; tier covers all six categories");
+  CHECK(d.reason == "worst grade B (Networking) gives Gold; tier covers all 8 categories");
 
   all[1] = Graded("Networking", "A");
   CHECK(TierFor(all, {}).tier == "Platinum");
@@ -74,6 +75,18 @@ TEST_CASE("the tier follows the worst grade, with its caps", "[grading]") {
   CHECK(d.tier == "Gold");
   CHECK(d.reason.find("capped at Gold: Platinum needs Storage measured too") != std::string::npos);
   CHECK(d.reason.find("Storage, Lifecycle not measured") != std::string::npos);
+  // Orchestration and Monitoring are required for Platinum like the five.
+  for (const char* name : {"Orchestration", "Monitoring"}) {
+    auto without = all;
+    without[2] = Graded("Storage", "A");
+    for (auto& c : without) {
+      if (c.name() == name) c = Graded(name, kNotMeasured);
+    }
+    d = TierFor(without, {});
+    CHECK(d.tier == "Gold");
+    CHECK(d.reason.find(std::string("capped at Gold: Platinum needs ") + name + " measured too") !=
+          std::string::npos);
+  }
 
   all[3] = Graded("Reliability", "D");
   CHECK(TierFor(all, {}).tier == "Bronze");

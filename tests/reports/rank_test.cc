@@ -114,6 +114,33 @@ TEST_CASE(
   CHECK(RenderRankMarkdown(t).find("30.00/30.00") != std::string::npos);
 }
 
+TEST_CASE("rank counts Orchestration and Monitoring grades like the other rated categories",
+          "[rank]") {
+  const v1::Scorecard good = BuildScorecard(testing::GpuRun(800));
+  RunData loose = testing::GpuRun(800);
+  // One node's monitoring lacks signals (warn): Monitoring B; the tier stays
+  // (another category already sets it), the grade points fall.
+  loose.records.push_back(testing::Find("node-1", "monitoring", "monitoring.signals.dcgm",
+                                        v1::SEVERITY_WARN, "monitoring", "node",
+                                        "dcgm exporter lacks 1 of 8 health signals"));
+  const v1::Scorecard worse = BuildScorecard(loose);
+  REQUIRE(good.tier() == worse.tier());
+  const v1::RankTable t = RankClusters({{"worse", worse, 0}, {"good", good, 0}});
+  CHECK(Order(t) == std::vector<std::string>{"good", "worse"});
+  CHECK(Entry(t, "worse").why().find("rule 3") != std::string::npos);
+  CHECK(Entry(t, "good").grades().at("Monitoring") == "A");
+  CHECK(Entry(t, "worse").grades().at("Monitoring") == "B");
+  const std::string text = RenderRankText(t);
+  CHECK(text.find("ORCH  MON") != std::string::npos);
+  const std::string md = RenderRankMarkdown(t);
+  CHECK(md.find("| Security | Orchestration | Monitoring |") != std::string::npos);
+  bool rule = false;
+  for (const auto& r : t.rules()) {
+    rule |= r.find("Security, Orchestration, Monitoring (A 4") != std::string::npos;
+  }
+  CHECK(rule);
+}
+
 TEST_CASE("clusters equal on every rule share a position and the tie is explained", "[rank]") {
   const v1::Scorecard a = BuildScorecard(testing::GpuRun(800));
   // 800.4 rounds to the same three significant digits as 800.

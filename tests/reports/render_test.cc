@@ -41,7 +41,7 @@ TEST_CASE("JSON has the scorecard fields by their proto names", "[render]") {
   v1::Scorecard back;
   REQUIRE(google::protobuf::util::JsonStringToMessage(json, &back).ok());
   CHECK(back.run_id() == "run-1");
-  CHECK(back.categories_size() == 6);
+  CHECK(back.categories_size() == 8);
   CHECK(back.categories(4).name() == "Security");
   CHECK(back.categories(4).grade() == "D");  // its one measured node fails
   CHECK(back.started() == "2025-11-29T21:17:45.123Z");
@@ -96,6 +96,13 @@ TEST_CASE("HTML is self-contained and escapes everything", "[render]") {
   CHECK(absl::StrContains(html, "<pre>Segmentation fault at &lt;0x0&gt;\n`boom`</pre>"));
   CHECK(absl::StrContains(html, "<th>Category</th><th>Grade</th>"));
   CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gD\">D</span>"));
+  // Every category has its row and its column in the nodes-by-category grid,
+  // Orchestration and Monitoring included (not measured here).
+  for (const char* name : {"Orchestration", "Monitoring"}) {
+    INFO(name);
+    CHECK(absl::StrContains(html, std::string("<td>") + name + "</td><td>"));
+    CHECK(absl::StrContains(html, std::string(">") + name + "</text>"));
+  }
   CHECK(absl::StrContains(html, "<span class=\"tier\">" + card.tier() + "</span>"));
   CHECK(absl::StrContains(html, "<th>Missing for a tier</th><td><ul><li>Compute: the plan has no "
                                 "suite of this category</li>"));

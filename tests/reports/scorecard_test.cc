@@ -36,10 +36,10 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
   CHECK(card.finished() == "2025-11-29T21:18:45.000Z");
   CHECK(card.state() == "completed");
 
-  REQUIRE(card.categories_size() == 6);
-  const std::vector<std::string> order = {"Compute",     "Networking", "Storage",
-                                          "Reliability", "Security",   "Lifecycle"};
-  for (int i = 0; i < 6; ++i) CHECK(card.categories(i).name() == order[i]);
+  REQUIRE(card.categories_size() == 8);
+  const std::vector<std::string> order = {"Compute",  "Networking", "Storage",       "Reliability",
+                                          "Security", "Lifecycle",  "Orchestration", "Monitoring"};
+  for (int i = 0; i < 8; ++i) CHECK(card.categories(i).name() == order[i]);
 
   const auto& rel = Category(card, "Reliability");
   CHECK(rel.measured());
@@ -48,7 +48,8 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
   CHECK(absl::StrContains(rel.summary(), "no warnings or failures"));
   CHECK(rel.nodes_evaluated() == 3);
   CHECK(rel.nodes_selected() == 3);
-  for (const char* name : {"Compute", "Networking", "Storage", "Security", "Lifecycle"}) {
+  for (const char* name : {"Compute", "Networking", "Storage", "Security", "Lifecycle",
+                           "Orchestration", "Monitoring"}) {
     INFO(name);
     CHECK_FALSE(Category(card, name).measured());
     CHECK(Category(card, name).grade() == "not measured");
@@ -68,8 +69,10 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
   // would give is shown, labelled as no rating.
   CHECK(card.tier() == "not rated");
   CHECK(absl::StartsWith(card.tier_reason(), "not rated: "));
-  CHECK(card.tier_reason() == "not rated: Compute, Networking, Storage and Security not in the plan");
-  CHECK(card.missing_size() == 4);
+  CHECK(card.tier_reason() ==
+        "not rated: Compute, Networking, Storage, Security, Orchestration and 1 more not in the "
+        "plan");
+  CHECK(card.missing_size() == 6);
   CHECK(card.measured_part_tier() == "Gold (measured part only; not a rating)");
   CHECK_FALSE(card.simulated());
   CHECK(card.findings_size() == 3);  // the info findings, each with its node
@@ -107,7 +110,7 @@ TEST_CASE("a lost agent fails its node and lowers Reliability", "[scorecard]") {
   CHECK(card.tier() == "not rated");
   CHECK(card.tier_reason() ==
         "not rated: hostcheck not measured: agent lost on 1 of 3 nodes; Compute, Networking, "
-        "Storage and Security evaluated on 2 of 3 nodes (needs 3)");
+        "Storage, Security, Orchestration and 1 more evaluated on 2 of 3 nodes (needs 3)");
   CHECK(card.measured_part_tier() == "Silver (measured part only; not a rating)");
 
   // The run-level findings list names the lost node, with an action.
@@ -313,7 +316,7 @@ TEST_CASE("a run without data is not rated", "[scorecard]") {
   d.run.set_state("cancelled");
   const v1::Scorecard card = BuildScorecard(d);
   CHECK(card.tier() == "not rated");
-  REQUIRE(card.categories_size() == 6);
+  REQUIRE(card.categories_size() == 8);
   for (const auto& c : card.categories()) CHECK(c.grade() == "not measured");
 }
 

@@ -89,8 +89,9 @@ inline RunData CleanHostcheckRun() {
 
 // Adds to every selected node of `d` one result with an outcome in each rated
 // category other than Reliability (hostcheck's): a tier can then be given
-// (a tier needs Compute, Networking, Storage, Reliability and Security
-// evaluated on at least 90% of the selected nodes).
+// (a tier needs Compute, Networking, Storage, Reliability, Security,
+// Orchestration and Monitoring evaluated on at least 90% of the selected
+// nodes).
 inline void EvaluateEveryCategory(RunData* d) {
   for (const auto& n : d->nodes) {
     d->records.push_back(Find(n, "gemm", "gemm.verified", v1::SEVERITY_INFO, "compute", "gpu:0",
@@ -101,6 +102,12 @@ inline void EvaluateEveryCategory(RunData* d) {
                               "path:/data", "written data read back intact"));
     d->records.push_back(Find(n, "audit", "audit.runc", v1::SEVERITY_INFO, "security", "node",
                               "runc 1.1.14 is not affected"));
+    d->records.push_back(Find(n, "orchestration", "orchestration.slurm.constrain_devices",
+                              v1::SEVERITY_INFO, "orchestration", "node",
+                              "ConstrainDevices=yes: a job sees only the GPUs it was given"));
+    d->records.push_back(Find(n, "monitoring", "monitoring.signals.dcgm", v1::SEVERITY_INFO,
+                              "monitoring", "node",
+                              "dcgm exporter exports all 8 health signals checked"));
   }
 }
 
