@@ -47,6 +47,9 @@ if [[ $want_tests -eq 1 ]]; then
   # runs on every node with RDMA devices (benchmarks/rdma); its tests use a
   # fake on PATH, but the real one is there to run by hand.
   pkgs+=(perftest)
+  # python3-torch (Debian's PyTorch 1.13, CPU): the workload suite's
+  # train.py, which tests/integration/workload_test.cc trains across agents.
+  pkgs+=(python3-torch)
   # stress-ng: benchmarks/stress/run.sh loads every core while the
   # integration tests run again and again (verdicts must not depend on load).
   pkgs+=(stress-ng)

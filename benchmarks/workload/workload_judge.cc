@@ -1,0 +1,324 @@
+// Workload judge (docs/workload.md): one training job is one task of the
+// workload suite; every rank's records carry labels rank and world_size.
+//
+//  1. Loss agreement: every replica trains on the same batch with the same
+//     parameters, so at every logged step every rank's loss must equal the
+//     others'. The reference at a step is the value most ranks logged (rank
+//     0's on a tie). Tolerance: exact on CPU (fp32, deterministic gloo); on
+//     GPUs (bf16 autocast, NCCL) a relative 1e-6, room for nothing but a
+//     last-bit difference: NCCL's all-reduce hands every rank the same sum,
+//     so replicas with identical parameters compute identical losses, and a
+//     real departure grows step by step. A rank that departs -> fail naming
+//     its node, rank and GPU, and the first step; none -> pass.
+//  2. Stragglers: a rank whose median step time after the warm-up
+//     (step_time_median_s) is above 1.05x the job's median of those
+//     medians -> warn naming its node and rank; the job's worst
+//     step-time p99/p50 ratio is reported with the pass.
+//  3. Stalls (workload.stall findings, written by ranks that logged no step
+//     for the stall time): the rank that stopped is blamed (fail), not the
+//     ones that waited: the ranks of the job that wrote no stall finding and
+//     did not finish, else those that had not reached the step's gradient
+//     all-reduce (in_comm false), else the ones with the fewest steps.
+//  4. CPU MFU: where the run measured a node's host GEMM (gemm suite, cpu
+//     backend, TFLOP/s), a CPU rank's model_tflops over it is reported (info
+//     in the pass); never against a made-up peak.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
+#include "reports/judge_util.h"
+#include "reports/run_data.h"
+
+namespace cmax::reports {
+namespace {
+
+constexpr double kStragglerFactor = 1.05;
+constexpr double kGpuLossTolerance = 1e-6;
+
+std::string Category() { return JudgeCategory("workload"); }
+
+v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
+                    const std::string& subject, const std::string& message) {
+  return MakeRule(absl::StrCat("workload.", id), Category(), outcome, node, subject, message);
+}
+
+struct RankInfo {
+  std::string node, gpu, device;
+  bool cuda = false;
+  std::map<int, double> loss;  // step -> loss
+  double median_s = -1, p99_p50 = -1, tflops = -1;
+  bool finished = false;  // wrote its summary figures
+};
+
+struct Stall {
+  std::string node;
+  int last_step = -1;
+  bool in_comm = false;
+  double waited_s = 0;
+};
+
+struct Job {
+  int world = 0;
+  std::map<int, RankInfo> ranks;
+  std::map<int, Stall> stalls;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string Who(int rank, const RankInfo& r) {
+  return absl::StrCat("rank ", rank, " (", r.node, r.gpu.empty() ? "" : " gpu:" + r.gpu, ")");
+}
+
+std::string Subject(int rank, const RankInfo& r) {
+  return absl::StrCat("node:", r.node, r.gpu.empty() ? "" : " gpu:" + r.gpu, " rank:", rank);
+}
+
+void JudgeLoss(const std::string& task, const Job& job, std::vector<v1::RuleResult>* out) {
+  std::set<int> steps;
+  bool cuda = false;
+  for (const auto& [rank, r] : job.ranks) {
+    for (const auto& [s, v] : r.loss) steps.insert(s);
+    cuda = cuda || r.cuda;
+  }
+  if (steps.empty() || job.ranks.size() < 2) return;
+  const double tol = cuda ? kGpuLossTolerance : 0;
+  std::map<int, std::pair<int, double>> departed;  // rank -> (first step, its loss - ref)
+  for (int s : steps) {
+    std::map<double, int> votes;
+    for (const auto& [rank, r] : job.ranks) {
+      if (auto it = r.loss.find(s); it != r.loss.end()) ++votes[it->second];
+    }
+    double ref = 0;
+    int best = -1;
+    const RankInfo& first = job.ranks.begin()->second;
+    for (const auto& [v, n] : votes) {
+      const bool first_has = first.loss.count(s) && first.loss.at(s) == v;
+      if (n > best || (n == best && first_has)) {
+        best = n;
+        ref = v;
+      }
+    }
+    for (const auto& [rank, r] : job.ranks) {
+      auto it = r.loss.find(s);
+      if (it == r.loss.end() || departed.count(rank)) continue;
+      if (std::fabs(it->second - ref) > tol * std::max(1.0, std::fabs(ref))) {
+        departed[rank] = {s, it->second - ref};
+      }
+    }
+  }
+  const std::string tol_text = cuda ? "relative 1e-6 (GPU, bf16)" : "exact (CPU, fp32)";
+  for (const auto& [rank, d] : departed) {
+    const RankInfo& r = job.ranks.at(rank);
+    v1::RuleResult res = Rule(
+        "loss_departs", "fail", r.node, Subject(rank, r),
+        absl::StrCat("training loss of ", Who(rank, r), " departs from the other replicas' at "
+                     "step ", d.first, " (by ", absl::StrFormat("%.3g", d.second),
+                     "): replicas with the same parameters and batch must agree (",
+                     tol_text, "), so this one computed something else"));
+    res.set_value(r.loss.at(d.first));
+    res.set_unit("");
+    res.add_evidence(absl::StrCat("task ", task, ", ", job.ranks.size(), " ranks, tolerance ",
+                                  tol_text));
+    res.set_action("check this GPU or CPU for silent data corruption (ECC, Xid, the consistency "
+                   "suite) and rerun the workload");
+    out->push_back(std::move(res));
+  }
+  if (departed.empty()) {
+    v1::RuleResult res =
+        Rule("loss_agrees", "pass", "", absl::StrCat("task ", task),
+             absl::StrCat("training loss identical on ", job.ranks.size(), " replicas at ",
+                          steps.size(), " steps (", tol_text, ")"));
+    res.add_evidence(absl::StrCat("task ", task));
+    out->push_back(std::move(res));
+  }
+}
+
+void JudgeStragglers(const std::string& task, const Job& job,
+                     std::vector<v1::RuleResult>* out) {
+  std::vector<double> medians;
+  double worst_ratio = 0;
+  for (const auto& [rank, r] : job.ranks) {
+    if (r.median_s > 0) medians.push_back(r.median_s);
+    worst_ratio = std::max(worst_ratio, r.p99_p50);
+  }
+  if (medians.size() < 2) return;
+  const double job_median = Median(medians);
+  int named = 0;
+  for (const auto& [rank, r] : job.ranks) {
+    if (r.median_s <= kStragglerFactor * job_median) continue;
+    ++named;
+    v1::RuleResult res = Rule(
+        "straggler", "warn", r.node, Subject(rank, r),
+        absl::StrCat(Who(rank, r), " is a straggler: median step ",
+                     FormatNumber(r.median_s), " s, ", FormatNumber(r.median_s / job_median),
+                     "x the job's median ", FormatNumber(job_median), " s (limit ",
+                     FormatNumber(kStragglerFactor), "x); every other rank waits for it"));
+    res.set_value(r.median_s);
+    res.set_expected(kStragglerFactor * job_median);
+    res.set_unit("s");
+    res.add_evidence(absl::StrCat("task ", task, ", step-time p99/p50 of this rank ",
+                                  FormatNumber(r.p99_p50)));
+    res.set_action("check this node's clocks, throttling, CPU load and NIC; rerun the workload");
+    out->push_back(std::move(res));
+  }
+  if (named == 0) {
+    v1::RuleResult res = Rule(
+        "steady", "pass", "", absl::StrCat("task ", task),
+        absl::StrCat("no straggler among ", medians.size(), " ranks: job median step ",
+                     FormatNumber(job_median), " s, every rank within ",
+                     FormatNumber(kStragglerFactor), "x; worst step-time p99/p50 ",
+                     FormatNumber(worst_ratio)));
+    res.set_value(worst_ratio);
+    res.set_unit("ratio");
+    out->push_back(std::move(res));
+  }
+}
+
+void JudgeStalls(const std::string& task, const Job& job, std::vector<v1::RuleResult>* out) {
+  if (job.stalls.empty()) return;
+  int world = job.world;
+  for (const auto& [rank, r] : job.ranks) world = std::max(world, rank + 1);
+  std::vector<int> blamed;
+  std::string why;
+  for (int rank = 0; rank < world; ++rank) {
+    auto it = job.ranks.find(rank);
+    const bool finished = it != job.ranks.end() && it->second.finished;
+    if (!job.stalls.count(rank) && !finished) blamed.push_back(rank);
+  }
+  if (!blamed.empty()) {
+    why = "it reported nothing while the other ranks waited for it, so it stopped first";
+  } else {
+    for (const auto& [rank, s] : job.stalls) {
+      if (!s.in_comm) blamed.push_back(rank);
+    }
+    if (!blamed.empty() && static_cast<int>(blamed.size()) < world) {
+      why = "it never reached the step's gradient all-reduce, where the other ranks waited";
+    } else {
+      blamed.clear();
+      int least = -1;
+      for (const auto& [rank, s] : job.stalls) {
+        least = least < 0 ? s.last_step : std::min(least, s.last_step);
+      }
+      for (const auto& [rank, s] : job.stalls) {
+        if (s.last_step == least) blamed.push_back(rank);
+      }
+      why = static_cast<int>(blamed.size()) == world
+                ? "every rank stalled at the same step: the job hung together (fabric, or a "
+                  "collective that never completed)"
+                : absl::StrCat("it completed the fewest steps (", least, ")");
+    }
+  }
+  std::vector<std::string> waited;
+  for (const auto& [rank, s] : job.stalls) {
+    waited.push_back(absl::StrFormat("rank %d (%s) waited %.1f s after step %d%s", rank, s.node,
+                                     s.waited_s, s.last_step,
+                                     s.in_comm ? " in the all-reduce" : ""));
+  }
+  for (int rank : blamed) {
+    std::string node;
+    std::string gpu;
+    if (auto it = job.ranks.find(rank); it != job.ranks.end()) {
+      node = it->second.node;
+      gpu = it->second.gpu;
+    }
+    if (node.empty()) {
+      if (auto it = job.stalls.find(rank); it != job.stalls.end()) node = it->second.node;
+    }
+    v1::RuleResult res = Rule(
+        "stall", "fail", node,
+        absl::StrCat("node:", node, gpu.empty() ? "" : " gpu:" + gpu, " rank:", rank),
+        absl::StrCat("training job stalled: rank ", rank, " (", node, ") is to blame: ", why));
+    res.add_evidence(absl::StrCat("task ", task, ", ", world, " ranks"));
+    for (const auto& w : waited) res.add_evidence(w);
+    res.set_action("check this node: the python rank (stopped or hung?), its kernel log (Xid), "
+                   "GPU and NIC; then rerun the workload");
+    out->push_back(std::move(res));
+  }
+}
+
+}  // namespace
+
+void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
+  std::map<std::string, Job> jobs;  // by task
+  std::map<std::string, double> host_gemm;  // node -> best cpu GEMM TFLOP/s
+  RecordFilter filter;
+  ForEachRecord(data, filter, [&](const v1::ExportedRecord& rec) {
+    const v1::Record& r = rec.record();
+    if (r.has_measurement()) {
+      const v1::Measurement& m = r.measurement();
+      const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
+      if (suite == "gemm" && m.unit() == "TFLOP/s" && LabelValue(m, "backend") == "cpu") {
+        double& g = host_gemm[RecordNode(rec)];
+        g = std::max(g, m.value());
+        return;
+      }
+      if (suite != "workload") return;
+      int rank = 0;
+      if (!absl::SimpleAtoi(LabelValue(m, "rank"), &rank)) return;
+      Job& job = jobs[rec.task_id()];
+      int world = 0;
+      if (absl::SimpleAtoi(LabelValue(m, "world_size"), &world)) job.world = world;
+      RankInfo& ri = job.ranks[rank];
+      ri.node = RecordNode(rec);
+      ri.gpu = LabelValue(m, "gpu");
+      ri.cuda = ri.cuda || !ri.gpu.empty();
+      if (m.metric() == "loss") {
+        int step = 0;
+        if (absl::SimpleAtoi(LabelValue(m, "step"), &step)) ri.loss[step] = m.value();
+      } else if (m.metric() == "step_time_median_s") {
+        ri.median_s = m.value();
+        ri.finished = true;
+      } else if (m.metric() == "step_time_p99_p50") {
+        ri.p99_p50 = m.value();
+      } else if (m.metric() == "model_tflops") {
+        ri.tflops = m.value();
+      }
+      return;
+    }
+    if (!r.has_finding() || r.finding().check_id() != "workload.stall") return;
+    const auto& l = r.finding().labels();
+    int rank = 0;
+    if (!absl::SimpleAtoi(LabelValue(l, "rank"), &rank)) return;
+    Job& job = jobs[rec.task_id()];
+    int world = 0;
+    if (absl::SimpleAtoi(LabelValue(l, "world_size"), &world)) job.world = world;
+    Stall& s = job.stalls[rank];
+    s.node = RecordNode(rec);
+    (void)absl::SimpleAtoi(LabelValue(l, "last_step"), &s.last_step);
+    (void)absl::SimpleAtod(LabelValue(l, "waited_s"), &s.waited_s);
+    s.in_comm = LabelValue(l, "in_comm") == "true";
+  });
+  for (const auto& [task, job] : jobs) {
+    JudgeLoss(task, job, out);
+    JudgeStragglers(task, job, out);
+    JudgeStalls(task, job, out);
+    for (const auto& [rank, r] : job.ranks) {
+      if (r.cuda || r.tflops <= 0) continue;
+      auto it = host_gemm.find(r.node);
+      if (it == host_gemm.end() || it->second <= 0) continue;
+      v1::RuleResult res = Rule(
+          "cpu_mfu", "pass", r.node, Subject(rank, r),
+          absl::StrCat(Who(rank, r), ": model ", FormatNumber(r.tflops), " TFLOP/s, ",
+                       FormatNumber(100 * r.tflops / it->second), "% of this node's measured "
+                       "host GEMM (", FormatNumber(it->second), " TFLOP/s, gemm suite)"));
+      res.set_value(r.tflops / it->second);
+      res.set_unit("ratio");
+      out->push_back(std::move(res));
+    }
+  }
+}
+
+}  // namespace cmax::reports
