@@ -414,7 +414,7 @@ int RunWorkload(int argc, char** argv) {
       l["step"] = absl::StrCat(sl.step);
       l["warmup"] = sl.step < warmup ? "true" : "false";
       if (!sl.loss_hex.empty()) l["loss_hex"] = sl.loss_hex;
-      out.Measure("loss", sl.loss, "", l);
+      out.Measure("loss", sl.loss, "nats", l);
       out.Measure("step_time_s", sl.step_time_s, "s", l);
       done_steps.push_back(sl);
     }

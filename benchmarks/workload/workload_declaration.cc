@@ -70,8 +70,8 @@ SuiteInfo Declaration() {
         },
     .metrics =
         {
-            {.name = "loss", .unit = "", .better = MetricBetter::kNeither,
-             .help = "training loss of a step on one replica (label step, rank)"},
+            {.name = "loss", .unit = "nats", .better = MetricBetter::kNeither,
+             .help = "training loss (cross entropy, natural log) of a step on one replica (label step, rank)"},
             {.name = "step_time_s", .unit = "s", .better = MetricBetter::kLower,
              .help = "wall time of one training step on one rank (label step, warmup)"},
             {.name = "step_time_median_s", .unit = "s", .better = MetricBetter::kLower,

@@ -129,7 +129,7 @@ void JudgeLoss(const std::string& task, const Job& job, std::vector<v1::RuleResu
                      "): replicas with the same parameters and batch must agree (",
                      tol_text, "), so this one computed something else"));
     res.set_value(r.loss.at(d.first));
-    res.set_unit("");
+    res.set_unit("nats");
     res.add_evidence(absl::StrCat("task ", task, ", ", job.ranks.size(), " ranks, tolerance ",
                                   tol_text));
     res.set_action("check this GPU or CPU for silent data corruption (ECC, Xid, the consistency "

@@ -1,0 +1,218 @@
+// The workload suite across agents in network namespaces (issue 32): three
+// agents train train.py on CPU with gloo (Debian's python3-torch), one rank
+// per node; every replica's loss agrees; a replica perturbed on purpose
+// (--fault-perturb-rank, through a stand-in cmax-bench that adds the
+// TEST-ONLY flag) is blamed by the scorecard on its node; an interpreter
+// without torch is "not measured", never a pass. Without python3-torch
+// these tests FAIL: the suite is what they test.
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/export_records.h"
+
+using cmax::testing::Cluster;
+using cmax::testing::ClusterOptions;
+using cmax::testing::Export;
+using cmax::testing::ReportCard;
+using cmax::testing::RulesWithId;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kSteps = 8;
+
+// A small model for a 2-core CI machine: three ranks finish in seconds.
+std::string Plan(const std::string& python = "python3") {
+  return absl::StrCat(R"(name: workload
+suites:
+  - suite: workload
+    scope: gang
+    ranks_per_node: 1
+    timeout: 3m
+    env: {GLOO_SOCKET_IFNAME: eth0}
+    params: {python: )", python, R"(, layers: 1, width: 64, heads: 2, seq: 32, batch: 4, steps: )",
+                      kSteps, R"(, warmup-steps: 2, threads: 1, stall: 60}
+)");
+}
+
+void RequireTorch() {
+  auto r = cmax::RunCommand({"/usr/bin/python3", "-c", "import torch"}, 60s);
+  REQUIRE(r.ok());
+  INFO("the workload suite's tests need Debian's python3-torch "
+       "(deploy/install-deps.sh --with-tests): " << r->err);
+  REQUIRE(r->exit.code == 0);
+}
+
+void WriteExecutable(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  chmod(path.c_str(), 0755);
+}
+
+// Debian's python first on every agent's PATH (a developer's pyenv shim
+// may have no torch).
+ClusterOptions Options() {
+  ClusterOptions o;
+  o.agents = 3;
+  o.agent_env = {{"PATH", "/usr/bin:/bin:/usr/sbin:/sbin"}};
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("three agents train on CPU with gloo, every replica's loss identical",
+          "[integration][workload]") {
+  RequireTorch();
+  Cluster c("wl3", Options());
+  auto started = c.Start();
+  INFO(started.ToString());
+  REQUIRE(started.ok());
+  if (!c.using_netns()) WARN("network namespaces unavailable: agents ran on loopback");
+  auto r = c.Ctl({"run", "--plan", c.WritePlan("workload", Plan())}, 240s);
+  INFO(r.out << r.err);
+  CHECK(r.exit.code == cmax::testing::kExitNotRated);
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE_FALSE(run_id.empty());
+  std::map<std::string, std::set<std::string>> losses_by_step;  // step -> loss values
+  std::map<std::string, int> steps_by_rank;
+  std::set<std::string> nodes;
+  int tokens = 0;
+  for (const auto& rec : Export(c, run_id)) {
+    if (rec.record().has_finding()) {
+      INFO(rec.record().finding().title());
+      CHECK(rec.record().finding().severity() < cmax::v1::SEVERITY_WARN);
+    }
+    if (!rec.record().has_measurement()) continue;
+    const auto& m = rec.record().measurement();
+    if (m.metric() == "loss") {
+      losses_by_step[m.labels().at("step")].insert(m.labels().at("loss_hex"));
+      ++steps_by_rank[m.labels().at("rank")];
+      CHECK(m.labels().at("world_size") == "3");
+      CHECK(m.labels().at("python") == "/usr/bin/python3");
+      CHECK(absl::StartsWith(m.labels().at("torch_version"), "1."));
+      CHECK(m.labels().at("backend") == "gloo");
+      CHECK(m.labels().at("device") == "cpu");
+      nodes.insert(rec.node());
+    }
+    if (m.metric() == "tokens_per_s") {
+      ++tokens;
+      CHECK(m.value() > 0);
+      CHECK(m.labels().at("steps") == std::to_string(kSteps - 2));  // warm-up left out
+    }
+  }
+  CHECK(nodes.size() == 3);
+  CHECK(tokens == 3);
+  REQUIRE(steps_by_rank.size() == 3);
+  for (const auto& [rank, n] : steps_by_rank) CHECK(n == kSteps);
+  REQUIRE(losses_by_step.size() == static_cast<size_t>(kSteps));
+  for (const auto& [step, values] : losses_by_step) {
+    INFO("step " << step);
+    CHECK(values.size() == 1);  // bit for bit on every replica
+  }
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  auto agree = RulesWithId(card, "workload.loss_agrees");
+  REQUIRE(agree.size() == 1);
+  CHECK(agree[0].outcome() == "pass");
+  CHECK(RulesWithId(card, "workload.loss_departs").empty());
+  CHECK(RulesWithId(card, "workload.stall").empty());
+}
+
+TEST_CASE("a replica perturbed on purpose departs and is blamed on its node",
+          "[integration][workload]") {
+  RequireTorch();
+  // A stand-in cmax-bench that adds the TEST-ONLY flag to the workload
+  // suite (a plan cannot give it) and runs every other suite as it is.
+  std::string tmpl = "/tmp/cmax-wlbench.XXXXXX";
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const std::string bench = tmpl;
+  const std::string real = Cluster::BinDir() + "/cmax-bench";
+  WriteExecutable(bench + "/cmax-bench",
+                  absl::StrCat("#!/bin/sh\nif [ \"$1\" = workload ]; then exec ", real,
+                               " \"$@\" --fault-perturb-rank=2 --fault-step=3; fi\nexec ", real,
+                               " \"$@\"\n"));
+  ClusterOptions o = Options();
+  o.bench_dir = bench;
+  {
+    Cluster c("wlf", o);
+    REQUIRE(c.Start().ok());
+    auto r = c.Ctl({"run", "--plan", c.WritePlan("workload", Plan())}, 240s);
+    INFO(r.out << r.err);
+    const std::string run_id = Cluster::RunIdFrom(r.out);
+    REQUIRE_FALSE(run_id.empty());
+    std::string rank2_node;
+    std::map<std::string, std::set<std::string>> losses_by_step;
+    for (const auto& rec : Export(c, run_id)) {
+      if (!rec.record().has_measurement() || rec.record().measurement().metric() != "loss") {
+        continue;
+      }
+      const auto& m = rec.record().measurement();
+      if (m.labels().at("rank") == "2") rank2_node = rec.node();
+      losses_by_step[m.labels().at("step")].insert(m.labels().at("loss_hex"));
+    }
+    REQUIRE_FALSE(rank2_node.empty());
+    // Identical up to the perturbation after step 3's update, apart after.
+    CHECK(losses_by_step["3"].size() == 1);
+    CHECK(losses_by_step["4"].size() == 2);
+    const cmax::v1::Scorecard card = ReportCard(c, run_id);
+    auto dep = RulesWithId(card, "workload.loss_departs");
+    REQUIRE(dep.size() == 1);
+    CHECK(dep[0].outcome() == "fail");
+    CHECK(dep[0].category() == "Reliability");
+    CHECK(dep[0].node() == rank2_node);
+    CHECK(dep[0].subject() == absl::StrCat("node:", rank2_node, " rank:2"));
+    CHECK(absl::StrContains(dep[0].message(), "at step 4"));
+    CHECK(RulesWithId(card, "workload.loss_agrees").empty());
+    bool verdict_fail = false;
+    for (const auto& n : card.nodes()) {
+      if (n.node() == rank2_node) verdict_fail = n.verdict() == "fail";
+      else CHECK(n.verdict() != "fail");
+    }
+    CHECK(verdict_fail);
+  }
+  std::filesystem::remove_all(bench);
+}
+
+TEST_CASE("an interpreter without torch is not measured, never a pass",
+          "[integration][workload]") {
+  // A real python without its site packages (-S): `import torch` fails as
+  // it does where torch is not installed.
+  std::string tmpl = "/tmp/cmax-wlpy.XXXXXX";
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const std::string dir = tmpl;
+  WriteExecutable(dir + "/python3", "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n");
+  ClusterOptions o = Options();
+  o.agents = 2;
+  o.agent_env["PATH"] = dir + ":/usr/bin:/bin";
+  {
+    Cluster c("wln", o);
+    REQUIRE(c.Start().ok());
+    auto r = c.Ctl({"run", "--plan", c.WritePlan("workload", Plan())}, 240s);
+    INFO(r.out << r.err);
+    CHECK(r.exit.code == cmax::testing::kExitNothingMeasured);
+    const std::string run_id = Cluster::RunIdFrom(r.out);
+    REQUIRE_FALSE(run_id.empty());
+    std::set<std::string> not_measured;
+    for (const auto& rec : Export(c, run_id)) {
+      CHECK_FALSE(rec.record().has_measurement());
+      if (!rec.record().has_finding()) continue;
+      const auto& f = rec.record().finding();
+      if (f.check_id() != "workload.not_measured") continue;
+      CHECK(f.not_measured());
+      CHECK(absl::StrContains(f.detail(), "has no torch"));
+      not_measured.insert(rec.node());
+    }
+    CHECK(not_measured.size() == 2);
+    const cmax::v1::Scorecard card = ReportCard(c, run_id);
+    CHECK(RulesWithId(card, "workload.loss_agrees").empty());
+    for (const auto& n : card.nodes()) CHECK(n.verdict() != "pass");
+  }
+  std::filesystem::remove_all(dir);
+}
