@@ -11,8 +11,8 @@
 #   {"comm_enter": K}  before step K's gradient all-reduce (the suite tells
 #                      a rank that waits in the all-reduce from one that
 #                      stopped before it)
-#   {"step": K, "loss": ..., "step_time_s": ..., "tokens_per_s": ...,
-#    "optimizer_s": ..., "comm_s": ..., "peak_mem_bytes": ...}
+#   {"step": K, "loss": ..., "step_time_s": ..., "compute_s": ...,
+#    "tokens_per_s": ..., "optimizer_s": ..., "comm_s": ..., "peak_mem_bytes": ...}
 #   {"error": "...", "step": K, "rank": R}  and exit 3 on a NaN/Inf loss
 #   {"done": true}
 #
@@ -230,7 +230,12 @@ def main(argv):
                 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             except Exception:
                 pass
+        # Time outside the all-reduce: in synchronous data parallelism every
+        # rank leaves the all-reduce together, so step times agree; a slow
+        # rank shows in its own compute, the others' wait in their comm_s.
+        compute_s = step_time - (comm_s or 0.0)
         emit({"step": step, "loss": lv, "loss_hex": float.hex(lv), "step_time_s": step_time,
+              "compute_s": compute_s,
               "tokens_per_s": tokens_per_step / step_time, "optimizer_s": optimizer_s,
               "comm_s": comm_s, "peak_mem_bytes": peak, "time_unix": time.time()})
     if world > 1:

@@ -6,12 +6,12 @@
 // "workload/master"), RANK, LOCAL_RANK, WORLD_SIZE. It tails the python
 // rank's JSON lines (a file in the task directory) and turns them into
 // records:
-//   loss, step_time_s          per step (labels step, warmup)
-//   step_time_median_s, step_time_p99_p50, tokens_per_s, model_tflops,
+//   loss, step_time_s, compute_s  per step (labels step, warmup)
+//   step_time_median_s, compute_median_s, step_time_p99_p50, tokens_per_s, model_tflops,
 //   mfu (GPUs with a known dense BF16 peak), optimizer_s, comm_s,
 //   peak_mem_bytes             per rank, over the steps after the warm-up
 // every one labelled rank, world_size, python, torch_version, device.
-// A rank that logs no step for --stall seconds writes a workload.stall
+// A rank that logs no step for --stall seconds writes a workload.no_step
 // finding (in_comm: whether it was waiting in the step's all-reduce), kills
 // its python rank and exits 1. The python rank dies with this process
 // (PR_SET_PDEATHSIG), so the agent's timeout and kill reach it.
@@ -194,11 +194,20 @@ std::map<std::string, std::string> PythonEnv() {
   return env;
 }
 
+// The state letter of /proc/<pid>/stat (R, S, D, T, Z...), "" when unread.
+std::string ProcessState(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= text.size()) return "";
+  return text.substr(paren + 2, 1);
+}
+
 struct StepLine {
   int step = 0;
   double loss = 0;
   std::string loss_hex;
-  double step_time_s = 0, tokens_per_s = 0, optimizer_s = 0;
+  double step_time_s = 0, compute_s = 0, tokens_per_s = 0, optimizer_s = 0;
   std::optional<double> comm_s, peak_mem;
 };
 
@@ -404,6 +413,7 @@ int RunWorkload(int argc, char** argv) {
       sl.loss = *loss;
       sl.loss_hex = Str(s, "loss_hex");
       sl.step_time_s = Num(s, "step_time_s").value_or(0);
+      sl.compute_s = Num(s, "compute_s").value_or(sl.step_time_s);
       sl.tokens_per_s = Num(s, "tokens_per_s").value_or(0);
       sl.optimizer_s = Num(s, "optimizer_s").value_or(0);
       sl.comm_s = Num(s, "comm_s");
@@ -416,6 +426,7 @@ int RunWorkload(int argc, char** argv) {
       if (!sl.loss_hex.empty()) l["loss_hex"] = sl.loss_hex;
       out.Measure("loss", sl.loss, "nats", l);
       out.Measure("step_time_s", sl.step_time_s, "s", l);
+      out.Measure("compute_s", sl.compute_s, "s", l);
       done_steps.push_back(sl);
     }
   };
@@ -436,10 +447,13 @@ int RunWorkload(int argc, char** argv) {
 
   if (stalled) {
     const bool in_comm = comm_enter > last_step;
+    // T: stopped (SIGSTOP, a debugger, a suspended job); D: in the kernel,
+    // uninterruptible (a driver). Evidence of which rank stopped first.
+    const std::string state = ProcessState((*child)->pid());
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                         last_progress).count();
     v1::Finding f;
-    f.set_check_id("workload.stall");
+    f.set_check_id("workload.no_step");
     f.set_severity(v1::SEVERITY_WARN);
     f.set_category("reliability");
     f.set_subject(absl::StrCat("node:", node, " rank:", rank));
@@ -447,8 +461,10 @@ int RunWorkload(int argc, char** argv) {
                              absl::StrFormat("%.0f", waited), " s after step ", last_step,
                              in_comm ? ": it was waiting in the gradient all-reduce"
                                      : ": it had not reached the gradient all-reduce"));
-    f.add_evidence(absl::StrCat("python rank pid ", (*child)->pid(), ", last step ", last_step,
+    f.add_evidence(absl::StrCat("python rank pid ", (*child)->pid(), " (state ",
+                                state.empty() ? "unknown" : state, "), last step ", last_step,
                                 ", last all-reduce entered at step ", comm_enter));
+    (*f.mutable_labels())["process_state"] = state;
     (*f.mutable_labels())["rank"] = absl::StrCat(rank);
     (*f.mutable_labels())["world_size"] = absl::StrCat(world);
     (*f.mutable_labels())["last_step"] = absl::StrCat(last_step);
@@ -507,12 +523,13 @@ int RunWorkload(int argc, char** argv) {
   }
 
   // Figures over the steps after the warm-up.
-  std::vector<double> times, tps, opt, comm;
+  std::vector<double> times, compute, tps, opt, comm;
   double peak = 0;
   for (const StepLine& s : done_steps) {
     if (s.peak_mem) peak = std::max(peak, *s.peak_mem);
     if (s.step < warmup) continue;
     times.push_back(s.step_time_s);
+    compute.push_back(s.compute_s);
     tps.push_back(s.tokens_per_s);
     opt.push_back(s.optimizer_s);
     if (s.comm_s) comm.push_back(*s.comm_s);
@@ -524,6 +541,7 @@ int RunWorkload(int argc, char** argv) {
   const double p50 = Quantile(times, 0.5);
   const double median_tps = Quantile(tps, 0.5);
   out.Measure("step_time_median_s", p50, "s", l);
+  out.Measure("compute_median_s", Quantile(compute, 0.5), "s", l);
   out.Measure("step_time_p99_p50", p50 > 0 ? Quantile(times, 0.99) / p50 : 0, "ratio", l);
   out.Measure("tokens_per_s", median_tps, "tokens/s", l);
   out.Measure("optimizer_s", Quantile(opt, 0.5), "s", l);

@@ -74,6 +74,11 @@ SuiteInfo Declaration() {
              .help = "training loss (cross entropy, natural log) of a step on one replica (label step, rank)"},
             {.name = "step_time_s", .unit = "s", .better = MetricBetter::kLower,
              .help = "wall time of one training step on one rank (label step, warmup)"},
+            {.name = "compute_s", .unit = "s", .better = MetricBetter::kLower,
+             .help = "a step's time outside the gradient all-reduce on one rank (label step, "
+                     "warmup): where a slow rank shows, the others wait in the all-reduce"},
+            {.name = "compute_median_s", .unit = "s", .better = MetricBetter::kLower,
+             .help = "a rank's median compute_s after the warm-up steps"},
             {.name = "step_time_median_s", .unit = "s", .better = MetricBetter::kLower,
              .help = "a rank's median step time after the warm-up steps"},
             {.name = "step_time_p99_p50", .unit = "ratio", .better = MetricBetter::kLower,

@@ -10,14 +10,18 @@
 //     so replicas with identical parameters compute identical losses, and a
 //     real departure grows step by step. A rank that departs -> fail naming
 //     its node, rank and GPU, and the first step; none -> pass.
-//  2. Stragglers: a rank whose median step time after the warm-up
-//     (step_time_median_s) is above 1.05x the job's median of those
-//     medians -> warn naming its node and rank; the job's worst
-//     step-time p99/p50 ratio is reported with the pass.
-//  3. Stalls (workload.stall findings, written by ranks that logged no step
+//  2. Stragglers: a rank whose median step time outside the gradient
+//     all-reduce after the warm-up (compute_s per step, else
+//     compute_median_s, else step time) is above 1.05x the job's median of
+//     those medians -> warn naming its node and rank (whole step times agree
+//     in synchronous data parallelism: the others wait in the all-reduce);
+//     the job's worst step-time p99/p50 ratio is reported with the pass.
+//     Per-step records make it work for a job that later stalled too.
+//  3. Stalls (workload.no_step findings, written by ranks that logged no step
 //     for the stall time): the rank that stopped is blamed (fail), not the
 //     ones that waited: the ranks of the job that wrote no stall finding and
-//     did not finish, else those that had not reached the step's gradient
+//     did not finish, else those whose python rank was stopped (process
+//     state T), else those that had not reached the step's gradient
 //     all-reduce (in_comm false), else the ones with the fewest steps.
 //  4. CPU MFU: where the run measured a node's host GEMM (gemm suite, cpu
 //     backend, TFLOP/s), a CPU rank's model_tflops over it is reported (info
@@ -54,7 +58,9 @@ struct RankInfo {
   std::string node, gpu, device;
   bool cuda = false;
   std::map<int, double> loss;  // step -> loss
-  double median_s = -1, p99_p50 = -1, tflops = -1;
+  double median_s = -1, compute_median_s = -1, p99_p50 = -1, tflops = -1;
+  // Per step after the warm-up: its time outside the all-reduce, its time.
+  std::vector<double> compute, step_time;
   bool finished = false;  // wrote its summary figures
 };
 
@@ -62,6 +68,7 @@ struct Stall {
   std::string node;
   int last_step = -1;
   bool in_comm = false;
+  bool stopped = false;  // its python rank was in state T (stopped)
   double waited_s = 0;
 };
 
@@ -146,39 +153,67 @@ void JudgeLoss(const std::string& task, const Job& job, std::vector<v1::RuleResu
   }
 }
 
+// A rank's time per step for the straggler rule: its median time outside
+// the all-reduce (per-step records, else its summary), else its median step
+// time. In synchronous data parallelism every rank leaves the all-reduce
+// together, so whole step times agree; the slow rank shows in its compute
+// while the others wait in the all-reduce.
+double StragglerFigure(const RankInfo& r) {
+  if (!r.compute.empty()) return Median(r.compute);
+  if (r.compute_median_s > 0) return r.compute_median_s;
+  if (!r.step_time.empty()) return Median(r.step_time);
+  return r.median_s;
+}
+
+double P99OverP50(std::vector<double> v) {
+  if (v.size() < 2) return -1;
+  std::sort(v.begin(), v.end());
+  const double p50 = Median(v);
+  const double pos = 0.99 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  const double p99 = v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  return p50 > 0 ? p99 / p50 : -1;
+}
+
 void JudgeStragglers(const std::string& task, const Job& job,
                      std::vector<v1::RuleResult>* out) {
-  std::vector<double> medians;
+  std::vector<double> figures;
   double worst_ratio = 0;
   for (const auto& [rank, r] : job.ranks) {
-    if (r.median_s > 0) medians.push_back(r.median_s);
-    worst_ratio = std::max(worst_ratio, r.p99_p50);
+    const double f = StragglerFigure(r);
+    if (f > 0) figures.push_back(f);
+    const double ratio = r.step_time.size() >= 2 ? P99OverP50(r.step_time) : r.p99_p50;
+    worst_ratio = std::max(worst_ratio, ratio);
   }
-  if (medians.size() < 2) return;
-  const double job_median = Median(medians);
+  if (figures.size() < 2) return;
+  const double job_median = Median(figures);
   int named = 0;
   for (const auto& [rank, r] : job.ranks) {
-    if (r.median_s <= kStragglerFactor * job_median) continue;
+    const double f = StragglerFigure(r);
+    if (f <= kStragglerFactor * job_median) continue;
     ++named;
     v1::RuleResult res = Rule(
         "straggler", "warn", r.node, Subject(rank, r),
-        absl::StrCat(Who(rank, r), " is a straggler: median step ",
-                     FormatNumber(r.median_s), " s, ", FormatNumber(r.median_s / job_median),
+        absl::StrCat(Who(rank, r), " is a straggler: median step time outside the all-reduce ",
+                     FormatNumber(f), " s, ", FormatNumber(f / job_median),
                      "x the job's median ", FormatNumber(job_median), " s (limit ",
                      FormatNumber(kStragglerFactor), "x); every other rank waits for it"));
-    res.set_value(r.median_s);
+    res.set_value(f);
     res.set_expected(kStragglerFactor * job_median);
     res.set_unit("s");
-    res.add_evidence(absl::StrCat("task ", task, ", step-time p99/p50 of this rank ",
-                                  FormatNumber(r.p99_p50)));
+    res.add_evidence(absl::StrCat("task ", task, ", ", r.compute.size(),
+                                  " steps after the warm-up; step-time p99/p50 of this rank ",
+                                  FormatNumber(r.step_time.size() >= 2 ? P99OverP50(r.step_time)
+                                                                       : r.p99_p50)));
     res.set_action("check this node's clocks, throttling, CPU load and NIC; rerun the workload");
     out->push_back(std::move(res));
   }
   if (named == 0) {
     v1::RuleResult res = Rule(
         "steady", "pass", "", absl::StrCat("task ", task),
-        absl::StrCat("no straggler among ", medians.size(), " ranks: job median step ",
-                     FormatNumber(job_median), " s, every rank within ",
+        absl::StrCat("no straggler among ", figures.size(), " ranks: job median step time "
+                     "outside the all-reduce ", FormatNumber(job_median), " s, every rank within ",
                      FormatNumber(kStragglerFactor), "x; worst step-time p99/p50 ",
                      FormatNumber(worst_ratio)));
     res.set_value(worst_ratio);
@@ -198,28 +233,34 @@ void JudgeStalls(const std::string& task, const Job& job, std::vector<v1::RuleRe
     const bool finished = it != job.ranks.end() && it->second.finished;
     if (!job.stalls.count(rank) && !finished) blamed.push_back(rank);
   }
+  // The ranks of the stall findings that `pred` holds for, when they are
+  // some of the job's ranks but not all of them.
+  auto some = [&](auto pred) {
+    std::vector<int> ranks;
+    for (const auto& [rank, s] : job.stalls) {
+      if (pred(s)) ranks.push_back(rank);
+    }
+    if (static_cast<int>(ranks.size()) >= world) ranks.clear();
+    return ranks;
+  };
   if (!blamed.empty()) {
     why = "it reported nothing while the other ranks waited for it, so it stopped first";
+  } else if (blamed = some([](const Stall& s) { return s.stopped; }); !blamed.empty()) {
+    why = "its python rank was stopped (process state T) while the other ranks waited";
+  } else if (blamed = some([](const Stall& s) { return !s.in_comm; }); !blamed.empty()) {
+    why = "it never reached the step's gradient all-reduce, where the other ranks waited";
   } else {
+    int least = -1;
     for (const auto& [rank, s] : job.stalls) {
-      if (!s.in_comm) blamed.push_back(rank);
+      least = least < 0 ? s.last_step : std::min(least, s.last_step);
     }
-    if (!blamed.empty() && static_cast<int>(blamed.size()) < world) {
-      why = "it never reached the step's gradient all-reduce, where the other ranks waited";
-    } else {
-      blamed.clear();
-      int least = -1;
-      for (const auto& [rank, s] : job.stalls) {
-        least = least < 0 ? s.last_step : std::min(least, s.last_step);
-      }
-      for (const auto& [rank, s] : job.stalls) {
-        if (s.last_step == least) blamed.push_back(rank);
-      }
-      why = static_cast<int>(blamed.size()) == world
-                ? "every rank stalled at the same step: the job hung together (fabric, or a "
-                  "collective that never completed)"
-                : absl::StrCat("it completed the fewest steps (", least, ")");
+    for (const auto& [rank, s] : job.stalls) {
+      if (s.last_step == least) blamed.push_back(rank);
     }
+    why = static_cast<int>(blamed.size()) == world
+              ? "every rank stalled at the same step: the job hung together (fabric, or a "
+                "collective that never completed)"
+              : absl::StrCat("it completed the fewest steps (", least, ")");
   }
   std::vector<std::string> waited;
   for (const auto& [rank, s] : job.stalls) {
@@ -278,6 +319,11 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       if (m.metric() == "loss") {
         int step = 0;
         if (absl::SimpleAtoi(LabelValue(m, "step"), &step)) ri.loss[step] = m.value();
+      } else if ((m.metric() == "compute_s" || m.metric() == "step_time_s") &&
+                 LabelValue(m, "warmup") == "false") {
+        (m.metric() == "compute_s" ? ri.compute : ri.step_time).push_back(m.value());
+      } else if (m.metric() == "compute_median_s") {
+        ri.compute_median_s = m.value();
       } else if (m.metric() == "step_time_median_s") {
         ri.median_s = m.value();
         ri.finished = true;
@@ -288,7 +334,7 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       }
       return;
     }
-    if (!r.has_finding() || r.finding().check_id() != "workload.stall") return;
+    if (!r.has_finding() || r.finding().check_id() != "workload.no_step") return;
     const auto& l = r.finding().labels();
     int rank = 0;
     if (!absl::SimpleAtoi(LabelValue(l, "rank"), &rank)) return;
@@ -300,6 +346,7 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     (void)absl::SimpleAtoi(LabelValue(l, "last_step"), &s.last_step);
     (void)absl::SimpleAtod(LabelValue(l, "waited_s"), &s.waited_s);
     s.in_comm = LabelValue(l, "in_comm") == "true";
+    s.stopped = LabelValue(l, "process_state") == "T";
   });
   for (const auto& [task, job] : jobs) {
     JudgeLoss(task, job, out);

@@ -3,19 +3,30 @@
 // per node; every replica's loss agrees; a replica perturbed on purpose
 // (--fault-perturb-rank, through a stand-in cmax-bench that adds the
 // TEST-ONLY flag) is blamed by the scorecard on its node; an interpreter
-// without torch is "not measured", never a pass. Without python3-torch
+// without torch is "not measured", never a pass; a python rank slowed by
+// SIGSTOP/SIGCONT is the straggler, and stopped for good it is blamed for
+// the stall while its neighbours waited. Without python3-torch
 // these tests FAIL: the suite is what they test.
 #include <catch2/catch.hpp>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/export_records.h"
 
@@ -55,6 +66,35 @@ void RequireTorch() {
 void WriteExecutable(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
   chmod(path.c_str(), 0755);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string EnvOf(pid_t pid, const std::string& var) {
+  for (absl::string_view kv :
+       absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/environ")), '\0')) {
+    if (absl::StartsWith(kv, var + "=")) return std::string(kv.substr(var.size() + 1));
+  }
+  return "";
+}
+
+// A child process of `parent` (its python rank), or -1.
+pid_t ChildOf(pid_t parent) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(e.path().filename().string(), &pid)) continue;
+    for (absl::string_view line : absl::StrSplit(ReadFile(e.path().string() + "/status"), '\n')) {
+      if (!absl::ConsumePrefix(&line, "PPid:")) continue;
+      pid_t ppid = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &ppid) && ppid == parent) return pid;
+    }
+  }
+  return -1;
 }
 
 // Debian's python first on every agent's PATH (a developer's pyenv shim
@@ -209,10 +249,83 @@ TEST_CASE("an interpreter without torch is not measured, never a pass",
       CHECK(absl::StrContains(f.detail(), "has no torch"));
       not_measured.insert(rec.node());
     }
-    CHECK(not_measured.size() == 2);
+    // The first rank to end (exit 2) ends the group: the other may be
+    // stopped before it writes its own finding.
+    CHECK_FALSE(not_measured.empty());
     const cmax::v1::Scorecard card = ReportCard(c, run_id);
     CHECK(RulesWithId(card, "workload.loss_agrees").empty());
     for (const auto& n : card.nodes()) CHECK(n.verdict() != "pass");
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a rank whose python is slowed by SIGSTOP is a straggler, then stopped it is the "
+          "stall's rank",
+          "[integration][workload]") {
+  RequireTorch();
+  Cluster c("wls", Options());
+  REQUIRE(c.Start().ok());
+  if (!c.using_netns()) WARN("network namespaces unavailable: agents ran on loopback");
+  std::string plan = Plan();
+  plan = absl::StrReplaceAll(plan, {{absl::StrCat("steps: ", kSteps, ", warmup-steps: 2"),
+                                     "steps: 100000, warmup-steps: 3"},
+                                    {"stall: 60", "stall: 6"}});
+  REQUIRE(absl::StrContains(plan, "stall: 6}"));
+  cmax::CommandResult r;
+  std::thread ctl([&] { r = c.Ctl({"run", "--plan", c.WritePlan("workload", plan)}, 240s); });
+  // Node 2's suite process, its python rank, and that rank's first step.
+  pid_t suite = -1, python = -1;
+  std::string rank, lines;
+  for (int i = 0; i < 900 && python < 0; ++i) {
+    if (suite < 0) suite = c.SuiteProcessOf(2, "workload");
+    if (suite > 0) python = ChildOf(suite);
+    if (python < 0) std::this_thread::sleep_for(100ms);
+  }
+  if (python > 0) {
+    rank = EnvOf(suite, "CMAX_RANK");
+    lines = absl::StrCat(EnvOf(suite, "CMAX_TASK_DIR"), "/workload-rank", rank, ".", suite,
+                         ".jsonl");
+    for (int i = 0; i < 600 && !absl::StrContains(ReadFile(lines), "\"step\": 4"); ++i) {
+      std::this_thread::sleep_for(50ms);
+    }
+    // Slowed: stopped two thirds of the time for 4 s, then stopped for good.
+    for (auto end = std::chrono::steady_clock::now() + 4s; std::chrono::steady_clock::now() < end;) {
+      kill(python, SIGSTOP);
+      std::this_thread::sleep_for(60ms);
+      kill(python, SIGCONT);
+      std::this_thread::sleep_for(30ms);
+    }
+    kill(python, SIGSTOP);
+  }
+  ctl.join();
+  INFO(r.out << r.err);
+  REQUIRE(python > 0);
+  REQUIRE_FALSE(rank.empty());
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE_FALSE(run_id.empty());
+  std::map<std::string, std::string> state_by_node;  // the stall findings' process states
+  for (const auto& rec : Export(c, run_id)) {
+    if (!rec.record().has_finding() || rec.record().finding().check_id() != "workload.no_step") {
+      continue;
+    }
+    state_by_node[rec.node()] = rec.record().finding().labels().at("process_state");
+  }
+  CHECK(state_by_node.size() == 3);  // every rank reported the stall
+  CHECK(state_by_node[c.node(2)] == "T");
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  const std::string subject = absl::StrCat("node:", c.node(2), " rank:", rank);
+  auto slow = RulesWithId(card, "workload.straggler");
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0].node() == c.node(2));
+  CHECK(slow[0].subject() == subject);
+  auto stalls = RulesWithId(card, "workload.stall");
+  REQUIRE(stalls.size() == 1);
+  CHECK(stalls[0].outcome() == "fail");
+  CHECK(stalls[0].node() == c.node(2));
+  CHECK(stalls[0].subject() == subject);
+  CHECK(absl::StrContains(stalls[0].message(), "stopped (process state T)"));
+  // The replicas agreed while they trained.
+  auto agree = RulesWithId(card, "workload.loss_agrees");
+  REQUIRE(agree.size() == 1);
+  CHECK(agree[0].outcome() == "pass");
 }

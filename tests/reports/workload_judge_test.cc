@@ -27,18 +27,22 @@ void Measure(RunData* d, const std::string& node, int rank, const std::string& m
   auto& l = *m->mutable_labels();
   l["rank"] = absl::StrCat(rank);
   l["world_size"] = "3";
-  if (step >= 0) l["step"] = absl::StrCat(step);
+  if (step >= 0) {
+    l["step"] = absl::StrCat(step);
+    l["warmup"] = step < 2 ? "true" : "false";
+  }
   if (!gpu.empty()) l["gpu"] = gpu;
   d->records.push_back(er);
 }
 
-void Stall(RunData* d, const std::string& node, int rank, int last_step, bool in_comm) {
+void Stall(RunData* d, const std::string& node, int rank, int last_step, bool in_comm,
+           const std::string& state = "S") {
   cmax::v1::ExportedRecord er;
   er.set_task_id("t1");
   er.set_node(node);
   er.set_suite("workload");
   auto* f = er.mutable_record()->mutable_finding();
-  f->set_check_id("workload.stall");
+  f->set_check_id("workload.no_step");
   f->set_severity(cmax::v1::SEVERITY_WARN);
   auto& l = *f->mutable_labels();
   l["rank"] = absl::StrCat(rank);
@@ -46,6 +50,7 @@ void Stall(RunData* d, const std::string& node, int rank, int last_step, bool in
   l["last_step"] = absl::StrCat(last_step);
   l["in_comm"] = in_comm ? "true" : "false";
   l["waited_s"] = "12.0";
+  l["process_state"] = state;
   d->records.push_back(er);
 }
 
@@ -132,6 +137,29 @@ TEST_CASE("workload judge: a rank above 1.05x the job's median step time is a st
   REQUIRE(With(ok, "workload.steady").size() == 1);
 }
 
+TEST_CASE("workload judge: the straggler is the rank slow outside the all-reduce, not the ones "
+          "that wait in it",
+          "[reports][workload]") {
+  RunData d;
+  for (int step = 0; step < 8; ++step) {
+    for (int r = 0; r < 3; ++r) {
+      // Whole steps agree (every rank leaves the all-reduce together); rank
+      // 1 computes 40% longer, the others wait for it. Its warm-up steps
+      // are slower still and left out.
+      const std::string node = absl::StrCat("node-", r);
+      Measure(&d, node, r, "step_time_s", 0.140, step);
+      const double compute = r == 1 ? (step < 2 ? 0.5 : 0.140) : 0.100;
+      Measure(&d, node, r, "compute_s", compute, step);
+    }
+  }
+  auto s = With(Judge(d), "workload.straggler");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].node() == "node-1");
+  CHECK(s[0].value() == Approx(0.140));
+  CHECK(s[0].expected() == Approx(1.05 * 0.100));
+  CHECK(absl::StrContains(s[0].evidence(0), "6 steps after the warm-up"));
+}
+
 TEST_CASE("workload judge: a stall fails the rank that stopped, not the ones that waited",
           "[reports][workload]") {
   SECTION("the stopped rank had not reached the all-reduce") {
@@ -154,6 +182,16 @@ TEST_CASE("workload judge: a stall fails the rank that stopped, not the ones tha
     auto st = With(Judge(d), "workload.stall");
     REQUIRE(st.size() == 1);
     CHECK(st[0].node() == "node-2");
+  }
+  SECTION("the rank whose python was stopped, even inside the all-reduce") {
+    RunData d;
+    Stall(&d, "node-0", 0, 6, true);
+    Stall(&d, "node-1", 1, 6, true);
+    Stall(&d, "node-2", 2, 6, true, "T");
+    auto st = With(Judge(d), "workload.stall");
+    REQUIRE(st.size() == 1);
+    CHECK(st[0].node() == "node-2");
+    CHECK(absl::StrContains(st[0].message(), "stopped (process state T)"));
   }
   SECTION("every rank stalled in the all-reduce: the job hung together") {
     RunData d;
