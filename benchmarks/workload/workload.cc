@@ -11,7 +11,8 @@
 //   mfu (GPUs with a known dense BF16 peak), optimizer_s, comm_s,
 //   peak_mem_bytes             per rank, over the steps after the warm-up
 // every one labelled rank, world_size, python, torch_version, device.
-// A rank that logs no step for --stall seconds writes a workload.no_step
+// A rank that logs no step for --stall seconds (180 s before its first
+// step, or --stall when longer) writes a workload.no_step
 // finding (in_comm: whether it was waiting in the step's all-reduce), kills
 // its python rank and exits 1. The python rank dies with this process
 // (PR_SET_PDEATHSIG), so the agent's timeout and kill reach it.
@@ -202,6 +203,10 @@ std::string ProcessState(pid_t pid) {
   if (paren == std::string::npos || paren + 2 >= text.size()) return "";
   return text.substr(paren + 2, 1);
 }
+
+// Seconds a rank may take to its first step (interpreter start, torch
+// import, the process group's rendezvous) before that is a stall.
+constexpr double kStartupGraceS = 180;
 
 struct StepLine {
   int step = 0;
@@ -438,7 +443,10 @@ int RunWorkload(int argc, char** argv) {
     if (exited) break;
     const double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                       last_progress).count();
-    if (idle > stall_s) {
+    // Until the first step, starting python, importing torch and joining
+    // the process group may take longer than a step ever should.
+    const double limit = last_step < 0 ? std::max(stall_s, kStartupGraceS) : stall_s;
+    if (idle > limit) {
       stalled = true;
       break;
     }

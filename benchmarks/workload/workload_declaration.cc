@@ -62,7 +62,8 @@ SuiteInfo Declaration() {
              .help = "auto (default: cuda where the node has NVIDIA GPUs), cpu or cuda",
              .choices = {"auto", "cpu", "cuda"}},
             {.name = "stall", .type = ParamType::kNumber,
-             .help = "seconds without a step on a rank that count as a stall (default 120)",
+             .help = "seconds without a step on a rank that count as a stall (default 120; "
+                     "before the first step at least 180)",
              .min = 1, .max = 86400},
             {.name = "port-range", .type = ParamType::kToken,
              .help = "LOW-HIGH: rank 0's MASTER_PORT is the first free port of this range "

@@ -276,6 +276,7 @@ TEST_CASE("a rank whose python is slowed by SIGSTOP is a straggler, then stopped
   // Node 2's suite process, its python rank, and that rank's first step.
   pid_t suite = -1, python = -1;
   std::string rank, lines;
+  bool started_steps = false;
   for (int i = 0; i < 900 && python < 0; ++i) {
     if (suite < 0) suite = c.SuiteProcessOf(2, "workload");
     if (suite > 0) python = ChildOf(suite);
@@ -285,15 +286,18 @@ TEST_CASE("a rank whose python is slowed by SIGSTOP is a straggler, then stopped
     rank = EnvOf(suite, "CMAX_RANK");
     lines = absl::StrCat(EnvOf(suite, "CMAX_TASK_DIR"), "/workload-rank", rank, ".", suite,
                          ".jsonl");
-    for (int i = 0; i < 600 && !absl::StrContains(ReadFile(lines), "\"step\": 4"); ++i) {
-      std::this_thread::sleep_for(50ms);
+    for (int i = 0; i < 1200 && !started_steps; ++i) {
+      started_steps = absl::StrContains(ReadFile(lines), "\"step\": 4");
+      if (!started_steps) std::this_thread::sleep_for(50ms);
     }
-    // Slowed: stopped two thirds of the time for 4 s, then stopped for good.
+    // Slowed: stopped three quarters of the time for 4 s, in windows
+    // shorter than a step so that nearly every step holds a stop; then
+    // stopped for good.
     for (auto end = std::chrono::steady_clock::now() + 4s; std::chrono::steady_clock::now() < end;) {
       kill(python, SIGSTOP);
-      std::this_thread::sleep_for(60ms);
-      kill(python, SIGCONT);
       std::this_thread::sleep_for(30ms);
+      kill(python, SIGCONT);
+      std::this_thread::sleep_for(10ms);
     }
     kill(python, SIGSTOP);
   }
@@ -301,6 +305,7 @@ TEST_CASE("a rank whose python is slowed by SIGSTOP is a straggler, then stopped
   INFO(r.out << r.err);
   REQUIRE(python > 0);
   REQUIRE_FALSE(rank.empty());
+  REQUIRE(started_steps);  // slowed while it trained, not while it started
   const std::string run_id = Cluster::RunIdFrom(r.out);
   REQUIRE_FALSE(run_id.empty());
   std::map<std::string, std::string> state_by_node;  // the stall findings' process states
@@ -315,6 +320,7 @@ TEST_CASE("a rank whose python is slowed by SIGSTOP is a straggler, then stopped
   const cmax::v1::Scorecard card = ReportCard(c, run_id);
   const std::string subject = absl::StrCat("node:", c.node(2), " rank:", rank);
   auto slow = RulesWithId(card, "workload.straggler");
+  for (const auto& s : slow) INFO(s.message());
   REQUIRE(slow.size() == 1);
   CHECK(slow[0].node() == c.node(2));
   CHECK(slow[0].subject() == subject);
