@@ -87,37 +87,46 @@ std::string TrainScript() {
 // GPU node, and torch without CUDA is not measured rather than a CPU run.
 bool NodeHasNvidiaGpus() {
   std::error_code ec;
+  if (std::filesystem::exists("/dev/nvidia0", ec)) return true;
   if (!std::filesystem::is_directory("/proc/driver/nvidia/gpus", ec)) return false;
   return std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec) !=
          std::filesystem::directory_iterator();
 }
 
+// The IPv4 address of interface `ifname` (any interface that is up and not
+// loopback when empty), "" when there is none.
+std::string InterfaceAddress(const std::string& ifname) {
+  ifaddrs* ifs = nullptr;
+  std::string found;
+  if (getifaddrs(&ifs) != 0) return "";
+  for (ifaddrs* i = ifs; i != nullptr && found.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (ifname.empty() ? ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
+                       : std::string(i->ifa_name) != ifname) {
+      continue;
+    }
+    char buf[INET_ADDRSTRLEN] = {0};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
+    found = buf;
+  }
+  freeifaddrs(ifs);
+  return found;
+}
+
 // The address rank 0 advertises as MASTER_ADDR: the agent's first
 // --advertise address, else the IPv4 address of $GLOO_SOCKET_IFNAME, else
-// the host name.
+// the first IPv4 address of an interface that is up and not loopback, else
+// 127.0.0.1 (every rank on this host).
 std::string MasterAddress() {
   if (const char* adv = std::getenv("CMAX_ADVERTISE"); adv != nullptr && *adv != '\0') {
     std::vector<std::string> parts = absl::StrSplit(adv, ',', absl::SkipWhitespace());
     if (!parts.empty()) return parts[0];
   }
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname) {
-    ifaddrs* ifs = nullptr;
-    std::string found;
-    if (getifaddrs(&ifs) == 0) {
-      for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
-        if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-        if (std::string(i->ifa_name) != ifname) continue;
-        char buf[INET_ADDRSTRLEN] = {0};
-        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf,
-                  sizeof(buf));
-        found = buf;
-        break;
-      }
-      freeifaddrs(ifs);
-    }
-    if (!found.empty()) return found;
+    if (std::string a = InterfaceAddress(ifname); !a.empty()) return a;
   }
-  return NodeName();
+  if (std::string a = InterfaceAddress(""); !a.empty()) return a;
+  return "127.0.0.1";
 }
 
 // A free TCP port in [low, high] (0, 0: any), found by binding to it. The
@@ -272,6 +281,11 @@ int RunWorkload(int argc, char** argv) {
   }
   const bool gpu_node = NodeHasNvidiaGpus();
   const std::string use_device = device == "auto" ? (gpu_node ? "cuda" : "cpu") : device;
+  if (use_device == "cuda" && !gpu_node) {
+    return CouldNotRun(out, "device cuda was asked, but this node has no NVIDIA GPU "
+                            "(no /dev/nvidia0, nothing in /proc/driver/nvidia/gpus)",
+                       "run the entry on GPU nodes, or with device: cpu on CPU-only nodes");
+  }
 
   // The group: rank 0 publishes MASTER_ADDR and a free port.
   int rank = 0, world = 1, local_rank = 0;
@@ -302,11 +316,12 @@ int RunWorkload(int argc, char** argv) {
     auto v = rv->Get("workload/master", absl::Seconds(120));
     if (!v.ok()) return CouldNotRun(out, std::string(v.status().message()));
     std::vector<std::string> f = absl::StrSplit(*v, ' ', absl::SkipEmpty());
-    // Parsed into its types: an address without spaces or shell
-    // metacharacters and a port number, before it reaches an environment.
+    // Parsed into its types: an address or host name (letters, digits and
+    // . : - _ only) and a port number, before it reaches an environment.
     if (f.size() != 2 || !absl::SimpleAtoi(f[1], &master_port) || master_port < 1 ||
         master_port > 65535 ||
-        f[0].find_first_not_of("0123456789abcdefABCDEF.:-_[]") != std::string::npos ||
+        f[0].find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.:-_") !=
+            std::string::npos ||
         f[0].size() > 255) {
       return CouldNotRun(out, absl::StrCat("malformed workload/master '", v->substr(0, 100), "'"));
     }

@@ -12,6 +12,27 @@ namespace cmax::suites::workload {
 
 using v1::SCOPE_GANG;
 
+namespace {
+
+// One bar chart per plan entry and figure, a bar per GPU (per node on
+// CPU-only nodes): "workload:tokens_per_s (<entry>)".
+bool PerRankChart(const v1::Measurement& m, const std::string&, const std::string& entry,
+                  ChartNames* out) {
+  const bool gpu = !ChartLabel(m, "gpu").empty();
+  const std::string per = gpu ? " per GPU" : " per node (CPU)";
+  out->id = absl::StrCat("workload:", m.metric(), " (", entry, ")");
+  if (m.metric() == "tokens_per_s") {
+    out->title = absl::StrCat("Training tokens/s", per, " (", entry, ")");
+  } else if (m.metric() == "mfu") {
+    out->title = absl::StrCat("Training MFU", per, " (", entry, ")");
+  } else {
+    out->title = absl::StrCat("Training step time outside the all-reduce", per, " (", entry, ")");
+  }
+  return true;
+}
+
+}  // namespace
+
 SuiteInfo Declaration() {
   return {
     .name = "workload",
@@ -30,8 +51,9 @@ SuiteInfo Declaration() {
         "rank 0's address, published through the group's rendezvous. Every replica\n"
         "draws the same synthetic batch, so every replica's loss must be identical.\n"
         "A rank that logs no step for --stall seconds reports the stall and exits 1.\n"
-        "Without torch (or, on a GPU node, without CUDA in torch) it is not measured\n"
-        "(exit 2). Run alone (no rendezvous) it trains on one rank.",
+        "Without torch, without CUDA in torch on a GPU node, or with --device cuda on a\n"
+        "node without NVIDIA GPUs, it is not measured (exit 2). Run alone (no\n"
+        "rendezvous) it trains on one rank.",
     .scopes = {SCOPE_GANG},
     .default_timeout_s = 900,
     .exclusive = true,
@@ -79,20 +101,27 @@ SuiteInfo Declaration() {
              .help = "a step's time outside the gradient all-reduce on one rank (label step, "
                      "warmup): where a slow rank shows, the others wait in the all-reduce"},
             {.name = "compute_median_s", .unit = "s", .better = MetricBetter::kLower,
-             .help = "a rank's median compute_s after the warm-up steps"},
+             .help = "a rank's median compute_s after the warm-up steps",
+             .chart = {.kind = ChartKind::kPerSubject, .names = PerRankChart, .labels = {"gpu"},
+                       .family = "Training step time per rank"}},
             {.name = "step_time_median_s", .unit = "s", .better = MetricBetter::kLower,
              .help = "a rank's median step time after the warm-up steps"},
             {.name = "step_time_p99_p50", .unit = "ratio", .better = MetricBetter::kLower,
              .help = "a rank's 99th over 50th percentile step time after the warm-up steps"},
             {.name = "tokens_per_s", .unit = "tokens/s", .better = MetricBetter::kHigher,
              .help = "tokens per second of one rank (one GPU), median over the steps after "
-                     "the warm-up"},
+                     "the warm-up",
+             .chart = {.kind = ChartKind::kPerSubject, .names = PerRankChart, .labels = {"gpu"},
+                       .family = "Training tokens/s per GPU"}},
             {.name = "model_tflops", .unit = "TFLOP/s", .better = MetricBetter::kHigher,
              .help = "achieved model FLOP/s of one rank: (6*N + 12*L*s*d) per token times "
                      "tokens/s (PaLM appendix B)"},
             {.name = "mfu", .unit = "ratio", .better = MetricBetter::kHigher,
              .help = "model FLOPs utilisation: model_tflops over the GPU's dense BF16 peak "
-                     "(reports/gpu_specs.cc); GPUs only"},
+                     "(reports/gpu_specs.cc); GPUs only",
+             .chart = {.kind = ChartKind::kPerSubject, .names = PerRankChart, .labels = {"gpu"},
+                       .family = "Training MFU per GPU",
+                       .family_needs = "a GPU whose dense BF16 peak is known"}},
             {.name = "optimizer_s", .unit = "s", .better = MetricBetter::kLower,
              .help = "a rank's median optimizer step time after the warm-up"},
             {.name = "comm_s", .unit = "s", .better = MetricBetter::kLower,

@@ -24,8 +24,9 @@
 //     state T), else those that had not reached the step's gradient
 //     all-reduce (in_comm false), else the ones with the fewest steps.
 //  4. CPU MFU: where the run measured a node's host GEMM (gemm suite, cpu
-//     backend, TFLOP/s), a CPU rank's model_tflops over it is reported (info
-//     in the pass); never against a made-up peak.
+//     backend, fp32 like the CPU training; its best shape), a CPU rank's
+//     model_tflops over it is reported (a pass carrying the ratio); never
+//     against a made-up peak.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -301,7 +302,8 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (r.has_measurement()) {
       const v1::Measurement& m = r.measurement();
       const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
-      if (suite == "gemm" && m.unit() == "TFLOP/s" && LabelValue(m, "backend") == "cpu") {
+      if (suite == "gemm" && m.metric() == "gemm_tflops" && LabelValue(m, "backend") == "cpu" &&
+          LabelValue(m, "dtype") == "fp32") {
         double& g = host_gemm[RecordNode(rec)];
         g = std::max(g, m.value());
         return;

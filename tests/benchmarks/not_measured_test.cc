@@ -324,6 +324,11 @@ std::vector<Whole> CpuCouldNotRunRuns(const TempDir& tmp) {
   // its site packages: `import torch` fails as where torch is missing).
   w.push_back({"workload", "compute", "workload.not_measured",
                Bench("cmax-bench", {"workload", "--jsonl"}, {{"PATH", tmp.Sub("empty-path")}})});
+  // A GPU job asked of a node without NVIDIA GPUs (this CI machine).
+  if (!fs::exists("/dev/nvidia0")) {
+    w.push_back({"workload", "compute", "workload.not_measured",
+                 Bench("cmax-bench", {"workload", "--device", "cuda", "--jsonl"})});
+  }
   fs::create_directories(tmp.Sub("no-torch"));
   {
     std::ofstream(tmp.Sub("no-torch/python3")) << "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n";

@@ -163,6 +163,18 @@ TEST_CASE("three agents train on CPU with gloo, every replica's loss identical",
   CHECK(agree[0].outcome() == "pass");
   CHECK(RulesWithId(card, "workload.loss_departs").empty());
   CHECK(RulesWithId(card, "workload.stall").empty());
+  // Charts: tokens/s and step time, a bar per node (CPU); MFU not drawn on
+  // CPU, and the card says so.
+  std::map<std::string, int> bars;
+  for (const auto& chart : card.charts()) bars[chart.id()] = chart.values_size();
+  CHECK(bars["workload:tokens_per_s (workload)"] == 3);
+  CHECK(bars["workload:compute_median_s (workload)"] == 3);
+  CHECK_FALSE(bars.count("workload:mfu (workload)"));
+  bool mfu_said = false;
+  for (const auto& line : card.charts_not_measured()) {
+    mfu_said = mfu_said || absl::StartsWith(line, "Training MFU per GPU");
+  }
+  CHECK(mfu_said);
 }
 
 TEST_CASE("a replica perturbed on purpose departs and is blamed on its node",

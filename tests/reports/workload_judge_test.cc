@@ -201,3 +201,32 @@ TEST_CASE("workload judge: a stall fails the rank that stopped, not the ones tha
     for (const auto& r : st) CHECK(absl::StrContains(r.message(), "hung together"));
   }
 }
+
+TEST_CASE("workload judge: CPU MFU only against the node's measured fp32 host GEMM",
+          "[reports][workload]") {
+  RunData d;
+  Measure(&d, "node-0", 0, "model_tflops", 0.05);
+  Measure(&d, "node-1", 1, "model_tflops", 0.04);
+  auto gemm = [&](const std::string& node, const std::string& dtype, double tflops) {
+    cmax::v1::ExportedRecord er;
+    er.set_task_id("g-" + node);
+    er.set_node(node);
+    er.set_suite("gemm");
+    auto* m = er.mutable_record()->mutable_measurement();
+    m->set_suite("gemm");
+    m->set_metric("gemm_tflops");
+    m->set_unit("TFLOP/s");
+    m->set_value(tflops);
+    (*m->mutable_labels())["backend"] = "cpu";
+    (*m->mutable_labels())["dtype"] = dtype;
+    d.records.push_back(er);
+  };
+  gemm("node-0", "fp32", 0.2);
+  gemm("node-0", "fp32", 0.25);  // its best shape counts
+  gemm("node-1", "fp64", 0.1);   // not the training's precision: no MFU for node-1
+  auto mfu = With(Judge(d), "workload.cpu_mfu");
+  REQUIRE(mfu.size() == 1);
+  CHECK(mfu[0].node() == "node-0");
+  CHECK(mfu[0].value() == Approx(0.2));
+  CHECK(absl::StrContains(mfu[0].message(), "20% of this node's measured host GEMM"));
+}
