@@ -130,7 +130,7 @@ cp "$root"/benchmarks/audit/data/*.yaml "$share/data/audit/"
 # The workload suite's training script (cmax-bench finds it at
 # ../share/cmax/workload/train.py from its own directory).
 mkdir -p "$share/workload"
-install -m 0755 "$root/benchmarks/workload/train.py" "$share/workload/train.py"
+install -m 0644 "$root/benchmarks/workload/train.py" "$share/workload/train.py"
 cp "$root/deploy/systemd/agent.env" "$share/agent.env"
 cp "$root/deploy/systemd/cmax-agent.service" "$share/cmax-agent.service"
 floor=$(bundle_floor_text "$root")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # cmax workload: a small decoder-only transformer trained data-parallel with
 # torch.distributed, for the `workload` suite (benchmarks/workload/). Run by
 # `cmax-bench workload`, one process per GPU (or one per CPU-only node), with
