@@ -6,7 +6,7 @@
 // "workload/master"), RANK, LOCAL_RANK, WORLD_SIZE. It tails the python
 // rank's JSON lines (a file in the task directory) and turns them into
 // records:
-//   loss, step_time_s, compute_s  per step (labels step, warmup)
+//   loss, step_time_s, compute_s  per step, as Samples (labels step, warmup)
 //   step_time_median_s, compute_median_s, step_time_p99_p50, tokens_per_s, model_tflops,
 //   mfu (GPUs with a known dense BF16 peak), optimizer_s, comm_s,
 //   peak_mem_bytes             per rank, over the steps after the warm-up
@@ -444,9 +444,11 @@ int RunWorkload(int argc, char** argv) {
       l["step"] = absl::StrCat(sl.step);
       l["warmup"] = sl.step < warmup ? "true" : "false";
       if (!sl.loss_hex.empty()) l["loss_hex"] = sl.loss_hex;
-      out.Measure("loss", sl.loss, "nats", l);
-      out.Measure("step_time_s", sl.step_time_s, "s", l);
-      out.Measure("compute_s", sl.compute_s, "s", l);
+      // Per step: Samples (telemetry points), not Measurements, so that a
+      // long job's steps do not become thousands of compared figures.
+      out.Sample("loss", sl.loss, "nats", l);
+      out.Sample("step_time_s", sl.step_time_s, "s", l);
+      out.Sample("compute_s", sl.compute_s, "s", l);
       done_steps.push_back(sl);
     }
   };

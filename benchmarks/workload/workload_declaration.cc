@@ -94,12 +94,18 @@ SuiteInfo Declaration() {
     .metrics =
         {
             {.name = "loss", .unit = "nats", .better = MetricBetter::kNeither,
-             .help = "training loss (cross entropy, natural log) of a step on one replica (label step, rank)"},
+             .help = "training loss (cross entropy, natural log) of a step on one replica (a "
+                     "Sample per step; label step, rank)"},
             {.name = "step_time_s", .unit = "s", .better = MetricBetter::kLower,
-             .help = "wall time of one training step on one rank (label step, warmup)"},
+             .help = "wall time of one training step on one rank (a Sample per step; label "
+                     "step, warmup)",
+             .chart = {.kind = ChartKind::kOverTime,
+                       .title = "Training step time per rank",
+                       .family = "Training step time per rank over time"}},
             {.name = "compute_s", .unit = "s", .better = MetricBetter::kLower,
-             .help = "a step's time outside the gradient all-reduce on one rank (label step, "
-                     "warmup): where a slow rank shows, the others wait in the all-reduce"},
+             .help = "a step's time outside the gradient all-reduce on one rank (a Sample per "
+                     "step; label step, warmup): where a slow rank shows, the others wait in the "
+                     "all-reduce"},
             {.name = "compute_median_s", .unit = "s", .better = MetricBetter::kLower,
              .help = "a rank's median compute_s after the warm-up steps",
              .chart = {.kind = ChartKind::kPerSubject, .names = PerRankChart, .labels = {"gpu"},

@@ -1,5 +1,6 @@
 // Workload judge (docs/workload.md): one training job is one task of the
-// workload suite; every rank's records carry labels rank and world_size.
+// workload suite; every rank's records carry labels rank and world_size; the
+// per-step figures (loss, step_time_s, compute_s) are Samples.
 //
 //  1. Loss agreement: every replica trains on the same batch with the same
 //     parameters, so at every logged step every rank's loss must equal the
@@ -299,6 +300,32 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   RecordFilter filter;
   ForEachRecord(data, filter, [&](const v1::ExportedRecord& rec) {
     const v1::Record& r = rec.record();
+    if (r.has_sample()) {  // per step: loss, step_time_s, compute_s
+      const v1::Sample& sm = r.sample();
+      const std::string suite = sm.suite().empty() ? rec.suite() : sm.suite();
+      if (suite != "workload") return;
+      int rank = 0, step = 0;
+      if (!absl::SimpleAtoi(LabelValue(sm.labels(), "rank"), &rank) ||
+          !absl::SimpleAtoi(LabelValue(sm.labels(), "step"), &step)) {
+        return;
+      }
+      Job& job = jobs[rec.task_id()];
+      int world = 0;
+      if (absl::SimpleAtoi(LabelValue(sm.labels(), "world_size"), &world)) job.world = world;
+      RankInfo& ri = job.ranks[rank];
+      ri.node = RecordNode(rec);
+      ri.gpu = LabelValue(sm.labels(), "gpu");
+      ri.cuda = ri.cuda || !ri.gpu.empty();
+      const bool warmup = LabelValue(sm.labels(), "warmup") == "true";
+      if (sm.metric() == "loss") {
+        ri.loss[step] = sm.value();
+      } else if (sm.metric() == "compute_s" && !warmup) {
+        ri.compute.push_back(sm.value());
+      } else if (sm.metric() == "step_time_s" && !warmup) {
+        ri.step_time.push_back(sm.value());
+      }
+      return;
+    }
     if (r.has_measurement()) {
       const v1::Measurement& m = r.measurement();
       const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
@@ -318,13 +345,7 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       ri.node = RecordNode(rec);
       ri.gpu = LabelValue(m, "gpu");
       ri.cuda = ri.cuda || !ri.gpu.empty();
-      if (m.metric() == "loss") {
-        int step = 0;
-        if (absl::SimpleAtoi(LabelValue(m, "step"), &step)) ri.loss[step] = m.value();
-      } else if ((m.metric() == "compute_s" || m.metric() == "step_time_s") &&
-                 LabelValue(m, "warmup") == "false") {
-        (m.metric() == "compute_s" ? ri.compute : ri.step_time).push_back(m.value());
-      } else if (m.metric() == "compute_median_s") {
+      if (m.metric() == "compute_median_s") {
         ri.compute_median_s = m.value();
       } else if (m.metric() == "step_time_median_s") {
         ri.median_s = m.value();

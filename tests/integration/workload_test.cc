@@ -130,18 +130,19 @@ TEST_CASE("three agents train on CPU with gloo, every replica's loss identical",
       INFO(rec.record().finding().title());
       CHECK(rec.record().finding().severity() < cmax::v1::SEVERITY_WARN);
     }
-    if (!rec.record().has_measurement()) continue;
-    const auto& m = rec.record().measurement();
-    if (m.metric() == "loss") {
-      losses_by_step[m.labels().at("step")].insert(m.labels().at("loss_hex"));
-      ++steps_by_rank[m.labels().at("rank")];
-      CHECK(m.labels().at("world_size") == "3");
-      CHECK(m.labels().at("python") == "/usr/bin/python3");
-      CHECK(absl::StartsWith(m.labels().at("torch_version"), "1."));
-      CHECK(m.labels().at("backend") == "gloo");
-      CHECK(m.labels().at("device") == "cpu");
+    if (rec.record().has_sample() && rec.record().sample().metric() == "loss") {
+      const auto& l = rec.record().sample().labels();  // a Sample per step
+      losses_by_step[l.at("step")].insert(l.at("loss_hex"));
+      ++steps_by_rank[l.at("rank")];
+      CHECK(l.at("world_size") == "3");
+      CHECK(l.at("python") == "/usr/bin/python3");
+      CHECK(absl::StartsWith(l.at("torch_version"), "1."));
+      CHECK(l.at("backend") == "gloo");
+      CHECK(l.at("device") == "cpu");
       nodes.insert(rec.node());
     }
+    if (!rec.record().has_measurement()) continue;
+    const auto& m = rec.record().measurement();
     if (m.metric() == "tokens_per_s") {
       ++tokens;
       CHECK(m.value() > 0);
@@ -169,6 +170,12 @@ TEST_CASE("three agents train on CPU with gloo, every replica's loss identical",
   for (const auto& chart : card.charts()) bars[chart.id()] = chart.values_size();
   CHECK(bars["workload:tokens_per_s (workload)"] == 3);
   CHECK(bars["workload:compute_median_s (workload)"] == 3);
+  // Step time over the run, a line per rank.
+  bool step_lines = false;
+  for (const auto& chart : card.charts()) {
+    if (chart.id() == "workload:step_time_s") step_lines = chart.series_size() == 3;
+  }
+  CHECK(step_lines);
   CHECK_FALSE(bars.count("workload:mfu (workload)"));
   bool mfu_said = false;
   for (const auto& line : card.charts_not_measured()) {
@@ -202,10 +209,8 @@ TEST_CASE("a replica perturbed on purpose departs and is blamed on its node",
     std::string rank2_node;
     std::map<std::string, std::set<std::string>> losses_by_step;
     for (const auto& rec : Export(c, run_id)) {
-      if (!rec.record().has_measurement() || rec.record().measurement().metric() != "loss") {
-        continue;
-      }
-      const auto& m = rec.record().measurement();
+      if (!rec.record().has_sample() || rec.record().sample().metric() != "loss") continue;
+      const auto& m = rec.record().sample();
       if (m.labels().at("rank") == "2") rank2_node = rec.node();
       losses_by_step[m.labels().at("step")].insert(m.labels().at("loss_hex"));
     }
@@ -254,6 +259,7 @@ TEST_CASE("an interpreter without torch is not measured, never a pass",
     std::set<std::string> not_measured;
     for (const auto& rec : Export(c, run_id)) {
       CHECK_FALSE(rec.record().has_measurement());
+      CHECK_FALSE(rec.record().has_sample());
       if (!rec.record().has_finding()) continue;
       const auto& f = rec.record().finding();
       if (f.check_id() != "workload.not_measured") continue;

@@ -20,11 +20,19 @@ void Measure(RunData* d, const std::string& node, int rank, const std::string& m
   er.set_task_id("t1");
   er.set_node(node);
   er.set_suite("workload");
-  auto* m = er.mutable_record()->mutable_measurement();
-  m->set_suite("workload");
-  m->set_metric(metric);
-  m->set_value(value);
-  auto& l = *m->mutable_labels();
+  // Per-step figures are Samples, the per-rank ones Measurements.
+  auto* m = step >= 0 ? nullptr : er.mutable_record()->mutable_measurement();
+  auto* sm = step >= 0 ? er.mutable_record()->mutable_sample() : nullptr;
+  if (m != nullptr) {
+    m->set_suite("workload");
+    m->set_metric(metric);
+    m->set_value(value);
+  } else {
+    sm->set_suite("workload");
+    sm->set_metric(metric);
+    sm->set_value(value);
+  }
+  auto& l = m != nullptr ? *m->mutable_labels() : *sm->mutable_labels();
   l["rank"] = absl::StrCat(rank);
   l["world_size"] = "3";
   if (step >= 0) {
