@@ -29,7 +29,8 @@
 #
 # TEST-ONLY: --fault-perturb-rank R adds 1e-3 to rank R's final LayerNorm weight
 # after step --fault-step's update, so that replica's loss departs from the
-# others'. cmax-bench passes it only when it was given its own test flag.
+# others'. --fault-nan-step K makes step K's loss NaN. cmax-bench passes
+# them only when it was given its own TEST-ONLY flags.
 import argparse
 import datetime
 import json
@@ -61,6 +62,7 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, default=300, help="seconds one collective may take")
     p.add_argument("--fault-perturb-rank", type=int, default=-1, help=argparse.SUPPRESS)
     p.add_argument("--fault-step", type=int, default=2, help=argparse.SUPPRESS)
+    p.add_argument("--fault-nan-step", type=int, default=-1, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.width % a.heads != 0:
         p.error("--width must be a multiple of --heads")
@@ -186,6 +188,8 @@ def main(argv):
                             enabled=use_cuda):
             logits = model(x)
             loss = F.cross_entropy(logits.float().reshape(-1, a.vocab), y.reshape(-1))
+        if step == a.fault_nan_step:  # TEST-ONLY: a loss that is not finite
+            loss = loss * float("nan")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         lv = float(loss.item())

@@ -230,7 +230,7 @@ struct StepLine {
 int RunWorkload(int argc, char** argv) {
   std::string python = "python3", device = "auto", port_range;
   int64_t layers = 2, width = 128, heads = 4, seq = 64, batch = 8, vocab = 1024, steps = 30,
-          warmup = 3, threads = 0, fault_rank = -1, fault_step = 2;
+          warmup = 3, threads = 0, fault_rank = -1, fault_step = 2, fault_nan_step = -1;
   double stall_s = 120;
   bool jsonl = false;
   SuiteFlags flags("workload", "cmax-bench");
@@ -252,6 +252,8 @@ int RunWorkload(int argc, char** argv) {
                        "TEST-ONLY: this rank perturbs its parameters after --fault-step, so its "
                        "loss departs from the other replicas'");
   flags.extra().AddInt("fault-step", &fault_step, "TEST-ONLY: the step of --fault-perturb-rank");
+  flags.extra().AddInt("fault-nan-step", &fault_nan_step,
+                       "TEST-ONLY: every rank's loss is NaN at this step");
   const std::string node = NodeName();
   absl::Status parsed = flags.ParseArgs(argc, argv);
   RecordWriter out("workload", jsonl ? stdout : nullptr, {{"node", node}});
@@ -345,6 +347,11 @@ int RunWorkload(int argc, char** argv) {
     py.push_back(absl::StrCat("--fault-step=", fault_step));
     out.Log("warn", absl::StrCat("--fault-perturb-rank ", fault_rank,
                                  ": that rank's parameters are perturbed on purpose"));
+  }
+  if (fault_nan_step >= 0) {
+    py.push_back(absl::StrCat("--fault-nan-step=", fault_nan_step));
+    out.Log("warn", absl::StrCat("--fault-nan-step ", fault_nan_step,
+                                 ": the loss is made NaN on purpose"));
   }
   std::string dir = std::getenv("CMAX_TASK_DIR") ? std::getenv("CMAX_TASK_DIR") : "";
   if (dir.empty()) dir = std::filesystem::temp_directory_path().string();

@@ -353,3 +353,26 @@ TEST_CASE("a rank whose python is slowed by SIGSTOP is a straggler, then stopped
   REQUIRE(agree.size() == 1);
   CHECK(agree[0].outcome() == "pass");
 }
+
+TEST_CASE("cmax-bench workload: a NaN loss ends the rank with a FAIL naming the step and rank",
+          "[integration][workload]") {
+  RequireTorch();
+  auto r = cmax::RunCommand({Cluster::BinDir() + "/cmax-bench", "workload", "--python=python3",
+                             "--steps=6", "--warmup-steps=1", "--threads=1",
+                             "--fault-nan-step=3", "--jsonl"},
+                            120s, 1 << 20, {{"PATH", "/usr/bin:/bin"}, {"CMAX_RENDEZVOUS", ""}});
+  REQUIRE(r.ok());
+  INFO(r->out << r->err);
+  CHECK(r->exit.code == 1);
+  int nan_findings = 0, losses = 0;
+  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
+    if (absl::StrContains(line, "\"workload.loss_not_finite\"")) {
+      ++nan_findings;
+      CHECK(absl::StrContains(line, "SEVERITY_FAIL"));
+      CHECK(absl::StrContains(line, "loss is nan at step 3 on rank 0"));
+    }
+    if (absl::StrContains(line, "\"metric\":\"loss\"")) ++losses;
+  }
+  CHECK(nan_findings == 1);
+  CHECK(losses == 3);  // steps 0, 1 and 2; none after the NaN
+}
