@@ -229,8 +229,9 @@ struct StepLine {
 
 int RunWorkload(int argc, char** argv) {
   std::string python = "python3", device = "auto", port_range;
-  int64_t layers = 2, width = 128, heads = 4, seq = 64, batch = 8, vocab = 1024, steps = 30,
-          warmup = 3, threads = 0, fault_rank = -1, fault_step = 2, fault_nan_step = -1;
+  // Defaults: about a minute on a 2-core CPU node (docs/workload.md).
+  int64_t layers = 4, width = 256, heads = 4, seq = 128, batch = 8, vocab = 1024, steps = 50,
+          warmup = 5, threads = 0, fault_rank = -1, fault_step = 2, fault_nan_step = -1;
   double stall_s = 120;
   bool jsonl = false;
   SuiteFlags flags("workload", "cmax-bench");

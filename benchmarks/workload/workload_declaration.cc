@@ -62,22 +62,22 @@ SuiteInfo Declaration() {
             {.name = "python", .type = ParamType::kToken,
              .help = "the interpreter, a name looked up on PATH: python, python3 or "
                      "python3.N (default python3)"},
-            {.name = "layers", .type = ParamType::kInt, .help = "transformer blocks (default 2)",
+            {.name = "layers", .type = ParamType::kInt, .help = "transformer blocks (default 4)",
              .min = 1, .max = 256},
             {.name = "width", .type = ParamType::kInt,
-             .help = "model width, a multiple of heads (default 128)", .min = 8, .max = 65536},
+             .help = "model width, a multiple of heads (default 256)", .min = 8, .max = 65536},
             {.name = "heads", .type = ParamType::kInt, .help = "attention heads (default 4)",
              .min = 1, .max = 512},
-            {.name = "seq", .type = ParamType::kInt, .help = "sequence length (default 64)",
+            {.name = "seq", .type = ParamType::kInt, .help = "sequence length (default 128)",
              .min = 2, .max = 131072},
             {.name = "batch", .type = ParamType::kInt,
              .help = "sequences per rank per step (default 8)", .min = 1, .max = 65536},
             {.name = "vocab", .type = ParamType::kInt, .help = "vocabulary size (default 1024)",
              .min = 16, .max = 1 << 20},
-            {.name = "steps", .type = ParamType::kInt, .help = "training steps (default 30)",
+            {.name = "steps", .type = ParamType::kInt, .help = "training steps (default 50)",
              .min = 2, .max = 1000000},
             {.name = "warmup-steps", .type = ParamType::kInt,
-             .help = "first steps left out of the figures (default 3)", .min = 0, .max = 100000},
+             .help = "first steps left out of the figures (default 5)", .min = 0, .max = 100000},
             {.name = "threads", .type = ParamType::kInt,
              .help = "CPU threads per rank (default: torch's)", .min = 1, .max = 1024},
             {.name = "device", .type = ParamType::kEnum,
@@ -149,10 +149,10 @@ SuiteInfo Declaration() {
             auto it = p.find(k);
             return it == p.end() ? def : std::atol(it->second.c_str());
           };
-          if (num("width", 128) % num("heads", 4) != 0) {
+          if (num("width", 256) % num("heads", 4) != 0) {
             return absl::InvalidArgumentError("width must be a multiple of heads");
           }
-          if (num("warmup-steps", 3) >= num("steps", 30)) {
+          if (num("warmup-steps", 5) >= num("steps", 50)) {
             return absl::InvalidArgumentError("warmup-steps must be below steps");
           }
           if (auto it = p.find("port-range"); it != p.end()) {

@@ -200,5 +200,5 @@ TEST_CASE("the workload suite names its interpreter, never a path or another pro
   CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"layers", "2; id"}}).ok());
   CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"width", "100"}, {"heads", "3"}}).ok());
   CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"steps", "5"}, {"warmup-steps", "5"}}).ok());
-  CHECK(cmax::BuildSuiteArgs(*s, {{"width", "96"}, {"heads", "3"}, {"steps", "5"}}).ok());
+  CHECK(cmax::BuildSuiteArgs(*s, {{"width", "96"}, {"heads", "3"}, {"steps", "8"}}).ok());
 }

@@ -358,6 +358,7 @@ TEST_CASE("cmax-bench workload: a NaN loss ends the rank with a FAIL naming the 
           "[integration][workload]") {
   RequireTorch();
   auto r = cmax::RunCommand({Cluster::BinDir() + "/cmax-bench", "workload", "--python=python3",
+                             "--layers=1", "--width=64", "--heads=2", "--seq=32",
                              "--steps=6", "--warmup-steps=1", "--threads=1",
                              "--fault-nan-step=3", "--jsonl"},
                             120s, 1 << 20, {{"PATH", "/usr/bin:/bin"}, {"CMAX_RENDEZVOUS", ""}});
