@@ -174,7 +174,12 @@ std::string Str(const Struct& s, const std::string& key) {
   const Value* v = Field(s, key);
   if (v == nullptr) return "";
   if (v->kind_case() == Value::kStringValue) return v->string_value();
-  if (v->kind_case() == Value::kNumberValue) return absl::StrCat(v->number_value());
+  if (v->kind_case() == Value::kNumberValue) {
+    const double d = v->number_value();
+    // Whole numbers (parameter counts, FLOPs per token) in full, not "3.7e+06".
+    if (std::fabs(d) < 9e15 && d == std::floor(d)) return absl::StrCat(static_cast<int64_t>(d));
+    return absl::StrCat(d);
+  }
   return "";
 }
 
@@ -581,7 +586,7 @@ int RunWorkload(int argc, char** argv) {
   if (!comm.empty()) out.Measure("comm_s", Quantile(comm, 0.5), "s", l);
   if (peak > 0) out.Measure("peak_mem_bytes", peak, "bytes", l);
   const double tflops = flops_per_token * median_tps / 1e12;
-  l["flops_per_token"] = absl::StrCat(flops_per_token);
+  l["flops_per_token"] = absl::StrCat(static_cast<int64_t>(flops_per_token));
   if (tflops > 0) out.Measure("model_tflops", tflops, "TFLOP/s", l);
   if (use_device == "cuda") {
     auto spec = reports::FindGpuSpec(device_name);
