@@ -84,6 +84,10 @@ file(GLOB _data_dirs LIST_DIRECTORIES true ${PROJECT_SOURCE_DIR}/benchmarks/*/da
 foreach(d ${_data_dirs})
   install(DIRECTORY ${d}/ DESTINATION ${CMAKE_INSTALL_DATADIR}/cmax COMPONENT bench)
 endforeach()
+# The workload suite's training script, where cmax-bench looks for it
+# (../share/cmax/workload from its own directory).
+install(FILES ${PROJECT_SOURCE_DIR}/benchmarks/workload/train.py
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/cmax/workload COMPONENT bench)
 if(TARGET cmax-bench-cuda)
   install(TARGETS cmax-bench-cuda RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench-cuda)
 endif()

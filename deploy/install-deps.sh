@@ -50,6 +50,9 @@ if [[ $want_tests -eq 1 ]]; then
   # prometheus-node-exporter: the monitoring suite's test scrapes the real one
   # (tests/benchmarks/monitoring); it fails, never skips, without it.
   pkgs+=(prometheus-node-exporter)
+  # python3-torch (Debian's PyTorch 1.13, CPU): the workload suite's
+  # train.py, which tests/integration/workload_test.cc trains across agents.
+  pkgs+=(python3-torch)
   # stress-ng: benchmarks/stress/run.sh loads every core while the
   # integration tests run again and again (verdicts must not depend on load).
   pkgs+=(stress-ng)

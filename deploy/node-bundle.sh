@@ -127,6 +127,10 @@ share=$dest/share/cmax
 cp "$root"/benchmarks/plans/*.yaml "$share/plans/"
 cp "$root"/benchmarks/health/data/*.yaml "$share/data/health/"
 cp "$root"/benchmarks/audit/data/*.yaml "$share/data/audit/"
+# The workload suite's training script (cmax-bench finds it at
+# ../share/cmax/workload/train.py from its own directory).
+mkdir -p "$share/workload"
+install -m 0644 "$root/benchmarks/workload/train.py" "$share/workload/train.py"
 cp "$root/deploy/systemd/agent.env" "$share/agent.env"
 cp "$root/deploy/systemd/cmax-agent.service" "$share/cmax-agent.service"
 floor=$(bundle_floor_text "$root")

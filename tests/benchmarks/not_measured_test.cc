@@ -320,6 +320,23 @@ std::vector<Whole> CpuCouldNotRunRuns(const TempDir& tmp) {
   w.push_back(
       {"health", "reliability", "health.not_measured",
        Bench("cmax-bench", {"health", "--root", tmp.Sub("no-such-root"), "--jsonl"})});
+  // No interpreter on PATH, and one without torch (a real python without
+  // its site packages: `import torch` fails as where torch is missing).
+  w.push_back({"workload", "compute", "workload.not_measured",
+               Bench("cmax-bench", {"workload", "--jsonl"}, {{"PATH", tmp.Sub("empty-path")}})});
+  // A GPU job asked of a node without NVIDIA GPUs (this CI machine).
+  if (!fs::exists("/dev/nvidia0")) {
+    w.push_back({"workload", "compute", "workload.not_measured",
+                 Bench("cmax-bench", {"workload", "--device", "cuda", "--jsonl"})});
+  }
+  fs::create_directories(tmp.Sub("no-torch"));
+  {
+    std::ofstream(tmp.Sub("no-torch/python3")) << "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n";
+    chmod(tmp.Sub("no-torch/python3").c_str(), 0755);
+  }
+  w.push_back({"workload", "compute", "workload.not_measured",
+               Bench("cmax-bench", {"workload", "--steps", "2", "--warmup-steps", "0", "--jsonl"},
+                     {{"PATH", tmp.Sub("no-torch") + ":/usr/bin:/bin"}})});
   w.push_back({"audit", "security", "audit.advisories",
                Bench("cmax-bench", {"audit", "--advisories",
                                     tmp.Sub("no-such-advisories.yaml"), "--jsonl"})});

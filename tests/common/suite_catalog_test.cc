@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "absl/strings/str_cat.h"
+
 TEST_CASE("params become validated flags", "[catalog]") {
   const auto* s = cmax::FindSuite("selftest");
   REQUIRE(s != nullptr);
@@ -174,4 +176,29 @@ TEST_CASE("each binary takes the parameters of the backends it serves, never mpi
                                  [](const cmax::ParamSpec& p) { return !cmax::IsMpirunOption(p.name); });
   CHECK(own + 3 == static_cast<long>(selftest->params.size()));
   CHECK(static_cast<long>(names(*selftest, "cmax-bench").size()) == own);
+}
+
+TEST_CASE("the workload suite names its interpreter, never a path or another program",
+          "[catalog][security]") {
+  const auto* s = cmax::FindSuite("workload");
+  REQUIRE(s != nullptr);
+  for (const char* ok : {"python", "python3", "python3.11"}) {
+    INFO(ok);
+    auto args = cmax::BuildSuiteArgs(*s, {{"python", ok}});
+    REQUIRE(args.ok());
+    CHECK(cmax::ValidateSuiteArgs(*s, *args).ok());
+  }
+  for (const char* bad : {"/bin/sh", "bash", "python3;id", "python3 -c", "perl", "python4"}) {
+    INFO(bad);
+    CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"python", bad}}).ok());
+    CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {absl::StrCat("--python=", bad)}).ok());
+  }
+  // The TEST-ONLY fault flag is no plan parameter.
+  CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"fault-perturb-rank", "1"}}).ok());
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"--fault-perturb-rank=1"}).ok());
+  // Numbers only, within their ranges; width a multiple of heads.
+  CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"layers", "2; id"}}).ok());
+  CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"width", "100"}, {"heads", "3"}}).ok());
+  CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"steps", "5"}, {"warmup-steps", "5"}}).ok());
+  CHECK(cmax::BuildSuiteArgs(*s, {{"width", "96"}, {"heads", "3"}, {"steps", "8"}}).ok());
 }

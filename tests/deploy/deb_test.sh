@@ -63,6 +63,7 @@ getent passwd cmax >/dev/null || fail "no cmax user after install"
 cmp -s /etc/cmax/token /etc/cmax/read-token && fail "the read-only token is the token"
 [[ $(stat -c '%a' /var/lib/cmax-agent) == 700 ]] || fail "/var/lib/cmax-agent mode $(stat -c '%a' /var/lib/cmax-agent)"
 for f in /etc/cmax/coordinator.env /etc/cmax/agent.env /usr/share/cmax/plans/quick.yaml \
+         /usr/share/cmax/workload/train.py \
          /lib/systemd/system/cmax-coordinator.service /lib/systemd/system/cmax-agent.service; do
   [[ -s $f ]] || fail "$f missing after install"
 done

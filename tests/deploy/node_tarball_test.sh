@@ -69,7 +69,8 @@ listing=$(tar -tzvf "$tarball")
 for f in bin/cmax-agent bin/cmaxctl bin/cmax-bench install.sh README share/cmax/agent.env \
          share/cmax/cmax-agent.service share/cmax/FLOOR share/cmax/ARCH share/cmax/plans/quick.yaml \
          share/cmax/plans/full.yaml share/cmax/data/health/thresholds.yaml \
-         share/cmax/data/audit/advisories.yaml lib/libgrpc++.so.1.51; do
+         share/cmax/data/audit/advisories.yaml share/cmax/workload/train.py \
+         lib/libgrpc++.so.1.51; do
   grep -q " $name/$f\$" <<<"$listing" || fail "the tarball has no $name/$f"
 done
 if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then

@@ -78,7 +78,7 @@ std::string Describe(const cmax::v1::Scorecard& card) {
 constexpr const char* kGpuEntries[] = {"gemm",        "memory",          "burnin",
                                        "burnin-fleet", "consistency",     "nccl-intra-node",
                                        "nccl-all-nodes", "nccl-network-only", "nccl-alltoall",
-                                       "nccl-pairs"};
+                                       "nccl-pairs", "workload"};
 
 bool IsGpuEntry(const std::string& name) {
   return std::find_if(std::begin(kGpuEntries), std::end(kGpuEntries),

@@ -50,6 +50,17 @@ inline const v1::CategoryGrade& CategoryOf(const v1::Scorecard& card, const std:
   return card.categories(0);
 }
 
+// Every rule result of the card with this rule id, in any category.
+inline std::vector<v1::RuleResult> RulesWithId(const v1::Scorecard& card, const std::string& id) {
+  std::vector<v1::RuleResult> out;
+  for (const auto& cat : card.categories()) {
+    for (const auto& r : cat.rules()) {
+      if (r.rule_id() == id) out.push_back(r);
+    }
+  }
+  return out;
+}
+
 }  // namespace cmax::testing
 
 #endif  // CMAX_TESTS_INTEGRATION_EXPORT_RECORDS_H_

@@ -28,6 +28,7 @@
 using cmax::testing::Cluster;
 using cmax::testing::Export;
 using cmax::testing::ReportCard;
+using cmax::testing::RulesWithId;
 using namespace std::chrono_literals;
 
 namespace {
@@ -61,16 +62,6 @@ std::string EnvOf(pid_t pid, const std::string& var) {
     if (absl::StartsWith(kv, var + "=")) return std::string(kv.substr(var.size() + 1));
   }
   return "";
-}
-
-std::vector<cmax::v1::RuleResult> Rules(const cmax::v1::Scorecard& card, const std::string& id) {
-  std::vector<cmax::v1::RuleResult> out;
-  for (const auto& cat : card.categories()) {
-    for (const auto& r : cat.rules()) {
-      if (r.rule_id() == id) out.push_back(r);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -118,10 +109,10 @@ TEST_CASE("a 12 s gloo soak in 2 s intervals gives six intervals per rank",
   const cmax::v1::Scorecard card = ReportCard(c, run_id);
   // Steady, or a drop named by interval (a shared 2-core CI host can slow
   // TCP): either way the soak was judged, and nothing stalled or ended early.
-  CHECK(Rules(card, "collective.soak.steady").size() + Rules(card, "collective.soak.drop").size() ==
+  CHECK(RulesWithId(card, "collective.soak.steady").size() + RulesWithId(card, "collective.soak.drop").size() ==
         1);
-  CHECK(Rules(card, "collective.soak.stall").empty());
-  CHECK(Rules(card, "collective.soak.ended_early").empty());
+  CHECK(RulesWithId(card, "collective.soak.stall").empty());
+  CHECK(RulesWithId(card, "collective.soak.ended_early").empty());
 }
 
 TEST_CASE("a SIGSTOPped rank is named by the soak's stall, its neighbours were waiting",
@@ -173,18 +164,18 @@ TEST_CASE("a SIGSTOPped rank is named by the soak's stall, its neighbours were w
   CHECK(waiting == std::set<std::string>{c.node(0), c.node(1)});
 
   const cmax::v1::Scorecard card = ReportCard(c, run_id);
-  auto stalls = Rules(card, "collective.soak.stall");
+  auto stalls = RulesWithId(card, "collective.soak.stall");
   REQUIRE(stalls.size() == 1);
   CHECK(stalls[0].outcome() == "fail");
   CHECK(stalls[0].node() == c.node(2));
   CHECK(stalls[0].subject() == absl::StrCat("node:", c.node(2), " rank:", rank));
   CHECK(absl::StrContains(stalls[0].message(), "stopped first"));
-  CHECK(Rules(card, "collective.soak.ended_early").empty());
+  CHECK(RulesWithId(card, "collective.soak.ended_early").empty());
   // The task's own outcome blames the same node and only it.
-  auto hung = Rules(card, "task.timed_out");
+  auto hung = RulesWithId(card, "task.timed_out");
   REQUIRE(hung.size() == 1);
   CHECK(hung[0].node() == c.node(2));
-  for (const auto& rule : Rules(card, "collective.soak_stall")) {  // the waiting ranks' words
+  for (const auto& rule : RulesWithId(card, "collective.soak_stall")) {  // the waiting ranks' words
     CHECK(rule.outcome() == "warn");
     CHECK(rule.node() != c.node(2));
   }
@@ -232,10 +223,10 @@ TEST_CASE("a link slowed mid-soak is named as a drop with its intervals",
   // The last interval ran entirely behind the slowed link.
   CHECK(busbw[5] < 0.5 * busbw[0]);
   const cmax::v1::Scorecard card = ReportCard(c, run_id);
-  auto drops = Rules(card, "collective.soak.drop");
+  auto drops = RulesWithId(card, "collective.soak.drop");
   REQUIRE(drops.size() == 1);
   CHECK(drops[0].outcome() == "fail");
   CHECK(absl::StrContains(drops[0].message(), "interval 5 at "));
   CHECK_FALSE(absl::StrContains(drops[0].message(), "interval 0 at "));
-  CHECK(Rules(card, "collective.soak.stall").empty());
+  CHECK(RulesWithId(card, "collective.soak.stall").empty());
 }

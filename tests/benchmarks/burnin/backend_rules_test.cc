@@ -87,7 +87,7 @@ TEST_CASE("a plan with burnin backend cuda and dtype fp64 is refused at parse ti
   CHECK(good.ok());
   // The plan files shipped with cmax stay valid.
   for (const char* name :
-       {"full.yaml", "quick.yaml", "rdma.yaml", "soak-cpu.yaml", "soak.yaml"}) {
+       {"full.yaml", "quick.yaml", "rdma.yaml", "soak-cpu.yaml", "soak.yaml", "workload.yaml"}) {
     auto shipped =
         cmax::LoadPlanFile(std::string(CMAX_SOURCE_DIR) + "/benchmarks/plans/" + name);
     INFO(name << ": " << shipped.status().message());

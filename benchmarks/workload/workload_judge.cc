@@ -1,0 +1,394 @@
+// Workload judge (docs/workload.md): one training job is one task of the
+// workload suite; every rank's records carry labels rank and world_size; the
+// per-step figures (loss, step_time_s, compute_s) are Samples.
+//
+//  1. Loss agreement: every replica trains on the same batch with the same
+//     parameters, so at every logged step every rank's loss must equal the
+//     others'. The reference at a step is the value most ranks logged (rank
+//     0's on a tie). Tolerance: exact on CPU (fp32, deterministic gloo); on
+//     GPUs (bf16 autocast, NCCL) a relative 1e-6, room for nothing but a
+//     last-bit difference: NCCL's all-reduce hands every rank the same sum,
+//     so replicas with identical parameters compute identical losses, and a
+//     real departure grows step by step. A rank that departs -> fail naming
+//     its node, rank and GPU, and the first step; none -> pass.
+//  2. Stragglers: a rank whose median step time outside the gradient
+//     all-reduce after the warm-up (compute_s per step, else
+//     compute_median_s, else step time) is above 1.05x the job's median of
+//     those medians -> warn naming its node and rank (whole step times agree
+//     in synchronous data parallelism: the others wait in the all-reduce);
+//     the job's worst step-time p99/p50 ratio is reported with the pass.
+//     Per-step records make it work for a job that later stalled too.
+//  3. Stalls (workload.no_step findings, written by ranks that logged no step
+//     for the stall time): the rank that stopped is blamed (fail), not the
+//     ones that waited: the ranks of the job that wrote no stall finding and
+//     did not finish, else those whose python rank was stopped (process
+//     state T), else those that had not reached the step's gradient
+//     all-reduce (in_comm false), else the ones with the fewest steps.
+//  4. CPU MFU: where the run measured a node's host GEMM (gemm suite, cpu
+//     backend, fp32 like the CPU training; its best shape), a CPU rank's
+//     model_tflops over it is reported (a pass carrying the ratio); never
+//     against a made-up peak.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "generated/suite_judges.h"
+#include "reports/judge_util.h"
+#include "reports/run_data.h"
+
+namespace cmax::reports {
+namespace {
+
+constexpr double kStragglerFactor = 1.05;
+constexpr double kGpuLossTolerance = 1e-6;
+
+std::string Category() { return JudgeCategory("workload"); }
+
+v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std::string& node,
+                    const std::string& subject, const std::string& message) {
+  return MakeRule(absl::StrCat("workload.", id), Category(), outcome, node, subject, message);
+}
+
+struct RankInfo {
+  std::string node, gpu, device;
+  bool cuda = false;
+  std::map<int, double> loss;  // step -> loss
+  double median_s = -1, compute_median_s = -1, p99_p50 = -1, tflops = -1;
+  // Per step after the warm-up: its time outside the all-reduce, its time.
+  std::vector<double> compute, step_time;
+  bool finished = false;  // wrote its summary figures
+};
+
+struct Stall {
+  std::string node;
+  int last_step = -1;
+  bool in_comm = false;
+  bool stopped = false;  // its python rank was in state T (stopped)
+  double waited_s = 0;
+};
+
+struct Job {
+  int world = 0;
+  std::map<int, RankInfo> ranks;
+  std::map<int, Stall> stalls;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string Who(int rank, const RankInfo& r) {
+  return absl::StrCat("rank ", rank, " (", r.node, r.gpu.empty() ? "" : " gpu:" + r.gpu, ")");
+}
+
+std::string Subject(int rank, const RankInfo& r) {
+  return absl::StrCat("node:", r.node, r.gpu.empty() ? "" : " gpu:" + r.gpu, " rank:", rank);
+}
+
+void JudgeLoss(const std::string& task, const Job& job, std::vector<v1::RuleResult>* out) {
+  std::set<int> steps;
+  bool cuda = false;
+  for (const auto& [rank, r] : job.ranks) {
+    for (const auto& [s, v] : r.loss) steps.insert(s);
+    cuda = cuda || r.cuda;
+  }
+  if (steps.empty() || job.ranks.size() < 2) return;
+  const double tol = cuda ? kGpuLossTolerance : 0;
+  std::map<int, std::pair<int, double>> departed;  // rank -> (first step, its loss - ref)
+  for (int s : steps) {
+    std::map<double, int> votes;
+    for (const auto& [rank, r] : job.ranks) {
+      if (auto it = r.loss.find(s); it != r.loss.end()) ++votes[it->second];
+    }
+    double ref = 0;
+    int best = -1;
+    const RankInfo& first = job.ranks.begin()->second;
+    for (const auto& [v, n] : votes) {
+      const bool first_has = first.loss.count(s) && first.loss.at(s) == v;
+      if (n > best || (n == best && first_has)) {
+        best = n;
+        ref = v;
+      }
+    }
+    for (const auto& [rank, r] : job.ranks) {
+      auto it = r.loss.find(s);
+      if (it == r.loss.end() || departed.count(rank)) continue;
+      if (std::fabs(it->second - ref) > tol * std::max(1.0, std::fabs(ref))) {
+        departed[rank] = {s, it->second - ref};
+      }
+    }
+  }
+  const std::string tol_text = cuda ? "relative 1e-6 (GPU, bf16)" : "exact (CPU, fp32)";
+  for (const auto& [rank, d] : departed) {
+    const RankInfo& r = job.ranks.at(rank);
+    v1::RuleResult res = Rule(
+        "loss_departs", "fail", r.node, Subject(rank, r),
+        absl::StrCat("training loss of ", Who(rank, r), " departs from the other replicas' at "
+                     "step ", d.first, " (by ", absl::StrFormat("%.3g", d.second),
+                     "): replicas with the same parameters and batch must agree (",
+                     tol_text, "), so this one computed something else"));
+    res.set_value(r.loss.at(d.first));
+    res.set_unit("nats");
+    res.add_evidence(absl::StrCat("task ", task, ", ", job.ranks.size(), " ranks, tolerance ",
+                                  tol_text));
+    res.set_action("check this GPU or CPU for silent data corruption (ECC, Xid, the consistency "
+                   "suite) and rerun the workload");
+    out->push_back(std::move(res));
+  }
+  if (departed.empty()) {
+    v1::RuleResult res =
+        Rule("loss_agrees", "pass", "", absl::StrCat("task ", task),
+             absl::StrCat("training loss identical on ", job.ranks.size(), " replicas at ",
+                          steps.size(), " steps (", tol_text, ")"));
+    res.add_evidence(absl::StrCat("task ", task));
+    out->push_back(std::move(res));
+  }
+}
+
+// A rank's time per step for the straggler rule: its median time outside
+// the all-reduce (per-step records, else its summary), else its median step
+// time. In synchronous data parallelism every rank leaves the all-reduce
+// together, so whole step times agree; the slow rank shows in its compute
+// while the others wait in the all-reduce.
+double StragglerFigure(const RankInfo& r) {
+  if (!r.compute.empty()) return Median(r.compute);
+  if (r.compute_median_s > 0) return r.compute_median_s;
+  if (!r.step_time.empty()) return Median(r.step_time);
+  return r.median_s;
+}
+
+double P99OverP50(std::vector<double> v) {
+  if (v.size() < 2) return -1;
+  std::sort(v.begin(), v.end());
+  const double p50 = Median(v);
+  const double pos = 0.99 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  const double p99 = v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  return p50 > 0 ? p99 / p50 : -1;
+}
+
+void JudgeStragglers(const std::string& task, const Job& job,
+                     std::vector<v1::RuleResult>* out) {
+  std::vector<double> figures;
+  double worst_ratio = 0;
+  for (const auto& [rank, r] : job.ranks) {
+    const double f = StragglerFigure(r);
+    if (f > 0) figures.push_back(f);
+    const double ratio = r.step_time.size() >= 2 ? P99OverP50(r.step_time) : r.p99_p50;
+    worst_ratio = std::max(worst_ratio, ratio);
+  }
+  if (figures.size() < 2) return;
+  const double job_median = Median(figures);
+  int named = 0;
+  for (const auto& [rank, r] : job.ranks) {
+    const double f = StragglerFigure(r);
+    if (f <= kStragglerFactor * job_median) continue;
+    ++named;
+    v1::RuleResult res = Rule(
+        "straggler", "warn", r.node, Subject(rank, r),
+        absl::StrCat(Who(rank, r), " is a straggler: median step time outside the all-reduce ",
+                     FormatNumber(f), " s, ", FormatNumber(f / job_median),
+                     "x the job's median ", FormatNumber(job_median), " s (limit ",
+                     FormatNumber(kStragglerFactor), "x); every other rank waits for it"));
+    res.set_value(f);
+    res.set_expected(kStragglerFactor * job_median);
+    res.set_unit("s");
+    res.add_evidence(absl::StrCat("task ", task, ", ", r.compute.size(),
+                                  " steps after the warm-up; step-time p99/p50 of this rank ",
+                                  FormatNumber(r.step_time.size() >= 2 ? P99OverP50(r.step_time)
+                                                                       : r.p99_p50)));
+    res.set_action("check this node's clocks, throttling, CPU load and NIC; rerun the workload");
+    out->push_back(std::move(res));
+  }
+  if (named == 0) {
+    v1::RuleResult res = Rule(
+        "steady", "pass", "", absl::StrCat("task ", task),
+        absl::StrCat("no straggler among ", figures.size(), " ranks: job median step time "
+                     "outside the all-reduce ", FormatNumber(job_median), " s, every rank within ",
+                     FormatNumber(kStragglerFactor), "x; worst step-time p99/p50 ",
+                     FormatNumber(worst_ratio)));
+    res.set_value(worst_ratio);
+    res.set_unit("ratio");
+    out->push_back(std::move(res));
+  }
+}
+
+void JudgeStalls(const std::string& task, const Job& job, std::vector<v1::RuleResult>* out) {
+  if (job.stalls.empty()) return;
+  int world = job.world;
+  for (const auto& [rank, r] : job.ranks) world = std::max(world, rank + 1);
+  std::vector<int> blamed;
+  std::string why;
+  for (int rank = 0; rank < world; ++rank) {
+    auto it = job.ranks.find(rank);
+    const bool finished = it != job.ranks.end() && it->second.finished;
+    if (!job.stalls.count(rank) && !finished) blamed.push_back(rank);
+  }
+  // The ranks of the stall findings that `pred` holds for, when they are
+  // some of the job's ranks but not all of them.
+  auto some = [&](auto pred) {
+    std::vector<int> ranks;
+    for (const auto& [rank, s] : job.stalls) {
+      if (pred(s)) ranks.push_back(rank);
+    }
+    if (static_cast<int>(ranks.size()) >= world) ranks.clear();
+    return ranks;
+  };
+  if (!blamed.empty()) {
+    why = "it reported nothing while the other ranks waited for it, so it stopped first";
+  } else if (blamed = some([](const Stall& s) { return s.stopped; }); !blamed.empty()) {
+    why = "its python rank was stopped (process state T) while the other ranks waited";
+  } else if (blamed = some([](const Stall& s) { return !s.in_comm; }); !blamed.empty()) {
+    why = "it never reached the step's gradient all-reduce, where the other ranks waited";
+  } else {
+    int least = -1;
+    for (const auto& [rank, s] : job.stalls) {
+      least = least < 0 ? s.last_step : std::min(least, s.last_step);
+    }
+    for (const auto& [rank, s] : job.stalls) {
+      if (s.last_step == least) blamed.push_back(rank);
+    }
+    why = static_cast<int>(blamed.size()) == world
+              ? "every rank stalled at the same step: the job hung together (fabric, or a "
+                "collective that never completed)"
+              : absl::StrCat("it completed the fewest steps (", least, ")");
+  }
+  std::vector<std::string> waited;
+  for (const auto& [rank, s] : job.stalls) {
+    waited.push_back(absl::StrFormat("rank %d (%s) waited %.1f s after step %d%s", rank, s.node,
+                                     s.waited_s, s.last_step,
+                                     s.in_comm ? " in the all-reduce" : ""));
+  }
+  for (int rank : blamed) {
+    std::string node;
+    std::string gpu;
+    if (auto it = job.ranks.find(rank); it != job.ranks.end()) {
+      node = it->second.node;
+      gpu = it->second.gpu;
+    }
+    if (node.empty()) {
+      if (auto it = job.stalls.find(rank); it != job.stalls.end()) node = it->second.node;
+    }
+    v1::RuleResult res = Rule(
+        "stall", "fail", node,
+        absl::StrCat("node:", node, gpu.empty() ? "" : " gpu:" + gpu, " rank:", rank),
+        absl::StrCat("training job stalled: rank ", rank, " (", node, ") is to blame: ", why));
+    res.add_evidence(absl::StrCat("task ", task, ", ", world, " ranks"));
+    for (const auto& w : waited) res.add_evidence(w);
+    res.set_action("check this node: the python rank (stopped or hung?), its kernel log (Xid), "
+                   "GPU and NIC; then rerun the workload");
+    out->push_back(std::move(res));
+  }
+}
+
+}  // namespace
+
+void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
+  std::map<std::string, Job> jobs;  // by task
+  std::map<std::string, double> host_gemm;  // node -> best cpu GEMM TFLOP/s
+  RecordFilter filter;
+  ForEachRecord(data, filter, [&](const v1::ExportedRecord& rec) {
+    const v1::Record& r = rec.record();
+    if (r.has_sample()) {  // per step: loss, step_time_s, compute_s
+      const v1::Sample& sm = r.sample();
+      const std::string suite = sm.suite().empty() ? rec.suite() : sm.suite();
+      if (suite != "workload") return;
+      int rank = 0, step = 0;
+      if (!absl::SimpleAtoi(LabelValue(sm.labels(), "rank"), &rank) ||
+          !absl::SimpleAtoi(LabelValue(sm.labels(), "step"), &step)) {
+        return;
+      }
+      Job& job = jobs[rec.task_id()];
+      int world = 0;
+      if (absl::SimpleAtoi(LabelValue(sm.labels(), "world_size"), &world)) job.world = world;
+      RankInfo& ri = job.ranks[rank];
+      ri.node = RecordNode(rec);
+      ri.gpu = LabelValue(sm.labels(), "gpu");
+      ri.cuda = ri.cuda || !ri.gpu.empty();
+      const bool warmup = LabelValue(sm.labels(), "warmup") == "true";
+      if (sm.metric() == "loss") {
+        ri.loss[step] = sm.value();
+      } else if (sm.metric() == "compute_s" && !warmup) {
+        ri.compute.push_back(sm.value());
+      } else if (sm.metric() == "step_time_s" && !warmup) {
+        ri.step_time.push_back(sm.value());
+      }
+      return;
+    }
+    if (r.has_measurement()) {
+      const v1::Measurement& m = r.measurement();
+      const std::string suite = m.suite().empty() ? rec.suite() : m.suite();
+      if (suite == "gemm" && m.metric() == "gemm_tflops" && LabelValue(m, "backend") == "cpu" &&
+          LabelValue(m, "dtype") == "fp32") {
+        double& g = host_gemm[RecordNode(rec)];
+        g = std::max(g, m.value());
+        return;
+      }
+      if (suite != "workload") return;
+      int rank = 0;
+      if (!absl::SimpleAtoi(LabelValue(m, "rank"), &rank)) return;
+      Job& job = jobs[rec.task_id()];
+      int world = 0;
+      if (absl::SimpleAtoi(LabelValue(m, "world_size"), &world)) job.world = world;
+      RankInfo& ri = job.ranks[rank];
+      ri.node = RecordNode(rec);
+      ri.gpu = LabelValue(m, "gpu");
+      ri.cuda = ri.cuda || !ri.gpu.empty();
+      if (m.metric() == "compute_median_s") {
+        ri.compute_median_s = m.value();
+      } else if (m.metric() == "step_time_median_s") {
+        ri.median_s = m.value();
+        ri.finished = true;
+      } else if (m.metric() == "step_time_p99_p50") {
+        ri.p99_p50 = m.value();
+      } else if (m.metric() == "model_tflops") {
+        ri.tflops = m.value();
+      }
+      return;
+    }
+    if (!r.has_finding() || r.finding().check_id() != "workload.no_step") return;
+    const auto& l = r.finding().labels();
+    int rank = 0;
+    if (!absl::SimpleAtoi(LabelValue(l, "rank"), &rank)) return;
+    Job& job = jobs[rec.task_id()];
+    int world = 0;
+    if (absl::SimpleAtoi(LabelValue(l, "world_size"), &world)) job.world = world;
+    Stall& s = job.stalls[rank];
+    s.node = RecordNode(rec);
+    (void)absl::SimpleAtoi(LabelValue(l, "last_step"), &s.last_step);
+    (void)absl::SimpleAtod(LabelValue(l, "waited_s"), &s.waited_s);
+    s.in_comm = LabelValue(l, "in_comm") == "true";
+    s.stopped = LabelValue(l, "process_state") == "T";
+  });
+  for (const auto& [task, job] : jobs) {
+    JudgeLoss(task, job, out);
+    JudgeStragglers(task, job, out);
+    JudgeStalls(task, job, out);
+    for (const auto& [rank, r] : job.ranks) {
+      if (r.cuda || r.tflops <= 0) continue;
+      auto it = host_gemm.find(r.node);
+      if (it == host_gemm.end() || it->second <= 0) continue;
+      v1::RuleResult res = Rule(
+          "cpu_mfu", "pass", r.node, Subject(rank, r),
+          absl::StrCat(Who(rank, r), ": model ", FormatNumber(r.tflops), " TFLOP/s, ",
+                       FormatNumber(100 * r.tflops / it->second), "% of this node's measured "
+                       "host GEMM (", FormatNumber(it->second), " TFLOP/s, gemm suite)"));
+      res.set_value(r.tflops / it->second);
+      res.set_unit("ratio");
+      out->push_back(std::move(res));
+    }
+  }
+}
+
+}  // namespace cmax::reports

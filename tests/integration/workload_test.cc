@@ -1,0 +1,379 @@
+// The workload suite across agents in network namespaces (issue 32): three
+// agents train train.py on CPU with gloo (Debian's python3-torch), one rank
+// per node; every replica's loss agrees; a replica perturbed on purpose
+// (--fault-perturb-rank, through a stand-in cmax-bench that adds the
+// TEST-ONLY flag) is blamed by the scorecard on its node; an interpreter
+// without torch is "not measured", never a pass; a python rank slowed by
+// SIGSTOP/SIGCONT is the straggler, and stopped for good it is blamed for
+// the stall while its neighbours waited. Without python3-torch
+// these tests FAIL: the suite is what they test.
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/export_records.h"
+
+using cmax::testing::Cluster;
+using cmax::testing::ClusterOptions;
+using cmax::testing::Export;
+using cmax::testing::ReportCard;
+using cmax::testing::RulesWithId;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kSteps = 8;
+
+// A small model for a 2-core CI machine: three ranks finish in seconds.
+std::string Plan(const std::string& python = "python3") {
+  return absl::StrCat(R"(name: workload
+suites:
+  - suite: workload
+    scope: gang
+    ranks_per_node: 1
+    timeout: 3m
+    env: {GLOO_SOCKET_IFNAME: eth0}
+    params: {python: )", python, R"(, layers: 1, width: 64, heads: 2, seq: 32, batch: 4, steps: )",
+                      kSteps, R"(, warmup-steps: 2, threads: 1, stall: 60}
+)");
+}
+
+void RequireTorch() {
+  auto r = cmax::RunCommand({"/usr/bin/python3", "-c", "import torch"}, 60s);
+  REQUIRE(r.ok());
+  INFO("the workload suite's tests need Debian's python3-torch "
+       "(deploy/install-deps.sh --with-tests): " << r->err);
+  REQUIRE(r->exit.code == 0);
+}
+
+void WriteExecutable(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  chmod(path.c_str(), 0755);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string EnvOf(pid_t pid, const std::string& var) {
+  for (absl::string_view kv :
+       absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/environ")), '\0')) {
+    if (absl::StartsWith(kv, var + "=")) return std::string(kv.substr(var.size() + 1));
+  }
+  return "";
+}
+
+// A child process of `parent` (its python rank), or -1.
+pid_t ChildOf(pid_t parent) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(e.path().filename().string(), &pid)) continue;
+    for (absl::string_view line : absl::StrSplit(ReadFile(e.path().string() + "/status"), '\n')) {
+      if (!absl::ConsumePrefix(&line, "PPid:")) continue;
+      pid_t ppid = 0;
+      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &ppid) && ppid == parent) return pid;
+    }
+  }
+  return -1;
+}
+
+// Debian's python first on every agent's PATH (a developer's pyenv shim
+// may have no torch).
+ClusterOptions Options() {
+  ClusterOptions o;
+  o.agents = 3;
+  o.agent_env = {{"PATH", "/usr/bin:/bin:/usr/sbin:/sbin"}};
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("three agents train on CPU with gloo, every replica's loss identical",
+          "[integration][workload]") {
+  RequireTorch();
+  Cluster c("wl3", Options());
+  auto started = c.Start();
+  INFO(started.ToString());
+  REQUIRE(started.ok());
+  if (!c.using_netns()) WARN("network namespaces unavailable: agents ran on loopback");
+  auto r = c.Ctl({"run", "--plan", c.WritePlan("workload", Plan())}, 240s);
+  INFO(r.out << r.err);
+  CHECK(r.exit.code == cmax::testing::kExitNotRated);
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE_FALSE(run_id.empty());
+  std::map<std::string, std::set<std::string>> losses_by_step;  // step -> loss values
+  std::map<std::string, int> steps_by_rank;
+  std::set<std::string> nodes;
+  int tokens = 0;
+  for (const auto& rec : Export(c, run_id)) {
+    if (rec.record().has_finding()) {
+      INFO(rec.record().finding().title());
+      CHECK(rec.record().finding().severity() < cmax::v1::SEVERITY_WARN);
+    }
+    if (rec.record().has_sample() && rec.record().sample().metric() == "loss") {
+      const auto& l = rec.record().sample().labels();  // a Sample per step
+      losses_by_step[l.at("step")].insert(l.at("loss_hex"));
+      ++steps_by_rank[l.at("rank")];
+      CHECK(l.at("world_size") == "3");
+      CHECK(l.at("python") == "/usr/bin/python3");
+      CHECK(absl::StartsWith(l.at("torch_version"), "1."));
+      CHECK(l.at("backend") == "gloo");
+      CHECK(l.at("device") == "cpu");
+      nodes.insert(rec.node());
+    }
+    if (!rec.record().has_measurement()) continue;
+    const auto& m = rec.record().measurement();
+    if (m.metric() == "tokens_per_s") {
+      ++tokens;
+      CHECK(m.value() > 0);
+      CHECK(m.labels().at("steps") == std::to_string(kSteps - 2));  // warm-up left out
+    }
+  }
+  CHECK(nodes.size() == 3);
+  CHECK(tokens == 3);
+  REQUIRE(steps_by_rank.size() == 3);
+  for (const auto& [rank, n] : steps_by_rank) CHECK(n == kSteps);
+  REQUIRE(losses_by_step.size() == static_cast<size_t>(kSteps));
+  for (const auto& [step, values] : losses_by_step) {
+    INFO("step " << step);
+    CHECK(values.size() == 1);  // bit for bit on every replica
+  }
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  auto agree = RulesWithId(card, "workload.loss_agrees");
+  REQUIRE(agree.size() == 1);
+  CHECK(agree[0].outcome() == "pass");
+  CHECK(RulesWithId(card, "workload.loss_departs").empty());
+  CHECK(RulesWithId(card, "workload.stall").empty());
+  // Charts: tokens/s and step time, a bar per node (CPU); MFU not drawn on
+  // CPU, and the card says so.
+  std::map<std::string, int> bars;
+  for (const auto& chart : card.charts()) bars[chart.id()] = chart.values_size();
+  CHECK(bars["workload:tokens_per_s (workload)"] == 3);
+  CHECK(bars["workload:compute_median_s (workload)"] == 3);
+  // Step time over the run, a line per rank.
+  bool step_lines = false;
+  for (const auto& chart : card.charts()) {
+    if (chart.id() == "workload:step_time_s") step_lines = chart.series_size() == 3;
+  }
+  CHECK(step_lines);
+  CHECK_FALSE(bars.count("workload:mfu (workload)"));
+  bool mfu_said = false;
+  for (const auto& line : card.charts_not_measured()) {
+    mfu_said = mfu_said || absl::StartsWith(line, "Training MFU per GPU");
+  }
+  CHECK(mfu_said);
+}
+
+TEST_CASE("a replica perturbed on purpose departs and is blamed on its node",
+          "[integration][workload]") {
+  RequireTorch();
+  // A stand-in cmax-bench that adds the TEST-ONLY flag to the workload
+  // suite (a plan cannot give it) and runs every other suite as it is.
+  std::string tmpl = "/tmp/cmax-wlbench.XXXXXX";
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const std::string bench = tmpl;
+  const std::string real = Cluster::BinDir() + "/cmax-bench";
+  WriteExecutable(bench + "/cmax-bench",
+                  absl::StrCat("#!/bin/sh\nif [ \"$1\" = workload ]; then exec ", real,
+                               " \"$@\" --fault-perturb-rank=2 --fault-step=3; fi\nexec ", real,
+                               " \"$@\"\n"));
+  ClusterOptions o = Options();
+  o.bench_dir = bench;
+  {
+    Cluster c("wlf", o);
+    REQUIRE(c.Start().ok());
+    auto r = c.Ctl({"run", "--plan", c.WritePlan("workload", Plan())}, 240s);
+    INFO(r.out << r.err);
+    const std::string run_id = Cluster::RunIdFrom(r.out);
+    REQUIRE_FALSE(run_id.empty());
+    std::string rank2_node;
+    std::map<std::string, std::set<std::string>> losses_by_step;
+    for (const auto& rec : Export(c, run_id)) {
+      if (!rec.record().has_sample() || rec.record().sample().metric() != "loss") continue;
+      const auto& m = rec.record().sample();
+      if (m.labels().at("rank") == "2") rank2_node = rec.node();
+      losses_by_step[m.labels().at("step")].insert(m.labels().at("loss_hex"));
+    }
+    REQUIRE_FALSE(rank2_node.empty());
+    // Identical up to the perturbation after step 3's update, apart after.
+    CHECK(losses_by_step["3"].size() == 1);
+    CHECK(losses_by_step["4"].size() == 2);
+    const cmax::v1::Scorecard card = ReportCard(c, run_id);
+    auto dep = RulesWithId(card, "workload.loss_departs");
+    REQUIRE(dep.size() == 1);
+    CHECK(dep[0].outcome() == "fail");
+    CHECK(dep[0].category() == "Reliability");
+    CHECK(dep[0].node() == rank2_node);
+    CHECK(dep[0].subject() == absl::StrCat("node:", rank2_node, " rank:2"));
+    CHECK(absl::StrContains(dep[0].message(), "at step 4"));
+    CHECK(RulesWithId(card, "workload.loss_agrees").empty());
+    bool verdict_fail = false;
+    for (const auto& n : card.nodes()) {
+      if (n.node() == rank2_node) verdict_fail = n.verdict() == "fail";
+      else CHECK(n.verdict() != "fail");
+    }
+    CHECK(verdict_fail);
+  }
+  std::filesystem::remove_all(bench);
+}
+
+TEST_CASE("an interpreter without torch is not measured, never a pass",
+          "[integration][workload]") {
+  // A real python without its site packages (-S): `import torch` fails as
+  // it does where torch is not installed.
+  std::string tmpl = "/tmp/cmax-wlpy.XXXXXX";
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const std::string dir = tmpl;
+  WriteExecutable(dir + "/python3", "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n");
+  ClusterOptions o = Options();
+  o.agents = 2;
+  o.agent_env["PATH"] = dir + ":/usr/bin:/bin";
+  {
+    Cluster c("wln", o);
+    REQUIRE(c.Start().ok());
+    auto r = c.Ctl({"run", "--plan", c.WritePlan("workload", Plan())}, 240s);
+    INFO(r.out << r.err);
+    CHECK(r.exit.code == cmax::testing::kExitNothingMeasured);
+    const std::string run_id = Cluster::RunIdFrom(r.out);
+    REQUIRE_FALSE(run_id.empty());
+    std::set<std::string> not_measured;
+    for (const auto& rec : Export(c, run_id)) {
+      CHECK_FALSE(rec.record().has_measurement());
+      CHECK_FALSE(rec.record().has_sample());
+      if (!rec.record().has_finding()) continue;
+      const auto& f = rec.record().finding();
+      if (f.check_id() != "workload.not_measured") continue;
+      CHECK(f.not_measured());
+      CHECK(absl::StrContains(f.detail(), "has no torch"));
+      not_measured.insert(rec.node());
+    }
+    // The first rank to end (exit 2) ends the group: the other may be
+    // stopped before it writes its own finding.
+    CHECK_FALSE(not_measured.empty());
+    const cmax::v1::Scorecard card = ReportCard(c, run_id);
+    CHECK(RulesWithId(card, "workload.loss_agrees").empty());
+    for (const auto& n : card.nodes()) CHECK(n.verdict() != "pass");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a rank whose python is slowed by SIGSTOP is a straggler, then stopped it is the "
+          "stall's rank",
+          "[integration][workload]") {
+  RequireTorch();
+  Cluster c("wls", Options());
+  REQUIRE(c.Start().ok());
+  if (!c.using_netns()) WARN("network namespaces unavailable: agents ran on loopback");
+  std::string plan = Plan();
+  plan = absl::StrReplaceAll(plan, {{absl::StrCat("steps: ", kSteps, ", warmup-steps: 2"),
+                                     "steps: 100000, warmup-steps: 3"},
+                                    {"stall: 60", "stall: 6"}});
+  REQUIRE(absl::StrContains(plan, "stall: 6}"));
+  cmax::CommandResult r;
+  std::thread ctl([&] { r = c.Ctl({"run", "--plan", c.WritePlan("workload", plan)}, 240s); });
+  // Node 2's suite process, its python rank, and that rank's first step.
+  pid_t suite = -1, python = -1;
+  std::string rank, lines;
+  bool started_steps = false;
+  for (int i = 0; i < 900 && python < 0; ++i) {
+    if (suite < 0) suite = c.SuiteProcessOf(2, "workload");
+    if (suite > 0) python = ChildOf(suite);
+    if (python < 0) std::this_thread::sleep_for(100ms);
+  }
+  if (python > 0) {
+    rank = EnvOf(suite, "CMAX_RANK");
+    lines = absl::StrCat(EnvOf(suite, "CMAX_TASK_DIR"), "/workload-rank", rank, ".", suite,
+                         ".jsonl");
+    for (int i = 0; i < 1200 && !started_steps; ++i) {
+      started_steps = absl::StrContains(ReadFile(lines), "\"step\": 4");
+      if (!started_steps) std::this_thread::sleep_for(50ms);
+    }
+    // Slowed: stopped three quarters of the time for 4 s, in windows
+    // shorter than a step so that nearly every step holds a stop; then
+    // stopped for good.
+    for (auto end = std::chrono::steady_clock::now() + 4s; std::chrono::steady_clock::now() < end;) {
+      kill(python, SIGSTOP);
+      std::this_thread::sleep_for(30ms);
+      kill(python, SIGCONT);
+      std::this_thread::sleep_for(10ms);
+    }
+    kill(python, SIGSTOP);
+  }
+  ctl.join();
+  INFO(r.out << r.err);
+  REQUIRE(python > 0);
+  REQUIRE_FALSE(rank.empty());
+  REQUIRE(started_steps);  // slowed while it trained, not while it started
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  REQUIRE_FALSE(run_id.empty());
+  std::map<std::string, std::string> state_by_node;  // the stall findings' process states
+  for (const auto& rec : Export(c, run_id)) {
+    if (!rec.record().has_finding() || rec.record().finding().check_id() != "workload.no_step") {
+      continue;
+    }
+    state_by_node[rec.node()] = rec.record().finding().labels().at("process_state");
+  }
+  CHECK(state_by_node.size() == 3);  // every rank reported the stall
+  CHECK(state_by_node[c.node(2)] == "T");
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  const std::string subject = absl::StrCat("node:", c.node(2), " rank:", rank);
+  auto slow = RulesWithId(card, "workload.straggler");
+  for (const auto& s : slow) INFO(s.message());
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0].node() == c.node(2));
+  CHECK(slow[0].subject() == subject);
+  auto stalls = RulesWithId(card, "workload.stall");
+  REQUIRE(stalls.size() == 1);
+  CHECK(stalls[0].outcome() == "fail");
+  CHECK(stalls[0].node() == c.node(2));
+  CHECK(stalls[0].subject() == subject);
+  CHECK(absl::StrContains(stalls[0].message(), "stopped (process state T)"));
+  // The replicas agreed while they trained.
+  auto agree = RulesWithId(card, "workload.loss_agrees");
+  REQUIRE(agree.size() == 1);
+  CHECK(agree[0].outcome() == "pass");
+}
+
+TEST_CASE("cmax-bench workload: a NaN loss ends the rank with a FAIL naming the step and rank",
+          "[integration][workload]") {
+  RequireTorch();
+  auto r = cmax::RunCommand({Cluster::BinDir() + "/cmax-bench", "workload", "--python=python3",
+                             "--layers=1", "--width=64", "--heads=2", "--seq=32",
+                             "--steps=6", "--warmup-steps=1", "--threads=1",
+                             "--fault-nan-step=3", "--jsonl"},
+                            120s, 1 << 20, {{"PATH", "/usr/bin:/bin"}, {"CMAX_RENDEZVOUS", ""}});
+  REQUIRE(r.ok());
+  INFO(r->out << r->err);
+  CHECK(r->exit.code == 1);
+  int nan_findings = 0, losses = 0;
+  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipEmpty())) {
+    if (absl::StrContains(line, "\"workload.loss_not_finite\"")) {
+      ++nan_findings;
+      CHECK(absl::StrContains(line, "SEVERITY_FAIL"));
+      CHECK(absl::StrContains(line, "loss is nan at step 3 on rank 0"));
+    }
+    if (absl::StrContains(line, "\"metric\":\"loss\"")) ++losses;
+  }
+  CHECK(nan_findings == 1);
+  CHECK(losses == 3);  // steps 0, 1 and 2; none after the NaN
+}

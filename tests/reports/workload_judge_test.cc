@@ -1,0 +1,240 @@
+// The workload judge on hand-made records: a replica whose loss departs,
+// a straggler, and the stall blamed on the rank that stopped.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "generated/suite_judges.h"
+#include "reports/run_data.h"
+
+using cmax::reports::RunData;
+using cmax::v1::RuleResult;
+
+namespace {
+
+void Measure(RunData* d, const std::string& node, int rank, const std::string& metric,
+             double value, int step = -1, const std::string& gpu = "") {
+  cmax::v1::ExportedRecord er;
+  er.set_task_id("t1");
+  er.set_node(node);
+  er.set_suite("workload");
+  // Per-step figures are Samples, the per-rank ones Measurements.
+  auto* m = step >= 0 ? nullptr : er.mutable_record()->mutable_measurement();
+  auto* sm = step >= 0 ? er.mutable_record()->mutable_sample() : nullptr;
+  if (m != nullptr) {
+    m->set_suite("workload");
+    m->set_metric(metric);
+    m->set_value(value);
+  } else {
+    sm->set_suite("workload");
+    sm->set_metric(metric);
+    sm->set_value(value);
+  }
+  auto& l = m != nullptr ? *m->mutable_labels() : *sm->mutable_labels();
+  l["rank"] = absl::StrCat(rank);
+  l["world_size"] = "3";
+  if (step >= 0) {
+    l["step"] = absl::StrCat(step);
+    l["warmup"] = step < 2 ? "true" : "false";
+  }
+  if (!gpu.empty()) l["gpu"] = gpu;
+  d->records.push_back(er);
+}
+
+void Stall(RunData* d, const std::string& node, int rank, int last_step, bool in_comm,
+           const std::string& state = "S") {
+  cmax::v1::ExportedRecord er;
+  er.set_task_id("t1");
+  er.set_node(node);
+  er.set_suite("workload");
+  auto* f = er.mutable_record()->mutable_finding();
+  f->set_check_id("workload.no_step");
+  f->set_severity(cmax::v1::SEVERITY_WARN);
+  auto& l = *f->mutable_labels();
+  l["rank"] = absl::StrCat(rank);
+  l["world_size"] = "3";
+  l["last_step"] = absl::StrCat(last_step);
+  l["in_comm"] = in_comm ? "true" : "false";
+  l["waited_s"] = "12.0";
+  l["process_state"] = state;
+  d->records.push_back(er);
+}
+
+std::vector<RuleResult> Judge(const RunData& d) {
+  std::vector<RuleResult> out;
+  cmax::reports::WorkloadJudge(d, &out);
+  return out;
+}
+
+std::vector<RuleResult> With(const std::vector<RuleResult>& rs, const std::string& id) {
+  std::vector<RuleResult> out;
+  for (const auto& r : rs) {
+    if (r.rule_id() == id) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("workload judge: a replica whose loss departs fails, naming its node and rank",
+          "[reports][workload]") {
+  RunData d;
+  for (int step = 0; step < 5; ++step) {
+    const double loss = 7.0 - 0.01 * step;
+    Measure(&d, "node-0", 0, "loss", loss, step);
+    Measure(&d, "node-1", 1, "loss", loss, step);
+    // Rank 2 departs by one ulp-sized step from step 3 on.
+    Measure(&d, "node-2", 2, "loss", step >= 3 ? loss + 1e-6 : loss, step);
+  }
+  auto rs = Judge(d);
+  auto dep = With(rs, "workload.loss_departs");
+  REQUIRE(dep.size() == 1);
+  CHECK(dep[0].outcome() == "fail");
+  CHECK(dep[0].node() == "node-2");
+  CHECK(dep[0].subject() == "node:node-2 rank:2");
+  CHECK(dep[0].category() == "Reliability");
+  CHECK(absl::StrContains(dep[0].message(), "at step 3"));
+  CHECK(With(rs, "workload.loss_agrees").empty());
+
+  // Identical losses: a pass, nobody named.
+  RunData same;
+  for (int step = 0; step < 5; ++step) {
+    for (int r = 0; r < 3; ++r) Measure(&same, absl::StrCat("node-", r), r, "loss", 7.5, step);
+  }
+  auto ok = Judge(same);
+  REQUIRE(With(ok, "workload.loss_agrees").size() == 1);
+  CHECK(With(ok, "workload.loss_agrees")[0].outcome() == "pass");
+  CHECK(With(ok, "workload.loss_departs").empty());
+}
+
+TEST_CASE("workload judge: on GPUs a last-bit difference is within the tolerance",
+          "[reports][workload]") {
+  RunData d;
+  Measure(&d, "node-0", 0, "loss", 7.0, 0, "0");
+  Measure(&d, "node-1", 1, "loss", 7.0 * (1 + 1e-7), 0, "0");
+  Measure(&d, "node-2", 2, "loss", 7.0 * (1 + 1e-4), 0, "1");
+  auto dep = With(Judge(d), "workload.loss_departs");
+  REQUIRE(dep.size() == 1);
+  CHECK(dep[0].subject() == "node:node-2 gpu:1 rank:2");
+}
+
+TEST_CASE("workload judge: a rank above 1.05x the job's median step time is a straggler",
+          "[reports][workload]") {
+  RunData d;
+  Measure(&d, "node-0", 0, "step_time_median_s", 0.100);
+  Measure(&d, "node-1", 1, "step_time_median_s", 0.104);  // within 1.05x
+  Measure(&d, "node-2", 2, "step_time_median_s", 0.130);
+  for (int r = 0; r < 3; ++r) Measure(&d, absl::StrCat("node-", r), r, "step_time_p99_p50", 1.2);
+  auto rs = Judge(d);
+  auto s = With(rs, "workload.straggler");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].outcome() == "warn");
+  CHECK(s[0].node() == "node-2");
+  CHECK(s[0].value() == Approx(0.130));
+  CHECK(s[0].expected() == Approx(1.05 * 0.104));
+  CHECK(With(rs, "workload.steady").empty());
+
+  RunData even;
+  for (int r = 0; r < 3; ++r) {
+    Measure(&even, absl::StrCat("node-", r), r, "step_time_median_s", 0.1 + 0.001 * r);
+  }
+  auto ok = Judge(even);
+  CHECK(With(ok, "workload.straggler").empty());
+  REQUIRE(With(ok, "workload.steady").size() == 1);
+}
+
+TEST_CASE("workload judge: the straggler is the rank slow outside the all-reduce, not the ones "
+          "that wait in it",
+          "[reports][workload]") {
+  RunData d;
+  for (int step = 0; step < 8; ++step) {
+    for (int r = 0; r < 3; ++r) {
+      // Whole steps agree (every rank leaves the all-reduce together); rank
+      // 1 computes 40% longer, the others wait for it. Its warm-up steps
+      // are slower still and left out.
+      const std::string node = absl::StrCat("node-", r);
+      Measure(&d, node, r, "step_time_s", 0.140, step);
+      const double compute = r == 1 ? (step < 2 ? 0.5 : 0.140) : 0.100;
+      Measure(&d, node, r, "compute_s", compute, step);
+    }
+  }
+  auto s = With(Judge(d), "workload.straggler");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].node() == "node-1");
+  CHECK(s[0].value() == Approx(0.140));
+  CHECK(s[0].expected() == Approx(1.05 * 0.100));
+  CHECK(absl::StrContains(s[0].evidence(0), "6 steps after the warm-up"));
+}
+
+TEST_CASE("workload judge: a stall fails the rank that stopped, not the ones that waited",
+          "[reports][workload]") {
+  SECTION("the stopped rank had not reached the all-reduce") {
+    RunData d;
+    Stall(&d, "node-0", 0, 6, true);
+    Stall(&d, "node-1", 1, 6, false);
+    Stall(&d, "node-2", 2, 6, true);
+    auto st = With(Judge(d), "workload.stall");
+    REQUIRE(st.size() == 1);
+    CHECK(st[0].outcome() == "fail");
+    CHECK(st[0].node() == "node-1");
+    CHECK(st[0].subject() == "node:node-1 rank:1");
+    CHECK(absl::StrContains(st[0].message(), "never reached"));
+  }
+  SECTION("the rank that wrote nothing stopped first") {
+    RunData d;
+    Measure(&d, "node-2", 2, "loss", 7.0, 0);
+    Stall(&d, "node-0", 0, 6, true);
+    Stall(&d, "node-1", 1, 6, true);
+    auto st = With(Judge(d), "workload.stall");
+    REQUIRE(st.size() == 1);
+    CHECK(st[0].node() == "node-2");
+  }
+  SECTION("the rank whose python was stopped, even inside the all-reduce") {
+    RunData d;
+    Stall(&d, "node-0", 0, 6, true);
+    Stall(&d, "node-1", 1, 6, true);
+    Stall(&d, "node-2", 2, 6, true, "T");
+    auto st = With(Judge(d), "workload.stall");
+    REQUIRE(st.size() == 1);
+    CHECK(st[0].node() == "node-2");
+    CHECK(absl::StrContains(st[0].message(), "stopped (process state T)"));
+  }
+  SECTION("every rank stalled in the all-reduce: the job hung together") {
+    RunData d;
+    for (int r = 0; r < 3; ++r) Stall(&d, absl::StrCat("node-", r), r, 4, true);
+    auto st = With(Judge(d), "workload.stall");
+    CHECK(st.size() == 3);
+    for (const auto& r : st) CHECK(absl::StrContains(r.message(), "hung together"));
+  }
+}
+
+TEST_CASE("workload judge: CPU MFU only against the node's measured fp32 host GEMM",
+          "[reports][workload]") {
+  RunData d;
+  Measure(&d, "node-0", 0, "model_tflops", 0.05);
+  Measure(&d, "node-1", 1, "model_tflops", 0.04);
+  auto gemm = [&](const std::string& node, const std::string& dtype, double tflops) {
+    cmax::v1::ExportedRecord er;
+    er.set_task_id("g-" + node);
+    er.set_node(node);
+    er.set_suite("gemm");
+    auto* m = er.mutable_record()->mutable_measurement();
+    m->set_suite("gemm");
+    m->set_metric("gemm_tflops");
+    m->set_unit("TFLOP/s");
+    m->set_value(tflops);
+    (*m->mutable_labels())["backend"] = "cpu";
+    (*m->mutable_labels())["dtype"] = dtype;
+    d.records.push_back(er);
+  };
+  gemm("node-0", "fp32", 0.2);
+  gemm("node-0", "fp32", 0.25);  // its best shape counts
+  gemm("node-1", "fp64", 0.1);   // not the training's precision: no MFU for node-1
+  auto mfu = With(Judge(d), "workload.cpu_mfu");
+  REQUIRE(mfu.size() == 1);
+  CHECK(mfu[0].node() == "node-0");
+  CHECK(mfu[0].value() == Approx(0.2));
+  CHECK(absl::StrContains(mfu[0].message(), "20% of this node's measured host GEMM"));
+}
