@@ -22,6 +22,7 @@
 #include "coordinator/store.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "reports/history.h"
 #include "reports/record_set.h"
 #include "reports/scorecard.h"
 #include "tests/integration/cluster.h"
@@ -191,6 +192,13 @@ TEST_CASE("scale: 500 simulated agents, every record stored once, the scorecard 
   REQUIRE(agents.ok());
   for (const auto& a : *agents) data.inventories[a.node] = a.inventory;
   cmax::v1::Scorecard rebuilt = cmax::reports::BuildScorecard(data);  // the const (copying) path
+  // The coordinator adds the cluster's history, from the summaries it
+  // stored (this run's included), as Reliability evidence
+  // (coordinator/core_history.cc): the same here.
+  auto summaries = (*store)->LoadNodeRunSummaries("");
+  REQUIRE(summaries.ok());
+  REQUIRE(summaries->size() == static_cast<size_t>(kAgents));
+  cmax::reports::AddHistoryToScorecard(cmax::reports::ComputeReliability(*summaries), &rebuilt);
   cmax::v1::Scorecard written;
   REQUIRE(google::protobuf::util::JsonStringToMessage(report, &written).ok());
   CHECK(cmax::scale::ScorecardDifferences(written, rebuilt) == "");
