@@ -14,7 +14,6 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/flag_names.h"
 #include "common/logging.h"
@@ -24,6 +23,7 @@
 #include "common/subprocess.h"
 #include "common/version.h"
 #include "coordinator/core.h"
+#include "coordinator/schedule_terms.h"
 #include "coordinator/service.h"
 #include "coordinator/web/web_server.h"
 #include "reports/compare.h"
@@ -96,29 +96,6 @@ int Fail(const std::string& message) {
 }
 
 }  // namespace
-
-// --keep-runs-for: a whole number with a unit, 1s to 3650d.
-static absl::StatusOr<int64_t> ParseAge(const std::string& text) {
-  const std::string err = absl::StrCat("--keep-runs-for '", text,
-                                       "' must be a whole number with a unit, s, m, h or d "
-                                       "(3600s, 90d, 365d), from 1s to 3650d");
-  if (text.size() < 2) return absl::InvalidArgumentError(err);
-  int64_t unit = 0;
-  switch (text.back()) {
-    case 's': unit = 1; break;
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    case 'd': unit = 86400; break;
-    default: return absl::InvalidArgumentError(err);
-  }
-  const std::string digits = text.substr(0, text.size() - 1);
-  int64_t v = 0;
-  if (digits.find_first_not_of("0123456789") != std::string::npos ||
-      !absl::SimpleAtoi(digits, &v) || v <= 0 || v > 3650ll * 86400 / unit) {
-    return absl::InvalidArgumentError(err);
-  }
-  return v * unit * 1000000000ll;
-}
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -237,7 +214,7 @@ int main(int argc, char** argv) {
   }
   options.slurm_sinfo = absl::GetFlag(FLAGS_sinfo);
   if (std::string keep = absl::GetFlag(FLAGS_keep_runs_for); !keep.empty()) {
-    auto ns = ParseAge(keep);
+    auto ns = cmax::coordinator::ParseDuration(keep, "--keep-runs-for", "3600s, 90d, 365d", 3650);
     if (!ns.ok()) return Fail(std::string(ns.status().message()));
     options.keep_runs_for_ns = *ns;
   }

@@ -16,7 +16,7 @@
 namespace cmax::coordinator {
 namespace {
 
-constexpr int64_t kMaxEverySeconds = 365ll * 86400;
+constexpr int64_t kMaxEveryDays = 365;
 constexpr int kMaxNodesAtOnce = 100000;
 constexpr char kRegexPrefix[] = "regex:";
 
@@ -34,10 +34,11 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 
 }  // namespace
 
-absl::StatusOr<int64_t> ParseEvery(const std::string& text) {
-  const std::string err = absl::StrCat(
-      "--every '", text,
-      "' must be a whole number with a unit, s, m, h or d (30s, 15m, 6h, 7d), from 1s to 365d");
+absl::StatusOr<int64_t> ParseDuration(const std::string& text, const std::string& option,
+                                      const std::string& examples, int64_t max_days) {
+  const std::string err =
+      absl::StrCat(option, " '", text, "' must be a whole number with a unit, s, m, h or d (",
+                   examples, "), from 1s to ", max_days, "d");
   if (text.size() < 2) return absl::InvalidArgumentError(err);
   int64_t unit;
   switch (text.back()) {
@@ -50,10 +51,14 @@ absl::StatusOr<int64_t> ParseEvery(const std::string& text) {
   const std::string digits = text.substr(0, text.size() - 1);
   int64_t v;
   if (!std::all_of(digits.begin(), digits.end(), [](char c) { return absl::ascii_isdigit(c); }) ||
-      !absl::SimpleAtoi(digits, &v) || v <= 0 || v > kMaxEverySeconds / unit) {
+      !absl::SimpleAtoi(digits, &v) || v <= 0 || v > max_days * 86400 / unit) {
     return absl::InvalidArgumentError(err);
   }
   return v * unit * kNsPerSecond;
+}
+
+absl::StatusOr<int64_t> ParseEvery(const std::string& text) {
+  return ParseDuration(text, "--every", "30s, 15m, 6h, 7d", kMaxEveryDays);
 }
 
 absl::StatusOr<DailyWindow> ParseWindow(const std::string& text) {

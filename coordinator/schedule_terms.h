@@ -53,6 +53,10 @@ struct ScheduleTerms {
 absl::StatusOr<ScheduleTerms> ParseScheduleSpec(const v1::ScheduleSpec& spec);
 
 absl::StatusOr<int64_t> ParseEvery(const std::string& text);        // nanoseconds
+// A whole number with a unit, s, m, h or d, from 1s to `max_days`, in
+// nanoseconds; INVALID_ARGUMENT naming `option` and giving `examples`.
+absl::StatusOr<int64_t> ParseDuration(const std::string& text, const std::string& option,
+                                      const std::string& examples, int64_t max_days);
 absl::StatusOr<DailyWindow> ParseWindow(const std::string& text);
 absl::StatusOr<v1::NodeSelector> ParseNodeSelector(const std::string& text);
 
