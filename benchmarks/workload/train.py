@@ -29,10 +29,8 @@
 #
 # TEST-ONLY: --fault-perturb-rank R adds 1e-3 to rank R's final LayerNorm weight
 # after step --fault-step's update, so that replica's loss departs from the
-# others'. --fault-nan-step K makes step K's loss NaN. --fault-slow-rank R
-# makes rank R sleep --fault-slow-ms after every backward, before the
-# all-reduce: the compute of a slower node, so R is the straggler. cmax-bench
-# passes them only when it was given its own TEST-ONLY flags.
+# others'. --fault-nan-step K makes step K's loss NaN. cmax-bench passes
+# them only when it was given its own TEST-ONLY flags.
 import argparse
 import datetime
 import json
@@ -65,8 +63,6 @@ def parse_args(argv):
     p.add_argument("--fault-perturb-rank", type=int, default=-1, help=argparse.SUPPRESS)
     p.add_argument("--fault-step", type=int, default=2, help=argparse.SUPPRESS)
     p.add_argument("--fault-nan-step", type=int, default=-1, help=argparse.SUPPRESS)
-    p.add_argument("--fault-slow-rank", type=int, default=-1, help=argparse.SUPPRESS)
-    p.add_argument("--fault-slow-ms", type=float, default=100, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.width % a.heads != 0:
         p.error("--width must be a multiple of --heads")
@@ -197,8 +193,6 @@ def main(argv):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         lv = float(loss.item())
-        if rank == a.fault_slow_rank:  # TEST-ONLY: a slower node's compute
-            time.sleep(a.fault_slow_ms / 1000.0)
         if not math.isfinite(lv):
             emit({"error": f"loss is {lv} at step {step} on rank {rank}", "step": step,
                   "rank": rank, "loss": str(lv)})

@@ -236,9 +236,8 @@ int RunWorkload(int argc, char** argv) {
   std::string python = "python3", device = "auto", port_range;
   // Defaults: about a minute on a 2-core CPU node (docs/workload.md).
   int64_t layers = 4, width = 256, heads = 4, seq = 128, batch = 8, vocab = 1024, steps = 50,
-          warmup = 5, threads = 0, fault_rank = -1, fault_step = 2, fault_nan_step = -1,
-          fault_slow_rank = -1;
-  double stall_s = 120, fault_slow_ms = 100;
+          warmup = 5, threads = 0, fault_rank = -1, fault_step = 2, fault_nan_step = -1;
+  double stall_s = 120;
   bool jsonl = false;
   SuiteFlags flags("workload", "cmax-bench");
   flags.Bind("python", &python);
@@ -261,11 +260,6 @@ int RunWorkload(int argc, char** argv) {
   flags.extra().AddInt("fault-step", &fault_step, "TEST-ONLY: the step of --fault-perturb-rank");
   flags.extra().AddInt("fault-nan-step", &fault_nan_step,
                        "TEST-ONLY: every rank's loss is NaN at this step");
-  flags.extra().AddInt("fault-slow-rank", &fault_slow_rank,
-                       "TEST-ONLY: this rank sleeps --fault-slow-ms in every step's compute, "
-                       "so it is the straggler");
-  flags.extra().AddDouble("fault-slow-ms", &fault_slow_ms,
-                          "TEST-ONLY: the sleep of --fault-slow-rank (default 100)");
   const std::string node = NodeName();
   absl::Status parsed = flags.ParseArgs(argc, argv);
   RecordWriter out("workload", jsonl ? stdout : nullptr, {{"node", node}});
@@ -364,12 +358,6 @@ int RunWorkload(int argc, char** argv) {
     py.push_back(absl::StrCat("--fault-nan-step=", fault_nan_step));
     out.Log("warn", absl::StrCat("--fault-nan-step ", fault_nan_step,
                                  ": the loss is made NaN on purpose"));
-  }
-  if (fault_slow_rank >= 0) {
-    py.push_back(absl::StrCat("--fault-slow-rank=", fault_slow_rank));
-    py.push_back(absl::StrCat("--fault-slow-ms=", fault_slow_ms));
-    out.Log("warn", absl::StrCat("--fault-slow-rank ", fault_slow_rank, ": that rank sleeps ",
-                                 fault_slow_ms, " ms in every step's compute on purpose"));
   }
   std::string dir = std::getenv("CMAX_TASK_DIR") ? std::getenv("CMAX_TASK_DIR") : "";
   if (dir.empty()) dir = std::filesystem::temp_directory_path().string();

@@ -3,9 +3,9 @@
 // per node; every replica's loss agrees; a replica perturbed on purpose
 // (--fault-perturb-rank, through a stand-in cmax-bench that adds the
 // TEST-ONLY flag) is blamed by the scorecard on its node; an interpreter
-// without torch is "not measured", never a pass; a rank slowed on purpose
-// (--fault-slow-rank) is the straggler, and its python stopped for good by
-// SIGSTOP is blamed for the stall while its neighbours waited. Without python3-torch
+// without torch is "not measured", never a pass; a python rank slowed by
+// SIGSTOP/SIGCONT in its compute is the straggler, and stopped for good it
+// is blamed for the stall while its neighbours waited. Without python3-torch
 // these tests FAIL: the suite is what they test.
 #include <catch2/catch.hpp>
 #include <signal.h>
@@ -81,6 +81,18 @@ std::string EnvOf(pid_t pid, const std::string& var) {
     if (absl::StartsWith(kv, var + "=")) return std::string(kv.substr(var.size() + 1));
   }
   return "";
+}
+
+// The step of a train.py step line (`{... "loss": ..., "step": N, ...}`),
+// else -1.
+int StepOf(absl::string_view line) {
+  if (!absl::StrContains(line, "\"loss\"")) return -1;
+  const size_t at = line.find("\"step\": ");
+  if (at == absl::string_view::npos) return -1;
+  absl::string_view rest = line.substr(at + 8);
+  rest = rest.substr(0, rest.find_first_not_of("0123456789"));
+  int step = -1;
+  return absl::SimpleAtoi(rest, &step) ? step : -1;
 }
 
 // A child process of `parent` (its python rank), or -1.
@@ -280,19 +292,11 @@ TEST_CASE("an interpreter without torch is not measured, never a pass",
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("a rank slowed on purpose is the straggler, then stopped by SIGSTOP it is the "
+TEST_CASE("a rank whose python is slowed by SIGSTOP is a straggler, then stopped it is the "
           "stall's rank",
           "[integration][workload]") {
   RequireTorch();
-  // Rank 2 sleeps 150 ms in every step's compute (--fault-slow-rank), as a
-  // slower node would: the others wait for it in the all-reduce. (Slowing
-  // it from outside with SIGSTOP/SIGCONT windows proved a coin toss: with a
-  // step's compute of a few ms, the stops land in the all-reduce as often
-  // as not, and there every rank waits alike.)
-  const std::string bench = StandInBench("--fault-slow-rank=2 --fault-slow-ms=150");
-  ClusterOptions o = Options();
-  o.bench_dir = bench;
-  Cluster c("wls", o);
+  Cluster c("wls", Options());
   REQUIRE(c.Start().ok());
   if (!c.using_netns()) WARN("network namespaces unavailable: agents ran on loopback");
   std::string plan = Plan();
@@ -302,10 +306,9 @@ TEST_CASE("a rank slowed on purpose is the straggler, then stopped by SIGSTOP it
   REQUIRE(absl::StrContains(plan, "stall: 6}"));
   cmax::CommandResult r;
   std::thread ctl([&] { r = c.Ctl({"run", "--plan", c.WritePlan("workload", plan)}, 240s); });
-  // Rank 2's suite process, its python rank, and that rank's 12th step.
+  // Rank 2's suite process and its python rank.
   pid_t suite = -1, python = -1;
-  std::string node2, lines;
-  bool trained = false;
+  std::string node2;
   for (int i = 0; i < 900 && python < 0; ++i) {
     for (int n = 0; n < 3 && suite < 0; ++n) {
       const pid_t s = c.SuiteProcessOf(n, "workload");
@@ -317,18 +320,40 @@ TEST_CASE("a rank slowed on purpose is the straggler, then stopped by SIGSTOP it
     if (suite > 0) python = ChildOf(suite);
     if (python < 0) std::this_thread::sleep_for(100ms);
   }
+  // Slowed: stopped for 100 ms as soon as it logs a step after the warm-up,
+  // so that the stop lands in the next step's compute, outside the
+  // all-reduce, as a node losing time would. (Stops at random moments were
+  // a coin toss: with a step's compute of a few ms they landed in the
+  // all-reduce as often as not, and there every rank waits alike.) After 20
+  // such steps, stopped for good: the job stalls on it.
+  int slowed = 0;
   if (python > 0) {
-    lines = absl::StrCat(EnvOf(suite, "CMAX_TASK_DIR"), "/workload-rank2.", suite, ".jsonl");
-    for (int i = 0; i < 2400 && !trained; ++i) {
-      trained = absl::StrContains(ReadFile(lines), "\"step\": 12");
-      if (!trained) std::this_thread::sleep_for(50ms);
+    const std::string lines =
+        absl::StrCat(EnvOf(suite, "CMAX_TASK_DIR"), "/workload-rank2.", suite, ".jsonl");
+    size_t done = 0;  // bytes of whole lines already looked at
+    const auto give_up = std::chrono::steady_clock::now() + 120s;
+    while (slowed < 20 && std::chrono::steady_clock::now() < give_up) {
+      const std::string text = ReadFile(lines);
+      bool stepped = false;
+      for (size_t nl; (nl = text.find('\n', done)) != std::string::npos; done = nl + 1) {
+        const absl::string_view line(text.data() + done, nl - done);
+        if (StepOf(line) >= 3) stepped = true;
+      }
+      if (!stepped) {
+        std::this_thread::sleep_for(1ms);
+        continue;
+      }
+      kill(python, SIGSTOP);
+      std::this_thread::sleep_for(100ms);
+      kill(python, SIGCONT);
+      ++slowed;
     }
-    kill(python, SIGSTOP);  // stopped for good: the job stalls on it
+    kill(python, SIGSTOP);
   }
   ctl.join();
   INFO(r.out << r.err);
   REQUIRE(python > 0);
-  REQUIRE(trained);  // stopped while it trained, not while it started
+  REQUIRE(slowed == 20);  // slowed while it trained, not while it started
   const std::string run_id = Cluster::RunIdFrom(r.out);
   REQUIRE_FALSE(run_id.empty());
   std::map<std::string, std::string> state_by_node;  // the stall findings' process states
@@ -354,7 +379,7 @@ TEST_CASE("a rank slowed on purpose is the straggler, then stopped by SIGSTOP it
   REQUIRE(slow.size() == 1);
   CHECK(slow[0].node() == node2);
   CHECK(slow[0].subject() == subject);
-  CHECK(slow[0].value() > 0.15);  // its compute holds the 150 ms sleep
+  CHECK(slow[0].value() > 0.1);  // its compute holds the 100 ms stops
   auto stalls = RulesWithId(card, "workload.stall");
   REQUIRE(stalls.size() == 1);
   CHECK(stalls[0].outcome() == "fail");
@@ -365,7 +390,6 @@ TEST_CASE("a rank slowed on purpose is the straggler, then stopped by SIGSTOP it
   auto agree = RulesWithId(card, "workload.loss_agrees");
   REQUIRE(agree.size() == 1);
   CHECK(agree[0].outcome() == "pass");
-  std::filesystem::remove_all(bench);
 }
 
 TEST_CASE("cmax-bench workload: a NaN loss ends the rank with a FAIL naming the step and rank",
