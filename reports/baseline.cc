@@ -70,6 +70,7 @@ v1::BaselineFile MakeBaseline(const v1::Scorecard& card) {
     f.v.set_value(ComputeFleetStats(std::move(f.values)).median);
     *b.add_fleet_medians() = std::move(f.v);
   }
+  *b.mutable_loss_curves() = card.loss_curves();
   return b;
 }
 
@@ -91,7 +92,11 @@ std::string DescribeBaseline(const v1::Plan& plan) {
       plan.baseline_tolerance() > 0 ? plan.baseline_tolerance() : kDefaultBaselineTolerance;
   return absl::StrCat("run ", b.run_id(), " of plan ", b.plan(), " (cmax ", b.cmax_version(),
                       ", saved ", b.created(), b.source().empty() ? "" : ", file ", b.source(),
-                      "), ", b.values_size(), " values; tolerance ", FormatNumber(tol * 100), "%",
+                      "), ", b.values_size(), " values",
+                      b.loss_curves_size() > 0
+                          ? absl::StrCat(", ", b.loss_curves_size(), " loss curve(s)")
+                          : "",
+                      "; tolerance ", FormatNumber(tol * 100), "%",
                       b.simulated() ? "; SIMULATED DATA \u2014 not a measurement" : "");
 }
 

@@ -23,12 +23,13 @@ inline constexpr double kDefaultBaselineTolerance = 0.05;
 // (entry, metric, other labels) over the nodes and GPUs. Values of metrics
 // whose direction is unknown are left out (a change could not be called a
 // regression). Stamps run id, plan, cmax version and the time of saving.
+// Keeps the card's training loss curves (loss_curve.h).
 v1::BaselineFile MakeBaseline(const v1::Scorecard& card);
 
 // Proto JSON, proto field names, pretty-printed.
 std::string RenderBaselineJson(const v1::BaselineFile& baseline);
 
-// "run R of plan P (cmax V, saved T), N values; tolerance 5%".
+// "run R of plan P (cmax V, saved T), N values[, K loss curve(s)]; tolerance 5%".
 std::string DescribeBaseline(const v1::Plan& plan);
 
 // The CompareMetric a baseline value stands for (same key, compare.h).

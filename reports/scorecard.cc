@@ -16,6 +16,7 @@
 #include "common/time_util.h"
 #include "common/version.h"
 #include "reports/charts.h"
+#include "reports/loss_curve.h"
 #include "reports/baseline.h"
 #include "reports/compare.h"
 #include "reports/cost.h"
@@ -529,6 +530,7 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
                                               " keys; ", summary_dropped, " more left out"));
   }
   card.set_baseline(DescribeBaseline(input.plan));
+  for (auto& curve : LossCurvesOf(data)) *card.add_loss_curves() = std::move(curve);
   *card.mutable_cost() = ComputeCost(card, input.plan.price_per_gpu_hour(), "plan");
   return card;
 }

@@ -74,6 +74,26 @@ def parse_args(argv):
     return a
 
 
+def cpu_model():
+    """The CPU's model name (x86: "model name"; Arm: implementer and part),
+    so that a loss curve says which CPU computed it."""
+    import platform
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    if fields.get("model name"):
+        return fields["model name"]
+    if fields.get("CPU part"):
+        return (f"{platform.machine()} implementer {fields.get('CPU implementer', '?')} "
+                f"part {fields['CPU part']}")
+    return platform.machine()
+
+
 def main(argv):
     a = parse_args(argv)
     # cuBLAS needs this for deterministic GEMMs (CUDA docs, "Results
@@ -172,7 +192,11 @@ def main(argv):
         "local_rank": local_rank, "dtype": "bf16" if use_cuda else "fp32",
         "threads": torch.get_num_threads(), "layers": a.layers, "width": a.width,
         "heads": a.heads, "seq": a.seq, "batch": a.batch, "steps": a.steps,
-        "warmup_steps": a.warmup_steps}})
+        "warmup_steps": a.warmup_steps, "cpu_model": cpu_model(),
+        # What fixes the loss at each step (a baseline's curve is compared
+        # only with a run whose model string is the same).
+        "model": f"layers={a.layers} width={a.width} heads={a.heads} seq={a.seq} "
+                 f"batch={a.batch} vocab={a.vocab} seed={a.seed} lr={a.lr}"}})
 
     tokens_per_step = a.batch * a.seq
     for step in range(a.steps):

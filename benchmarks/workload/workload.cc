@@ -10,7 +10,9 @@
 //   step_time_median_s, compute_median_s, step_time_p99_p50, tokens_per_s, model_tflops,
 //   mfu (GPUs with a known dense BF16 peak), optimizer_s, comm_s,
 //   peak_mem_bytes             per rank, over the steps after the warm-up
-// every one labelled rank, world_size, python, torch_version, device.
+// every one labelled rank, world_size, python, torch_version, device,
+// cpu_model and model (what fixes the loss curve: layers, width, ..., seed,
+// lr).
 // A rank that logs no step for --stall seconds (180 s before its first
 // step, or --stall when longer) writes a workload.no_step
 // finding (in_comm: whether it was waiting in the step's all-reduce), kills
@@ -423,6 +425,8 @@ int RunWorkload(int argc, char** argv) {
         labels["backend"] = Str(hs, "backend");
         labels["dtype"] = Str(hs, "dtype");
         labels["params"] = Str(hs, "params");
+        labels["model"] = Str(hs, "model");
+        if (const std::string cpu = Str(hs, "cpu_model"); !cpu.empty()) labels["cpu_model"] = cpu;
         flops_per_token = Num(hs, "flops_per_token").value_or(0);
         continue;
       }

@@ -11,6 +11,14 @@
 //     so replicas with identical parameters compute identical losses, and a
 //     real departure grows step by step. A rank that departs -> fail naming
 //     its node, rank and GPU, and the first step; none -> pass.
+//     Against a baseline (the plan's `baseline:` file, saved from a run of
+//     the same model: its loss curve, reports/loss_curve.h): every rank's
+//     loss at each step both logged within a relative 1e-5 (CPU, fp32) or
+//     1e-3 (GPU, bf16) of the baseline's. A rank outside -> fail naming its
+//     node, GPU and rank and the step; when the baseline ran another device
+//     or PyTorch, one fleet warn instead (the software may be what differs,
+//     no node is blamed); a baseline without this model's curve -> not
+//     measured.
 //  2. Stragglers: a rank whose median step time outside the gradient
 //     all-reduce after the warm-up (compute_s per step, else
 //     compute_median_s, else step time) is above 1.05x the job's median of
@@ -41,6 +49,7 @@
 #include "absl/strings/str_join.h"
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
+#include "reports/loss_curve.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
@@ -48,6 +57,16 @@ namespace {
 
 constexpr double kStragglerFactor = 1.05;
 constexpr double kGpuLossTolerance = 1e-6;
+// Against a baseline run of the same model on the same device and PyTorch:
+// room for the rounding of another world size's all-reduce (a sum of N
+// equal gradients over N is not always the gradient to the last bit) grown
+// over the steps. A run of the same plan on the same machine repeats the
+// baseline to the bit; the 1e-3 LayerNorm perturbation of the tests moves
+// the next step's loss by 5e-5 (CPU), which 1e-5 catches. bf16 autocast
+// rounds a GEMM's inputs to 8 bits of mantissa, where such a last-bit
+// difference can flip a rounding, so a GPU run gets 1e-3.
+constexpr double kCpuBaselineLossTolerance = 1e-5;
+constexpr double kGpuBaselineLossTolerance = 1e-3;
 
 std::string Category() { return JudgeCategory("workload"); }
 
@@ -76,6 +95,8 @@ struct Stall {
 
 struct Job {
   int world = 0;
+  // What fixes its loss curve, from the loss Samples' labels.
+  std::string model, device, dtype, torch_version;
   std::map<int, RankInfo> ranks;
   std::map<int, Stall> stalls;
 };
@@ -104,22 +125,11 @@ void JudgeLoss(const std::string& task, const Job& job, std::vector<v1::RuleResu
   }
   if (steps.empty() || job.ranks.size() < 2) return;
   const double tol = cuda ? kGpuLossTolerance : 0;
+  std::map<int, std::map<int, double>> loss_by_rank;
+  for (const auto& [rank, r] : job.ranks) loss_by_rank[rank] = r.loss;
+  const std::map<int, double> agreed = AgreedLosses(loss_by_rank);
   std::map<int, std::pair<int, double>> departed;  // rank -> (first step, its loss - ref)
-  for (int s : steps) {
-    std::map<double, int> votes;
-    for (const auto& [rank, r] : job.ranks) {
-      if (auto it = r.loss.find(s); it != r.loss.end()) ++votes[it->second];
-    }
-    double ref = 0;
-    int best = -1;
-    const RankInfo& first = job.ranks.begin()->second;
-    for (const auto& [v, n] : votes) {
-      const bool first_has = first.loss.count(s) && first.loss.at(s) == v;
-      if (n > best || (n == best && first_has)) {
-        best = n;
-        ref = v;
-      }
-    }
+  for (const auto& [s, ref] : agreed) {
     for (const auto& [rank, r] : job.ranks) {
       auto it = r.loss.find(s);
       if (it == r.loss.end() || departed.count(rank)) continue;
@@ -151,6 +161,133 @@ void JudgeLoss(const std::string& task, const Job& job, std::vector<v1::RuleResu
              absl::StrCat("training loss identical on ", job.ranks.size(), " replicas at ",
                           steps.size(), " steps (", tol_text, ")"));
     res.add_evidence(absl::StrCat("task ", task));
+    out->push_back(std::move(res));
+  }
+}
+
+// The job's losses against the plan's baseline run (its loss curve of the
+// same model): see the top of this file.
+void JudgeLossBaseline(const std::string& task, const Job& job, const v1::Plan& plan,
+                       std::vector<v1::RuleResult>* out) {
+  if (!plan.has_baseline()) return;
+  bool cuda = false, any_loss = false;
+  for (const auto& [rank, r] : job.ranks) {
+    cuda = cuda || r.cuda;
+    any_loss = any_loss || !r.loss.empty();
+  }
+  if (!any_loss) return;
+  const v1::BaselineFile& b = plan.baseline();
+  const std::string from = absl::StrCat("the baseline run ", b.run_id(),
+                                        b.source().empty() ? "" : " (" + b.source() + ")");
+  const std::string subject = absl::StrCat("task ", task);
+  const v1::LossCurve* want = nullptr;
+  for (const auto& c : b.loss_curves()) {
+    if (!job.model.empty() && c.model() == job.model && c.dtype() == job.dtype) {
+      want = &c;
+      break;
+    }
+  }
+  if (want == nullptr) {
+    std::vector<std::string> held;
+    for (const auto& c : b.loss_curves()) held.push_back(absl::StrCat(c.model(), " ", c.dtype()));
+    v1::RuleResult res = Rule(
+        "loss_baseline", "not_measured", "", subject,
+        absl::StrCat("training loss not compared with a baseline: ", from,
+                     " holds no loss curve of this job's model (",
+                     job.model.empty() ? "its records name none" : job.model + " " + job.dtype,
+                     ")", held.empty() ? "" : "; it holds: " + absl::StrJoin(held, "; ")));
+    res.set_action("save a baseline from a run of this plan (cmaxctl baseline save RUN -o FILE) "
+                   "and name it in the plan's baseline:");
+    out->push_back(std::move(res));
+    return;
+  }
+  std::map<int, double> ref;
+  for (int i = 0; i < want->steps_size() && i < want->losses_size(); ++i) {
+    ref[want->steps(i)] = want->losses(i);
+  }
+  const double tol = cuda ? kGpuBaselineLossTolerance : kCpuBaselineLossTolerance;
+  const std::string tol_text = cuda ? "relative 1e-3 (GPU, bf16)" : "relative 1e-5 (CPU, fp32)";
+  struct Departure {
+    int step;
+    double got, want;
+  };
+  std::map<int, Departure> departed;  // rank -> its first step outside the tolerance
+  std::set<int> common;
+  double worst = 0;
+  for (const auto& [rank, r] : job.ranks) {
+    for (const auto& [step, got] : r.loss) {
+      auto it = ref.find(step);
+      if (it == ref.end()) continue;
+      common.insert(step);
+      const double rel = std::fabs(got - it->second) / std::max(1.0, std::fabs(it->second));
+      worst = std::max(worst, rel);
+      if (rel > tol && !departed.count(rank)) departed[rank] = {step, got, it->second};
+    }
+  }
+  const std::string evidence =
+      absl::StrCat(subject, ", ", job.ranks.size(), " ranks; ", from, ": ", want->model(), ", ",
+                   want->device(), ", torch ", want->torch_version(), ", ", want->replicas(),
+                   " replicas, steps ", ref.empty() ? 0 : ref.begin()->first, "-",
+                   ref.empty() ? 0 : ref.rbegin()->first);
+  if (common.empty()) {
+    v1::RuleResult res = Rule(
+        "loss_baseline", "not_measured", "", subject,
+        absl::StrCat("training loss not compared with a baseline: no step logged by both this "
+                     "job and ", from));
+    res.add_evidence(evidence);
+    out->push_back(std::move(res));
+    return;
+  }
+  const bool same_stack =
+      want->device() == job.device && want->torch_version() == job.torch_version;
+  if (!departed.empty() && !same_stack) {
+    const auto& [rank, d] = *departed.begin();
+    v1::RuleResult res = Rule(
+        "loss_baseline", "warn", "", subject,
+        absl::StrCat("training loss departs from ", from, "'s on ", departed.size(), " of ",
+                     job.ranks.size(), " replicas (first rank ", rank, " at step ", d.step, ": ",
+                     FormatNumber(d.got), " vs ", FormatNumber(d.want), ", tolerance ", tol_text,
+                     "), but the baseline ran on ", want->device(), " with torch ",
+                     want->torch_version(), " and this job on ", job.device, " with torch ",
+                     job.torch_version, ": the difference may be the software's or the "
+                     "hardware's, so no node is blamed"));
+    res.set_value(worst);
+    res.set_unit("ratio");
+    res.add_evidence(evidence);
+    res.set_action("compare with a baseline saved on this device and PyTorch (cmaxctl baseline "
+                   "save RUN -o FILE) once a run is trusted");
+    out->push_back(std::move(res));
+    return;
+  }
+  for (const auto& [rank, d] : departed) {
+    const RankInfo& r = job.ranks.at(rank);
+    v1::RuleResult res = Rule(
+        "loss_baseline", "fail", r.node, Subject(rank, r),
+        absl::StrCat("training loss of ", Who(rank, r), " departs from ", from, "'s at step ",
+                     d.step, ": ", FormatNumber(d.got), " vs ", FormatNumber(d.want),
+                     " (tolerance ", tol_text, "; same model, device and torch)",
+                     departed.size() == job.ranks.size()
+                         ? "; every replica departs alike: if this cluster's CPUs or PyTorch "
+                           "build differ from the baseline's, save a new baseline"
+                         : ""));
+    res.set_value(d.got);
+    res.set_expected(d.want);
+    res.set_unit("nats");
+    res.add_evidence(evidence);
+    res.set_action("check this GPU or CPU for silent data corruption (ECC, Xid, the consistency "
+                   "suite) and rerun the workload");
+    out->push_back(std::move(res));
+  }
+  if (departed.empty()) {
+    v1::RuleResult res = Rule(
+        "loss_baseline", "pass", "", subject,
+        absl::StrCat("training loss within ", tol_text, " of ", from, "'s at ", common.size(),
+                     " steps on every one of ", job.ranks.size(),
+                     " replicas (largest relative difference ",
+                     absl::StrFormat("%.3g", worst), ")"));
+    res.set_value(worst);
+    res.set_unit("ratio");
+    res.add_evidence(evidence);
     out->push_back(std::move(res));
   }
 }
@@ -319,6 +456,12 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       const bool warmup = LabelValue(sm.labels(), "warmup") == "true";
       if (sm.metric() == "loss") {
         ri.loss[step] = sm.value();
+        if (job.model.empty()) {
+          job.model = LabelValue(sm.labels(), "model");
+          job.device = CurveDevice(sm.labels());
+          job.dtype = LabelValue(sm.labels(), "dtype");
+          job.torch_version = LabelValue(sm.labels(), "torch_version");
+        }
       } else if (sm.metric() == "compute_s" && !warmup) {
         ri.compute.push_back(sm.value());
       } else if (sm.metric() == "step_time_s" && !warmup) {
@@ -373,6 +516,7 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   });
   for (const auto& [task, job] : jobs) {
     JudgeLoss(task, job, out);
+    JudgeLossBaseline(task, job, data.plan, out);
     JudgeStragglers(task, job, out);
     JudgeStalls(task, job, out);
     for (const auto& [rank, r] : job.ranks) {

@@ -168,8 +168,9 @@ int CmdBaseline(const ClientOptions& options, const std::vector<std::string>& ar
   bool file = false;
   ArgParser p("cmaxctl baseline save RUN -o FILE | baseline save --file SCORECARD.json -o FILE",
               "Saves a run's per node, GPU and plan entry metric values (those whose better "
-              "direction is known) and the fleet medians, with run id, plan, cmax version and "
-              "date, as a baseline file for a plan's 'baseline: FILE'.");
+              "direction is known), the fleet medians and its training loss curves (workload "
+              "suite), with run id, plan, cmax version and date, as a baseline file for a "
+              "plan's 'baseline: FILE'.");
   p.AddFlag("file", &file, "RUN is an exported scorecard JSON file");
   p.AddString("output", &out, "the baseline file to write (required; - for stdout)", "o");
   if (auto s = p.Parse(args); !s.ok()) return UsageError(std::string(s.message()), p.Help());
@@ -195,16 +196,18 @@ int CmdBaseline(const ClientOptions& options, const std::vector<std::string>& ar
     return code;
   }
   const v1::BaselineFile b = reports::MakeBaseline(*card);
-  if (b.values().empty()) {
+  if (b.values().empty() && b.loss_curves().empty()) {
     std::fprintf(stderr,
-                 "cmaxctl: run %s has no metric whose better direction is known: nothing to "
+                 "cmaxctl: run %s has no metric whose better direction is known and no loss "
+                 "curve: nothing to "
                  "save as a baseline\n",
                  card->run_id().c_str());
     return kExitUsage;
   }
   if (int rc = Write(out, reports::RenderBaselineJson(b)); rc != kExitOk) return rc;
-  std::fprintf(stderr, "baseline of run %s: %d values, %d fleet medians\n", b.run_id().c_str(),
-               b.values_size(), b.fleet_medians_size());
+  std::fprintf(stderr, "baseline of run %s: %d values, %d fleet medians, %d loss curve(s)\n",
+               b.run_id().c_str(), b.values_size(), b.fleet_medians_size(),
+               b.loss_curves_size());
   return kExitOk;
 }
 

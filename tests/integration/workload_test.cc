@@ -2,7 +2,8 @@
 // agents train train.py on CPU with gloo (Debian's python3-torch), one rank
 // per node; every replica's loss agrees; a replica perturbed on purpose
 // (--fault-perturb-rank, through a stand-in cmax-bench that adds the
-// TEST-ONLY flag) is blamed by the scorecard on its node; an interpreter
+// TEST-ONLY flag) is blamed by the scorecard on its node, and held to a
+// saved baseline run's loss curve it is the one replica that departs; an interpreter
 // without torch is "not measured", never a pass; a python rank slowed by
 // SIGSTOP/SIGCONT in its compute is the straggler, and stopped for good it
 // is blamed for the stall while its neighbours waited. Without python3-torch
@@ -27,6 +28,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "google/protobuf/util/json_util.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/export_records.h"
 
@@ -111,12 +113,15 @@ pid_t ChildOf(pid_t parent) {
 
 // A stand-in cmax-bench that adds TEST-ONLY `flags` to the workload suite
 // (a plan cannot give them) and runs every other suite as it is; its folder.
-std::string StandInBench(const std::string& flags) {
+// With `only_while`, only while that file exists.
+std::string StandInBench(const std::string& flags, const std::string& only_while = "") {
   std::string tmpl = "/tmp/cmax-wlbench.XXXXXX";
   REQUIRE(mkdtemp(tmpl.data()) != nullptr);
   const std::string real = Cluster::BinDir() + "/cmax-bench";
+  const std::string when =
+      only_while.empty() ? "" : absl::StrCat(" && [ -e '", only_while, "' ]");
   WriteExecutable(tmpl + "/cmax-bench",
-                  absl::StrCat("#!/bin/sh\nif [ \"$1\" = workload ]; then exec ", real,
+                  absl::StrCat("#!/bin/sh\nif [ \"$1\" = workload ]", when, "; then exec ", real,
                                " \"$@\" ", flags, "; fi\nexec ", real, " \"$@\"\n"));
   return tmpl;
 }
@@ -250,6 +255,89 @@ TEST_CASE("a replica perturbed on purpose departs and is blamed on its node",
     CHECK(verdict_fail);
   }
   std::filesystem::remove_all(bench);
+}
+
+TEST_CASE("the loss is held to a saved baseline run: a perturbed replica fails on its node, a "
+          "baseline of another model is not measured",
+          "[integration][workload][baseline]") {
+  RequireTorch();
+  std::string tmpl = "/tmp/cmax-wlperturb.XXXXXX";
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const std::string perturb = std::string(tmpl) + "/on";  // rank 2 perturbed while it exists
+  const std::string bench = StandInBench("--fault-perturb-rank=2 --fault-step=3", perturb);
+  ClusterOptions o = Options();
+  o.bench_dir = bench;
+  {
+    Cluster c("wlb", o);
+    REQUIRE(c.Start().ok());
+    auto run = [&](const std::string& name, const std::string& plan) {
+      auto r = c.Ctl({"run", "--plan", c.WritePlan(name, plan)}, 240s);
+      INFO(r.out << r.err);
+      const std::string id = Cluster::RunIdFrom(r.out);
+      REQUIRE_FALSE(id.empty());
+      return id;
+    };
+    // The reference run, saved as a baseline file.
+    const std::string run_a = run("wlref", Plan());
+    auto saved = c.Ctl({"baseline", "save", run_a, "-o", c.dir() + "/base.json"});
+    INFO(saved.out << saved.err);
+    REQUIRE(saved.exit.code == 0);
+    cmax::v1::BaselineFile base;
+    REQUIRE(google::protobuf::util::JsonStringToMessage(ReadFile(c.dir() + "/base.json"), &base)
+                .ok());
+    REQUIRE(base.loss_curves_size() == 1);
+    CHECK(base.loss_curves(0).replicas() == 3);
+    CHECK(base.loss_curves(0).steps_size() == kSteps);
+    CHECK(absl::StartsWith(base.loss_curves(0).device(), "cpu ("));  // and its model
+    CHECK(absl::StrContains(base.loss_curves(0).model(), "layers=1 width=64 heads=2 seq=32"));
+
+    // The same plan against it: every replica within the tolerance.
+    const std::string with_base = Plan() + "baseline: base.json\n";
+    const cmax::v1::Scorecard same = ReportCard(c, run("wlsame", with_base));
+    CHECK(absl::StrContains(same.baseline(), "run " + run_a));
+    CHECK(absl::StrContains(same.baseline(), "1 loss curve(s)"));
+    auto ok = RulesWithId(same, "workload.loss_baseline");
+    REQUIRE(ok.size() == 1);
+    INFO(ok[0].message());
+    CHECK(ok[0].outcome() == "pass");
+    CHECK(absl::StrContains(ok[0].message(), absl::StrCat("at ", kSteps, " steps on every one of 3")));
+
+    // Rank 2 perturbed after step 3's update: it alone departs from the
+    // baseline, at step 4, and its node is the one that fails.
+    std::ofstream(perturb) << "1\n";
+    const std::string run_p = run("wlpert", with_base);
+    std::filesystem::remove(perturb);
+    std::string rank2_node;
+    for (const auto& rec : Export(c, run_p)) {
+      if (rec.record().has_sample() && rec.record().sample().labels().at("rank") == "2") {
+        rank2_node = rec.node();
+      }
+    }
+    REQUIRE_FALSE(rank2_node.empty());
+    const cmax::v1::Scorecard pert = ReportCard(c, run_p);
+    auto fails = RulesWithId(pert, "workload.loss_baseline");
+    REQUIRE(fails.size() == 1);
+    INFO(fails[0].message());
+    CHECK(fails[0].outcome() == "fail");
+    CHECK(fails[0].category() == "Reliability");
+    CHECK(fails[0].node() == rank2_node);
+    CHECK(fails[0].subject() == absl::StrCat("node:", rank2_node, " rank:2"));
+    CHECK(absl::StrContains(fails[0].message(), "at step 4"));
+    CHECK(fails[0].expected() == base.loss_curves(0).losses(4));
+
+    // Another model (width 32) against the same baseline: not measured,
+    // with what the baseline holds; never a pass.
+    const cmax::v1::Scorecard other = ReportCard(
+        c, run("wlother", absl::StrReplaceAll(with_base, {{"width: 64", "width: 32"}})));
+    auto nm = RulesWithId(other, "workload.loss_baseline");
+    REQUIRE(nm.size() == 1);
+    INFO(nm[0].message());
+    CHECK(nm[0].outcome() == "not_measured");
+    CHECK(absl::StrContains(nm[0].message(), "width=32"));
+    CHECK(absl::StrContains(nm[0].message(), "it holds: layers=1 width=64"));
+  }
+  std::filesystem::remove_all(bench);
+  std::filesystem::remove_all(tmpl);
 }
 
 TEST_CASE("an interpreter without torch is not measured, never a pass",

@@ -1,5 +1,6 @@
 // The workload judge on hand-made records: a replica whose loss departs,
-// a straggler, and the stall blamed on the rank that stopped.
+// a straggler, the stall blamed on the rank that stopped, and the loss held
+// to a baseline run's curve (reports/loss_curve.h).
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -7,7 +8,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "generated/suite_judges.h"
+#include "reports/baseline.h"
+#include "reports/loss_curve.h"
 #include "reports/run_data.h"
+#include "reports/scorecard.h"
+#include "tests/reports/scorecard_test_util.h"
 
 using cmax::reports::RunData;
 using cmax::v1::RuleResult;
@@ -40,6 +45,12 @@ void Measure(RunData* d, const std::string& node, int rank, const std::string& m
     l["warmup"] = step < 2 ? "true" : "false";
   }
   if (!gpu.empty()) l["gpu"] = gpu;
+  if (metric == "loss") {  // what workload.cc labels every record with
+    l["model"] = "layers=1 width=64 heads=2 seq=32 batch=4 vocab=1024 seed=1234 lr=0.0003";
+    l["device"] = gpu.empty() ? "cpu" : "NVIDIA H200";
+    l["dtype"] = gpu.empty() ? "fp32" : "bf16";
+    l["torch_version"] = "1.13.1";
+  }
   d->records.push_back(er);
 }
 
@@ -237,4 +248,150 @@ TEST_CASE("workload judge: CPU MFU only against the node's measured fp32 host GE
   CHECK(mfu[0].node() == "node-0");
   CHECK(mfu[0].value() == Approx(0.2));
   CHECK(absl::StrContains(mfu[0].message(), "20% of this node's measured host GEMM"));
+}
+
+// ---- The loss against a baseline run (Plan.baseline.loss_curves) ----
+
+namespace {
+
+// Three CPU ranks train 6 steps; `loss(rank, step)` says what each logged.
+template <typename F>
+RunData Training(F loss) {
+  RunData d;
+  for (int step = 0; step < 6; ++step) {
+    for (int r = 0; r < 3; ++r) Measure(&d, absl::StrCat("node-", r), r, "loss", loss(r, step), step);
+  }
+  return d;
+}
+
+double Curve(int step) { return 6.93 - 0.05 * step; }
+
+// The baseline `cmaxctl baseline save` writes of a run with these records.
+cmax::v1::BaselineFile BaselineOf(RunData d) {
+  d.run.set_run_id("run-ref");
+  d.run.set_state("completed");
+  d.plan.set_name("workload");
+  d.plan.add_suites()->set_suite("workload");
+  d.nodes = {"node-0", "node-1", "node-2"};
+  return cmax::reports::MakeBaseline(cmax::reports::BuildScorecard(d));
+}
+
+}  // namespace
+
+TEST_CASE("loss curves: the replicas' agreed loss per step, kept by a saved baseline",
+          "[reports][workload][baseline]") {
+  // Rank 1 departs at step 4: the curve keeps what the other two agree on.
+  const auto b = BaselineOf(Training([](int r, int s) {
+    return r == 1 && s >= 4 ? Curve(s) + 0.5 : Curve(s);
+  }));
+  REQUIRE(b.loss_curves_size() == 1);
+  const auto& c = b.loss_curves(0);
+  CHECK(c.task() == "t1");
+  CHECK(c.model() == "layers=1 width=64 heads=2 seq=32 batch=4 vocab=1024 seed=1234 lr=0.0003");
+  CHECK(c.device() == "cpu");
+  CHECK(c.dtype() == "fp32");
+  CHECK(c.torch_version() == "1.13.1");
+  CHECK(c.replicas() == 3);
+  REQUIRE(c.steps_size() == 6);
+  REQUIRE(c.losses_size() == 6);
+  for (int i = 0; i < 6; ++i) {
+    CHECK(c.steps(i) == i);
+    CHECK(c.losses(i) == Curve(i));
+  }
+  // A tie (two ranks, two values): the lower rank's value.
+  auto agreed = cmax::reports::AgreedLosses({{0, {{0, 1.0}}}, {1, {{0, 2.0}}}});
+  CHECK(agreed.at(0) == 1.0);
+  agreed = cmax::reports::AgreedLosses({{0, {{0, 1.0}}}, {1, {{0, 2.0}}}, {2, {{0, 2.0}}}});
+  CHECK(agreed.at(0) == 2.0);
+}
+
+TEST_CASE("loss against a baseline: within the tolerance passes, a departing replica fails on "
+          "its node",
+          "[reports][workload][baseline]") {
+  const auto baseline = BaselineOf(Training([](int, int s) { return Curve(s); }));
+  SECTION("the same curve, up to rounding") {
+    RunData d = Training([](int, int s) { return Curve(s) * (1 + 1e-6); });
+    *d.plan.mutable_baseline() = baseline;
+    auto rs = With(Judge(d), "workload.loss_baseline");
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].outcome() == "pass");
+    CHECK(rs[0].node().empty());
+    CHECK(absl::StrContains(rs[0].message(), "at 6 steps on every one of 3 replicas"));
+    CHECK(absl::StrContains(rs[0].message(), "relative 1e-5 (CPU, fp32)"));
+  }
+  SECTION("rank 2 departs by 5e-5 from step 3 on: it alone fails, named") {
+    RunData d =
+        Training([](int r, int s) { return r == 2 && s >= 3 ? Curve(s) * (1 + 5e-5) : Curve(s); });
+    *d.plan.mutable_baseline() = baseline;
+    auto rs = Judge(d);
+    auto fails = With(rs, "workload.loss_baseline");
+    REQUIRE(fails.size() == 1);
+    CHECK(fails[0].outcome() == "fail");
+    CHECK(fails[0].node() == "node-2");
+    CHECK(fails[0].subject() == "node:node-2 rank:2");
+    CHECK(fails[0].category() == "Reliability");
+    CHECK(absl::StrContains(fails[0].message(), "departs from the baseline run run-ref's at step 3"));
+    CHECK(fails[0].expected() == Curve(3));
+    // The replicas disagree too: that rule names the same rank.
+    REQUIRE(With(rs, "workload.loss_departs").size() == 1);
+    CHECK(With(rs, "workload.loss_departs")[0].node() == "node-2");
+  }
+  SECTION("every replica departs alike on the same stack: each fails, with the hint") {
+    RunData d = Training([](int, int s) { return s >= 2 ? Curve(s) + 0.01 : Curve(s); });
+    *d.plan.mutable_baseline() = baseline;
+    auto fails = With(Judge(d), "workload.loss_baseline");
+    REQUIRE(fails.size() == 3);
+    for (const auto& f : fails) {
+      CHECK(f.outcome() == "fail");
+      CHECK(absl::StrContains(f.message(), "every replica departs alike"));
+    }
+  }
+  SECTION("another PyTorch: one fleet warn, no node blamed") {
+    RunData d = Training([](int, int s) { return s >= 2 ? Curve(s) + 0.01 : Curve(s); });
+    for (auto& rec : d.records) {
+      (*rec.mutable_record()->mutable_sample()->mutable_labels())["torch_version"] = "2.5.1";
+    }
+    *d.plan.mutable_baseline() = baseline;
+    auto rs = With(Judge(d), "workload.loss_baseline");
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].outcome() == "warn");
+    CHECK(rs[0].node().empty());
+    CHECK(absl::StrContains(rs[0].message(), "torch 1.13.1"));
+    CHECK(absl::StrContains(rs[0].message(), "torch 2.5.1"));
+    CHECK(absl::StrContains(rs[0].message(), "no node is blamed"));
+  }
+  SECTION("no baseline: no such rule") {
+    RunData d = Training([](int, int s) { return Curve(s); });
+    CHECK(With(Judge(d), "workload.loss_baseline").empty());
+  }
+}
+
+TEST_CASE("loss against a baseline: a baseline of another model is not measured on the card, "
+          "never a pass",
+          "[reports][workload][baseline]") {
+  auto baseline = BaselineOf(Training([](int, int s) { return Curve(s); }));
+  baseline.mutable_loss_curves(0)->set_model("layers=4 width=256 heads=4 seq=128 batch=8 "
+                                             "vocab=1024 seed=1234 lr=0.0003");
+  RunData d = Training([](int, int s) { return Curve(s); });
+  d.run.set_run_id("run-2");
+  d.run.set_state("completed");
+  d.plan.set_name("workload");
+  d.plan.add_suites()->set_suite("workload");
+  d.nodes = {"node-0", "node-1", "node-2"};
+  *d.plan.mutable_baseline() = baseline;
+  const auto card = cmax::reports::BuildScorecard(d);
+  const cmax::v1::RuleResult* rule = nullptr;
+  for (const auto& cat : card.categories()) {
+    for (const auto& r : cat.rules()) {
+      if (r.rule_id() == "workload.loss_baseline") rule = &r;
+    }
+  }
+  REQUIRE(rule != nullptr);
+  CHECK(rule->outcome() == "not_measured");
+  CHECK(absl::StrContains(rule->message(), "holds no loss curve of this job's model (layers=1"));
+  CHECK(absl::StrContains(rule->message(), "it holds: layers=4 width=256"));
+  CHECK(absl::StrContains(card.baseline(), "1 loss curve(s)"));
+  // The run's own curve is on its card, for the next baseline.
+  REQUIRE(card.loss_curves_size() == 1);
+  CHECK(card.loss_curves(0).steps_size() == 6);
 }
