@@ -157,6 +157,12 @@ struct MetricSpec {
   // node delivers.
   bool fleet_totals_only = false;
   std::string help = "";
+  // A per-step Sample (labels step and rank) that the replicas of a task
+  // must agree on: a training loss. The scorecard keeps each task's agreed
+  // curve (Scorecard.loss_curves, reports/loss_curve.h), for a baseline to
+  // hold later runs to; its records carry labels model, device, dtype and
+  // torch_version (cpu_model on CPUs), which fix the curve.
+  bool loss_curve = false;
   // How the HTML scorecard draws it (kNone: not drawn).
   ChartSpec chart = {};
 };

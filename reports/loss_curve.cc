@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "common/suite_declaration.h"
 #include "reports/judge_util.h"
 #include "reports/record_set.h"
 
@@ -44,11 +45,7 @@ std::vector<v1::LossCurve> LossCurvesOf(const RunData& data) {
     std::map<int, std::map<int, double>> loss_by_rank;
   };
   std::map<std::string, Task> tasks;
-  RecordFilter filter;
-  filter.kind = v1::Record::kSample;
-  filter.metric = "loss";
-  filter.suite_or_own = "workload";
-  ForEachRecord(data, filter, [&](const v1::ExportedRecord& rec) {
+  auto add = [&](const v1::ExportedRecord& rec) {
     const v1::Sample& s = rec.record().sample();
     int rank = 0, step = 0;
     if (!absl::SimpleAtoi(LabelValue(s.labels(), "rank"), &rank) ||
@@ -64,7 +61,19 @@ std::vector<v1::LossCurve> LossCurvesOf(const RunData& data) {
       t.curve.set_torch_version(LabelValue(s.labels(), "torch_version"));
     }
     t.loss_by_rank[rank][step] = s.value();
-  });
+  };
+  // The suites' declared loss metrics (MetricSpec::loss_curve): the
+  // scorecard names no suite.
+  for (const SuiteInfo& suite : SuiteCatalog()) {
+    for (const MetricSpec& metric : suite.metrics) {
+      if (!metric.loss_curve) continue;
+      RecordFilter filter;
+      filter.kind = v1::Record::kSample;
+      filter.metric = metric.name;
+      filter.suite_or_own = suite.name;
+      ForEachRecord(data, filter, add);
+    }
+  }
   std::vector<v1::LossCurve> out;
   for (auto& [id, t] : tasks) {
     t.curve.set_replicas(static_cast<int>(t.loss_by_rank.size()));

@@ -95,7 +95,8 @@ SuiteInfo Declaration() {
         {
             {.name = "loss", .unit = "nats", .better = MetricBetter::kNeither,
              .help = "training loss (cross entropy, natural log) of a step on one replica (a "
-                     "Sample per step; label step, rank)"},
+                     "Sample per step; label step, rank)",
+             .loss_curve = true},
             {.name = "step_time_s", .unit = "s", .better = MetricBetter::kLower,
              .help = "wall time of one training step on one rank (a Sample per step; label "
                      "step, warmup)",
