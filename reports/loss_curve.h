@@ -1,6 +1,6 @@
 // Training loss curves (docs/workload.md; the metrics a suite declares with
-// MetricSpec::loss_curve): per task,
-// the loss its data-parallel replicas agreed on at each logged step. The
+// MetricSpec::loss_curve): per task, the loss its data-parallel replicas
+// agreed on at each logged step. The
 // scorecard carries them (Scorecard.loss_curves), `cmaxctl baseline save`
 // keeps them (BaselineFile.loss_curves), and the workload judge holds a
 // later run of the same model to them. Pure functions.
@@ -29,8 +29,9 @@ std::map<int, double> AgreedLosses(const std::map<int, std::map<int, double>>& l
 std::string CurveDevice(const google::protobuf::Map<std::string, std::string>& labels);
 
 // One curve per task with Samples of a declared loss metric
-// (MetricSpec::loss_curve; labels rank and step), in task order; model, device, dtype and torch_version from the Samples'
-// labels (model empty for records written before the `model` label).
+// (MetricSpec::loss_curve; labels rank and step), in task order; model,
+// device, dtype and torch_version from the Samples' labels (model empty for
+// records written before the `model` label).
 std::vector<v1::LossCurve> LossCurvesOf(const RunData& data);
 
 }  // namespace cmax::reports

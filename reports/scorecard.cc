@@ -16,7 +16,6 @@
 #include "common/time_util.h"
 #include "common/version.h"
 #include "reports/charts.h"
-#include "reports/loss_curve.h"
 #include "reports/baseline.h"
 #include "reports/compare.h"
 #include "reports/cost.h"
@@ -25,6 +24,7 @@
 #include "reports/judged_view.h"
 #include "reports/judge_util.h"
 #include "reports/judges.h"
+#include "reports/loss_curve.h"
 #include "reports/outcome_order.h"
 
 namespace cmax::reports {

@@ -116,24 +116,27 @@ std::string Subject(int rank, const RankInfo& r) {
   return absl::StrCat("node:", r.node, r.gpu.empty() ? "" : " gpu:" + r.gpu, " rank:", rank);
 }
 
+// How far a loss is from the reference: relative, or absolute below 1 nat.
+double LossDiff(double got, double ref) {
+  return std::fabs(got - ref) / std::max(1.0, std::fabs(ref));
+}
+
 void JudgeLoss(const std::string& task, const Job& job, std::vector<v1::RuleResult>* out) {
-  std::set<int> steps;
   bool cuda = false;
+  std::map<int, std::map<int, double>> loss_by_rank;
   for (const auto& [rank, r] : job.ranks) {
-    for (const auto& [s, v] : r.loss) steps.insert(s);
+    loss_by_rank[rank] = r.loss;
     cuda = cuda || r.cuda;
   }
-  if (steps.empty() || job.ranks.size() < 2) return;
+  const std::map<int, double> agreed = AgreedLosses(loss_by_rank);  // step -> reference
+  if (agreed.empty() || job.ranks.size() < 2) return;
   const double tol = cuda ? kGpuLossTolerance : 0;
-  std::map<int, std::map<int, double>> loss_by_rank;
-  for (const auto& [rank, r] : job.ranks) loss_by_rank[rank] = r.loss;
-  const std::map<int, double> agreed = AgreedLosses(loss_by_rank);
   std::map<int, std::pair<int, double>> departed;  // rank -> (first step, its loss - ref)
   for (const auto& [s, ref] : agreed) {
     for (const auto& [rank, r] : job.ranks) {
       auto it = r.loss.find(s);
       if (it == r.loss.end() || departed.count(rank)) continue;
-      if (std::fabs(it->second - ref) > tol * std::max(1.0, std::fabs(ref))) {
+      if (LossDiff(it->second, ref) > tol) {
         departed[rank] = {s, it->second - ref};
       }
     }
@@ -159,7 +162,7 @@ void JudgeLoss(const std::string& task, const Job& job, std::vector<v1::RuleResu
     v1::RuleResult res =
         Rule("loss_agrees", "pass", "", absl::StrCat("task ", task),
              absl::StrCat("training loss identical on ", job.ranks.size(), " replicas at ",
-                          steps.size(), " steps (", tol_text, ")"));
+                          agreed.size(), " steps (", tol_text, ")"));
     res.add_evidence(absl::StrCat("task ", task));
     out->push_back(std::move(res));
   }
@@ -219,7 +222,7 @@ void JudgeLossBaseline(const std::string& task, const Job& job, const v1::Plan& 
       auto it = ref.find(step);
       if (it == ref.end()) continue;
       common.insert(step);
-      const double rel = std::fabs(got - it->second) / std::max(1.0, std::fabs(it->second));
+      const double rel = LossDiff(got, it->second);
       worst = std::max(worst, rel);
       if (rel > tol && !departed.count(rank)) departed[rank] = {step, got, it->second};
     }
