@@ -33,7 +33,8 @@ ABSL_FLAG(std::string, coordinator, "", "coordinator address HOST:PORT (required
 ABSL_FLAG(std::string, node_name, "", "this node's name (required)");
 ABSL_FLAG(std::string, work_dir, "", "directory for task directories (required)");
 ABSL_FLAG(std::string, token_file, "",
-          "file holding a bearer token sent as 'authorization: Bearer <token>' "
+          "file holding the agent credential (the coordinator's --agent-token-file, "
+          "/etc/cmax/agent-token), sent as 'authorization: Bearer <token>' "
           "(default $CMAX_TOKEN_FILE)");
 ABSL_FLAG(std::string, tls_ca, "",
           "root CA (PEM) for TLS to the coordinator; none: insecure");

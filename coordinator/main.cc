@@ -35,13 +35,21 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:8470",
           "--tls-key and --token-file, or --allow-insecure");
 ABSL_FLAG(std::string, data_dir, "", "directory for cmax.db and reports/ (required)");
 ABSL_FLAG(std::string, token_file, "",
-          "file holding the bearer token every agent and cmaxctl call must present "
-          "(required unless --no-token; deploy/install.sh writes /etc/cmax/token)");
+          "file holding the operators' admin token: every cmaxctl call, schedules included "
+          "(required unless --no-token; deploy/install.sh writes /etc/cmax/token). Agents "
+          "present it only where no --agent-token-file is given");
+ABSL_FLAG(std::string, agent_token_file, "",
+          "file holding the agents' credential, accepted on the agent stream alone: a node's "
+          "root, who holds it, cannot list, submit, cancel or schedule (deploy/install.sh "
+          "writes /etc/cmax/agent-token; docs/security.md)");
+ABSL_FLAG(std::string, run_token_file, "",
+          "file holding an operator token of the run role: read, submit and cancel runs, but "
+          "not add or change schedules");
 ABSL_FLAG(std::string, read_token_file, "",
-          "file holding a second, read-only bearer token: --metrics-listen and --http-listen "
-          "accept it as well as --token-file's, the gRPC API (agents, cmaxctl) never does. "
-          "Give it to Prometheus and dashboards, so their secret cannot submit runs or "
-          "connect as an agent");
+          "file holding a read-only bearer token (the read role): the gRPC read calls "
+          "(agents, runs, watch, report, export, history), --metrics-listen and --http-listen "
+          "accept it. Give it to Prometheus and dashboards, so their secret cannot submit "
+          "runs or connect as an agent");
 ABSL_FLAG(bool, no_token, false,
           "run without a token: every local user who can reach the port may submit plans "
           "whose suites run as root on every agent (development only; logged loudly)");
@@ -100,6 +108,7 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "cmax-coordinator --data-dir DIR [--listen HOST:PORT] (--token-file F | --no-token) "
+      "[--agent-token-file F] [--run-token-file F] "
       "[--tls-cert F --tls-key F [--tls-client-ca F]] [--heartbeat-timeout SECONDS] "
       "[--metrics-listen HOST:PORT] [--http-listen HOST:PORT] [--read-token-file F]\n"
       "Flags may be written with dashes or underscores (--data-dir, --data_dir).");
@@ -122,14 +131,24 @@ int main(int argc, char** argv) {
   if (data_dir.empty()) return Fail("--data-dir is required");
   if (absl::GetFlag(FLAGS_heartbeat_timeout) < 1) return Fail("--heartbeat-timeout must be >= 1");
 
-  std::string token;
-  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+  // Each role's secret (credentials.h): read with the same checks of the
+  // file's mode and owner, and each a different secret.
+  cmax::coordinator::Credentials credentials;
+  const std::pair<std::string, std::string*> token_files[] = {
+      {absl::GetFlag(FLAGS_token_file), &credentials.admin},
+      {absl::GetFlag(FLAGS_agent_token_file), &credentials.agent},
+      {absl::GetFlag(FLAGS_run_token_file), &credentials.run},
+      {absl::GetFlag(FLAGS_read_token_file), &credentials.read}};
+  for (const auto& [file, secret] : token_files) {
+    if (file.empty()) continue;
     std::string warning;
-    auto t = cmax::ReadTokenFile(absl::GetFlag(FLAGS_token_file), &warning);
+    auto t = cmax::ReadTokenFile(file, &warning);
     if (!t.ok()) return Fail(std::string(t.status().message()));
     if (!warning.empty()) log->warn("{}", warning);
-    token = *t;
+    *secret = *t;
   }
+  const std::string& token = credentials.admin;
+  const std::string& read_token = credentials.read;
   if (token.empty() && !absl::GetFlag(FLAGS_no_token)) {
     return Fail("a token is required: give --token-file F (deploy/install.sh writes "
                 "/etc/cmax/token; the quickstart makes one in its data dir), or --no-token to "
@@ -138,18 +157,13 @@ int main(int argc, char** argv) {
   if (!token.empty() && absl::GetFlag(FLAGS_no_token)) {
     return Fail("--token-file and --no-token contradict each other");
   }
-  std::string read_token;
-  if (!absl::GetFlag(FLAGS_read_token_file).empty()) {
-    if (token.empty()) return Fail("--read-token-file needs --token-file");
-    std::string warning;
-    auto t = cmax::ReadTokenFile(absl::GetFlag(FLAGS_read_token_file), &warning);
-    if (!t.ok()) return Fail(std::string(t.status().message()));
-    if (!warning.empty()) log->warn("{}", warning);
-    read_token = *t;
-    if (read_token == token) {
-      return Fail("--read-token-file holds the same token as --token-file: a read-only token "
-                  "must be a different secret");
-    }
+  if (absl::Status s = cmax::coordinator::ValidateCredentials(credentials); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  if (!token.empty() && credentials.agent.empty()) {
+    log->warn("no --agent-token-file: agents present the operators' token, so a node's root "
+              "can list, submit and cancel runs as an operator; give the agents a credential "
+              "of their own (docs/security.md, \"Upgrading to separate agent credentials\")");
   }
   if (token.empty()) {
     log->warn("INSECURE: --no-token: every caller that reaches {} may submit and cancel runs "
@@ -231,7 +245,19 @@ int main(int argc, char** argv) {
   if (!core.ok()) return Fail(core.status().ToString());
   (*core)->Start();
 
-  cmax::coordinator::CoordinatorService service(core->get(), token);
+  cmax::coordinator::CoordinatorService service(core->get(), credentials);
+  {
+    // The nodes the store knows: a client certificate naming one of them is
+    // that node's and never acts as an operator, also before it reconnects.
+    auto known = (*core)->SnapshotAgents(absl::Seconds(30));
+    if (!known.ok()) {
+      (*core)->Stop();
+      return Fail(absl::StrCat("listing the stored agents: ", known.status().message()));
+    }
+    std::vector<std::string> nodes;
+    for (const auto& a : known->agents()) nodes.push_back(a.node_name());
+    service.AddKnownNodes(nodes);
+  }
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, creds, &port);

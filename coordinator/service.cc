@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/secrets.h"
@@ -30,11 +31,6 @@ std::vector<std::string> CertificateNames(const grpc::CallbackServerContext& con
     }
   }
   return names;
-}
-
-grpc::Status Unauthenticated() {
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      "missing or wrong bearer token (see --token-file)");
 }
 
 // Outbound queue for one stream: one write in flight, the rest queued.
@@ -112,14 +108,19 @@ class Session final : public AgentSession {
 class AgentReactor final
     : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
-  AgentReactor(CoordinatorCore* core, grpc::CallbackServerContext* context, bool authorized)
+  AgentReactor(CoordinatorCore* core, CoordinatorService* service,
+               grpc::CallbackServerContext* context, const absl::Status& authorized)
       : core_(core),
+        service_(service),
         session_(std::make_shared<Session>(this, context->peer())),
         certificate_names_(CertificateNames(*context)) {
-    if (!authorized) {
-      GetLogger("coordinator")->warn("agent stream from {} refused: bad token", context->peer());
+    if (!authorized.ok()) {
+      GetLogger("coordinator")
+          ->warn("agent stream from {} refused: {}", context->peer(),
+                 absl::IsUnauthenticated(authorized) ? std::string("bad token")
+                                                     : std::string(authorized.message()));
       session_->Detach();
-      Finish(Unauthenticated());
+      Finish(ToGrpc(authorized));
       return;
     }
     StartRead(&in_);
@@ -141,6 +142,8 @@ class AgentReactor final
         session_->End(ToGrpc(id));
         return;
       }
+      BindAddresses(in_.mutable_hello());
+      service_->AddKnownNodes({in_.hello().node_name()});
     }
     auto session = session_;
     // Heard now, as a pong's t4 is taken now, not when the core's round
@@ -166,7 +169,27 @@ class AgentReactor final
   }
 
  private:
+  // Under mutual TLS a Hello declares only addresses its certificate names
+  // or its stream comes from: the addresses become other nodes' peers and
+  // mpirun's --host, so a node must not point them at a host of its choice.
+  void BindAddresses(v1::Hello* hello) {
+    if (certificate_names_.empty()) return;
+    std::vector<std::string> declared(hello->addresses().begin(), hello->addresses().end());
+    std::vector<std::string> dropped;
+    std::vector<std::string> kept =
+        AddressesBoundToCertificate(certificate_names_, session_->peer(), declared, &dropped);
+    if (!dropped.empty()) {
+      GetLogger("coordinator")
+          ->warn("agent {} ({}): ignoring declared address(es) {}: neither its certificate "
+                 "nor its connection names them (deploy/gen-certs.sh NODE,IP ...)",
+                 hello->node_name(), session_->peer(), absl::StrJoin(dropped, ", "));
+    }
+    hello->clear_addresses();
+    for (std::string& a : kept) hello->add_addresses(std::move(a));
+  }
+
   CoordinatorCore* core_;
+  CoordinatorService* service_;
   std::shared_ptr<Session> session_;
   const std::vector<std::string> certificate_names_;
   v1::AgentMessage in_;
@@ -233,10 +256,10 @@ class Watcher final : public RunWatcher {
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent> {
  public:
-  WatchReactor(CoordinatorCore* core, const std::string& run_id, bool authorized)
+  WatchReactor(CoordinatorCore* core, const std::string& run_id, const grpc::Status& authorized)
       : watcher_(std::make_shared<Watcher>(this)) {
-    if (!authorized) {
-      watcher_->Fail(Unauthenticated());
+    if (!authorized.ok()) {
+      watcher_->Fail(authorized);
       return;
     }
     auto watcher = watcher_;
@@ -300,9 +323,10 @@ void Watcher::Fail(const grpc::Status& status) {
 // records on its export thread (core_export.cc); `done` runs there.
 class ExportReactor final : public grpc::ServerWriteReactor<v1::ExportedRecord> {
  public:
-  ExportReactor(CoordinatorCore* core, const std::string& run_id, bool authorized) {
-    if (!authorized) {
-      Finish(Unauthenticated());
+  ExportReactor(CoordinatorCore* core, const std::string& run_id,
+                const grpc::Status& authorized) {
+    if (!authorized.ok()) {
+      Finish(authorized);
       return;
     }
     core->Post([this, core, run_id] {
@@ -342,10 +366,10 @@ class ExportReactor final : public grpc::ServerWriteReactor<v1::ExportedRecord> 
 // finishes the unary call with its result.
 template <typename Response, typename Fn>
 grpc::ServerUnaryReactor* Unary(CoordinatorCore* core, grpc::CallbackServerContext* context,
-                                bool authorized, Response* response, Fn fn) {
+                                const grpc::Status& authorized, Response* response, Fn fn) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (!authorized) {
-    reactor->Finish(Unauthenticated());
+  if (!authorized.ok()) {
+    reactor->Finish(authorized);
     return reactor;
   }
   core->Post([reactor, response, fn = std::move(fn)]() mutable {
@@ -380,30 +404,52 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-CoordinatorService::CoordinatorService(CoordinatorCore* core, std::string token)
-    : core_(core), token_(std::move(token)) {}
+CoordinatorService::CoordinatorService(CoordinatorCore* core, Credentials credentials)
+    : core_(core), credentials_(std::move(credentials)) {}
 
-bool CoordinatorService::Authorized(grpc::CallbackServerContext* context) const {
-  if (token_.empty()) return true;
+void CoordinatorService::AddKnownNodes(const std::vector<std::string>& nodes) {
+  absl::MutexLock lock(&nodes_mu_);
+  known_nodes_.insert(nodes.begin(), nodes.end());
+}
+
+bool CoordinatorService::IsKnownNode(const std::string& node) const {
+  absl::MutexLock lock(&nodes_mu_);
+  return known_nodes_.count(node) > 0;
+}
+
+Role CoordinatorService::PresentedRole(grpc::CallbackServerContext* context) const {
+  if (credentials_.open()) return Role::kAdmin;
   const auto& md = context->client_metadata();
   auto it = md.find("authorization");
-  if (it == md.end()) return false;
-  std::string value(it->second.data(), it->second.size());
-  const std::string prefix = "Bearer ";
-  if (value.compare(0, prefix.size(), prefix) != 0) return false;
-  return SameSecret(value.substr(prefix.size()), token_);
+  if (it == md.end()) return Role::kNone;
+  absl::string_view value(it->second.data(), it->second.size());
+  if (!absl::ConsumePrefix(&value, "Bearer ")) return Role::kNone;
+  return RoleOfToken(credentials_, value);
+}
+
+grpc::Status CoordinatorService::Authorize(grpc::CallbackServerContext* context, Role needed,
+                                           absl::string_view call) const {
+  const absl::Status s = AuthorizeOperatorCall(
+      credentials_, PresentedRole(context), needed, call, CertificateNames(*context),
+      [this](const std::string& name) { return IsKnownNode(name); });
+  if (absl::IsPermissionDenied(s)) {
+    GetLogger("coordinator")->warn("{} from {} refused: {}", std::string(call), context->peer(),
+                                   std::string(s.message()));
+  }
+  return ToGrpc(s);
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* CoordinatorService::Connect(
     grpc::CallbackServerContext* context) {
-  return new AgentReactor(core_, context, Authorized(context));
+  return new AgentReactor(core_, this, context,
+                          AuthorizeAgentStream(credentials_, PresentedRole(context)));
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::ListAgents(grpc::CallbackServerContext* context,
                                                          const v1::ListAgentsRequest*,
                                                          v1::ListAgentsResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kRead, "ListAgents"), response,
                [core]() -> absl::StatusOr<v1::ListAgentsResponse> {
                  return core->HandleListAgents();
                });
@@ -413,7 +459,7 @@ grpc::ServerUnaryReactor* CoordinatorService::SubmitRun(grpc::CallbackServerCont
                                                         const v1::SubmitRunRequest* request,
                                                         v1::SubmitRunResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kRun, "SubmitRun"), response,
                [core, request] { return core->HandleSubmitRun(*request); });
 }
 
@@ -421,7 +467,7 @@ grpc::ServerUnaryReactor* CoordinatorService::ListRuns(grpc::CallbackServerConte
                                                        const v1::ListRunsRequest* request,
                                                        v1::ListRunsResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kRead, "ListRuns"), response,
                [core, request] { return core->HandleListRuns(*request); });
 }
 
@@ -429,20 +475,20 @@ grpc::ServerUnaryReactor* CoordinatorService::GetRun(grpc::CallbackServerContext
                                                      const v1::GetRunRequest* request,
                                                      v1::GetRunResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kRead, "GetRun"), response,
                [core, request] { return core->HandleGetRun(request->run_id()); });
 }
 
 grpc::ServerWriteReactor<v1::RunEvent>* CoordinatorService::WatchRun(
     grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
-  return new WatchReactor(core_, request->run_id(), Authorized(context));
+  return new WatchReactor(core_, request->run_id(), Authorize(context, Role::kRead, "WatchRun"));
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::CancelRun(grpc::CallbackServerContext* context,
                                                         const v1::CancelRunRequest* request,
                                                         v1::CancelRunResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kRun, "CancelRun"), response,
                [core, request] { return core->HandleCancelRun(request->run_id()); });
 }
 
@@ -450,20 +496,20 @@ grpc::ServerUnaryReactor* CoordinatorService::GetReport(grpc::CallbackServerCont
                                                         const v1::GetReportRequest* request,
                                                         v1::GetReportResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kRead, "GetReport"), response,
                [core, request] { return core->HandleGetReport(*request); });
 }
 
 grpc::ServerWriteReactor<v1::ExportedRecord>* CoordinatorService::Export(
     grpc::CallbackServerContext* context, const v1::ExportRequest* request) {
-  return new ExportReactor(core_, request->run_id(), Authorized(context));
+  return new ExportReactor(core_, request->run_id(), Authorize(context, Role::kRead, "Export"));
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::AddSchedule(grpc::CallbackServerContext* context,
                                                           const v1::AddScheduleRequest* request,
                                                           v1::AddScheduleResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kAdmin, "AddSchedule"), response,
                [core, request] { return core->HandleAddSchedule(*request); });
 }
 
@@ -471,7 +517,7 @@ grpc::ServerUnaryReactor* CoordinatorService::ListSchedules(grpc::CallbackServer
                                                             const v1::ListSchedulesRequest*,
                                                             v1::ListSchedulesResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kRead, "ListSchedules"), response,
                [core]() -> absl::StatusOr<v1::ListSchedulesResponse> {
                  return core->HandleListSchedules();
                });
@@ -481,7 +527,7 @@ grpc::ServerUnaryReactor* CoordinatorService::UpdateSchedule(
     grpc::CallbackServerContext* context, const v1::UpdateScheduleRequest* request,
     v1::UpdateScheduleResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kAdmin, "UpdateSchedule"), response,
                [core, request] { return core->HandleUpdateSchedule(*request); });
 }
 
@@ -489,7 +535,7 @@ grpc::ServerUnaryReactor* CoordinatorService::GetHistory(
     grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
     v1::GetHistoryResponse* response) {
   CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
+  return Unary(core_, context, Authorize(context, Role::kRead, "GetHistory"), response,
                [core, request] { return core->HandleGetHistory(*request); });
 }
 

@@ -1,21 +1,32 @@
 // The gRPC face of the coordinator (callback API). Every handler checks the
-// bearer token, posts its work to the core thread and returns at once.
+// caller's credential against the role its call needs (credentials.h), posts
+// its work to the core thread and returns at once.
 #ifndef CMAX_COORDINATOR_SERVICE_H_
 #define CMAX_COORDINATOR_SERVICE_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "cmax/v1/service.grpc.pb.h"
 #include "coordinator/core.h"
+#include "coordinator/credentials.h"
 
 namespace cmax::coordinator {
 
 class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
-  // `token` empty: no authentication (loopback development set-ups).
-  CoordinatorService(CoordinatorCore* core, std::string token);
+  // `credentials.open()`: no authentication (--no-token, development only).
+  CoordinatorService(CoordinatorCore* core, Credentials credentials);
+
+  // Node names the coordinator knows (its stored agents, at start): a client
+  // certificate naming one is that node's, and is refused on operator calls.
+  // Every agent that says Hello adds its own. Thread-safe.
+  void AddKnownNodes(const std::vector<std::string>& nodes) ABSL_LOCKS_EXCLUDED(nodes_mu_);
+  bool IsKnownNode(const std::string& node) const ABSL_LOCKS_EXCLUDED(nodes_mu_);
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -55,10 +66,16 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                            v1::UpdateScheduleResponse* response) override;
 
  private:
-  bool Authorized(grpc::CallbackServerContext* context) const;
+  // OK, or why `call` is refused to this caller (UNAUTHENTICATED,
+  // PERMISSION_DENIED; logged).
+  grpc::Status Authorize(grpc::CallbackServerContext* context, Role needed,
+                         absl::string_view call) const;
+  Role PresentedRole(grpc::CallbackServerContext* context) const;
 
   CoordinatorCore* core_;
-  std::string token_;
+  const Credentials credentials_;
+  mutable absl::Mutex nodes_mu_;
+  std::set<std::string> known_nodes_ ABSL_GUARDED_BY(nodes_mu_);
 };
 
 // Whether an agent stream may say Hello as `node_name`: always when its

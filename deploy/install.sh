@@ -52,22 +52,29 @@ getent passwd cmax >/dev/null || useradd --system --gid cmax --home-dir /var/lib
   --shell /usr/sbin/nologin cmax
 
 install -d -m 0750 /etc/cmax
-# The bearer token every agent and cmaxctl call presents: readable by root
-# and the cmax group only (the coordinator runs as cmax; operators who may
-# submit runs are added to the group). Made once, never overwritten.
+# Two secrets, readable by root and the cmax group only (the coordinator
+# runs as cmax), each made once and never overwritten:
+#   token        the operators' (cmaxctl): stays on the head node; operators
+#                who may submit runs are added to the group
+#   agent-token  the agents' credential, accepted on the agent stream alone:
+#                copied to every node (docs/security.md)
 if [[ ! -f /etc/cmax/token ]]; then
   (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >/etc/cmax/token)
-  echo "generated /etc/cmax/token (copy it to every node's /etc/cmax/token, mode 0640 root:cmax)"
+  echo "generated /etc/cmax/token (the operators' token: it stays on this host)"
 fi
-chgrp cmax /etc/cmax/token
-chmod 0640 /etc/cmax/token
+if [[ ! -f /etc/cmax/agent-token ]]; then
+  (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >/etc/cmax/agent-token)
+  echo "generated /etc/cmax/agent-token (copy it to every node's /etc/cmax/agent-token, mode 0600)"
+fi
+chgrp cmax /etc/cmax/token /etc/cmax/agent-token
+chmod 0640 /etc/cmax/token /etc/cmax/agent-token
 if [[ ! -f /etc/cmax/coordinator.env ]]; then
   cat >/etc/cmax/coordinator.env <<'ENV'
 # Arguments for cmax-coordinator (see cmax-coordinator --help).
 # Loopback only by default, and always with the token. For a cluster, listen
 # on the head node's address with TLS, e.g.:
-#   CMAX_COORDINATOR_ARGS=--listen 10.0.0.5:8470 --tls-cert /etc/cmax/tls/server.pem --tls-key /etc/cmax/tls/server.key --token-file /etc/cmax/token
-CMAX_COORDINATOR_ARGS=--listen 127.0.0.1:8470 --token-file /etc/cmax/token
+#   CMAX_COORDINATOR_ARGS=--listen 10.0.0.5:8470 --tls-cert /etc/cmax/tls/server.pem --tls-key /etc/cmax/tls/server.key --token-file /etc/cmax/token --agent-token-file /etc/cmax/agent-token
+CMAX_COORDINATOR_ARGS=--listen 127.0.0.1:8470 --token-file /etc/cmax/token --agent-token-file /etc/cmax/agent-token
 ENV
 fi
 # The agent's (deploy/systemd/agent.env, also the node tarball's): its share
@@ -78,7 +85,11 @@ fi
 if ! grep -q -- '--token-file\|--no-token' /etc/cmax/coordinator.env; then
   echo "NOTE: /etc/cmax/coordinator.env (kept as it was) gives no --token-file: the" \
        "coordinator now refuses to start without one; add --token-file /etc/cmax/token" \
-       "there and in /etc/cmax/agent.env" >&2
+       "there and --agent-token-file /etc/cmax/agent-token" >&2
+elif ! grep -q -- '--agent-token-file' /etc/cmax/coordinator.env; then
+  echo "NOTE: /etc/cmax/coordinator.env (kept as it was) gives no --agent-token-file, so" \
+       "agents present the operators' token; docs/security.md, \"Upgrading to separate" \
+       "agent credentials\", says how to move them to /etc/cmax/agent-token" >&2
 fi
 chgrp cmax /etc/cmax /etc/cmax/coordinator.env
 chmod 0640 /etc/cmax/coordinator.env /etc/cmax/agent.env

@@ -81,16 +81,20 @@ if [[ -n ${CMAX_QUICKSTART_DIR:-} ]]; then
 else
   work=$(mktemp -d /tmp/cmax-quickstart.XXXXXX)
 fi
-# A token of its own (mode 0600): no other local user can command the agents.
-# The agents and cmaxctl find it through CMAX_TOKEN_FILE.
-if [[ ! -s $work/token ]]; then
-  (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token")
-fi
-chmod 0600 "$work/token"
+# Tokens of its own (mode 0600), as installed: `token` for cmaxctl (it finds
+# it through CMAX_TOKEN_FILE), `agent-token` for the agents alone, which
+# cmaxctl cannot use (docs/security.md). No other local user can command the
+# agents.
+for t in token agent-token; do
+  if [[ ! -s $work/$t ]]; then
+    (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/$t")
+  fi
+  chmod 0600 "$work/$t"
+done
 export CMAX_TOKEN_FILE=$work/token
 echo "==> starting cmax-coordinator on $addr (data in $work/data, token $work/token)"
 "$bin/cmax-coordinator" --listen "$addr" --data-dir "$work/data" --token-file "$work/token" \
-  >"$work/coordinator.out" 2>"$work/coordinator.log" &
+  --agent-token-file "$work/agent-token" >"$work/coordinator.out" 2>"$work/coordinator.log" &
 pids+=($!)
 for _ in $(seq 50); do
   grep -q "listening on" "$work/coordinator.out" 2>/dev/null && break
@@ -105,7 +109,7 @@ for i in $(seq 0 $((agents - 1))); do
   # --advertise 127.0.0.1: agents on one machine reach each other over
   # loopback (group suites, connectivity), not the machine's interface address.
   "$bin/cmax-agent" --coordinator "$addr" --node-name "local-$i" --work-dir "$work/agent-$i" \
-    --advertise 127.0.0.1 >"$work/agent-$i.log" 2>&1 &
+    --token-file "$work/agent-token" --advertise 127.0.0.1 >"$work/agent-$i.log" 2>&1 &
   pids+=($!)
 done
 for _ in $(seq 100); do

@@ -62,6 +62,10 @@ std::string Describe(const grpc::Status& status, const std::string& address) {
   if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
     return absl::StrCat("the coordinator refused the credentials: ", status.error_message());
   }
+  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+    return absl::StrCat("the coordinator refused this credential the call: ",
+                        status.error_message());
+  }
   return status.error_message();
 }
 
@@ -75,6 +79,7 @@ int RpcError(const grpc::Status& status, const Client& client) {
     case grpc::StatusCode::NOT_FOUND:
     case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return kExitUsage;
     default:

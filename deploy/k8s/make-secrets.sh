@@ -20,9 +20,11 @@ done
 command -v openssl >/dev/null || { echo "make-secrets.sh: needs openssl" >&2; exit 2; }
 umask 077
 mkdir -p "$out"
-if [[ ! -s $out/token ]]; then
-  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$out/token"
-fi
+for t in token agent-token; do
+  if [[ ! -s $out/$t ]]; then
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$out/$t"
+  fi
+done
 if [[ ! -s $out/tls.crt ]]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
@@ -36,4 +38,4 @@ if [[ ! -s $out/tls.crt ]]; then
   cp "$tmp/ca.pem" "$out/ca.crt"
 fi
 chmod 0600 "$out"/*
-echo "make-secrets: token, tls.crt, tls.key, ca.crt in $out"
+echo "make-secrets: token, agent-token, tls.crt, tls.key, ca.crt in $out"

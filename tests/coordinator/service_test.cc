@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/coordinator/fake_session.h"
@@ -24,14 +25,14 @@ using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage
 
 // A core, its service and a server on an ephemeral loopback port.
 struct Served {
-  explicit Served(const std::string& token = "secret token") {
+  explicit Served(Credentials credentials = {.admin = "secret token"}) {
     CoreOptions o;
     o.data_dir = scratch.path;
     auto c = CoordinatorCore::Create(o);
     REQUIRE(c.ok());
     core = std::move(*c);
     core->Start();
-    service = std::make_unique<CoordinatorService>(core.get(), token);
+    service = std::make_unique<CoordinatorService>(core.get(), std::move(credentials));
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(service.get());
@@ -87,9 +88,9 @@ struct Agent {
 
 // Opens an agent stream, says Hello as `node`, and reads until the Welcome
 // and the first Ping have come (either order); answers the ping.
-Agent Connect(Served& s, const std::string& node) {
+Agent Connect(Served& s, const std::string& node, const std::string& token = "secret token") {
   Agent a;
-  s.Authorize(a.ctx.get());
+  s.Authorize(a.ctx.get(), token);
   a.stream = s.stub->Connect(a.ctx.get());
   v1::AgentMessage hello;
   *hello.mutable_hello() = HelloFrom(node);
@@ -155,6 +156,86 @@ TEST_CASE("an agent stream without the right token is refused and never register
   // Control: the right token is let in.
   Agent a = Connect(s, "node-0");
   CHECK(s.WaitForAgents("connected", 1));
+}
+
+TEST_CASE("each role calls what it may: the agent credential only the agent stream, an "
+          "operator's token never the agent stream",
+          "[service][security]") {
+  Served s({.admin = "admin token", .run = "run token", .read = "read token",
+            .agent = "agent token"});
+  // An operator's token on the agent stream: refused, never registered.
+  for (const std::string token : {"admin token", "run token", "read token"}) {
+    grpc::ClientContext ctx;
+    s.Authorize(&ctx, token);
+    auto stream = s.stub->Connect(&ctx);
+    v1::AgentMessage hello;
+    *hello.mutable_hello() = HelloFrom("operator");
+    stream->Write(hello);
+    v1::CoordinatorMessage m;
+    CHECK_FALSE(stream->Read(&m));
+    grpc::Status st = stream->Finish();
+    INFO(token << ": " << st.error_message());
+    CHECK(st.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(absl::StrContains(st.error_message(), "is not an agent's credential"));
+  }
+  Agent a = Connect(s, "node-0", "agent token");
+  auto list = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    s.Authorize(&ctx, token);
+    v1::ListAgentsResponse resp;
+    return s.stub->ListAgents(&ctx, v1::ListAgentsRequest(), &resp);
+  };
+  auto submit = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    s.Authorize(&ctx, token);
+    v1::SubmitRunRequest req;
+    v1::SubmitRunResponse resp;
+    return s.stub->SubmitRun(&ctx, req, &resp);
+  };
+  auto schedule = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    s.Authorize(&ctx, token);
+    v1::AddScheduleRequest req;
+    v1::AddScheduleResponse resp;
+    return s.stub->AddSchedule(&ctx, req, &resp);
+  };
+  auto cancel = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    s.Authorize(&ctx, token);
+    v1::CancelRunRequest req;
+    req.set_run_id("r-none");
+    v1::CancelRunResponse resp;
+    return s.stub->CancelRun(&ctx, req, &resp);
+  };
+  // The agent credential: refused every operator call.
+  for (const grpc::Status& st :
+       {list("agent token"), submit("agent token"), schedule("agent token"),
+        cancel("agent token")}) {
+    INFO(st.error_message());
+    CHECK(st.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(absl::StrContains(st.error_message(), "accepted on the agent stream alone"));
+  }
+  // read: lists; neither submits, cancels nor schedules.
+  CHECK(list("read token").ok());
+  for (const grpc::Status& st : {submit("read token"), cancel("read token")}) {
+    INFO(st.error_message());
+    CHECK(st.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(absl::StrContains(st.error_message(), "needs the run role; this token has the read"));
+  }
+  // run: submits (the empty plan is refused for what it is, not for who
+  // sent it), but schedules nothing; admin gets past the check too.
+  grpc::Status run_submit = submit("run token");
+  INFO(run_submit.error_message());
+  CHECK(run_submit.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  grpc::Status run_schedule = schedule("run token");
+  CHECK(run_schedule.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(absl::StrContains(run_schedule.error_message(), "AddSchedule needs the admin role"));
+  grpc::Status admin_schedule = schedule("admin token");
+  INFO(admin_schedule.error_message());
+  CHECK(admin_schedule.error_code() != grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(admin_schedule.error_code() != grpc::StatusCode::UNAUTHENTICATED);
+  // A token that matches no role.
+  CHECK(list("no such token").error_code() == grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_CASE("the coordinator shuts down with agent streams open, and the agents see the end",

@@ -61,6 +61,10 @@ getent passwd cmax >/dev/null || fail "no cmax user after install"
 [[ $(stat -c '%G %a' /etc/cmax/token) == "cmax 640" ]] || fail "/etc/cmax/token is $(stat -c '%G %a' /etc/cmax/token)"
 [[ $(stat -c '%G %a' /etc/cmax/read-token) == "cmax 640" ]] || fail "/etc/cmax/read-token is $(stat -c '%G %a' /etc/cmax/read-token 2>&1)"
 cmp -s /etc/cmax/token /etc/cmax/read-token && fail "the read-only token is the token"
+[[ $(stat -c '%G %a' /etc/cmax/agent-token) == "cmax 640" ]] || fail "/etc/cmax/agent-token is $(stat -c '%G %a' /etc/cmax/agent-token 2>&1)"
+cmp -s /etc/cmax/token /etc/cmax/agent-token && fail "the agents' token is the operators' token"
+grep -q -- '--token-file /etc/cmax/agent-token' /etc/cmax/agent.env || fail "agent.env does not present the agent token"
+grep -q -- '--agent-token-file /etc/cmax/agent-token' /etc/cmax/coordinator.env || fail "coordinator.env names no --agent-token-file"
 [[ $(stat -c '%a' /var/lib/cmax-agent) == 700 ]] || fail "/var/lib/cmax-agent mode $(stat -c '%a' /var/lib/cmax-agent)"
 for f in /etc/cmax/coordinator.env /etc/cmax/agent.env /usr/share/cmax/plans/quick.yaml \
          /usr/share/cmax/workload/train.py \

@@ -350,6 +350,7 @@ pm run --rm --network none "$ref" sh -c "
   [ \"\$(id -u cmax):\$(id -g cmax)\" = 10470:10470 ] || { echo 'the cmax user is not 10470:10470'; exit 1; }
   [ ! -e /etc/cmax/token ] || { echo '/etc/cmax/token is baked into the image'; exit 1; }
   [ ! -e /etc/cmax/read-token ] || { echo '/etc/cmax/read-token is baked into the image'; exit 1; }
+  [ ! -e /etc/cmax/agent-token ] || { echo '/etc/cmax/agent-token is baked into the image'; exit 1; }
   dpkg-query -W 'cmax-*'
 " >"$out/image-contents.log" 2>&1 || { cat "$out/image-contents.log"; fail "the image lacks what the manifests use"; }
 cat "$out/image-contents.log"

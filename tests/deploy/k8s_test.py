@@ -119,6 +119,15 @@ def main():
             keys[key] = path or key
         generated[g["name"]] = keys
 
+    # A node's root holds what the agent pod mounts: the agents' credential,
+    # never a secret with the operators' token (docs/security.md).
+    ds_spec, _ = containers(ds)
+    for v in ds_spec.get("volumes", []):
+        if "secret" in v:
+            check("token" not in generated.get(v["secret"]["secretName"], {}),
+                  f"the agent pod mounts secret {v['secret']['secretName']}, which holds the "
+                  "operators' token")
+
     port_by_name = {}
     image_names = set()
     for w in (sts, ds):
@@ -260,7 +269,7 @@ def main():
             if check(r.returncode == 0, f"kubectl kustomize failed: {r.stderr[-800:]}"):
                 rendered = [d for d in yaml.safe_load_all(r.stdout) if d]
                 secrets = {d["metadata"]["name"] for d in rendered if d["kind"] == "Secret"}
-                check(len(secrets) == 2, f"rendered secrets: {secrets}")
+                check(len(secrets) == 3, f"rendered secrets: {secrets}")
                 for d in rendered:
                     check(d["metadata"].get("namespace", ns) == ns or d["kind"] == "Namespace",
                           f"rendered {d['kind']} outside {ns}")

@@ -108,12 +108,22 @@ absl::Status Cluster::Start() {
   if (!options_.token.empty()) {
     std::ofstream(dir_ + "/token") << options_.token << "\n";
     chmod((dir_ + "/token").c_str(), 0600);
+    if (!options_.shared_agent_token) {
+      auto agent = RandomHex(16);
+      if (!agent.ok()) return agent.status();
+      std::ofstream(dir_ + "/agent-token") << *agent << "\n";
+      chmod((dir_ + "/agent-token").c_str(), 0600);
+    }
   }
   if (auto s = StartCoordinator(); !s.ok()) return s;
   for (int i = 0; i < options_.agents; ++i) {
     if (auto s = StartAgent(i); !s.ok()) return s;
   }
   return WaitForAgents(options_.agents, "connected", std::chrono::seconds(30));
+}
+
+std::string Cluster::agent_token_file() const {
+  return options_.shared_agent_token ? token_file() : dir_ + "/agent-token";
 }
 
 absl::Status Cluster::StartCoordinator() {
@@ -124,6 +134,9 @@ absl::Status Cluster::StartCoordinator() {
                                    std::to_string(options_.heartbeat_timeout_s)};
   if (!options_.token.empty()) {
     argv.insert(argv.end(), {"--token-file", dir_ + "/token"});
+    if (!options_.shared_agent_token) {
+      argv.insert(argv.end(), {"--agent-token-file", dir_ + "/agent-token"});
+    }
   } else {
     argv.push_back("--no-token");
   }
@@ -195,7 +208,7 @@ absl::Status Cluster::StartAgent(int i) {
   } else if (!netns_) {
     argv.insert(argv.end(), {"--advertise", "127.0.0.1"});
   }
-  if (!options_.token.empty()) argv.insert(argv.end(), {"--token-file", dir_ + "/token"});
+  if (!options_.token.empty()) argv.insert(argv.end(), {"--token-file", agent_token_file()});
   if (options_.tls) argv.insert(argv.end(), {"--tls-ca", dir_ + "/tls/ca.pem"});
   if (options_.tls && options_.mtls) {
     argv.insert(argv.end(), {"--tls-cert", dir_ + "/tls/" + node(i) + ".pem", "--tls-key",

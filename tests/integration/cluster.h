@@ -37,6 +37,10 @@ struct ClusterOptions {
   // random one made for the test when empty. no_token: --no-token instead.
   std::string token;
   bool no_token = false;
+  // The agents present a credential of their own (--agent-token-file, as
+  // deployed), a random one made for the test; shared_agent_token: they
+  // present `token` instead (the shared token of older installations).
+  bool shared_agent_token = false;
   bool tls = false;              // server TLS with certificates made for the test
   // With tls: the coordinator requires client certificates (--tls-client-ca)
   // and each agent presents its node's certificate (tls/node-N.pem: the
@@ -102,6 +106,9 @@ class Cluster {
   // a shared file system would be; created by the test that uses it.
   std::string shared_storage_dir() const { return dir_ + "/shared-storage"; }
   std::string token_file() const { return dir_ + "/token"; }
+  // What the agents present: agent-token, or token_file() with
+  // shared_agent_token (or without a token).
+  std::string agent_token_file() const;
   pid_t agent_pid(int i) const;
   // A suite process (cmax-bench*) that agent i runs, whose command line holds
   // `cmdline_part` (e.g. "--soak="), or -1 when there is none now.

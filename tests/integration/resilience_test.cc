@@ -499,7 +499,7 @@ absl::StatusOr<std::unique_ptr<cmax::Subprocess>> SpawnAgentWithCertificate(
   cmax::SpawnOptions so;
   so.argv = {Cluster::BinDir() + "/cmax-agent", "--coordinator", c.address(),
              "--node-name", node, "--work-dir", c.dir() + "/extra-" + node,
-             "--bench-dir", Cluster::BinDir(), "--token-file", c.dir() + "/token",
+             "--bench-dir", Cluster::BinDir(), "--token-file", c.agent_token_file(),
              "--tls-ca", c.dir() + "/tls/ca.pem", "--tls-cert", cert + ".pem",
              "--tls-key", cert + ".key"};
   if (c.using_netns()) so.argv.insert(so.argv.begin(), {"ip", "netns", "exec", hub});

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The daemons' journals read the way an operator reads them.
 
-  check_journal.py --token T --key KEY.pem [--expect FILE:PRIO:REGEX ...]
+  check_journal.py --token T [--token T2 ...] --key KEY.pem [--expect FILE:PRIO:REGEX ...]
                    [--earlier-version INVOCATION_ID ...] JOURNAL.json...
 
 Each JOURNAL.json is `journalctl -u UNIT -o json` (one entry a line). Checks:
-  - no entry holds the token or a line of the private key;
+  - no entry holds a token or a line of the private key;
   - every line the cmax daemon wrote is one event: "[component] message"
     (its priority came through as a syslog prefix, its time is the
     journal's, no continuation lines);
@@ -35,7 +35,7 @@ def message(entry):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--token", required=True)
+    ap.add_argument("--token", action="append", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--earlier-version", action="append", default=[])
@@ -56,8 +56,8 @@ def main():
         by_prio = {}
         for e in es:
             m = message(e)
-            if a.token in m:
-                failures.append(f"{path}: an entry holds the token: {m[:80]}...")
+            if any(t in m for t in a.token):
+                failures.append(f"{path}: an entry holds a token: {m[:80]}...")
             if any(k in m for k in key_lines):
                 failures.append(f"{path}: an entry holds a line of the private key")
             if e.get("_SYSTEMD_INVOCATION_ID") in a.earlier_version:

@@ -238,6 +238,37 @@ cl_x head grep -q "^# operator: head of the test cluster" /etc/cmax/coordinator.
 cl_x head grep -q -- "--http-listen $headaddr:8480" /etc/cmax/coordinator.env || cl_fail "the upgrade reset coordinator.env"
 cl_x node1 grep -q "^# operator: node1 of the test cluster" /etc/cmax/agent.env || cl_fail "the upgrade lost the operator's edit of agent.env"
 wait_agents 3 60
+
+# ---------------------------------------------------------------- the agents' own credential
+# The upgraded coordinator still accepts the shared token from agents (and
+# warns); the operator then moves them to the credential the upgrade made,
+# as docs/security.md ("Upgrading to separate agent credentials") says.
+cl_log "agents move to /etc/cmax/agent-token"
+cl_x head journalctl -u cmax-coordinator --no-pager | grep -q "no --agent-token-file" ||
+  cl_fail "the upgraded coordinator did not warn that agents present the operators' token"
+cl_x head test -s /etc/cmax/agent-token || cl_fail "the upgrade made no /etc/cmax/agent-token"
+copy_out head /etc/cmax/agent-token "$CL_WORK/agent-token"
+agent_token=$(cat "$CL_WORK/agent-token")
+cmp -s "$CL_WORK/token" "$CL_WORK/agent-token" && cl_fail "the agent token is the operators' token"
+cl_x head sed -i -E 's|^(CMAX_COORDINATOR_ARGS=.*)$|\1 --agent-token-file /etc/cmax/agent-token|' /etc/cmax/coordinator.env
+cl_x head systemctl restart cmax-coordinator
+for n in node1 node2 node3; do
+  copy_in "$n" "$CL_WORK/agent-token" /etc/cmax/agent-token 0600
+  cl_x "$n" sed -i -E 's|--token-file /etc/cmax/token|--token-file /etc/cmax/agent-token|' /etc/cmax/agent.env
+  cl_x "$n" rm -f /etc/cmax/token
+  cl_x "$n" systemctl restart cmax-agent
+done
+wait_agents 3 60
+# What a node's root holds now lists, runs and cancels nothing.
+set +e
+cl_x node1 cmaxctl --coordinator head:8470 --tls-ca /etc/cmax/tls/ca.pem \
+  --token-file /etc/cmax/agent-token run --plan /usr/share/cmax/plans/quick.yaml >"$out/node-as-operator.txt" 2>&1
+node_rc=$?
+set -e
+if [[ $node_rc -ne 2 ]] || ! grep -q "accepted on the agent stream alone" "$out/node-as-operator.txt"; then
+  cat "$out/node-as-operator.txt" >&2
+  cl_fail "node1's agent token was not refused an operator's call (exit $node_rc)"
+fi
 ctl report "$old_run" --format json >"$out/old-run-after.json" || cl_fail "cmaxctl report $old_run after the upgrade"
 python3 - "$out/old-run-before.json" "$out/old-run-after.json" <<'EOF' || cl_fail "the old run's scorecard changed through the upgrade"
 import json, sys
@@ -553,7 +584,7 @@ cl_x node3 timeout 5 cmax-agent --coordinator head:8470 --tls-ca /etc/cmax/tls/c
 sleep 1
 cl_x head journalctl -u cmax-coordinator -o json --no-pager >"$out/journal-coordinator.json"
 for n in node1 node2 node3; do cl_x "$n" journalctl -u cmax-agent -o json --no-pager >"$out/journal-agent-$n.json"; done
-python3 "$here/check_journal.py" --token "$token" --key "$CL_WORK/tls/server.key" \
+python3 "$here/check_journal.py" --token "$token" --token "$agent_token" --key "$CL_WORK/tls/server.key" \
   --earlier-version "${old_invocations[0]}" --earlier-version "${old_invocations[1]}" \
   --expect "coordinator:4:refused: bad token" \
   --expect "coordinator:4:run of plan .* refused: the coordinator's disk is full" \
