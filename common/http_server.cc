@@ -1,5 +1,7 @@
 #include "common/http_server.h"
 
+#include <sys/socket.h>
+
 #include <chrono>
 
 #include "absl/strings/match.h"
@@ -93,11 +95,19 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   out->server_ = std::move(*server);
   httplib::Server& srv = *out->server_;
   routes(srv);
+  // SO_REUSEADDR alone: cpp-httplib's default also sets SO_REUSEPORT, with
+  // which a second daemon binds the same port and the kernel splits the
+  // connections between the two.
+  srv.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   const int bound =
       port == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat(options.name, ": cannot listen on ", target));
+    const std::string why = port == 0 ? "" : DescribeBindFailure(host, port);
+    return absl::UnavailableError(absl::StrCat(options.name, ": cannot listen on ", target,
+                                               why.empty() ? "" : ": ", why));
   }
   out->host_ = host;
   out->port_ = bound;

@@ -1,7 +1,11 @@
 #include "common/net_address.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -85,6 +89,41 @@ absl::Status CheckTokenTransport(const std::string& who, const std::string& targ
       who, ": refusing to send the bearer token in clear text to ", target,
       " (not a loopback address): give --tls-ca (the coordinator's CA) so the channel is "
       "encrypted, or --allow-insecure to send it anyway"));
+}
+
+std::string DescribeBindFailure(const std::string& host, int port) {
+  const std::string shown = host.find(':') != std::string::npos
+                                ? absl::StrCat("[", host, "]:", port)
+                                : absl::StrCat(host, ":", port);
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  const std::string h = host == "localhost" ? "127.0.0.1" : host;
+  if (auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+      inet_pton(AF_INET, h.empty() ? "0.0.0.0" : h.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(sockaddr_in);
+  } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+             inet_pton(AF_INET6, h.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(sockaddr_in6);
+  } else {
+    return absl::StrCat(shown, ": not a numeric address this host can bind");
+  }
+  const int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::StrCat(shown, ": ", strerror(errno));
+  const int yes = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  const int rc = bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
+  const int err = errno;
+  close(fd);
+  if (rc == 0) return "";
+  if (err == EADDRINUSE) {
+    return absl::StrCat(shown, " is in use (another cmax daemon, or another program, listens "
+                        "there)");
+  }
+  return absl::StrCat(shown, ": ", strerror(err));
 }
 
 }  // namespace cmax

@@ -32,6 +32,15 @@ std::string HostOfTarget(const std::string& target);
 absl::Status CheckTokenTransport(const std::string& who, const std::string& target,
                                  bool has_token, bool tls, bool allow_insecure);
 
+// Why a listener on `host`:`port` could not bind, in bind(2)'s words, for the
+// error a daemon exits with after its server library said only "failed":
+// "127.0.0.1:8470 is in use (another cmax daemon, or another program,
+// listens there)" for EADDRINUSE, else the errno's text. It binds a socket
+// of its own (no SO_REUSEPORT), closes it at once, and resolves numeric
+// addresses and "localhost" only. "" when that bind succeeds (the port came
+// free since).
+std::string DescribeBindFailure(const std::string& host, int port);
+
 }  // namespace cmax
 
 #endif  // CMAX_COMMON_NET_ADDRESS_H_

@@ -14,15 +14,18 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/flag_names.h"
 #include "common/logging.h"
 #include "common/metrics_http.h"
 #include "common/net_address.h"
+#include "common/owned_dir.h"
 #include "common/secrets.h"
 #include "common/subprocess.h"
 #include "common/version.h"
 #include "coordinator/core.h"
+#include "coordinator/data_dir_lock.h"
 #include "coordinator/schedule_terms.h"
 #include "coordinator/service.h"
 #include "coordinator/web/web_server.h"
@@ -241,6 +244,12 @@ int main(int argc, char** argv) {
                                                  " exists; database busy)"));
     };
   }
+  // One coordinator per data directory (held until the process ends).
+  if (absl::Status s = cmax::EnsureOwnedDir(data_dir, "data dir"); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  auto data_lock = cmax::coordinator::DataDirLock::Acquire(data_dir);
+  if (!data_lock.ok()) return Fail(std::string(data_lock.status().message()));
   auto core = cmax::coordinator::CoordinatorCore::Create(options);
   if (!core.ok()) return Fail(core.status().ToString());
   (*core)->Start();
@@ -266,8 +275,23 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  // No SO_REUSEPORT (gRPC sets it by default): with it a second coordinator
+  // binds the same port and the kernel splits agents and cmaxctl calls
+  // between two stores.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || port == 0) return Fail(absl::StrCat("cannot listen on ", listen));
+  if (!server || port == 0) {
+    (*core)->Stop();
+    const std::string host = cmax::HostOfTarget(listen);
+    int wanted = 0;
+    std::string why;
+    if (const size_t colon = listen.rfind(':');
+        colon != std::string::npos && absl::SimpleAtoi(listen.substr(colon + 1), &wanted) &&
+        wanted > 0) {
+      why = cmax::DescribeBindFailure(host, wanted);
+    }
+    return Fail(absl::StrCat("cannot listen on ", listen, why.empty() ? "" : ": ", why));
+  }
   std::string shown = listen;
   if (size_t colon = listen.rfind(':'); colon != std::string::npos) {
     shown = absl::StrCat(listen.substr(0, colon), ":", port);

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/record_io.h"
 #include "common/time_util.h"
@@ -526,4 +527,45 @@ suites:
   auto got = c.Ctl({"runs", "--json"});
   INFO(got.out << got.err);
   CHECK(got.out.find("\"records_dropped_unix_ns\"") != std::string::npos);
+}
+
+TEST_CASE("a port or a data directory in use is refused: one coordinator each",
+          "[integration]") {
+  Cluster c("sk12", {.agents = 1,
+                     .coordinator_args = {"--http-listen", "127.0.0.1:0", "--metrics-listen",
+                                          "127.0.0.1:0"}});
+  auto s = c.Start();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(!c.web_address().empty());
+  const std::string token = c.token_file();
+  auto second = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv = {Cluster::BinDir() + "/cmax-coordinator", "--token-file",
+                                     token};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    if (c.using_netns()) argv.push_back("--allow-insecure");
+    return c.OnHub(argv, 30s);
+  };
+  // The first coordinator's gRPC port, with a data directory of its own.
+  auto port = second({"--data-dir", c.dir() + "/second", "--listen", c.address()});
+  INFO(port.out << port.err);
+  CHECK(port.exit.code == 2);
+  CHECK(absl::StrContains(port.err, "cannot listen on " + c.address()));
+  CHECK(absl::StrContains(port.err, "is in use"));
+  CHECK(!absl::StrContains(port.out, "listening on"));
+  // Its web view's port.
+  auto web = second({"--data-dir", c.dir() + "/third", "--listen", "127.0.0.1:0",
+                     "--http-listen", c.web_address()});
+  INFO(web.out << web.err);
+  CHECK(web.exit.code == 2);
+  CHECK(absl::StrContains(web.err, "is in use"));
+  // Its data directory, on another port.
+  auto dir = second({"--data-dir", c.data_dir(), "--listen", "127.0.0.1:0"});
+  INFO(dir.out << dir.err);
+  CHECK(dir.exit.code == 2);
+  CHECK(absl::StrContains(dir.err, "is in use by another cmax-coordinator (pid "));
+  // The first one still serves, alone: its agent is connected.
+  auto agents = c.Ctl({"agents"});
+  CHECK(agents.exit.code == 0);
+  CHECK(absl::StrContains(agents.out, "node-0"));
 }
