@@ -87,20 +87,19 @@ std::string RunText(const RunFigure& r) {
                       GroupText(r), ", ", r.size, " B)");
 }
 
-// The group a record's `nodes` label names, sorted: its sender alone when
-// the label is empty; false (the record is ignored) when the label leaves
-// out its sender or names a node that is not the task's.
-bool GroupOf(const RecordSpeaker& speaker, const v1::ExportedRecord& rec,
-             const std::string& label, std::vector<std::string>* nodes) {
+// The group a record's `nodes` label names, sorted; its sender alone when
+// the label is empty, leaves out the sender or names a node that is not the
+// task's (record_speaker.h: a figure is never another group's on the
+// sender's word; a suite run by hand labels its host name).
+std::vector<std::string> GroupOf(const RecordSpeaker& speaker, const v1::ExportedRecord& rec,
+                                 const std::string& label) {
   const std::string sender = RecordNode(rec);
-  *nodes = SplitNodes(label);
-  if (nodes->empty()) nodes->push_back(sender);
-  if (std::find(nodes->begin(), nodes->end(), sender) == nodes->end()) return false;
-  for (const auto& n : *nodes) {
-    if (n != sender && !speaker.IsPeer(rec, n)) return false;
-  }
-  std::sort(nodes->begin(), nodes->end());
-  return true;
+  std::vector<std::string> nodes = SplitNodes(label);
+  bool own = std::find(nodes.begin(), nodes.end(), sender) != nodes.end();
+  for (const auto& n : nodes) own = own && (n == sender || speaker.IsPeer(rec, n));
+  if (!own) return {sender};
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
 }
 
 // Figures per (task, op, dtype, backend): the out-of-place busbw at the
@@ -126,7 +125,7 @@ std::vector<RunFigure> CollectRuns(const RunData& data) {
                   f.backend = LabelValue(m, "backend");
                   f.ranks = LabelValue(m, "ranks");
                   f.by = RecordNode(rec);
-                  if (!GroupOf(speaker, rec, LabelValue(m, "nodes"), &f.nodes)) return;
+                  f.nodes = GroupOf(speaker, rec, LabelValue(m, "nodes"));
                   f.size = size;
                   f.busbw = m.value();
                   f.out_of_place = LabelValue(m, "placement") != "in";
@@ -483,7 +482,7 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
       r.backend = LabelValue(m, "backend");
       r.ranks = LabelValue(m, "ranks");
       r.size = LabelValue(m, "size_bytes");
-      if (!GroupOf(speaker, rec, LabelValue(m, "nodes"), &r.nodes)) return;
+      r.nodes = GroupOf(speaker, rec, LabelValue(m, "nodes"));
       (void)absl::SimpleAtoi(LabelValue(m, "intervals_planned"), &r.planned);
       (void)absl::SimpleAtod(LabelValue(m, "interval_s"), &r.interval_s);
       SoakInterval& iv = r.intervals[index];

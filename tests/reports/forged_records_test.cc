@@ -253,7 +253,7 @@ TEST_CASE("a collective figure node-a labels with other nodes is not theirs",
   clean.records.push_back(busbw("node-a", "node-a,node-b", 45));
   RunData forged = clean;
   // A slow pair figure (node-a measured it: its own word) and a figure for
-  // a group node-a is not in (ignored).
+  // a group node-a is not in (counted as node-a's own, never node-b's).
   forged.records.clear();
   forged.records.push_back(busbw("node-a", "node-a,node-b", 10));
   forged.records.push_back(busbw("node-a", "node-b", 1));
