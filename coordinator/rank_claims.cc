@@ -49,7 +49,8 @@ NodeRanks RanksOf(const TaskRow& task, const std::vector<int>& local_sizes,
     out.label_world = std::max(world, task.assignment.world_size());
     return out;
   }
-  for (size_t i = 0; i < index && i < local_sizes.size(); ++i) out.first += local_sizes[i];
+  for (size_t i = 0; i < index && i < local_sizes.size(); ++i)
+    out.first += local_sizes[i];
   out.count = index < local_sizes.size() ? local_sizes[index] : 0;
   return out;
 }
@@ -65,16 +66,17 @@ std::string RankClaimError(const NodeRanks& ranks, const v1::SpooledRecord& reco
   if (it == labels->end()) return "";
   int label = 0;
   if (!absl::SimpleAtoi(it->second, &label)) {
-    return absl::StrCat("has rank label \"", absl::CEscape(it->second.substr(0, 32)), "\", not a number");
+    return absl::StrCat("has rank label \"", absl::CEscape(it->second.substr(0, 32)),
+                        "\", not a number");
   }
   if (ranks.label_world > 0) {
     if (label >= 0 && label < ranks.label_world) return "";
-    return absl::StrCat("claims rank ", label, " (label), outside the group's ", ranks.label_world,
-                        " ranks");
+    return absl::StrCat("claims rank ", label, " (label), outside the group's ",
+                        ranks.label_world, " ranks");
   }
   if (label == wire) return "";
-  return absl::StrCat("claims rank ", label, " (label) in rank ", wire, "'s records, the node ",
-                      Held(ranks));
+  return absl::StrCat("claims rank ", label, " (label) in rank ", wire,
+                      "'s records, the node ", Held(ranks));
 }
 
 }  // namespace cmax::coordinator

@@ -19,7 +19,8 @@ RecordSpeaker::RecordSpeaker(const RunData& data) : run_nodes_(data.nodes) {
     Task& task = tasks_[t.task_id()];
     task.nodes = SplitNodes(t.node());
     const v1::SuiteSpec* entry = PlanEntryOf(data, t);
-    task.mpirun = entry != nullptr && entry->launcher() == "mpirun" && task.nodes.size() > 1;
+    task.mpirun =
+        entry != nullptr && entry->launcher() == "mpirun" && task.nodes.size() > 1;
   }
 }
 
@@ -28,7 +29,8 @@ const RecordSpeaker::Task* RecordSpeaker::Find(const std::string& task_id) const
   return it == tasks_.end() ? nullptr : &it->second;
 }
 
-bool RecordSpeaker::SpeaksFor(const v1::ExportedRecord& rec, const std::string& node) const {
+bool RecordSpeaker::SpeaksFor(const v1::ExportedRecord& rec,
+                              const std::string& node) const {
   const std::string sender = RecordNode(rec);
   if (sender.empty() || node.empty()) return false;
   if (node == sender) return true;

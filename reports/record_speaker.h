@@ -37,8 +37,9 @@ class RecordSpeaker {
   // is the record's rank (ExportedRecord.rank), or under mpirun any rank
   // from the group's first node; nullopt when absent, malformed or another
   // rank's.
-  std::optional<int> OwnRank(const v1::ExportedRecord& rec,
-                             const google::protobuf::Map<std::string, std::string>& labels) const;
+  std::optional<int> OwnRank(
+      const v1::ExportedRecord& rec,
+      const google::protobuf::Map<std::string, std::string>& labels) const;
 
   // Whether `node` may be named as a peer of the record's task: one of the
   // task's nodes, or of the run's when the task is not known.

@@ -61,7 +61,8 @@ TEST_CASE("a node holds the ranks the scheduler laid out for it, and only those"
   // node-a speaking for node-b's rank, on the wire or in a label.
   CHECK_THAT(RankClaimError(a, LossSample(2, "2")),
              Catch::Contains("claims rank 2") && Catch::Contains("holds ranks 0-1"));
-  CHECK_THAT(RankClaimError(a, LossSample(0, "2")), Catch::Contains("claims rank 2 (label)"));
+  CHECK_THAT(RankClaimError(a, LossSample(0, "2")),
+             Catch::Contains("claims rank 2 (label)"));
   CHECK_THAT(RankClaimError(a, LossSample(0, "two")), Catch::Contains("not a number"));
 
   // After a coordinator restart the layout is taken as uniform.
@@ -87,8 +88,9 @@ TEST_CASE("a node holds the ranks the scheduler laid out for it, and only those"
   CHECK_FALSE(RankClaimError(RanksOf(m, {1, 1}, "node-b"), LossSample(0, "1")).empty());
 }
 
-TEST_CASE("ingest acknowledges but does not store records from node-a that claim node-b's rank",
-          "[core][rank_claims]") {
+TEST_CASE(
+    "ingest acknowledges but does not store records from node-a that claim node-b's rank",
+    "[core][rank_claims]") {
   cmax::testing::ScratchDir scratch;  // removed after the core closes its store
   const std::string& dir = scratch.path;
   {
@@ -115,7 +117,8 @@ TEST_CASE("ingest acknowledges but does not store records from node-a that claim
   auto add = [&](int wire, const std::string& label, int64_t seq) {
     v1::SpooledRecord r = LossSample(wire, label);
     r.set_seq(seq);
-    (*r.mutable_record()->mutable_sample()->mutable_labels())["step"] = std::to_string(seq);
+    (*r.mutable_record()->mutable_sample()->mutable_labels())["step"] =
+        std::to_string(seq);
     *batch.mutable_records()->add_records() = std::move(r);
   };
   add(0, "0", 0);  // node-a's own rank 0: stored

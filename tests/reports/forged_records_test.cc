@@ -69,21 +69,23 @@ ExportedRecord Loss(const std::string& node, int wire_rank, int label_rank, int 
 // Every rule the scorecard shows, over its categories.
 std::vector<cmax::v1::RuleResult> Rules(const Scorecard& card) {
   std::vector<cmax::v1::RuleResult> out;
-  for (const auto& c : card.categories()) out.insert(out.end(), c.rules().begin(), c.rules().end());
+  for (const auto& c : card.categories())
+    out.insert(out.end(), c.rules().begin(), c.rules().end());
   return out;
 }
 
 std::string Dump(const Scorecard& card) {
   std::string s;
   for (const auto& n : card.nodes()) {
-    absl::StrAppend(&s, n.node(), " ", n.verdict(), ": ", absl::StrJoin(n.reasons(), " | "),
-                    "\n");
+    absl::StrAppend(&s, n.node(), " ", n.verdict(), ": ",
+                    absl::StrJoin(n.reasons(), " | "), "\n");
   }
   return s;
 }
 
 // node-b's verdict and reasons, unchanged by what node-a sent.
-void CheckUnchanged(const Scorecard& clean, const Scorecard& forged, const std::string& node) {
+void CheckUnchanged(const Scorecard& clean, const Scorecard& forged,
+                    const std::string& node) {
   INFO("clean:\n" << Dump(clean) << "forged:\n" << Dump(forged));
   const auto& before = NodeOf(clean, node);
   const auto& after = NodeOf(forged, node);
@@ -93,8 +95,8 @@ void CheckUnchanged(const Scorecard& clean, const Scorecard& forged, const std::
   CHECK(after.verdict() != "fail");
 }
 
-ExportedRecord Reach(const std::string& sender, const std::string& src, const std::string& dst,
-                     bool ok) {
+ExportedRecord Reach(const std::string& sender, const std::string& src,
+                     const std::string& dst, bool ok) {
   ExportedRecord r = Meas(sender, "connectivity", "reachable", ok ? 1 : 0, "bool",
                           {{"src", src}, {"dst", dst}, {"dst_addr", "10.0.0.9"}});
   r.set_task_id("c1");
@@ -156,8 +158,9 @@ TEST_CASE("a connectivity record from node-a about node-c -> node-b blames neith
   CheckUnchanged(a, b, "node-a");  // its forgeries are ignored, not counted
 }
 
-TEST_CASE("node-a's own word that node-b is unreachable is a pair result, not node-b's failure",
-          "[reports][forged]") {
+TEST_CASE(
+    "node-a's own word that node-b is unreachable is a pair result, not node-b's failure",
+    "[reports][forged]") {
   for (const std::vector<std::string>& nodes :
        {std::vector<std::string>{"node-a", "node-b"},
         std::vector<std::string>{"node-a", "node-b", "node-c"}}) {
@@ -175,8 +178,9 @@ TEST_CASE("node-a's own word that node-b is unreachable is a pair result, not no
       pair = true;
       CHECK(r.node().empty());
       CHECK(r.outcome() == "fail");
-      CHECK_THAT(r.message(), Catch::Contains("node-a -> node-b unreachable, as measured by "
-                                              "node-a"));
+      CHECK_THAT(r.message(),
+                 Catch::Contains("node-a -> node-b unreachable, as measured by "
+                                 "node-a"));
     }
     CHECK(pair);
     // node-a's own records say it cannot reach a node that reaches it.
