@@ -315,7 +315,7 @@ class CoordinatorCore {
   // Metrics (core thread).
   uint64_t records_stored_ = 0;      // new records stored and acknowledged
   uint64_t records_duplicate_ = 0;   // resent records the store already held
-  uint64_t records_refused_ = 0;     // of unknown tasks or tasks not on that node
+  uint64_t records_refused_ = 0;     // of unknown tasks, tasks not on that node, forged ranks
   Histogram batch_seconds_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                             1, 2.5}};
   std::map<std::string, uint64_t> runs_ended_;  // by final state, since start

@@ -1,6 +1,8 @@
 // The coordinator core's record ingest: a batch of records from an agent is
-// checked against its tasks (unknown tasks and tasks not on the sending node
-// are acknowledged but not stored), counted against the node's record budget
+// checked against its tasks (unknown tasks, tasks not on the sending node and
+// records whose wire rank or `rank` label is not one the scheduler assigned
+// to the sending node, rank_claims.h, are acknowledged but not stored, and
+// logged with the node, task and claim), counted against the node's record budget
 // (the --max-records-per-second token bucket: over it the records are still
 // stored, and a warning names the agent at most once per 10 s), and queued
 // for the round's group commit (FlushIngest), which stores every pending
@@ -11,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/time_util.h"
+#include "coordinator/rank_claims.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -46,6 +49,9 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
     std::vector<std::string> nodes;
     bool ended = false;
     bool known = false;
+    NodeRanks ranks;  // what the sending node holds of the task
+    int forged = 0;   // records refused for their rank claims
+    std::string first_forged;  // why the first of them was refused
   };
   std::map<std::string, TaskMeta> meta;
   std::vector<RecordToStore> rows;
@@ -71,8 +77,10 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
     if (inserted) {
       if (const TaskRow* t = scheduler_.FindTask(r.task_id())) {
         m = {t->info.run_id(), t->info.suite(), t->nodes, IsTerminal(t->info.state()), true};
+        m.ranks = RanksOf(*t, scheduler_.LocalSizes(*t), node);
       } else if (auto st = store_->GetTask(r.task_id()); st.ok()) {
         m = {st->info.run_id(), st->info.suite(), st->nodes, true, true};
+        m.ranks = RanksOf(*st, LocalSizesOf(*st, nullptr), node);
       } else if (!absl::IsNotFound(st.status())) {
         // Only a definite "no such task" may be acknowledged and dropped.
         // Any other failure (a busy database, an I/O error) says nothing
@@ -100,6 +108,12 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
       ++refused;  // acknowledged so the agent can drop it, but not stored
       continue;
     }
+    // A record speaks for the ranks its node holds, never for another's.
+    if (std::string why = RankClaimError(m.ranks, r); !why.empty()) {
+      ++refused;
+      if (m.forged++ == 0) m.first_forged = std::move(why);
+      continue;
+    }
     rows.push_back({&r, m.run_id, node, m.suite, m.ended});
     if (r.record().has_finding() && r.record().finding().severity() >= v1::SEVERITY_WARN) {
       v1::Finding f = r.record().finding();
@@ -107,9 +121,17 @@ void CoordinatorCore::OnRecords(AgentSession* session, const std::string& node,
       findings.push_back(std::move(f));
     }
   }
-  if (refused) {
+  int forged = 0;
+  for (const auto& [task_id, m] : meta) {
+    if (m.forged == 0) continue;
+    forged += m.forged;
+    Log()->warn("agent {}: refused {} records of task {} that claim a rank it does not hold "
+                "(the first {})",
+                node, m.forged, task_id, m.first_forged);
+  }
+  if (refused > forged) {
     Log()->warn("agent {}: dropped {} records of unknown tasks or tasks not on this node", node,
-                refused);
+                refused - forged);
   }
   PendingIngest p;
   p.session = sessions_.count(session) ? sessions_[session] : nullptr;

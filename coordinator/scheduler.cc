@@ -10,6 +10,7 @@
 #include "common/suite_catalog.h"
 #include "common/task_state.h"
 #include "common/time_util.h"
+#include "coordinator/rank_claims.h"
 #include "re2/re2.h"
 
 namespace cmax::coordinator {
@@ -884,6 +885,11 @@ void Scheduler::ExpireOverdue(int64_t now_unix_ns, int64_t grace_ns, Changes* ch
   }
 }
 
+std::vector<int> Scheduler::LocalSizes(const TaskRow& task) const {
+  auto it = local_sizes_.find(task.info.task_id());
+  return LocalSizesOf(task, it == local_sizes_.end() ? nullptr : &it->second);
+}
+
 std::vector<std::string> Scheduler::UnendedNodes(const TaskRow& task) const {
   const std::string& id = task.info.task_id();
   auto ends_it = rank_ends_.find(id);
@@ -892,13 +898,7 @@ std::vector<std::string> Scheduler::UnendedNodes(const TaskRow& task) const {
   if (mpirun || ends_it == rank_ends_.end()) return out;  // none ended: caller blames all
   // Ranks are contiguous per node in node order (Assign); after a
   // coordinator restart the layout is not kept and taken as uniform.
-  std::vector<int> sizes;
-  if (auto it = local_sizes_.find(id); it != local_sizes_.end()) sizes = it->second;
-  if (sizes.size() != task.nodes.size()) {
-    const int n = static_cast<int>(task.nodes.size());
-    const int per = n == 0 ? 1 : task.assignment.world_size() / n;
-    sizes.assign(task.nodes.size(), std::max(1, per));
-  }
+  const std::vector<int> sizes = LocalSizes(task);
   int first = 0;
   for (size_t i = 0; i < task.nodes.size(); ++i) {
     for (int r = first; r < first + sizes[i]; ++r) {

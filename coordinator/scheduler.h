@@ -130,6 +130,10 @@ class Scheduler {
 
   RunRow* FindRun(const std::string& run_id);
   TaskRow* FindTask(const std::string& task_id);
+  // The task's ranks per node in TaskRow::nodes order for its current
+  // attempt (rank_claims.h LocalSizesOf: uniform when the layout is not
+  // known, as after a coordinator restart).
+  std::vector<int> LocalSizes(const TaskRow& task) const;
   // The run's tasks by plan entry, then id. Cached per run until the run's
   // tasks change (CreateRun, Restore, Forget): the reference stays valid
   // until then.

@@ -20,6 +20,7 @@
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
 #include "reports/outcome_order.h"
+#include "reports/record_speaker.h"
 #include "reports/stats.h"
 
 namespace cmax::reports {
@@ -352,7 +353,8 @@ struct ChartTable {
 const ChartTable& Table() {
   static const ChartTable* table = [] {
     auto* t = new ChartTable;
-    std::set<std::string> keys = {"gpu", "sensor"};  // Subject, over-time lines
+    // Subject, over-time lines; the matrix cells (src, dst; record_speaker.h).
+    std::set<std::string> keys = {"gpu", "sensor", "src", "dst"};
     for (const SuiteInfo& suite : SuiteCatalog()) {
       for (const MetricSpec& m : suite.metrics) {
         if (m.chart.kind == ChartKind::kNone) continue;
@@ -444,6 +446,7 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
     return !r.has_measurement() || Table().by_metric.count(r.measurement().metric()) > 0;
   };
   every.label_keys.assign(Table().label_keys.begin(), Table().label_keys.end());
+  const RecordSpeaker speaker(data);
   ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     const auto& r = rec.record();
     const std::string node = RecordNode(rec);
@@ -495,10 +498,12 @@ void BuildCharts(const RunData& data, v1::Scorecard* card) {
           break;
         }
         case ChartKind::kMatrix: {
+          // A row is its sender's own measurements (record_speaker.h): a
+          // src label naming another node is not drawn as that node's.
           const std::string src =
               LabelValue(m, "src").empty() ? node : LabelValue(m, "src");
           const std::string dst = LabelValue(m, "dst");
-          if (dst.empty()) return;
+          if (!speaker.SpeaksFor(rec, src) || !speaker.IsPeer(rec, dst)) return;
           MatrixAcc& a = matrices[names.id];
           if (a.spec == nullptr) {
             a.spec = &spec;

@@ -73,7 +73,9 @@ std::string LabelValue(const google::protobuf::Map<std::string, std::string>& la
                        const std::string& key);
 std::string LabelValue(const v1::Measurement& m, const std::string& key);
 
-// The node a record is about: the record's node, else the "node" label.
+// The node a record is about: the node that sent it (ExportedRecord.node,
+// the authenticated agent; record_speaker.h), else, for a record that has no
+// sender (a hand-made file, never a stored record), its "node" label.
 std::string RecordNode(const v1::ExportedRecord& rec);
 
 // "node-2 gpu:5 (GPU-1234)" from the node and the gpu / uuid / peer labels

@@ -1,11 +1,13 @@
 #include "reports/loss_curve.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "common/suite_declaration.h"
 #include "reports/judge_util.h"
 #include "reports/record_set.h"
+#include "reports/record_speaker.h"
 
 namespace cmax::reports {
 
@@ -45,13 +47,14 @@ std::vector<v1::LossCurve> LossCurvesOf(const RunData& data) {
     std::map<int, std::map<int, double>> loss_by_rank;
   };
   std::map<std::string, Task> tasks;
+  const RecordSpeaker speaker(data);
   auto add = [&](const v1::ExportedRecord& rec) {
     const v1::Sample& s = rec.record().sample();
-    int rank = 0, step = 0;
-    if (!absl::SimpleAtoi(LabelValue(s.labels(), "rank"), &rank) ||
-        !absl::SimpleAtoi(LabelValue(s.labels(), "step"), &step)) {
-      return;
-    }
+    // Only a rank's own records give its loss (record_speaker.h).
+    const std::optional<int> own = speaker.OwnRank(rec, s.labels());
+    int step = 0;
+    if (!own || !absl::SimpleAtoi(LabelValue(s.labels(), "step"), &step)) return;
+    const int rank = *own;
     Task& t = tasks[rec.task_id()];
     if (t.loss_by_rank.empty()) {
       t.curve.set_task(rec.task_id());

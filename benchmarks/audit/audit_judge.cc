@@ -31,11 +31,7 @@ void JudgeAuditDrift(const RunData& data, std::vector<v1::RuleResult>* out) {
                   auto comp = m.labels().find("component");
                   auto ver = m.labels().find("version");
                   if (comp == m.labels().end() || ver == m.labels().end()) return;
-                  std::string node = rec.node();
-                  if (node.empty()) {
-                    auto n = m.labels().find("node");
-                    if (n != m.labels().end()) node = n->second;
-                  }
+                  const std::string node = RecordNode(rec);  // the sender
                   if (node.empty()) return;
                   seen[comp->second][ver->second].insert(node);
                 });

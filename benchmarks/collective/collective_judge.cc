@@ -37,6 +37,7 @@
 //     ranks with the fewest completed iterations.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -49,6 +50,7 @@
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
+#include "reports/record_speaker.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
 
@@ -72,6 +74,7 @@ constexpr char kSoakFractionKey[] = "busbw_gbps.soak_min_fraction";
 struct RunFigure {
   std::string task, op, dtype, backend, ranks;
   std::vector<std::string> nodes;  // sorted
+  std::string by;                  // the node that sent the figure (its rank 0's)
   int64_t size = -1;
   double busbw = 0;
   bool out_of_place = false;
@@ -84,10 +87,26 @@ std::string RunText(const RunFigure& r) {
                       GroupText(r), ", ", r.size, " B)");
 }
 
+// The group a record's `nodes` label names, sorted; its sender alone when
+// the label is empty, leaves out the sender or names a node that is not the
+// task's (record_speaker.h: a figure is never another group's on the
+// sender's word; a suite run by hand labels its host name).
+std::vector<std::string> GroupOf(const RecordSpeaker& speaker, const v1::ExportedRecord& rec,
+                                 const std::string& label) {
+  const std::string sender = RecordNode(rec);
+  std::vector<std::string> nodes = SplitNodes(label);
+  bool own = std::find(nodes.begin(), nodes.end(), sender) != nodes.end();
+  for (const auto& n : nodes) own = own && (n == sender || speaker.IsPeer(rec, n));
+  if (!own) return {sender};
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
 // Figures per (task, op, dtype, backend): the out-of-place busbw at the
 // largest size (in-place only when a run has no out-of-place result).
 std::vector<RunFigure> CollectRuns(const RunData& data) {
   std::map<std::string, RunFigure> runs;
+  const RecordSpeaker speaker(data);
   ForEachRecord(data, {v1::Record::kMeasurement, {}, "busbw_gbps"},
                 [&](const v1::ExportedRecord& rec) {
                   if (!rec.record().has_measurement()) return;
@@ -105,9 +124,8 @@ std::vector<RunFigure> CollectRuns(const RunData& data) {
                   f.dtype = LabelValue(m, "dtype");
                   f.backend = LabelValue(m, "backend");
                   f.ranks = LabelValue(m, "ranks");
-                  f.nodes = SplitNodes(LabelValue(m, "nodes"));
-                  if (f.nodes.empty()) f.nodes.push_back(RecordNode(rec));
-                  std::sort(f.nodes.begin(), f.nodes.end());
+                  f.by = RecordNode(rec);
+                  f.nodes = GroupOf(speaker, rec, LabelValue(m, "nodes"));
                   f.size = size;
                   f.busbw = m.value();
                   f.out_of_place = LabelValue(m, "placement") != "in";
@@ -207,13 +225,20 @@ void JudgeExpectations(const RunData& data, const std::vector<RunFigure>& runs,
                               : "run the pairs sweep to find the slow node or link; check the "
                                 "transport NCCL used (collective.nccl_transport)");
       if (r.nodes.size() == 2) {
-        // Both nodes of a pair carry the result so their verdicts show it.
+        // The node that measured the pair carries the result so its verdict
+        // shows it; the other is named, not failed, on one node's word.
+        bool other = false;
         for (const auto& n : r.nodes) {
+          if (n != r.by) {
+            other = true;
+            continue;
+          }
           v1::RuleResult per = res;
           per.set_node(n);
           out->push_back(std::move(per));
         }
-        continue;
+        if (!other) continue;
+        res.set_message(absl::StrCat(res.message(), ", as measured by ", r.by));
       }
     }
     out->push_back(std::move(res));
@@ -305,8 +330,15 @@ void JudgePairs(const RunData& data, const std::vector<RunFigure>& runs,
     std::set<std::string> slow_nodes;
     for (const auto& [node, list] : by_node) {
       size_t slow = 0;
-      for (const RunFigure* p : list) slow += why_slow.count(p);
-      if (list.size() >= 2 && slow == list.size()) slow_nodes.insert(node);
+      std::set<std::string> measured_by;
+      for (const RunFigure* p : list) {
+        slow += why_slow.count(p);
+        measured_by.insert(p->by);
+      }
+      // On its own figures or on at least two partners': never on one other
+      // node's word.
+      const bool own_word = measured_by.count(node) > 0 || measured_by.size() >= 2;
+      if (list.size() >= 2 && slow == list.size() && own_word) slow_nodes.insert(node);
     }
     for (const std::string& node : slow_nodes) {
       std::vector<std::string> ev;
@@ -354,10 +386,21 @@ void JudgePairs(const RunData& data, const std::vector<RunFigure>& runs,
         out->push_back(std::move(r));
         continue;
       }
-      for (const auto& n : p->nodes) {  // both are suspects: both verdicts show it
+      // Both are suspects: the verdict of the node that measured it shows
+      // it; the other is named in the pair result, not failed on its word.
+      bool other = false;
+      for (const auto& n : p->nodes) {
+        if (n != p->by) {
+          other = true;
+          continue;
+        }
         v1::RuleResult per = r;
         per.set_node(n);
         out->push_back(std::move(per));
+      }
+      if (other) {
+        r.set_message(absl::StrCat(r.message(), " (as measured by ", p->by, ")"));
+        out->push_back(std::move(r));
       }
     }
     v1::RuleResult summary = Rule("collective.pairs.spread", "pass", "", bucket,
@@ -420,6 +463,7 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
     return !r.has_measurement() || r.measurement().metric() == "busbw_gbps" ||
            r.measurement().metric() == "algbw_gbps";
   };
+  const RecordSpeaker speaker(data);
   ForEachRecord(data, every, [&](const v1::ExportedRecord& rec) {
     if (rec.record().has_measurement()) {
       const v1::Measurement& m = rec.record().measurement();
@@ -438,9 +482,7 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
       r.backend = LabelValue(m, "backend");
       r.ranks = LabelValue(m, "ranks");
       r.size = LabelValue(m, "size_bytes");
-      r.nodes = SplitNodes(LabelValue(m, "nodes"));
-      if (r.nodes.empty()) r.nodes.push_back(RecordNode(rec));
-      std::sort(r.nodes.begin(), r.nodes.end());
+      r.nodes = GroupOf(speaker, rec, LabelValue(m, "nodes"));
       (void)absl::SimpleAtoi(LabelValue(m, "intervals_planned"), &r.planned);
       (void)absl::SimpleAtod(LabelValue(m, "interval_s"), &r.interval_s);
       SoakInterval& iv = r.intervals[index];
@@ -457,13 +499,23 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
     SoakStalls& st = stalls[rec.task_id()];
     st.op = LabelValue(l, "op");
     st.size = LabelValue(l, "size_bytes");
+    // A stall finding speaks for its own rank on its sender's node only
+    // (record_speaker.h); the rank_nodes it lists are kept when every node
+    // in them is the task's.
+    const std::optional<int> own = speaker.OwnRank(rec, l);
+    if (!own) return;
+    StalledRank w;
+    w.rank = *own;
+    w.node = LabelValue(l, "node");
+    if (w.node.empty() || !speaker.SpeaksFor(rec, w.node)) w.node = RecordNode(rec);
     (void)absl::SimpleAtoi(LabelValue(l, "ranks"), &st.ranks);
     const std::string rn = LabelValue(l, "rank_nodes");
-    if (!rn.empty()) st.rank_nodes = absl::StrSplit(rn, ',');
-    StalledRank w;
-    if (!absl::SimpleAtoi(LabelValue(l, "rank"), &w.rank)) return;
-    w.node = LabelValue(l, "node");
-    if (w.node.empty()) w.node = RecordNode(rec);
+    if (!rn.empty()) {
+      std::vector<std::string> listed = absl::StrSplit(rn, ',');
+      bool peers = true;
+      for (const auto& n : listed) peers = peers && speaker.IsPeer(rec, n);
+      if (peers) st.rank_nodes = std::move(listed);
+    }
     (void)absl::SimpleAtoi(LabelValue(l, "interval"), &w.interval);
     (void)absl::SimpleAtoi(LabelValue(l, "last_iteration"), &w.last_iteration);
     (void)absl::SimpleAtod(LabelValue(l, "last_progress_s"), &w.last_progress_s);
@@ -572,11 +624,12 @@ void JudgeSoaks(const RunData& data, std::vector<v1::RuleResult>* out) {
     int world = st.ranks;
     if (world <= 0) world = static_cast<int>(st.rank_nodes.size());
     auto node_of = [&](int rank) {
+      // A rank that wrote a finding: the node that sent it.
+      if (auto it = st.waiting.find(rank); it != st.waiting.end()) return it->second.node;
       if (rank >= 0 && rank < static_cast<int>(st.rank_nodes.size())) {
         return st.rank_nodes[static_cast<size_t>(rank)];
       }
-      auto it = st.waiting.find(rank);
-      return it != st.waiting.end() ? it->second.node : std::string();
+      return std::string();
     };
     std::vector<std::string> waited;
     int64_t least = -1;

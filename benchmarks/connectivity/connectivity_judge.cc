@@ -2,7 +2,10 @@
 //
 // Input: Measurements of suite "connectivity": `reachable` (1/0), `rtt_ms`
 // and `transfer_mbps`, each labelled src, dst (node names), src_rank,
-// dst_rank, dst_addr; written by the source rank. Several ranks per node
+// dst_rank, dst_addr; written by the source rank. A record counts only when
+// its sender is its src (record_speaker.h; under mpirun the launching node)
+// and its dst is a node of its task: one node's records never speak for
+// another's side of a pair. Several ranks per node
 // collapse into one directed node pair: a pair is reachable when every
 // measurement of it is 1; its RTT is the median of its ranks' values. Pairs
 // within one node (src == dst) are ignored.
@@ -11,17 +14,21 @@
 //   matrix        fleet-wide: n nodes, pairs measured of n(n-1), unreachable
 //                 pairs; pass when every pair was measured and reachable,
 //                 warn when pairs are missing, fail when any is unreachable.
-//   unreachable_node   fail on a node no measured peer could reach
-//                 ("unreachable from every peer"), with the peers and the
-//                 addresses they tried.
-//   unreachable_pair   fail on the destination of every other unreachable
-//                 direction, naming both nodes and the addresses tried.
+//   unreachable_node   fail on a node no measured peer could reach, when
+//                 at least two peers tried ("unreachable from every peer"),
+//                 with the peers and the addresses they tried.
+//   unreachable_pair   fail for every other unreachable direction, naming
+//                 both nodes, the addresses tried and who measured it: on
+//                 the destination's node only when its own records say it
+//                 cannot reach the source either, else a pair result that
+//                 blames neither node.
 //   asymmetric    warn on the source of a failing direction whose reverse
 //                 works (A reaches B, B does not reach A), naming both.
 //   rtt           RTT per pair against the fleet (stats.h FindOutliers,
 //                 lower is better, at least 4 pairs): the outlying pairs
 //                 are blamed on the node that appears in most of them
-//                 (warn on that node); with no such node a fleet-wide warn
+//                 and measured one of them itself (warn on that node); with
+//                 no such node a fleet-wide warn
 //                 lists the pairs. Otherwise a pass with the RTT spread.
 #include <algorithm>
 #include <map>
@@ -36,6 +43,7 @@
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
+#include "reports/record_speaker.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
 
@@ -48,6 +56,10 @@ namespace {
 // to a rack's 20-60 us round trip is on a longer path, a congested link or a
 // starved host.
 constexpr double kRttMinExcessMs = 0.1;
+
+// A node is unreachable_node only when at least this many peers, each from
+// its own side, could not reach it (and none could).
+constexpr size_t kMinPeersForIsolated = 2;
 
 // The first kPairsNamed pairs, then how many more there are.
 constexpr size_t kPairsNamed = 64;
@@ -83,15 +95,22 @@ v1::RuleResult Rule(const std::string& id, const std::string& outcome, const std
 void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<std::pair<std::string, std::string>, PairData> pairs;  // (src, dst)
   std::set<std::string> nodes;
+  const RecordSpeaker speaker(data);
   ForEachRecord(data, {v1::Record::kMeasurement, "connectivity"},
                 [&](const v1::ExportedRecord& rec) {
                   if (rec.suite() != "connectivity" || !rec.record().has_measurement())
                     return;
                   const v1::Measurement& m = rec.record().measurement();
+                  // The source is the node that sent the record: a src label
+                  // naming another node is another node's word, and ignored
+                  // (mpirun's launching node speaks for its group); dst only
+                  // names a peer of the task.
                   std::string src = LabelValue(m, "src");
                   std::string dst = LabelValue(m, "dst");
                   if (src.empty()) src = RecordNode(rec);
-                  if (src.empty() || dst.empty() || src == dst) return;
+                  if (!speaker.SpeaksFor(rec, src) || !speaker.IsPeer(rec, dst) || src == dst) {
+                    return;
+                  }
                   nodes.insert(src);
                   nodes.insert(dst);
                   PairData& p = pairs[{src, dst}];
@@ -175,7 +194,9 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
       if (reachable(a, x)) any_ok = true;
       if (unreachable(a, x)) peers.push_back(a);
     }
-    if (any_ok || peers.empty()) continue;
+    // Each peer speaks for its own side only: one peer's word cannot cut a
+    // node off (in a two-node run that would be the other node's say).
+    if (any_ok || peers.size() < kMinPeersForIsolated) continue;
     isolated.insert(x);
     v1::RuleResult r = Rule("unreachable_node", "fail", x, "node");
     r.set_value(static_cast<double>(peers.size()));
@@ -195,9 +216,17 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
     if (p.unreachable == 0) continue;
     const bool reverse_ok = reachable(dst, src);
     if (!isolated.count(dst)) {
-      v1::RuleResult r = Rule("unreachable_pair", "fail", dst, absl::StrCat("pair ", src, " -> ", dst));
-      r.set_message(absl::StrCat(dst, " is unreachable from ", src, " (tried ", tried(src, dst),
-                                 ")", reverse_ok ? "; the reverse direction works" : ""));
+      // Measured by src alone: the pair fails, not dst, unless dst's own
+      // records say it cannot reach src either.
+      const bool corroborated = unreachable(dst, src);
+      v1::RuleResult r = Rule("unreachable_pair", "fail", corroborated ? dst : "",
+                              absl::StrCat("pair ", src, " -> ", dst));
+      r.set_message(absl::StrCat(src, " -> ", dst, " unreachable, as measured by ", src, " (tried ",
+                                 tried(src, dst), ")",
+                                 reverse_ok ? "; the reverse direction works"
+                                 : corroborated
+                                     ? absl::StrCat("; ", dst, " cannot reach ", src, " either")
+                                     : ""));
       r.add_evidence(absl::StrCat(PairName(src, dst), ": ", p.unreachable, " of ", p.measured,
                                   " measurements unreachable"));
       r.set_action(absl::StrCat("check routes and firewalls between ", src, " and ", dst));
@@ -250,10 +279,12 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
     return;
   }
   std::map<std::string, int> blame;
+  std::set<std::string> measured_slow;  // sources of outlying pairs: their own word
   for (const auto& o : outliers) {
     const auto& [a, b] = by_subject[o.item.subject];
     ++blame[a];
     ++blame[b];
+    measured_slow.insert(a);
   }
   int top = 0;
   for (const auto& [node, count] : blame) top = std::max(top, count);
@@ -261,6 +292,8 @@ void JudgeConnectivity(const RunData& data, std::vector<v1::RuleResult>* out) {
   for (const auto& [node, count] : blame) {
     if (count == top) culprits.push_back(node);
   }
+  // A node is warned only when one of its own measurements is slow too.
+  if (culprits.size() == 1 && !measured_slow.count(culprits[0])) culprits.clear();
   std::vector<std::string> evidence;
   for (const auto& o : outliers) {
     evidence.push_back(absl::StrCat(o.item.subject, ": ", FormatNumber(o.item.value), " ms (",

@@ -72,7 +72,7 @@ void JudgeConsistency(const RunData& data, std::vector<v1::RuleResult>* out) {
         if (m.metric() != kMetric) return;
         std::string digest = LabelValue(m, "digest");
         if (digest.empty()) return;
-        std::string node = er.node().empty() ? LabelValue(m, "node") : er.node();
+        std::string node = RecordNode(er);  // the sender (record_speaker.h)
         std::string gpu = LabelValue(m, "gpu");
         GroupKey key{LabelValue(m, "workload"), LabelValue(m, "model"),
                      LabelValue(m, "versions")};

@@ -22,12 +22,16 @@
 //  3. Blame, from the evidence across pairs (every slow link is named with
 //     both ends):
 //     - an end (NIC port) measured with two or more partners and slow with
-//       every one of them: that NIC is blamed alone (rdma.slow_nic, on its
-//       node) -- "slow with every partner";
+//       every one of them, by its own node's records or by at least two
+//       partners' (a record counts only from its sender, record_speaker.h):
+//       that NIC is blamed alone (rdma.slow_nic, on its node) -- "slow with
+//       every partner";
 //     - a slow link whose ends are each fine with some other partner, or
 //       whose ends were only ever measured with each other: the link
 //       (cable, transceivers, switch ports) between them is named
-//       (rdma.slow_link, one result on each end's node), and the message
+//       (rdma.slow_link, one result on each end's node whose own records
+//       found it slow, and one pair result on no node when an end's node
+//       did not: one node's measurement never fails its peer), and the message
 //       says which of the two it was ("slow with this partner only", or
 //       "only measured with each other: NIC and cable cannot be told
 //       apart").
@@ -48,6 +52,7 @@
 #include "reports/judge_util.h"
 #include "reports/metric_table.h"
 #include "reports/outcome_order.h"
+#include "reports/record_speaker.h"
 #include "reports/run_data.h"
 #include "reports/stats.h"
 
@@ -84,6 +89,8 @@ struct LinkState {
   std::string a, b, a_node, b_node;
   std::string outcome = "pass";  // worst seen
   std::vector<std::string> evidence;
+  // The nodes whose own records (as the client) found it slow or failed.
+  std::set<std::string> witnesses;
   bool slow() const { return outcome != "pass"; }
 };
 
@@ -102,6 +109,7 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
                   if (rec.suite() != "rdma") return;
                   latest[rec.task_id()] = std::max(latest[rec.task_id()], rec.attempt());
                 });
+  const RecordSpeaker speaker(data);
   std::vector<Item> items;
   ForEachRecord(
       data, {v1::Record::kMeasurement, "rdma"}, [&](const v1::ExportedRecord& rec) {
@@ -115,9 +123,11 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         if (!bw && !lat) return;
         Item it;
         it.metric = m.metric();
+        // The client end is the record's sender (record_speaker.h); the
+        // server end only names a peer of the task.
         it.a_node = LabelValue(m, "src").empty() ? RecordNode(rec) : LabelValue(m, "src");
         it.b_node = LabelValue(m, "dst");
-        if (it.a_node.empty() || it.b_node.empty()) return;
+        if (!speaker.SpeaksFor(rec, it.a_node) || !speaker.IsPeer(rec, it.b_node)) return;
         it.a = absl::StrCat(it.a_node, ":", LabelValue(m, "hca"), "/",
                             LabelValue(m, "port"));
         it.b = absl::StrCat(it.b_node, ":", LabelValue(m, "peer_hca"), "/",
@@ -159,9 +169,11 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     node_of_end[it.b] = it.b_node;
     return l;
   };
-  auto mark = [](LinkState& l, const std::string& outcome, const std::string& why) {
+  auto mark = [](LinkState& l, const std::string& outcome, const std::string& why,
+                 const std::string& witness) {
     if (Rank(outcome) > Rank(l.outcome)) l.outcome = outcome;
     l.evidence.push_back(why);
+    l.witnesses.insert(witness);
   };
   std::map<std::string, int> slow_per_metric;
 
@@ -175,7 +187,8 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       mark(l, "fail",
            absl::StrCat(Describe(it), " < floor ", FormatNumber(floor), " Gb/s (",
                         FormatNumber(it.fraction), " x the ", FormatNumber(it.rate),
-                        " Gb/s port rate; a healthy 400 Gb/s NDR port gives about 392)"));
+                        " Gb/s port rate; a healthy 400 Gb/s NDR port gives about 392)"),
+           it.a_node);
     }
   }
 
@@ -190,14 +203,15 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     Item it;
     it.a_node = LabelValue(f.labels(), "src");
     it.b_node = LabelValue(f.labels(), "dst");
-    if (it.a_node.empty() || it.b_node.empty()) return;
+    if (!speaker.SpeaksFor(rec, it.a_node) || !speaker.IsPeer(rec, it.b_node)) return;
     it.a = absl::StrCat(it.a_node, ":", LabelValue(f.labels(), "hca"), "/",
                         LabelValue(f.labels(), "port"));
     it.b = absl::StrCat(it.b_node, ":", LabelValue(f.labels(), "peer_hca"), "/",
                         LabelValue(f.labels(), "peer_port"));
     ++slow_per_metric["rdma_" + LabelValue(f.labels(), "test") +
                       (LabelValue(f.labels(), "test") == "write_lat" ? "_us" : "_gbps")];
-    mark(link(it), "fail", absl::StrCat("failed: ", f.title(), " (", f.detail(), ")"));
+    mark(link(it), "fail", absl::StrCat("failed: ", f.title(), " (", f.detail(), ")"),
+         it.a_node);
   });
 
   // Rule 2: the fleet, per metric and rail.
@@ -225,7 +239,8 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
            absl::StrCat(Describe(*it), " is ", o.extreme ? "an extreme" : "a",
                         " fleet outlier (", FormatNumber(o.relative_to_median),
                         "x the rail's median ", FormatNumber(s.median), " over ", s.n,
-                        " links)"));
+                        " links)"),
+           it->a_node);
     }
   }
 
@@ -234,8 +249,15 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   for (const auto& [end, names] : links_of_end) {
     if (names.size() < 2) continue;
     size_t slow = 0;
-    for (const auto& n : names) slow += links[n].slow() ? 1 : 0;
+    std::set<std::string> witnesses;
+    for (const auto& n : names) {
+      slow += links[n].slow() ? 1 : 0;
+      witnesses.insert(links[n].witnesses.begin(), links[n].witnesses.end());
+    }
     if (slow != names.size()) continue;
+    // The NIC's node is blamed on its own measurements, or on those of at
+    // least two partners: never on one other node's word.
+    if (!witnesses.count(node_of_end[end]) && witnesses.size() < 2) continue;
     blamed_nics.insert(end);
     std::string outcome = "warn";
     v1::RuleResult r;
@@ -270,16 +292,31 @@ void RdmaJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
               "cable cannot be told apart; both ends are named"
             : "blame rule: slow with this partner only -> the link between them (cable, "
               "transceivers or switch ports)";
+    // Each end's node carries the result when its own records found the
+    // link slow; an end only the other node measured is named in one pair
+    // result that blames neither node.
+    std::vector<std::string> targets;
+    bool unwitnessed_end = false;
     for (const std::string& node : {l.a_node, l.b_node}) {
+      if (l.witnesses.count(node)) {
+        if (std::find(targets.begin(), targets.end(), node) == targets.end()) {
+          targets.push_back(node);
+        }
+      } else {
+        unwitnessed_end = true;
+      }
+    }
+    if (unwitnessed_end) targets.push_back("");
+    const std::string by = absl::StrJoin(l.witnesses, ", ");
+    for (const std::string& node : targets) {
       v1::RuleResult r = MakeRule("rdma.slow_link", Category(), l.outcome, node,
                                   absl::StrCat("link:", name));
-      r.set_message(absl::StrCat("slow RDMA link ", name, "; ", rule));
+      r.set_message(absl::StrCat("slow RDMA link ", name, ", as measured by ", by, "; ", rule));
       for (const auto& e : l.evidence) r.add_evidence(e);
       r.set_action(
           absl::StrCat("check the cable and switch ports between ", l.a, " and ", l.b,
                        " (ibstat on both ends, ibdiagnet / switch port counters)"));
       out->push_back(std::move(r));
-      if (l.a_node == l.b_node) break;
     }
   }
 

@@ -183,7 +183,10 @@ void JudgeStorage(const RunData& data, std::vector<v1::RuleResult>* out) {
     }
     std::string cls = LabelValue(m, "storage_class");
     if (cls.empty()) cls = "unknown";
-    std::string node = er.node().empty() ? LabelValue(m, "host") : er.node();
+    // The sender (record_speaker.h); the host label only for a record that
+    // has none (a hand-made file).
+    std::string node = RecordNode(er);
+    if (node.empty()) node = LabelValue(m, "host");
     NodeFigure f;
     f.node = node;
     f.value = m.value();

@@ -1,5 +1,7 @@
 // Workload judge (docs/workload.md): one training job is one task of the
-// workload suite; every rank's records carry labels rank and world_size; the
+// workload suite; every rank's records carry labels rank and world_size (a
+// record counts for its rank only when it is that rank's own, record_speaker.h:
+// one node's records never speak for another node's rank); the
 // per-step figures (loss, step_time_s, compute_s) are Samples.
 //
 //  1. Loss agreement: every replica trains on the same batch with the same
@@ -39,6 +41,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,6 +53,7 @@
 #include "generated/suite_judges.h"
 #include "reports/judge_util.h"
 #include "reports/loss_curve.h"
+#include "reports/record_speaker.h"
 #include "reports/run_data.h"
 
 namespace cmax::reports {
@@ -437,6 +441,7 @@ void JudgeStalls(const std::string& task, const Job& job, std::vector<v1::RuleRe
 void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
   std::map<std::string, Job> jobs;  // by task
   std::map<std::string, double> host_gemm;  // node -> best cpu GEMM TFLOP/s
+  const RecordSpeaker speaker(data);
   RecordFilter filter;
   ForEachRecord(data, filter, [&](const v1::ExportedRecord& rec) {
     const v1::Record& r = rec.record();
@@ -444,11 +449,12 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       const v1::Sample& sm = r.sample();
       const std::string suite = sm.suite().empty() ? rec.suite() : sm.suite();
       if (suite != "workload") return;
-      int rank = 0, step = 0;
-      if (!absl::SimpleAtoi(LabelValue(sm.labels(), "rank"), &rank) ||
-          !absl::SimpleAtoi(LabelValue(sm.labels(), "step"), &step)) {
-        return;
-      }
+      // A rank's figures are its own records' (RecordSpeaker): a record
+      // labelled with another node's rank is ignored.
+      const std::optional<int> own = speaker.OwnRank(rec, sm.labels());
+      int step = 0;
+      if (!own || !absl::SimpleAtoi(LabelValue(sm.labels(), "step"), &step)) return;
+      const int rank = *own;
       Job& job = jobs[rec.task_id()];
       int world = 0;
       if (absl::SimpleAtoi(LabelValue(sm.labels(), "world_size"), &world)) job.world = world;
@@ -482,8 +488,9 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         return;
       }
       if (suite != "workload") return;
-      int rank = 0;
-      if (!absl::SimpleAtoi(LabelValue(m, "rank"), &rank)) return;
+      const std::optional<int> own = speaker.OwnRank(rec, m.labels());
+      if (!own) return;
+      const int rank = *own;
       Job& job = jobs[rec.task_id()];
       int world = 0;
       if (absl::SimpleAtoi(LabelValue(m, "world_size"), &world)) job.world = world;
@@ -505,8 +512,9 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     }
     if (!r.has_finding() || r.finding().check_id() != "workload.no_step") return;
     const auto& l = r.finding().labels();
-    int rank = 0;
-    if (!absl::SimpleAtoi(LabelValue(l, "rank"), &rank)) return;
+    const std::optional<int> own = speaker.OwnRank(rec, l);
+    if (!own) return;
+    const int rank = *own;
     Job& job = jobs[rec.task_id()];
     int world = 0;
     if (absl::SimpleAtoi(LabelValue(l, "world_size"), &world)) job.world = world;

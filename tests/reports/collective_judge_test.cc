@@ -203,6 +203,7 @@ void AddStall(RunData* d, const std::string& task, int rank, const std::string& 
   cmax::v1::ExportedRecord er;
   er.set_task_id(task);
   er.set_node(node);
+  er.set_rank(rank);  // each rank writes its own spool (the coordinator checks the pair)
   er.set_suite("collective");
   auto* f = er.mutable_record()->mutable_finding();
   f->set_check_id("collective.soak_stall");

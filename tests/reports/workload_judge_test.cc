@@ -24,6 +24,7 @@ void Measure(RunData* d, const std::string& node, int rank, const std::string& m
   cmax::v1::ExportedRecord er;
   er.set_task_id("t1");
   er.set_node(node);
+  er.set_rank(rank);  // each rank writes its own spool (the coordinator checks the pair)
   er.set_suite("workload");
   // Per-step figures are Samples, the per-rank ones Measurements.
   auto* m = step >= 0 ? nullptr : er.mutable_record()->mutable_measurement();
@@ -59,6 +60,7 @@ void Stall(RunData* d, const std::string& node, int rank, int last_step, bool in
   cmax::v1::ExportedRecord er;
   er.set_task_id("t1");
   er.set_node(node);
+  er.set_rank(rank);  // each rank writes its own spool (the coordinator checks the pair)
   er.set_suite("workload");
   auto* f = er.mutable_record()->mutable_finding();
   f->set_check_id("workload.no_step");
