@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/secrets.h"
 #include "common/time_util.h"
+#include "coordinator/history_rpc.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -488,9 +489,13 @@ grpc::ServerUnaryReactor* CoordinatorService::UpdateSchedule(
 grpc::ServerUnaryReactor* CoordinatorService::GetHistory(
     grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
     v1::GetHistoryResponse* response) {
-  CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorized(context), response,
-               [core, request] { return core->HandleGetHistory(*request); });
+  if (!Authorized(context)) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(Unauthenticated());
+    return reactor;
+  }
+  // Off the core thread (history_rpc.h).
+  return NewHistoryReactor(core_, *request, response);
 }
 
 }  // namespace cmax::coordinator
