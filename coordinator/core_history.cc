@@ -195,9 +195,10 @@ absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::SnapshotHistory(
         reply->value = std::move(v);
         reply->done = true;
       });
+  Reply* r = reply.get();
+  auto done = [r]() ABSL_SHARED_LOCKS_REQUIRED(r->mu) { return r->done; };
   {
     absl::MutexLock lock(&reply->mu);
-    auto done = [r = reply.get()]() ABSL_SHARED_LOCKS_REQUIRED(r->mu) { return r->done; };
     if (reply->mu.AwaitWithTimeout(absl::Condition(&done), timeout)) {
       return std::move(reply->value);
     }
@@ -205,7 +206,6 @@ absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::SnapshotHistory(
   if (ticket != 0 && !AbandonHistory(ticket)) {
     // Answered meanwhile: take it.
     absl::MutexLock lock(&reply->mu);
-    auto done = [r = reply.get()]() ABSL_SHARED_LOCKS_REQUIRED(r->mu) { return r->done; };
     reply->mu.Await(absl::Condition(&done));
     return std::move(reply->value);
   }
