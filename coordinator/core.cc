@@ -121,6 +121,7 @@ void CoordinatorCore::Start() {
     pthread_setname_np(pthread_self(), "cmax-scorecard");
     ScorecardLoop();
   });
+  history_pool_.Start();
   export_thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "cmax-export");
     ExportLoop();
@@ -150,6 +151,7 @@ void CoordinatorCore::BeginShutdown() {
 }
 
 void CoordinatorCore::Stop() {
+  history_pool_.Stop();  // its waiters get UNAVAILABLE
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -395,18 +397,6 @@ absl::StatusOr<v1::ListRunsResponse> CoordinatorCore::SnapshotRuns(int limit,
           if (RunRow* live = scheduler_.FindRun(r.run_id())) r = live->info;
         }
         return runs;
-      },
-      timeout);
-}
-
-absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::SnapshotHistory(
-    const std::string& node, absl::Duration timeout) {
-  return AwaitOnCore<v1::GetHistoryResponse>(
-      this,
-      [this, node]() -> absl::StatusOr<v1::GetHistoryResponse> {
-        v1::GetHistoryRequest request;
-        request.set_node(node);
-        return HandleGetHistory(request);
       },
       timeout);
 }

@@ -13,7 +13,8 @@
 // scorecard thread: building and writing the scorecard files, completing the
 // run), core_export.cc (the export thread: a run's records for the Export
 // call), core_metrics.cc (the Prometheus exposition), core_schedules.cc (the
-// schedules' handlers and their view of the core).
+// schedules' handlers and their view of the core), core_history.cc (node
+// history; its queries run on history_pool.h's threads, not this one).
 #ifndef CMAX_COORDINATOR_CORE_H_
 #define CMAX_COORDINATOR_CORE_H_
 
@@ -36,6 +37,7 @@
 #include "common/task_state.h"
 #include "coordinator/clock.h"
 #include "coordinator/heartbeat_pacer.h"
+#include "coordinator/history_pool.h"
 #include "coordinator/registry.h"
 #include "coordinator/rendezvous.h"
 #include "coordinator/scheduler.h"
@@ -74,6 +76,12 @@ struct CoreOptions {
   // retention_every_ns (0: a tenth of keep_runs_for_ns, within 1 s to 1 h).
   int64_t keep_runs_for_ns = 0;
   int64_t retention_every_ns = 0;
+  // History and fleet queries (GetHistory, /fleet, /nodes/NAME): threads
+  // that run them, each with its own read-only store connection, and how
+  // many distinct queries may wait for one before callers are told "busy,
+  // retry" (coordinator/history_pool.h).
+  int history_threads = 2;
+  int history_queue = 8;
   // Tests and the chaos run only: installed as the store's fault hook
   // (Store::SetFaultHookForTesting). Empty: none.
   Store::FaultHook store_fault_for_testing;
@@ -142,9 +150,24 @@ class CoordinatorCore {
 
   // A node's history (its runs and their nodes are read), or without a node
   // the fleet's (every summary is read) (docs/history.md); NOT_FOUND for a
-  // node no finished run had, INVALID_ARGUMENT for a bad node name.
+  // node no finished run had, INVALID_ARGUMENT for a bad node name. In
+  // place on the core's connection: for tests calling the handlers
+  // directly; the gRPC call and the web view use QueryHistory.
   absl::StatusOr<v1::GetHistoryResponse> HandleGetHistory(
       const v1::GetHistoryRequest& request);
+
+  // --- History off the core thread (history_pool.h; any thread, never
+  // posts to the core). `done` gets HandleGetHistory's answer, computed on
+  // a history thread from its own read-only store connection and shared
+  // with every caller asking the same (node, or fleet) meanwhile; at once
+  // INVALID_ARGUMENT for a bad node name, RESOURCE_EXHAUSTED ("busy,
+  // retry") when options_.history_queue queries wait already, UNAVAILABLE
+  // before Start or after Stop. Returns the ticket for AbandonHistory, 0
+  // when `done` was already called. ---
+  uint64_t QueryHistory(const v1::GetHistoryRequest& request, HistoryPool::Done done);
+  // The caller has gone (HistoryPool::Abandon): true when `done` will not
+  // be called. The last caller gone drops or stops the query.
+  bool AbandonHistory(uint64_t ticket);
 
   const std::string& db_path() const { return db_path_; }
 
@@ -166,7 +189,9 @@ class CoordinatorCore {
   // an id that IsSafeId refuses.
   absl::StatusOr<v1::GetRunResponse> SnapshotRun(const std::string& run_id,
                                                  absl::Duration timeout);
-  // HandleGetHistory's answer (`node` empty: the fleet's).
+  // QueryHistory's answer (`node` empty: the fleet's), waited for at most
+  // `timeout`; then UNAVAILABLE and the query is abandoned (dropped or
+  // stopped when nobody else waits for it). Never waits on the core thread.
   absl::StatusOr<v1::GetHistoryResponse> SnapshotHistory(const std::string& node,
                                                          absl::Duration timeout);
 
@@ -376,6 +401,11 @@ class CoordinatorCore {
   std::deque<ExportJob> export_jobs_ ABSL_GUARDED_BY(export_mu_);
   bool export_stop_ ABSL_GUARDED_BY(export_mu_) = false;
   std::thread export_thread_;
+
+  // History queries (core_history.cc): started by Start, stopped by Stop.
+  HistoryPool history_pool_{HistoryPool::Options{.db_path = db_path_,
+                                                 .threads = options_.history_threads,
+                                                 .max_queued = options_.history_queue}};
 };
 
 // An artifact record (a bug report, a job file) as stored: its node and task

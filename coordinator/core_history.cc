@@ -3,8 +3,9 @@
 // scorecard is done (CompleteRun), the scorecard gets the cluster's history
 // as Reliability evidence (AddHistory, on the scorecard thread), runs that
 // ended before this coordinator kept summaries are summarised at startup
-// from their scorecard.json (BackfillHistory), cmaxctl history reads it
-// (HandleGetHistory), and /metrics gets each node's open incident and last
+// from their scorecard.json (BackfillHistory), cmaxctl history and the web
+// view read it (QueryHistory: on the history threads, each with a read-only
+// store connection of its own, never on the core thread), and /metrics gets each node's open incident and last
 // accepted run from a compact state kept here (NoteSummaries).
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/atomic_file.h"
 #include "common/logging.h"
 #include "common/run_id.h"
@@ -129,20 +132,86 @@ absl::Status CoordinatorCore::BackfillHistory() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A node's history reads its own rows and its runs' bands; the fleet's
+// reads every row (history_queries.h; benchmarks/history_scale).
+absl::StatusOr<v1::GetHistoryResponse> RunHistoryQuery(Store& store, const std::string& node,
+                                                       const std::function<bool()>& stop) {
+  v1::GetHistoryResponse resp;
+  if (!node.empty()) {
+    CMAX_ASSIGN_OR_RETURN(*resp.mutable_node(), QueryNodeHistory(store, node));
+  } else {
+    CMAX_ASSIGN_OR_RETURN(*resp.mutable_fleet(), QueryFleetReliability(store, stop));
+  }
+  return resp;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::HandleGetHistory(
     const v1::GetHistoryRequest& request) {
   if (!request.node().empty() && !IsValidNodeName(request.node())) {
     return absl::InvalidArgumentError("bad node name");
   }
-  // A node's history reads its own rows and its runs' bands; the fleet's
-  // reads every row (history_queries.h; benchmarks/history_scale).
-  v1::GetHistoryResponse resp;
-  if (!request.node().empty()) {
-    CMAX_ASSIGN_OR_RETURN(*resp.mutable_node(), QueryNodeHistory(*store_, request.node()));
-  } else {
-    CMAX_ASSIGN_OR_RETURN(*resp.mutable_fleet(), QueryFleetReliability(*store_));
+  return RunHistoryQuery(*store_, request.node(), {});
+}
+
+uint64_t CoordinatorCore::QueryHistory(const v1::GetHistoryRequest& request,
+                                       HistoryPool::Done done) {
+  const std::string node = request.node();
+  if (!node.empty() && !IsValidNodeName(node)) {
+    done(absl::InvalidArgumentError("bad node name"));
+    return 0;
   }
-  return resp;
+  // Equal keys, equal queries: a node's history or the fleet's, nothing
+  // else in the request changes the answer.
+  return history_pool_.Submit(
+      node.empty() ? "fleet" : absl::StrCat("node:", node),
+      [node](Store& store, const std::function<bool()>& stop) {
+        return RunHistoryQuery(store, node, stop);
+      },
+      std::move(done));
+}
+
+bool CoordinatorCore::AbandonHistory(uint64_t ticket) { return history_pool_.Abandon(ticket); }
+
+absl::StatusOr<v1::GetHistoryResponse> CoordinatorCore::SnapshotHistory(
+    const std::string& node, absl::Duration timeout) {
+  // The answer lives in a shared block: a late one (after the wait gave
+  // up) writes into memory that is still there.
+  struct Reply {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    absl::StatusOr<v1::GetHistoryResponse> value ABSL_GUARDED_BY(mu) =
+        absl::UnknownError("no answer");
+  };
+  auto reply = std::make_shared<Reply>();
+  v1::GetHistoryRequest request;
+  request.set_node(node);
+  const uint64_t ticket =
+      QueryHistory(request, [reply](absl::StatusOr<v1::GetHistoryResponse> v) {
+        absl::MutexLock lock(&reply->mu);
+        reply->value = std::move(v);
+        reply->done = true;
+      });
+  Reply* r = reply.get();
+  auto done = [r]() ABSL_SHARED_LOCKS_REQUIRED(r->mu) { return r->done; };
+  {
+    absl::MutexLock lock(&reply->mu);
+    if (reply->mu.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+      return std::move(reply->value);
+    }
+  }
+  if (ticket != 0 && !AbandonHistory(ticket)) {
+    // Answered meanwhile: take it.
+    absl::MutexLock lock(&reply->mu);
+    reply->mu.Await(absl::Condition(&done));
+    return std::move(reply->value);
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "the ", node.empty() ? "fleet's" : "node's", " history took longer than ",
+      absl::FormatDuration(timeout), "; retry later"));
 }
 
 }  // namespace cmax::coordinator

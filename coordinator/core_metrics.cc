@@ -100,6 +100,24 @@ std::string CoordinatorCore::MetricsText() {
   m.Write(batch_seconds_);
   m.Family("cmax_store_bytes", "gauge", "size of the SQLite store (database and WAL files)");
   m.Sample(static_cast<double>(FileBytes(db_path_) + FileBytes(db_path_ + "-wal")));
+  {
+    // History queries (history_pool.h): off this thread; counted there.
+    const HistoryPool::Counts h = history_pool_.counts();
+    m.Family("cmax_history_queries_total", "counter",
+             "history and fleet queries (GetHistory, /fleet, /nodes/NAME) by outcome: run on "
+             "a history thread, shared (a caller joined one in flight), busy (refused: too "
+             "many at once), dropped (every caller gone before it started), cancelled "
+             "(every caller gone while it ran: stopped)");
+    m.Sample(static_cast<double>(h.run), {{"outcome", "run"}});
+    m.Sample(static_cast<double>(h.shared), {{"outcome", "shared"}});
+    m.Sample(static_cast<double>(h.busy), {{"outcome", "busy"}});
+    m.Sample(static_cast<double>(h.dropped), {{"outcome", "dropped"}});
+    m.Sample(static_cast<double>(h.cancelled), {{"outcome", "cancelled"}});
+    m.Family("cmax_history_queries_in_flight", "gauge",
+             "history queries now running on a history thread or waiting for one");
+    m.Sample(h.running, {{"state", "running"}});
+    m.Sample(h.queued, {{"state", "queued"}});
+  }
   if (options_.keep_runs_for_ns > 0) {
     const Store::RetentionStats r = store_->retention_stats();
     m.Family("cmax_store_retention_keep_seconds", "gauge",

@@ -42,9 +42,15 @@ absl::StatusOr<v1::NodeHistory> QueryNodeHistory(Store& store, const std::string
   return reports::ComputeNodeHistoryFrom(node, own, bands);
 }
 
-absl::StatusOr<v1::ReliabilitySummary> QueryFleetReliability(Store& store) {
-  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all, store.LoadNodeRunSummaries(""));
-  return reports::ComputeReliability(all);
+absl::StatusOr<v1::ReliabilitySummary> QueryFleetReliability(
+    Store& store, const std::function<bool()>& stop) {
+  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
+                        store.LoadNodeRunSummaries("", false, stop));
+  reports::HistoryOptions options;
+  options.stop = stop;
+  v1::ReliabilitySummary summary = reports::ComputeReliability(all, options);
+  if (stop && stop()) return absl::CancelledError("fleet history: stopped (nobody waits for it)");
+  return summary;
 }
 
 }  // namespace cmax::coordinator

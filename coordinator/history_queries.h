@@ -4,6 +4,7 @@
 #ifndef CMAX_COORDINATOR_HISTORY_QUERIES_H_
 #define CMAX_COORDINATOR_HISTORY_QUERIES_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,10 @@ absl::Status PutRunHistory(Store& store, const std::string& run_id,
 absl::StatusOr<v1::NodeHistory> QueryNodeHistory(Store& store, const std::string& node);
 
 // The fleet's reliability (`cmaxctl history`, /fleet, the scorecard's
-// history evidence).
-absl::StatusOr<v1::ReliabilitySummary> QueryFleetReliability(Store& store);
+// history evidence). `stop` (may be empty) is asked per batch of rows read
+// and per node; CANCELLED once it says true.
+absl::StatusOr<v1::ReliabilitySummary> QueryFleetReliability(
+    Store& store, const std::function<bool()>& stop = {});
 
 }  // namespace cmax::coordinator
 

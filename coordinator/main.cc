@@ -64,6 +64,15 @@ ABSL_FLAG(int, heartbeat_timeout, 15,
           "seconds without word from an agent before it is lost and its tasks with it (above "
           "2,500 agents at least 3 heartbeat periods, which grow with the fleet: docs/scale.md; "
           "checked once a second)");
+ABSL_FLAG(int, history_threads, 2,
+          "threads that answer history and fleet queries (cmaxctl history, /fleet, "
+          "/nodes/NAME), each with a read-only store connection of its own, never the thread "
+          "that hears agents (docs/history.md)");
+ABSL_FLAG(int, history_queue, 8,
+          "distinct history queries that may wait while every history thread is busy; beyond "
+          "it callers are told "
+          "\"busy, retry\" (gRPC RESOURCE_EXHAUSTED, HTTP 503). Equal queries in flight are "
+          "shared and count once");
 ABSL_FLAG(int, min_free_mb, 64,
           "refuse new runs while the data directory has less free space than this (MiB)");
 ABSL_FLAG(bool, allow_insecure, false,
@@ -221,6 +230,12 @@ int main(int argc, char** argv) {
   options.data_dir = data_dir;
   options.heartbeat_timeout_ms = int64_t{absl::GetFlag(FLAGS_heartbeat_timeout)} * 1000;
   options.min_free_bytes = int64_t{absl::GetFlag(FLAGS_min_free_mb)} << 20;
+  options.history_threads = absl::GetFlag(FLAGS_history_threads);
+  options.history_queue = absl::GetFlag(FLAGS_history_queue);
+  if (options.history_threads < 1 || options.history_threads > 64) {
+    return Fail("--history-threads must be 1 to 64");
+  }
+  if (options.history_queue < 0) return Fail("--history-queue must be >= 0");
   if (absl::GetFlag(FLAGS_slurm_drain)) {
     options.slurm_scontrol = cmax::FindExecutable(absl::GetFlag(FLAGS_scontrol));
     if (options.slurm_scontrol.empty()) {

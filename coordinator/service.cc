@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "common/secrets.h"
 #include "common/time_util.h"
+#include "coordinator/history_rpc.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -534,9 +535,14 @@ grpc::ServerUnaryReactor* CoordinatorService::UpdateSchedule(
 grpc::ServerUnaryReactor* CoordinatorService::GetHistory(
     grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
     v1::GetHistoryResponse* response) {
-  CoordinatorCore* core = core_;
-  return Unary(core_, context, Authorize(context, Role::kRead, "GetHistory"), response,
-               [core, request] { return core->HandleGetHistory(*request); });
+  if (grpc::Status authorized = Authorize(context, Role::kRead, "GetHistory");
+      !authorized.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(authorized);
+    return reactor;
+  }
+  // Off the core thread (history_rpc.h).
+  return NewHistoryReactor(core_, *request, response);
 }
 
 }  // namespace cmax::coordinator

@@ -540,7 +540,7 @@ absl::Status Store::PutRunSummaries(const std::string& run_id,
 }
 
 absl::StatusOr<std::vector<v1::NodeRunSummary>> Store::LoadNodeRunSummaries(
-    const std::string& node, bool with_peers) {
+    const std::string& node, bool with_peers, const std::function<bool()>& stop) {
   Stmt s(db_, node.empty()
                   ? "SELECT summary FROM node_runs ORDER BY finished_ns, run_id, node"
               : with_peers ? "SELECT summary FROM node_runs WHERE run_id IN "
@@ -557,6 +557,9 @@ absl::StatusOr<std::vector<v1::NodeRunSummary>> Store::LoadNodeRunSummaries(
       return absl::DataLossError("load node history: a stored summary does not parse");
     }
     out.push_back(std::move(summary));
+    if ((out.size() & 1023) == 0 && stop && stop()) {
+      return absl::CancelledError("load node history: stopped (nobody waits for it)");
+    }
   }
   if (rc != SQLITE_DONE) return Error("load node history", rc);
   return out;

@@ -139,9 +139,12 @@ class Store {
   absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadRunSummaries(const std::string& run_id);
   // One node's summaries (every node's when `node` is empty), oldest first;
   // `with_peers`: every node's summaries of the runs that had `node`.
-  // DATA_LOSS when a row does not parse.
+  // DATA_LOSS when a row does not parse. `stop` (may be empty) is asked
+  // every 1,024 rows; CANCELLED once it says true (a history query whose
+  // callers have gone, coordinator/history_pool.h).
   absl::StatusOr<std::vector<v1::NodeRunSummary>> LoadNodeRunSummaries(
-      const std::string& node, bool with_peers = false);
+      const std::string& node, bool with_peers = false,
+      const std::function<bool()>& stop = {});
   // The runs PutRunSummaries has marked.
   absl::StatusOr<std::set<std::string>> SummarizedRuns();
 

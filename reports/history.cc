@@ -425,6 +425,7 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
   std::map<std::string, double> hours_by_week;
   std::map<std::string, v1::ReasonSeen> reasons;
   for (const auto& [node, runs_of] : by_node) {
+    if (options.stop && options.stop()) return r;
     for (auto& inc : IncidentsOf(node, runs_of, options)) {
       r.set_incidents(r.incidents() + 1);
       ++failures_by_week[WeekStart(inc.opened_unix_ns())];

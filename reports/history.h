@@ -13,6 +13,7 @@
 #define CMAX_REPORTS_HISTORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ struct HistoryOptions {
   // the node's previous incident closed.
   int64_t reopen_window_ns = 7ll * 24 * 3600 * 1000000000;
   size_t top_reasons = 10;
+  // ComputeReliability asks it once per node (may be empty); once it says
+  // true the summary returned is incomplete and the caller drops it (a
+  // query nobody waits for any more, coordinator/history_pool.h).
+  std::function<bool()> stop;
 };
 
 // One summary per node of a finished run's scorecard: the verdict

@@ -24,12 +24,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "benchmarks/history_scale/history_sim.h"
 #include "coordinator/history_queries.h"
 #include "coordinator/store.h"
 #include "reports/history.h"
 
 namespace {
 
+using cmax::history_sim::Fleet;
+using cmax::history_sim::Generate;
+using cmax::history_sim::NodeName;
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
@@ -39,88 +43,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 int64_t FileBytes(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
-}
-
-// The reasons a simulated node fails for, as the scorecard words them.
-struct SimReason {
-  const char* id;
-  const char* category;
-  const char* text;
-};
-constexpr SimReason kReasons[] = {
-    {"expect.gpus_per_node", "Compute", "7 GPUs visible, 8 expected"},
-    {"finding.xid", "Reliability", "Xid 79 (GPU fell off the bus) on GPU 3"},
-    {"finding.row_remap_failure", "Reliability", "row remapping failed on GPU 5"},
-    {"expect.busbw", "Networking", "all_reduce busbw 180 GB/s under the floor 300"},
-    {"finding.ib_port_down", "Networking", "mlx5_2 port 1 down"},
-};
-
-struct Fleet {
-  int nodes;
-  int weeks;
-  int64_t start_ns;
-};
-
-std::string NodeName(int i) { return absl::StrFormat("sim-node-%05d", i); }
-std::string RunId(int w) { return absl::StrFormat("r20260105-000000-%04x", w); }
-
-// A node fails with probability 1/200 a week; a failed node is rejected by
-// the runs of 1 to 3 weeks, then accepted; 1 run in 50 does not measure a
-// node (its agent was away).
-std::vector<std::vector<cmax::v1::NodeRunSummary>> Generate(const Fleet& f) {
-  std::mt19937_64 rng(20261205);
-  std::uniform_real_distribution<double> u(0, 1);
-  std::normal_distribution<double> noise(0, 1);
-  std::vector<int> down_until(f.nodes, -1), reason(f.nodes, 0);
-  std::vector<std::vector<cmax::v1::NodeRunSummary>> runs(f.weeks);
-  constexpr int64_t kWeekNs = 7ll * 24 * 3600 * 1000000000;
-  for (int w = 0; w < f.weeks; ++w) {
-    const int64_t t = f.start_ns + w * kWeekNs;
-    auto& run = runs[w];
-    run.reserve(f.nodes);
-    for (int n = 0; n < f.nodes; ++n) {
-      cmax::v1::NodeRunSummary s;
-      s.set_run_id(RunId(w));
-      s.set_node(NodeName(n));
-      s.set_finished_unix_ns(t);
-      s.set_gpus(8);
-      s.set_plan("weekly (simulated)");
-      s.set_simulated(true);
-      s.set_report_dir("/var/lib/cmax/reports/" + RunId(w));
-      if (down_until[n] < w && u(rng) < 0.005) {
-        down_until[n] = w + static_cast<int>(u(rng) * 3);
-        reason[n] = static_cast<int>(u(rng) * std::size(kReasons));
-      }
-      if (u(rng) < 0.02) {
-        s.set_verdict(cmax::reports::kVerdictNotMeasured);
-        run.push_back(std::move(s));
-        continue;
-      }
-      const bool down = w <= down_until[n];
-      s.set_verdict(down ? cmax::reports::kVerdictReject : cmax::reports::kVerdictAccept);
-      if (down) {
-        const SimReason& r = kReasons[reason[n]];
-        auto* rr = s.add_reasons();
-        rr->set_id(r.id);
-        rr->set_outcome("fail");
-        rr->set_category(r.category);
-        rr->set_text(r.text);
-      }
-      auto figure = [&](const char* name, double v, const char* unit) {
-        auto* fig = s.add_figures();
-        fig->set_name(name);
-        fig->set_value(v);
-        fig->set_unit(unit);
-        fig->set_simulated(true);
-      };
-      figure("gemm_tflops_per_gpu", (down ? 610 : 720) + 8 * noise(rng), "TFLOP/s");
-      figure("allreduce_busbw_gbps", 360 + 5 * noise(rng), "GB/s");
-      figure("storage_read_mbps", 5200 + 150 * noise(rng), "MB/s");
-      figure("burnin_gpu_temperature_c", 68 + 2 * noise(rng), "C");
-      run.push_back(std::move(s));
-    }
-  }
-  return runs;
 }
 
 double Median(std::vector<double> v) {
@@ -164,7 +86,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("data simulated (%d nodes x %d weekly runs, generated; no agents)\n", nodes, weeks);
-  const Fleet fleet{nodes, weeks, 1767571200ll * 1000000000};  // 2026-01-05, a Monday
+  const Fleet fleet{.nodes = nodes, .weeks = weeks};  // from 2026-01-05, a Monday
   auto t0 = Clock::now();
   auto runs = Generate(fleet);
   std::printf("generate_s %.2f\n", Seconds(t0, Clock::now()));

@@ -1,6 +1,8 @@
 // The web view's data from the coordinator's core: each answer is a
 // snapshot the core thread makes (CoordinatorCore::Snapshot*: Post and
-// wait), waiting at most the timeout given.
+// wait), waiting at most the timeout given; history comes from the history
+// threads instead (SnapshotHistory), and a request that gives up leaves
+// its query.
 #include "coordinator/core.h"
 #include "coordinator/web/web_server.h"
 

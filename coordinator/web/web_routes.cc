@@ -42,6 +42,7 @@ int HttpStatusFor(const absl::Status& s) {
       return 501;
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kResourceExhausted:  // busy, retry (history queries)
       return 503;
     default:
       return 500;
@@ -184,6 +185,7 @@ PageContext WebRoutes::Context(const httplib::Request& req) const {
 void WebRoutes::Error(const httplib::Request& req, httplib::Response& res,
                       const absl::Status& s, bool page) const {
   res.status = HttpStatusFor(s);
+  if (res.status == 503) res.set_header("Retry-After", "5");
   const std::string msg(s.message());
   if (page) {
     res.set_content(ErrorPage(res.status, msg, Context(req)), "text/html; charset=utf-8");

@@ -28,7 +28,9 @@
 //   /api/runs/ID[?since=FP]   the run page's data; with since= the answer
 //                             waits up to poll_hold while nothing changed
 //   /login (GET form, POST)   /logout (POST)
-// Bad run ids (IsSafeRunId): 400. Unknown runs: 404. Core busy: 503.
+// Bad run ids (IsSafeRunId): 400. Unknown runs: 404. Core busy, or too many
+// history queries at once (RESOURCE_EXHAUSTED, "busy, retry"): 503 with
+// Retry-After.
 #ifndef CMAX_COORDINATOR_WEB_WEB_ROUTES_H_
 #define CMAX_COORDINATOR_WEB_WEB_ROUTES_H_
 

@@ -61,6 +61,8 @@ class FakeSource : public WebSource {
   // n1: accepted, rejected (a reason with markup in it), accepted again,
   // with a TFLOP/s figure each time; peers p0-p3 for the fleet band.
   absl::StatusOr<v1::GetHistoryResponse> History(const std::string& node) override {
+    // As the core answers when its history threads are full.
+    if (node == "busy-node") return absl::ResourceExhaustedError("busy, retry: 2 running");
     std::vector<v1::NodeRunSummary> all;
     const int64_t hour = 3600ll * 1000000000;
     const char* verdicts[] = {"accept", "reject", "accept"};
@@ -534,6 +536,18 @@ TEST_CASE("bad run ids are 400 and unknown runs 404", "[web]") {
   REQUIRE(none);
   CHECK(none->status == 404);
   CHECK(none->body.find("no scorecard yet (state running)") != std::string::npos);
+}
+
+TEST_CASE("history queries beyond what the coordinator takes are 503 busy, retry", "[web]") {
+  Fixture f;
+  for (const char* path : {"/api/nodes/busy-node", "/nodes/busy-node"}) {
+    auto r = f.Get(path, f.Bearer());
+    REQUIRE(r);
+    INFO(path << ": " << r->body);
+    CHECK(r->status == 503);
+    CHECK(r->get_header_value("Retry-After") == "5");
+    CHECK(r->body.find("busy, retry") != std::string::npos);
+  }
 }
 
 TEST_CASE("scorecards are served as written and the JSON as a download", "[web]") {
