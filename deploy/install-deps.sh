@@ -56,6 +56,9 @@ if [[ $want_tests -eq 1 ]]; then
   # stress-ng: benchmarks/stress/run.sh loads every core while the
   # integration tests run again and again (verdicts must not depend on load).
   pkgs+=(stress-ng)
+  # curl: the integration tests that read /metrics and flood the web view
+  # (history_test, schedule_test, history_flood_test) fail without it.
+  pkgs+=(curl)
   # chromium (headless) and fonts: the scorecard's and the web view's browser
   # tests (tests/reports/html_browser_test.py, tests/integration web view).
   pkgs+=(chromium fonts-dejavu-core)
