@@ -32,6 +32,20 @@ std::vector<std::string> CertificateNames(const grpc::CallbackServerContext& con
   return names;
 }
 
+// Who made an operator call, for what it records (a schedule's added_by):
+// "certificate <CN>" when the peer presented a client certificate (its
+// common name, else its first subject alternative name), else "token".
+std::string CallerName(grpc::CallbackServerContext* context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+  if (!auth || !auth->IsPeerAuthenticated()) return "token";
+  for (const char* property : {"x509_common_name", "x509_subject_alternative_name"}) {
+    for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+      if (v.size() > 0) return absl::StrCat("certificate ", std::string(v.data(), v.size()));
+    }
+  }
+  return "certificate (no name)";
+}
+
 grpc::Status Unauthenticated() {
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "missing or wrong bearer token (see --token-file)");
@@ -464,7 +478,9 @@ grpc::ServerUnaryReactor* CoordinatorService::AddSchedule(grpc::CallbackServerCo
                                                           v1::AddScheduleResponse* response) {
   CoordinatorCore* core = core_;
   return Unary(core_, context, Authorized(context), response,
-               [core, request] { return core->HandleAddSchedule(*request); });
+               [core, request, by = CallerName(context)] {
+                 return core->HandleAddSchedule(*request, by);
+               });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::ListSchedules(grpc::CallbackServerContext* context,
