@@ -272,7 +272,8 @@ absl::StatusOr<Store::PrunePass> PruneOn(sqlite3* db, int64_t cutoff_unix_ns,
     ++pass.runs;
     pass.records += n;
     GetLogger("coordinator")
-        ->info("retention: dropped the {} records of run {} (its scorecard stays)", n, run_id);
+        ->info("retention: dropped the {} records of run {} (the run and its tasks stay)", n,
+               run_id);
   }
   if (pass.runs > 0) {
     CMAX_ASSIGN_OR_RETURN(pass.pages_freed, ReturnFreePages(db));
