@@ -73,6 +73,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     }
     core->scheduler_.Restore(std::move(run), std::move(tasks));
   }
+  core->schedules_.SetLimits({options.min_schedule_every_ns, options.max_schedules});
   CMAX_RETURN_IF_ERROR(core->schedules_.Load());
   core->ReconcileScheduleRuns();
   // History is evidence, not state the runs need: a failure here is logged
@@ -86,9 +87,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
         options.retention_every_ns > 0
             ? options.retention_every_ns
             : std::clamp<int64_t>(options.keep_runs_for_ns / 10, kSecond, 3600 * kSecond);
-    CMAX_RETURN_IF_ERROR(core->store_->StartRetention(options.keep_runs_for_ns, every));
-    Log()->info("retention: the records of runs that ended more than {} s ago are dropped "
-                "(checked every {} s); runs, tasks and scorecards stay",
+    CMAX_RETURN_IF_ERROR(core->store_->StartRetention(options.keep_runs_for_ns, every,
+                                                      options.data_dir + "/reports"));
+    Log()->info("retention: the records of runs that ended more than {} s ago are dropped, "
+                "and the scorecards of scheduled runs (checked every {} s); runs, tasks and "
+                "the scorecards of runs submitted by hand stay",
                 options.keep_runs_for_ns / kSecond, every / kSecond);
   }
   return core;
@@ -239,6 +242,8 @@ absl::StatusOr<v1::SubmitRunResponse> CoordinatorCore::StartRun(
   const std::string run_id = NewRunId();
   CMAX_ASSIGN_OR_RETURN(RunRow * run, scheduler_.CreateRun(plan, registry_, NowUnixNs(), run_id,
                                                            &changes, only_nodes));
+  // Retention ages out the scorecards of scheduled runs (store_retention.cc).
+  if (!schedule_id.empty()) run->info.set_schedule_id(schedule_id);
   // Persist the whole run before anything is assigned; undo on failure.
   std::vector<const TaskRow*> rows;
   for (TaskRow* t : scheduler_.TasksOf(run_id)) rows.push_back(t);

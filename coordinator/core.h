@@ -82,6 +82,10 @@ struct CoreOptions {
   // retry" (coordinator/history_pool.h).
   int history_threads = 2;
   int history_queue = 8;
+  // Schedules' bounds (Schedules::Limits): --min-schedule-period (shorter
+  // periods are refused; tests lower it) and --max-schedules.
+  int64_t min_schedule_every_ns = 3600LL * 1000000000LL;
+  int max_schedules = 64;
   // Tests and the chaos run only: installed as the store's fault hook
   // (Store::SetFaultHookForTesting). Empty: none.
   Store::FaultHook store_fault_for_testing;
@@ -143,7 +147,10 @@ class CoordinatorCore {
   using ExportDone = std::function<void(absl::StatusOr<std::vector<v1::ExportedRecord>>)>;
   void HandleExport(const std::string& run_id, ExportDone done);
   // Schedules (schedules.h); each answers once its change is durable.
-  absl::StatusOr<v1::AddScheduleResponse> HandleAddSchedule(const v1::AddScheduleRequest& request);
+  // `added_by`: who asked, as the service authenticated them ("certificate
+  // CN" or "token"), stored with the schedule and shown by its list.
+  absl::StatusOr<v1::AddScheduleResponse> HandleAddSchedule(const v1::AddScheduleRequest& request,
+                                                            std::string added_by);
   v1::ListSchedulesResponse HandleListSchedules();
   absl::StatusOr<v1::UpdateScheduleResponse> HandleUpdateSchedule(
       const v1::UpdateScheduleRequest& request);

@@ -135,6 +135,9 @@ std::string CoordinatorCore::MetricsText() {
     m.Family("cmax_store_retention_pages_freed_total", "counter",
              "database pages retention gave back to the file system");
     m.Sample(static_cast<double>(r.pages_freed));
+    m.Family("cmax_store_retention_scorecards_dropped_total", "counter",
+             "scorecard folders of scheduled runs retention deleted");
+    m.Sample(static_cast<double>(r.scorecards_dropped));
   }
 
   const std::vector<v1::ScheduleInfo> schedules = schedules_.List();

@@ -245,6 +245,12 @@ absl::StatusOr<v1::GetReportResponse> CoordinatorCore::HandleGetReport(
         "run ", request.run_id(), " has a scorecard but no JUnit XML (scorecard.xml): it ended "
         "before this coordinator wrote one; use --format json, md or html"));
   }
+  if (!in && run.info.scorecard_dropped_unix_ns() > 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "run ", request.run_id(), " was started by schedule ", run.info.schedule_id(),
+        " and its scorecard was dropped by retention (cmax-coordinator --keep-runs-for) at ",
+        FormatRfc3339(run.info.scorecard_dropped_unix_ns())));
+  }
   if (!in) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run ", request.run_id(), " has no scorecard yet (state ", run.info.state(), ")"));

@@ -64,8 +64,8 @@ void CoordinatorCore::ReconcileScheduleRuns() {
 }
 
 absl::StatusOr<v1::AddScheduleResponse> CoordinatorCore::HandleAddSchedule(
-    const v1::AddScheduleRequest& request) {
-  auto added = schedules_.Add(request.spec());
+    const v1::AddScheduleRequest& request, std::string added_by) {
+  auto added = schedules_.Add(request.spec(), added_by);
   if (!added.ok()) return added.status();
   Checkpoint();  // "added" once it is durable
   v1::AddScheduleResponse resp;

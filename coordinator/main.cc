@@ -97,6 +97,11 @@ ABSL_FLAG(std::string, sinfo, "sinfo",
 ABSL_FLAG(std::string, keep_runs_for, "",
           "drop the records of runs that ended longer ago than this (30d, 365d; s, m, h or d), "
           "keeping every run, its tasks and its scorecard; empty: keep everything");
+ABSL_FLAG(std::string, min_schedule_period, "1h",
+          "the shortest --every a schedule may have (cmaxctl schedule add); shorter ones are "
+          "refused, and stored ones are paused at start (s, m, h or d; tests use 1s)");
+ABSL_FLAG(int32_t, max_schedules, 64,
+          "the most schedules the coordinator keeps; schedule add is refused beyond it");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(std::string, test_store_fault_file, "",
           "TEST ONLY (the chaos run): while this file exists every task lookup and record "
@@ -250,6 +255,14 @@ int main(int argc, char** argv) {
     if (!ns.ok()) return Fail(std::string(ns.status().message()));
     options.keep_runs_for_ns = *ns;
   }
+  {
+    auto ns = cmax::coordinator::ParseDuration(absl::GetFlag(FLAGS_min_schedule_period),
+                                               "--min-schedule-period", "1s, 15m, 1h, 1d", 365);
+    if (!ns.ok()) return Fail(std::string(ns.status().message()));
+    options.min_schedule_every_ns = *ns;
+  }
+  if (absl::GetFlag(FLAGS_max_schedules) < 0) return Fail("--max-schedules must be 0 or more");
+  options.max_schedules = absl::GetFlag(FLAGS_max_schedules);
   if (std::string f = absl::GetFlag(FLAGS_test_store_fault_file); !f.empty()) {
     log->warn("TEST ONLY: store faults injected while {} exists", f);
     options.store_fault_for_testing = [f](const std::string& op) {

@@ -1,8 +1,10 @@
 // What a schedule says (cmax.v1.ScheduleSpec, as cmaxctl sends it) parsed
 // into numbers, and the time arithmetic of its slots and daily window.
 //
-//   every   "30s", "15m", "6h", "7d": 1 second to 365 days (seconds are for
-//           tests and trials; a real fleet wants hours or days).
+//   every   "30s", "15m", "6h", "7d": 1 second to 365 days here (seconds are for
+//           tests and trials; a real fleet wants hours or days). The
+//           coordinator's floor (Schedules::Limits, --min-schedule-period,
+//           1 h by default) is checked by Schedules::Add, not here.
 //   window  "HH:MM-HH:MM" in UTC, start included, end excluded; an end
 //           before the start wraps past midnight ("22:00-04:00"). Empty: any
 //           time.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,7 +30,26 @@ std::string NamesText(const std::vector<std::string>& names) {
   return out;
 }
 
+// Why a schedule of `every_ns` is not allowed under `limits` (empty: it is).
+std::string TooFrequent(int64_t every_ns, const Schedules::Limits& limits) {
+  if (every_ns >= limits.min_every_ns) return "";
+  return absl::StrCat("every ", PeriodText(every_ns),
+                      " is more often than this coordinator allows: the minimum period is ",
+                      PeriodText(limits.min_every_ns),
+                      " (cmax-coordinator --min-schedule-period)");
+}
+
 }  // namespace
+
+std::string PeriodText(int64_t ns) {
+  static constexpr std::pair<const char*, int64_t> kUnits[] = {
+      {"d", kDayNs}, {"h", 60 * kMinuteNs}, {"m", kMinuteNs}};
+  for (const auto& [unit, size] : kUnits) {
+    if (ns >= size && ns % size == 0) return absl::StrCat(ns / size, unit);
+  }
+  if (ns % kNsPerSecond == 0) return absl::StrCat(ns / kNsPerSecond, "s");
+  return absl::StrCat(static_cast<double>(ns) / kNsPerSecond, "s");
+}
 
 std::string RunOutcome(const v1::RunInfo& run, bool* failed) {
   *failed = run.state() != "completed" || run.nodes_failed() > 0;
@@ -57,7 +77,28 @@ absl::Status Schedules::Load() {
     }
     e.info = std::move(info);
     const std::string id = e.info.schedule_id();
+    // Added before the minimum (or under a lower --min-schedule-period):
+    // paused, and the list says why, rather than run or dropped unseen.
+    if (e.valid && !e.info.paused()) {
+      if (const std::string why = TooFrequent(e.terms.every_ns, limits_); !why.empty()) {
+        const int64_t now = clock_->NowUnixNs();
+        e.info.set_paused(true);
+        e.info.clear_pending_nodes();
+        e.info.set_probing(false);
+        Skip(e, e.info.next_slot_unix_ns(), now, 0,
+             absl::StrCat("paused when the coordinator started: ", why,
+                          "; remove it and add it again with a longer --every"));
+        UpdateNext(e);
+        Persist(e);
+        Log()->warn("schedule {} paused: {}", id, why);
+      }
+    }
     entries_[id] = std::move(e);
+  }
+  if (static_cast<int>(entries_.size()) > limits_.max_schedules) {
+    Log()->warn("{} schedules are stored, more than --max-schedules {}: none is added until "
+                "some are removed",
+                entries_.size(), limits_.max_schedules);
   }
   return absl::OkStatus();
 }
@@ -70,9 +111,19 @@ std::vector<std::string> Schedules::CurrentRuns() const {
   return out;
 }
 
-absl::StatusOr<v1::ScheduleInfo> Schedules::Add(const v1::ScheduleSpec& spec) {
+absl::StatusOr<v1::ScheduleInfo> Schedules::Add(const v1::ScheduleSpec& spec,
+                                                const std::string& added_by) {
   auto terms = ParseScheduleSpec(spec);
   if (!terms.ok()) return terms.status();
+  if (const std::string why = TooFrequent(terms->every_ns, limits_); !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--every: ", why));
+  }
+  if (static_cast<int>(entries_.size()) >= limits_.max_schedules) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this coordinator has ", entries_.size(), " schedules, its limit (cmax-coordinator "
+        "--max-schedules ", limits_.max_schedules,
+        "): remove one first (cmaxctl schedule list, cmaxctl schedule remove ID)"));
+  }
   const int64_t now = clock_->NowUnixNs();
   Entry e;
   e.terms = *terms;
@@ -84,11 +135,13 @@ absl::StatusOr<v1::ScheduleInfo> Schedules::Add(const v1::ScheduleSpec& spec) {
   e.info.set_schedule_id(id);
   *e.info.mutable_spec() = spec;
   e.info.set_created_unix_ns(now);
+  e.info.set_added_by(added_by);
   e.info.set_next_slot_unix_ns(NextSlotAfter(now, e.terms.every_ns, now));
   UpdateNext(e);
   if (auto st = store_->PutSchedule(e.info); !st.ok()) return st;
-  Log()->info("schedule {} added: plan '{}' every {}{}{}{}{}", id, spec.plan().name(),
-              spec.every(), spec.nodes().empty() ? "" : absl::StrCat(" on ", spec.nodes()),
+  Log()->info("schedule {} added by {}: plan '{}' every {}{}{}{}{}", id,
+              added_by.empty() ? "(unknown)" : added_by, spec.plan().name(), spec.every(),
+              spec.nodes().empty() ? "" : absl::StrCat(" on ", spec.nodes()),
               spec.window().empty() ? "" : absl::StrCat(" in ", spec.window(), " UTC"),
               spec.only_idle() ? ", idle nodes only" : "",
               spec.max_nodes_at_once() > 0
@@ -144,6 +197,13 @@ absl::StatusOr<v1::ScheduleInfo> Schedules::Resume(const std::string& id) {
   if (it == entries_.end()) return absl::NotFoundError(absl::StrCat("no schedule '", id, "'"));
   Entry& e = it->second;
   if (!e.info.paused()) return e.info;
+  if (e.valid) {
+    if (const std::string why = TooFrequent(e.terms.every_ns, limits_); !why.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("schedule ", id, " cannot resume: ", why,
+                       "; remove it and add it again with a longer --every"));
+    }
+  }
   const int64_t now = clock_->NowUnixNs();
   e.info.set_paused(false);
   e.info.set_next_slot_unix_ns(NextSlotAfter(e.info.created_unix_ns(), e.terms.every_ns, now));

@@ -42,6 +42,11 @@
 //  - Pause keeps the current run going and drops the pass's later waves;
 //    remove does the same and forgets the schedule (its runs stay in the
 //    store).
+//  - Bounds (Limits; cmax-coordinator --min-schedule-period, --max-schedules):
+//    a schedule more frequent than the minimum period, or one more than the
+//    cap, is refused at Add; a stored one under the minimum (added before,
+//    or under a lower flag) is paused at Load with the reason recorded, and
+//    resuming it is refused. Each schedule records who added it (added_by).
 //
 // Every change is written to the store at once (Store::PutSchedule), inside
 // the core's round transaction where there is one.
@@ -94,8 +99,18 @@ class Schedules {
  public:
   static constexpr int kMaxSkipsKept = 20;
 
+  // What an operator may add. The defaults are production's; tests lower
+  // the period (cmax-coordinator --min-schedule-period 1s).
+  struct Limits {
+    int64_t min_every_ns = 3600 * kNsPerSecond;  // --min-schedule-period
+    int max_schedules = 64;                       // --max-schedules
+  };
+
   // `store`, `clock` and `runner` must outlive the object.
   Schedules(Store* store, const Clock* clock, ScheduleRunner* runner);
+  // Before Load.
+  void SetLimits(const Limits& limits) { limits_ = limits; }
+  const Limits& limits() const { return limits_; }
 
   // Reads the stored schedules (after a restart). A schedule whose stored
   // spec no longer parses is kept as it is but never starts (logged).
@@ -104,10 +119,15 @@ class Schedules {
   // restart: a run that is not running any more is reported to OnRunEnded).
   std::vector<std::string> CurrentRuns() const;
 
-  // INVALID_ARGUMENT (nothing stored) when the spec or its plan is bad.
-  absl::StatusOr<v1::ScheduleInfo> Add(const v1::ScheduleSpec& spec);
+  // INVALID_ARGUMENT (nothing stored) when the spec or its plan is bad or
+  // its period is shorter than Limits::min_every_ns; RESOURCE_EXHAUSTED
+  // when Limits::max_schedules are there already. `added_by` (who asked,
+  // as the service authenticated them) is stored with it.
+  absl::StatusOr<v1::ScheduleInfo> Add(const v1::ScheduleSpec& spec,
+                                       const std::string& added_by = "");
   // NOT_FOUND for an unknown id. Pause and resume of a schedule already
-  // in that state are no-ops. Resume's next slot is the first after now.
+  // in that state are no-ops. Resume's next slot is the first after now;
+  // resuming one shorter than the minimum period is INVALID_ARGUMENT.
   absl::StatusOr<v1::ScheduleInfo> Pause(const std::string& id);
   absl::StatusOr<v1::ScheduleInfo> Resume(const std::string& id);
   absl::StatusOr<v1::ScheduleInfo> Remove(const std::string& id);
@@ -147,10 +167,14 @@ class Schedules {
   Store* store_;
   const Clock* clock_;
   ScheduleRunner* runner_;
+  Limits limits_;
   std::map<std::string, Entry> entries_;  // by id
   std::deque<v1::RunInfo> ended_;         // OnRunEnded, for the next Tick
   int64_t next_ask_ = 1;
 };
+
+// A period as the flags take it: "1h", "90s", "7d".
+std::string PeriodText(int64_t ns);
 
 // "completed; tier Gold; 0 nodes failed" and whether it counts as a failure
 // (not completed, or a node failed).

@@ -428,6 +428,20 @@ Role CoordinatorService::PresentedRole(grpc::CallbackServerContext* context) con
   return RoleOfToken(credentials_, value);
 }
 
+std::string CoordinatorService::CallerName(grpc::CallbackServerContext* context) const {
+  const std::string role = absl::StrCat(RoleName(PresentedRole(context)), " token");
+  for (const char* property : {"x509_common_name", "x509_subject_alternative_name"}) {
+    for (const grpc::string_ref& v : context->auth_context()
+                                         ? context->auth_context()->FindPropertyValues(property)
+                                         : std::vector<grpc::string_ref>{}) {
+      if (v.size() > 0) {
+        return absl::StrCat("certificate ", std::string(v.data(), v.size()), " (", role, ")");
+      }
+    }
+  }
+  return role;
+}
+
 grpc::Status CoordinatorService::Authorize(grpc::CallbackServerContext* context, Role needed,
                                            absl::string_view call) const {
   const absl::Status s = AuthorizeOperatorCall(
@@ -511,7 +525,9 @@ grpc::ServerUnaryReactor* CoordinatorService::AddSchedule(grpc::CallbackServerCo
                                                           v1::AddScheduleResponse* response) {
   CoordinatorCore* core = core_;
   return Unary(core_, context, Authorize(context, Role::kAdmin, "AddSchedule"), response,
-               [core, request] { return core->HandleAddSchedule(*request); });
+               [core, request, by = CallerName(context)] {
+                 return core->HandleAddSchedule(*request, by);
+               });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::ListSchedules(grpc::CallbackServerContext* context,

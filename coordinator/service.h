@@ -71,6 +71,11 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   grpc::Status Authorize(grpc::CallbackServerContext* context, Role needed,
                          absl::string_view call) const;
   Role PresentedRole(grpc::CallbackServerContext* context) const;
+  // Who made an operator call, for what it records (a schedule's added_by):
+  // "admin token", or "certificate cmaxctl (admin token)" under mutual TLS
+  // (the client certificate's common name, else its first subject
+  // alternative name).
+  std::string CallerName(grpc::CallbackServerContext* context) const;
 
   CoordinatorCore* core_;
   const Credentials credentials_;

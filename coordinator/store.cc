@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS schedules(
   schedule_id TEXT PRIMARY KEY, created_ns INTEGER NOT NULL, info BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS pruned_runs(
   run_id TEXT PRIMARY KEY, pruned_ns INTEGER NOT NULL, records INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pruned_reports(run_id TEXT PRIMARY KEY, dropped_ns INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS node_runs(
   run_id TEXT NOT NULL, node TEXT NOT NULL, finished_ns INTEGER NOT NULL, summary BLOB NOT NULL,
   PRIMARY KEY(run_id, node)) WITHOUT ROWID;
@@ -366,12 +367,18 @@ RunRow ReadRun(Stmt& s) {
   r.nodes = SplitList(s.ColText(2));
   r.cancel_requested = s.ColInt(3) != 0;
   r.info.set_records_dropped_unix_ns(s.ColInt(4));
+  // A scheduled run's scorecard folder that retention deleted: no folder.
+  if (const int64_t dropped = s.ColInt(5); dropped > 0) {
+    r.info.set_scorecard_dropped_unix_ns(dropped);
+    r.info.clear_report_dir();
+  }
   return r;
 }
 
 constexpr char kSelectRun[] =
     "SELECT runs.info, runs.plan, runs.nodes, runs.cancel_requested, "
-    "COALESCE(pruned_runs.pruned_ns, 0) FROM runs LEFT JOIN pruned_runs USING(run_id)";
+    "COALESCE(pruned_runs.pruned_ns, 0), COALESCE(pruned_reports.dropped_ns, 0) FROM runs "
+    "LEFT JOIN pruned_runs USING(run_id) LEFT JOIN pruned_reports USING(run_id)";
 }  // namespace
 
 absl::StatusOr<RunRow> Store::GetRun(const std::string& run_id) {

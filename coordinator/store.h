@@ -194,14 +194,22 @@ class Store {
   // export refuses it), then its records are deleted a few tasks per
   // transaction, so the writer waits milliseconds, not the whole run; then
   // the freed pages go back to the file system (incremental vacuum). The
-  // run, its tasks and its scorecard files stay. A pass cut short (a crash,
-  // a busy store) is finished by the next one.
+  // run, its tasks and its scorecard files stay, except a scheduled run's
+  // (RunInfo.schedule_id): with `reports_root` given (DATA_DIR/reports),
+  // its scorecard folder REPORTS_ROOT/RUN_ID is deleted too and marked in
+  // pruned_reports (GetRun: scorecard_dropped_unix_ns, no report_dir). Only
+  // a real directory directly under the root whose name is a valid run id
+  // is deleted, links in it removed, never followed; a symbolic link in its
+  // place is left alone. Runs submitted by hand keep their scorecards. A
+  // pass cut short (a crash, a busy store) is finished by the next one.
   struct PrunePass {
     int runs = 0;             // runs whose records were dropped in this pass
     int64_t records = 0;      // records deleted
     int64_t pages_freed = 0;  // pages returned to the file system
+    int scorecards = 0;       // scheduled runs' scorecard folders deleted
   };
-  absl::StatusOr<PrunePass> PruneRecords(int64_t cutoff_unix_ns);
+  absl::StatusOr<PrunePass> PruneRecords(int64_t cutoff_unix_ns,
+                                         const std::string& reports_root = "");
   // Prunes on the checkpointer's thread and connection: every `every_ns`,
   // the records of runs that ended more than `keep_ns` ago. Before
   // StartRetention the store must return freed pages: an older store (made
@@ -209,10 +217,12 @@ class Store {
   // by VACUUM here, which rewrites the file (time, and free space as large
   // as the store; when that fails, freed pages are reused by SQLite but the
   // file does not shrink, and the error says so).
-  absl::Status StartRetention(int64_t keep_ns, int64_t every_ns);
+  // `reports_root`: as for PruneRecords (empty: every scorecard stays).
+  absl::Status StartRetention(int64_t keep_ns, int64_t every_ns,
+                              const std::string& reports_root = "");
   struct RetentionStats {
     int64_t passes = 0, failed_passes = 0;
-    int64_t runs_pruned = 0, records_dropped = 0, pages_freed = 0;
+    int64_t runs_pruned = 0, records_dropped = 0, pages_freed = 0, scorecards_dropped = 0;
     int64_t last_pass_unix_ns = 0;
   };
   RetentionStats retention_stats() const;
@@ -261,6 +271,7 @@ class Store {
   int64_t retention_keep_ns_ = 0;      // guarded by checkpoint_mu_
   int64_t retention_every_ns_ = 0;     // guarded by checkpoint_mu_
   int64_t retention_next_ns_ = 0;      // monotonic; guarded by checkpoint_mu_
+  std::string retention_reports_root_; // guarded by checkpoint_mu_
   RetentionStats retention_stats_;     // guarded by checkpoint_mu_
   void RetentionPassLocked(std::unique_lock<std::mutex>& lock);
 };

@@ -1,10 +1,16 @@
 // Retention (store.h, "Retention"): dropping the records of runs that ended
-// long ago while their runs, tasks and scorecards stay, and giving the
-// freed pages back to the file system.
+// long ago while their runs, tasks and scorecards stay (but for scheduled
+// runs, whose scorecard folders go too), and giving the freed pages back to
+// the file system.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/run_id.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
 #include "coordinator/store.h"
@@ -176,15 +182,98 @@ absl::StatusOr<int64_t> ReturnFreePages(sqlite3* db) {
   return before - after;
 }
 
-absl::StatusOr<Store::PrunePass> PruneOn(sqlite3* db, int64_t cutoff_unix_ns) {
+// Scheduled runs (RunInfo.schedule_id) that ended before the cutoff, have
+// had a scorecard and whose folder is not marked dropped yet.
+absl::StatusOr<std::vector<std::string>> ScorecardsToDrop(sqlite3* db, int64_t cutoff_unix_ns) {
+  const char* sql =
+      "SELECT runs.run_id, runs.info FROM runs LEFT JOIN pruned_reports USING(run_id) "
+      "WHERE runs.state NOT IN ('pending', 'running') AND pruned_reports.run_id IS NULL";
+  Prepared p(db, sql);
+  if (p.rc != SQLITE_OK) return SqlError(db, "list scorecards to drop", p.rc);
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = sqlite3_step(p.stmt)) == SQLITE_ROW) {
+    v1::RunInfo info;
+    const void* blob = sqlite3_column_blob(p.stmt, 1);
+    if (!blob || !info.ParseFromArray(blob, sqlite3_column_bytes(p.stmt, 1))) continue;
+    if (info.schedule_id().empty() || info.report_dir().empty() ||
+        info.finished_unix_ns() <= 0 || info.finished_unix_ns() >= cutoff_unix_ns) {
+      continue;
+    }
+    out.push_back(info.run_id());
+  }
+  if (rc != SQLITE_DONE) return SqlError(db, "list scorecards to drop", rc);
+  return out;
+}
+
+enum class FolderGone { kDeleted, kAbsent, kLeft };
+
+// Deletes REPORTS_ROOT/RUN_ID when it is a directory (not a link to one)
+// and RUN_ID a run id; its contents go without following any link. kLeft
+// (logged, nothing deleted) for anything else there or a name that is not
+// a run id.
+absl::StatusOr<FolderGone> DeleteScorecardFolder(const std::string& reports_root,
+                                                 const std::string& run_id) {
+  const std::string dir = absl::StrCat(reports_root, "/", run_id);
+  if (!IsSafeRunId(run_id) || run_id.front() == '.') {
+    GetLogger("coordinator")->warn("retention: '{}' is not a run id; nothing deleted", run_id);
+    return FolderGone::kLeft;
+  }
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) return FolderGone::kAbsent;
+  if (!S_ISDIR(st.st_mode)) {
+    GetLogger("coordinator")
+        ->warn("retention: {} is not a directory (a link?); left as it is", dir);
+    return FolderGone::kLeft;
+  }
+  std::error_code ec;
+  // remove_all removes links themselves and never descends through them.
+  std::filesystem::remove_all(std::filesystem::path(dir), ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("retention: deleting the scorecard folder ", dir, ": ", ec.message()));
+  }
+  return FolderGone::kDeleted;
+}
+
+absl::Status MarkScorecardDropped(sqlite3* db, const std::string& run_id) {
+  return InTransaction(db, [&]() -> absl::Status {
+    Prepared p(db, "INSERT OR IGNORE INTO pruned_reports(run_id, dropped_ns) VALUES(?, ?)");
+    if (p.rc != SQLITE_OK) return SqlError(db, "mark dropped scorecard", p.rc);
+    sqlite3_bind_text(p.stmt, 1, run_id.data(), static_cast<int>(run_id.size()),
+                      SQLITE_TRANSIENT);
+    sqlite3_bind_int64(p.stmt, 2, NowUnixNs());
+    const int rc = sqlite3_step(p.stmt);
+    return rc == SQLITE_DONE ? absl::OkStatus() : SqlError(db, "mark dropped scorecard", rc);
+  });
+}
+
+absl::StatusOr<Store::PrunePass> PruneOn(sqlite3* db, int64_t cutoff_unix_ns,
+                                         const std::string& reports_root) {
   Store::PrunePass pass;
+  if (!reports_root.empty()) {
+    // Deleted first, then marked: a pass cut short between the two marks
+    // it the next time (nothing is left to delete).
+    CMAX_ASSIGN_OR_RETURN(std::vector<std::string> cards, ScorecardsToDrop(db, cutoff_unix_ns));
+    for (const auto& run_id : cards) {
+      CMAX_ASSIGN_OR_RETURN(FolderGone gone, DeleteScorecardFolder(reports_root, run_id));
+      if (gone == FolderGone::kLeft) continue;
+      CMAX_RETURN_IF_ERROR(MarkScorecardDropped(db, run_id));
+      if (gone == FolderGone::kDeleted) {
+        ++pass.scorecards;
+        GetLogger("coordinator")
+            ->info("retention: dropped the scorecard folder of scheduled run {}", run_id);
+      }
+    }
+  }
   CMAX_ASSIGN_OR_RETURN(std::vector<std::string> runs, RunsToPrune(db, cutoff_unix_ns));
   for (const auto& run_id : runs) {
     CMAX_ASSIGN_OR_RETURN(int64_t n, PruneRun(db, run_id));
     ++pass.runs;
     pass.records += n;
     GetLogger("coordinator")
-        ->info("retention: dropped the {} records of run {} (its scorecard stays)", n, run_id);
+        ->info("retention: dropped the {} records of run {} (the run and its tasks stay)", n,
+               run_id);
   }
   if (pass.runs > 0) {
     CMAX_ASSIGN_OR_RETURN(pass.pages_freed, ReturnFreePages(db));
@@ -194,8 +283,9 @@ absl::StatusOr<Store::PrunePass> PruneOn(sqlite3* db, int64_t cutoff_unix_ns) {
 
 }  // namespace
 
-absl::StatusOr<Store::PrunePass> Store::PruneRecords(int64_t cutoff_unix_ns) {
-  return PruneOn(db_, cutoff_unix_ns);
+absl::StatusOr<Store::PrunePass> Store::PruneRecords(int64_t cutoff_unix_ns,
+                                                     const std::string& reports_root) {
+  return PruneOn(db_, cutoff_unix_ns, reports_root);
 }
 
 absl::StatusOr<int> Store::AutoVacuumMode() {
@@ -203,7 +293,8 @@ absl::StatusOr<int> Store::AutoVacuumMode() {
   return static_cast<int>(mode);
 }
 
-absl::Status Store::StartRetention(int64_t keep_ns, int64_t every_ns) {
+absl::Status Store::StartRetention(int64_t keep_ns, int64_t every_ns,
+                                   const std::string& reports_root) {
   if (keep_ns <= 0 || every_ns <= 0) {
     return absl::InvalidArgumentError("retention needs a positive age and interval");
   }
@@ -229,6 +320,7 @@ absl::Status Store::StartRetention(int64_t keep_ns, int64_t every_ns) {
   std::lock_guard<std::mutex> lock(checkpoint_mu_);
   retention_keep_ns_ = keep_ns;
   retention_every_ns_ = every_ns;
+  retention_reports_root_ = reports_root;
   retention_next_ns_ = MonotonicNs();  // the first pass at the next tick
   return absl::OkStatus();
 }
@@ -242,8 +334,9 @@ void Store::RetentionPassLocked(std::unique_lock<std::mutex>& lock) {
   if (retention_keep_ns_ <= 0 || MonotonicNs() < retention_next_ns_) return;
   retention_next_ns_ = MonotonicNs() + retention_every_ns_;
   const int64_t cutoff = NowUnixNs() - retention_keep_ns_;
+  const std::string reports_root = retention_reports_root_;
   lock.unlock();
-  auto pass = PruneOn(checkpoint_db_, cutoff);
+  auto pass = PruneOn(checkpoint_db_, cutoff, reports_root);
   lock.lock();
   ++retention_stats_.passes;
   retention_stats_.last_pass_unix_ns = NowUnixNs();
@@ -255,6 +348,7 @@ void Store::RetentionPassLocked(std::unique_lock<std::mutex>& lock) {
   retention_stats_.runs_pruned += pass->runs;
   retention_stats_.records_dropped += pass->records;
   retention_stats_.pages_freed += pass->pages_freed;
+  retention_stats_.scorecards_dropped += pass->scorecards;
 }
 
 }  // namespace cmax::coordinator

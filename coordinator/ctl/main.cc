@@ -19,8 +19,8 @@
 #include "coordinator/ctl/analysis.h"
 #include "coordinator/ctl/client.h"
 #include "coordinator/ctl/progress.h"
+#include "coordinator/ctl/history.h"
 #include "coordinator/ctl/schedule.h"
-#include "reports/history.h"
 
 namespace cmax::ctl {
 namespace {
@@ -116,7 +116,7 @@ int CmdAgents(Client& client, const std::vector<std::string>& args) {
   grpc::Status st = client.stub()->ListAgents(ctx.get(), {}, &resp);
   if (!st.ok()) return RpcError(st, client);
   if (json) {
-    std::printf("%s\n", MessageToJsonLine(resp, true).c_str());
+    std::printf("%s\n", cmax::ctl::ForTerminalJson(MessageToJsonLine(resp, true)).c_str());
     return kOk;
   }
   std::printf("%-20s %-12s %-12s %10s %8s %5s  %-24s %s\n", "NODE", "STATE", "HEARTBEAT",
@@ -149,7 +149,7 @@ int Follow(Client& client, const std::string& run_id, bool json) {
     if (ev.has_run()) last = ev.run();
     if (ev.has_task()) seen[ev.task().task_id()] = ev.task();
     if (json) {  // JSON lines only: nothing else on stdout
-      std::printf("%s\n", MessageToJsonLine(ev).c_str());
+      std::printf("%s\n", cmax::ctl::ForTerminalJson(MessageToJsonLine(ev)).c_str());
       std::fflush(stdout);
     } else {
       progress.OnEvent(ev);
@@ -207,7 +207,7 @@ int CmdRun(Client& client, const std::vector<std::string>& args) {
   grpc::Status st = client.stub()->SubmitRun(ctx.get(), req, &resp);
   if (!st.ok()) return RpcError(st, client);
   if (json) {
-    std::printf("%s\n", MessageToJsonLine(resp).c_str());
+    std::printf("%s\n", cmax::ctl::ForTerminalJson(MessageToJsonLine(resp)).c_str());
   } else {
     std::printf("%s\n",
                 SubmittedLine(resp.run_id(), plan->name(), resp.tasks(), resp.nodes_size()).c_str());
@@ -232,7 +232,7 @@ int CmdRuns(Client& client, const std::vector<std::string>& args) {
   grpc::Status st = client.stub()->ListRuns(ctx.get(), req, &resp);
   if (!st.ok()) return RpcError(st, client);
   if (json) {
-    std::printf("%s\n", MessageToJsonLine(resp, true).c_str());
+    std::printf("%s\n", cmax::ctl::ForTerminalJson(MessageToJsonLine(resp, true)).c_str());
     return kOk;
   }
   std::printf("%-26s %-16s %-10s %-13s %7s %7s  %s\n", "RUN", "PLAN", "STATE", "TIER", "TASKS",
@@ -331,15 +331,9 @@ int CmdHistory(Client& client, const std::vector<std::string>& args) {
   auto ctx = client.Context();
   grpc::Status st = client.stub()->GetHistory(ctx.get(), req, &resp);
   if (!st.ok()) return RpcError(st, client);
-  if (json) {
-    std::printf("%s\n", MessageToJsonLine(resp, true).c_str());
-    return kOk;
-  }
-  if (!req.node().empty()) {
-    std::fputs(reports::RenderNodeHistoryText(resp.node()).c_str(), stdout);
-  } else {
-    std::fputs(reports::RenderReliabilityText(resp.fleet()).c_str(), stdout);
-  }
+  // Agents' text (finding titles, reasons, node names): controls made visible.
+  const std::string text = cmax::ctl::HistoryOutput(resp, !req.node().empty(), json);
+  std::fwrite(text.data(), 1, text.size(), stdout);
   return kOk;
 }
 
@@ -367,7 +361,8 @@ int CmdExport(Client& client, const std::vector<std::string>& args) {
   v1::ExportedRecord r;
   int64_t n = 0;
   while (reader->Read(&r)) {
-    std::string line = MessageToJsonLine(r);
+    // To a terminal or a file alike: the same JSON, controls as escapes.
+    std::string line = cmax::ctl::ForTerminalJson(MessageToJsonLine(r));
     line.push_back('\n');
     std::fwrite(line.data(), 1, line.size(), f);
     ++n;

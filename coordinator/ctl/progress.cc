@@ -212,4 +212,23 @@ std::string ForTerminal(std::string_view text) {
   return out;
 }
 
+std::string ForTerminalJson(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  for (size_t i = 0; i < json.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(json[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else if (c == 0xc2 && i + 1 < json.size() &&
+               static_cast<unsigned char>(json[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(json[i + 1]) <= 0x9f) {
+      absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(json[i + 1]));
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
 }  // namespace cmax::ctl

@@ -72,6 +72,12 @@ std::string SummaryLine(const v1::RunInfo& run, const TaskCounts& counts);
 // lines (and hide a FAIL). Valid UTF-8 text is otherwise left as it is.
 std::string ForTerminal(std::string_view text);
 
+// The same for JSON that cmaxctl prints (--json): the same characters are
+// written as JSON escapes ("\u001b", "\u009b"), so the output still parses
+// as the same JSON. Newline and tab stay (whitespace between tokens; inside
+// strings the JSON printer escapes them already).
+std::string ForTerminalJson(std::string_view json);
+
 class RunProgress {
  public:
   // Progress and the summary go to `out`; NothingMeasuredLine to `err`.

@@ -56,7 +56,8 @@ int CmdAdd(Client& client, const std::vector<std::string>& args) {
   ArgParser p("cmaxctl schedule add --plan FILE --every DURATION [options]", kAddDescription);
   p.AddString("plan", &plan_path, "plan file (YAML), read and stored now");
   p.AddString("every", &every,
-              "how often: a whole number and s, m, h or d (30s, 15m, 6h, 7d), 1s to 365d");
+              "how often: a whole number and s, m, h or d (6h, 7d), from the coordinator's "
+              "minimum (1h unless its --min-schedule-period says less) to 365d");
   p.AddString("nodes", &nodes,
               "which connected agents: all (default), NAME,NAME,... or regex:RE (RE2, full "
               "match on the node name); named nodes that are not connected at a slot are left "
@@ -99,7 +100,7 @@ int CmdAdd(Client& client, const std::vector<std::string>& args) {
   if (!st.ok()) return RpcError(st, client);
   const auto& s = resp.schedule();
   if (json) {
-    std::printf("%s\n", MessageToJsonLine(s).c_str());
+    std::printf("%s\n", ForTerminalJson(MessageToJsonLine(s)).c_str());
   } else {
     std::printf("schedule %s added: plan '%s' every %s; first slot %s\n",
                 s.schedule_id().c_str(), Plain(plan->name()).c_str(), every.c_str(),
@@ -122,7 +123,7 @@ int CmdList(Client& client, const std::vector<std::string>& args) {
   grpc::Status st = client.stub()->ListSchedules(ctx.get(), {}, &resp);
   if (!st.ok()) return RpcError(st, client);
   if (json) {
-    std::printf("%s\n", MessageToJsonLine(resp, true).c_str());
+    std::printf("%s\n", ForTerminalJson(MessageToJsonLine(resp, true)).c_str());
     return kExitOk;
   }
   const std::string text = ScheduleListText(resp);
@@ -180,6 +181,8 @@ std::string ScheduleListText(const v1::ListSchedulesResponse& list) {
                           spec.window().empty() ? "any time" : spec.window(), state,
                           s.paused() ? "-" : Time(s.next_start_unix_ns()), last, Plain(outcome));
     std::vector<std::string> how;
+    how.push_back(absl::StrCat("added by ",
+                               s.added_by().empty() ? "(not recorded)" : s.added_by()));
     if (!spec.nodes().empty() && spec.nodes() != "all") how.push_back("nodes " + spec.nodes());
     if (spec.only_idle()) how.push_back("idle nodes only (Slurm)");
     if (spec.max_nodes_at_once() > 0) {

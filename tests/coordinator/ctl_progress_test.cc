@@ -1,6 +1,7 @@
 // cmaxctl's run summary and exit codes (coordinator/ctl/progress.h): the
 // precedence of the codes, could-not-run counted apart from failures, and a
-// run where nothing was measured (5) told apart from one not rated (4).
+// run where nothing was measured (5) told apart from one not rated (4); and
+// agents' text shown, not obeyed, by the terminal (progress lines, history).
 #include "coordinator/ctl/progress.h"
 
 #include <stdio.h>
@@ -8,6 +9,10 @@
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/ctl/history.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace cmax::ctl {
 namespace {
@@ -257,6 +262,84 @@ TEST_CASE("a failed task's message reaches the progress lines with its controls 
   CHECK(printed.find("\\x1b[2K\\x0dgemm passed") != std::string::npos);
   std::fclose(out);
   std::fclose(err);
+}
+
+// No raw C0 control but newline and tab, no DEL, no C1 (UTF-8 U+0080..U+009F).
+void CheckNoControls(const std::string& shown) {
+  INFO(shown);
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const auto u = static_cast<unsigned char>(shown[i]);
+    CHECK((u >= 0x20 || shown[i] == '\n' || shown[i] == '\t'));
+    CHECK(u != 0x7f);
+    if (u == 0xc2 && i + 1 < shown.size()) {
+      const auto next = static_cast<unsigned char>(shown[i + 1]);
+      CHECK(!(next >= 0x80 && next <= 0x9f));
+    }
+  }
+}
+
+TEST_CASE("cmaxctl history shows agents' controls, node and fleet, text and JSON",
+          "[ctl][security]") {
+  // A finding title that would erase the line and recolour the verdict, a
+  // window title in a reason id, an 8-bit CSI in a node name, a DEL.
+  const std::string title = "\x1b[2K\rall good \x1b[32mPASS";
+  const std::string rule = "finding.\x1b]0;owned\x07";
+  const std::string node = "node-b\xc2\x9b" "31m";
+  v1::GetHistoryResponse resp;
+  v1::NodeHistory* h = resp.mutable_node();
+  h->set_node(node);
+  h->set_state("rejected");
+  v1::NodeRunSummary* run = h->add_runs();
+  run->set_run_id("r1");
+  run->set_node(node);
+  run->set_verdict("fail");
+  run->set_plan("quick\x7f");
+  run->set_finished_unix_ns(1700000000000000000);
+  v1::HistoryReason* reason = run->add_reasons();
+  reason->set_id(rule);
+  reason->set_outcome("fail");
+  reason->set_text(title);
+  v1::ReasonSeen* seen = h->add_reasons();
+  seen->set_id(rule);
+  seen->set_text(title);
+  seen->set_runs(1);
+  v1::Incident* incident = h->add_incidents();
+  incident->set_node(node);
+  incident->set_opened_run("r1");
+  *incident->add_reasons() = *reason;
+  v1::ReliabilitySummary* fleet = resp.mutable_fleet();
+  fleet->set_summary(absl::StrCat("history: ", title));
+  *fleet->add_top_reasons() = *seen;
+  *fleet->add_open() = *incident;
+
+  const std::string node_text = HistoryOutput(resp, /*node=*/true, /*json=*/false);
+  CheckNoControls(node_text);
+  CHECK(node_text.find("\\x1b[2K\\x0dall good \\x1b[32mPASS") != std::string::npos);
+  CHECK(node_text.find("\\x1b]0;owned\\x07") != std::string::npos);
+  CHECK(node_text.find("node-b\\u009b31m") != std::string::npos);
+
+  const std::string fleet_text = HistoryOutput(resp, /*node=*/false, /*json=*/false);
+  CheckNoControls(fleet_text);
+  CHECK(fleet_text.find("\\x1b[2K\\x0dall good") != std::string::npos);
+
+  // --json: still the same JSON (it parses back to the same strings), with
+  // nothing raw a terminal would act on.
+  const std::string json = HistoryOutput(resp, /*node=*/true, /*json=*/true);
+  CheckNoControls(json);
+  v1::GetHistoryResponse back;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(json, &back).ok());
+  CHECK(back.node().node() == node);
+  CHECK(back.node().runs(0).reasons(0).text() == title);
+  CHECK(back.node().runs(0).plan() == "quick\x7f");
+  CHECK(back.fleet().summary() == absl::StrCat("history: ", title));
+}
+
+TEST_CASE("ForTerminalJson keeps JSON whitespace and escapes what would reach the terminal",
+          "[ctl][security]") {
+  CHECK(ForTerminalJson("{\n\t\"a\": \"x\x1b[2Ky\xc2\x9b\x7f\"\n}") ==
+        "{\n\t\"a\": \"x\\u001b[2Ky\\u009b\\u007f\"\n}");
+  CHECK(ForTerminalJson("{\"gpu\": \"NVIDIA H100 \xe2\x80\x94 80GB\"}") ==
+        "{\"gpu\": \"NVIDIA H100 \xe2\x80\x94 80GB\"}");
 }
 
 TEST_CASE("a task first seen running is said, one first seen pending is not", "[ctl]") {

@@ -79,10 +79,11 @@ struct Fixture {
     REQUIRE(s.ok());
     store = std::move(*s);
     schedules = std::make_unique<Schedules>(store.get(), &clock, &runner);
+    schedules->SetLimits(limits);
     REQUIRE(schedules->Load().ok());
   }
-  std::string Add(const v1::ScheduleSpec& spec) {
-    auto added = schedules->Add(spec);
+  std::string Add(const v1::ScheduleSpec& spec, const std::string& added_by = "token") {
+    auto added = schedules->Add(spec, added_by);
     INFO(added.status().ToString());
     REQUIRE(added.ok());
     return added->schedule_id();
@@ -114,6 +115,9 @@ struct Fixture {
   }
 
   cmax::testing::ScratchDir scratch;
+  // Seconds allowed here (cmax-coordinator --min-schedule-period 1s); the
+  // bounds' own tests set production's.
+  Schedules::Limits limits{kS, 64};
   FakeClock clock{kT0};
   FakeRunner runner;
   std::unique_ptr<Store> store;
@@ -420,6 +424,74 @@ TEST_CASE("bad input is refused and nothing is stored", "[schedules]") {
   auto stored = f.store->LoadSchedules();
   REQUIRE(stored.ok());
   CHECK(stored->empty());
+}
+
+TEST_CASE("schedules are bounded: a period under the minimum and one past the cap are refused",
+          "[schedules][security]") {
+  Fixture f;
+  CHECK(Schedules::Limits{}.min_every_ns == 3600 * kS);  // production's default: 1 h
+  CHECK(Schedules::Limits{}.max_schedules == 64);
+  f.limits = {3600 * kS, 3};
+  f.Open();
+  for (const char* every : {"1s", "30m", "59m"}) {
+    auto r = f.schedules->Add(Spec(every), "token");
+    INFO(every << ": " << r.status().ToString());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(absl::StrContains(r.status().message(), "the minimum period is 1h"));
+    CHECK(absl::StrContains(r.status().message(), "--min-schedule-period"));
+  }
+  std::vector<std::string> ids;
+  for (const char* every : {"1h", "6h", "7d"}) ids.push_back(f.Add(Spec(every)));
+  auto fourth = f.schedules->Add(Spec("1d"), "token");
+  REQUIRE_FALSE(fourth.ok());
+  CHECK(fourth.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(absl::StrContains(fourth.status().message(), "3 schedules"));
+  CHECK(absl::StrContains(fourth.status().message(), "--max-schedules 3"));
+  CHECK(f.schedules->List().size() == 3);
+  auto stored = f.store->LoadSchedules();
+  REQUIRE(stored.ok());
+  CHECK(stored->size() == 3);
+  // Paused ones count; a removed one frees its place.
+  REQUIRE(f.schedules->Pause(ids[0]).ok());
+  CHECK_FALSE(f.schedules->Add(Spec("1d"), "token").ok());
+  REQUIRE(f.schedules->Remove(ids[0]).ok());
+  f.Add(Spec("1d"));
+  // Nothing refused ever ran.
+  f.At(kT0 + 3599 * kS);
+  CHECK(f.runner.started.empty());
+}
+
+TEST_CASE("who added a schedule is recorded and kept across a restart", "[schedules][security]") {
+  Fixture f;
+  const std::string by_cert = f.Add(Spec("10s"), "certificate ops-alice");
+  const std::string by_token = f.Add(Spec("20s"), "token");
+  CHECK(f.Info(by_cert).added_by() == "certificate ops-alice");
+  CHECK(f.Info(by_token).added_by() == "token");
+  f.Open();
+  CHECK(f.Info(by_cert).added_by() == "certificate ops-alice");
+  CHECK(f.Info(by_token).added_by() == "token");
+}
+
+TEST_CASE("a stored schedule under the minimum is paused at start, and resume is refused",
+          "[schedules][security]") {
+  Fixture f;
+  const std::string fast = f.Add(Spec("1s"));   // under a lower minimum, before
+  const std::string slow = f.Add(Spec("2h"));
+  f.limits = {3600 * kS, 64};
+  f.Open();  // the coordinator restarted with production's minimum
+  CHECK(f.Info(fast).paused());
+  CHECK(absl::StrContains(f.LastSkip(fast), "the minimum period is 1h"));
+  CHECK_FALSE(f.Info(slow).paused());
+  auto resumed = f.schedules->Resume(fast);
+  REQUIRE_FALSE(resumed.ok());
+  CHECK(resumed.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(resumed.status().message(), "--min-schedule-period"));
+  f.At(kT0 + 60 * kS);
+  CHECK(f.runner.started.empty());
+  // Paused in the store too: another restart keeps it paused.
+  f.Open();
+  CHECK(f.Info(fast).paused());
 }
 
 TEST_CASE("a run that cannot start is a failure and ends the slot", "[schedules]") {

@@ -3,6 +3,9 @@
 // system, and everything else stays; export of a pruned run says so.
 #include <sqlite3.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -59,6 +62,31 @@ void SeedRun(Store& store, const std::string& run_id, int64_t finished_ns, bool 
     to_store.push_back({&r, run_id, r.task_id().substr(r.task_id().rfind('.') + 1), "gemm", false});
   }
   REQUIRE(store.InsertRecords(to_store).ok());
+}
+
+// Makes run `run_id` one started by schedule `schedule_id`, its scorecard
+// in `reports`/RUN_ID.
+void MarkScheduled(Store& store, const std::string& run_id, const std::string& schedule_id,
+                   const std::string& reports) {
+  auto run = store.GetRun(run_id);
+  REQUIRE(run.ok());
+  run->info.set_schedule_id(schedule_id);
+  run->info.set_report_dir(reports + "/" + run_id);
+  REQUIRE(store.PutRun(*run).ok());
+}
+
+// A scorecard folder as the coordinator writes one.
+void WriteScorecard(const std::string& reports, const std::string& run_id) {
+  const std::string dir = reports + "/" + run_id;
+  REQUIRE(mkdir(dir.c_str(), 0750) == 0);
+  for (const char* ext : {"json", "md", "html"}) {
+    std::ofstream(dir + "/scorecard." + ext) << "{\"run_id\": \"" << run_id << "\"}";
+  }
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
 }
 
 int64_t CountRunRecords(Store& store, const std::string& run_id) {
@@ -211,6 +239,112 @@ TEST_CASE("the coordinator prunes on the store's thread and export says the reco
   (*core)->Stop();
   CHECK_THAT(metrics, Catch::Contains("cmax_store_retention_runs_pruned_total 1"));
   CHECK_THAT(metrics, Catch::Contains("cmax_store_retention_records_dropped_total 30"));
+}
+
+TEST_CASE("retention drops the scorecard folders of scheduled runs beyond the window, "
+          "never a hand-submitted run's, never through a link",
+          "[store][retention]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string reports = scratch.path + "/reports";
+  const std::string outside = scratch.path + "/outside";
+  REQUIRE(mkdir(reports.c_str(), 0750) == 0);
+  REQUIRE(mkdir(outside.c_str(), 0750) == 0);
+  std::ofstream(outside + "/keep.txt") << "not the coordinator's";
+  const int64_t now = NowUnixNs();
+  auto store = Store::Open(scratch.path + "/cmax.db");
+  REQUIRE(store.ok());
+  Store& st = **store;
+  SeedRun(st, "r-sched-old", now - 48 * kHourNs, true, 1, 5);   // dropped
+  SeedRun(st, "r-hand-old", now - 48 * kHourNs, true, 1, 5);    // by hand: kept
+  SeedRun(st, "r-sched-new", now - kHourNs / 2, true, 1, 5);    // in the window: kept
+  SeedRun(st, "r-sched-link", now - 48 * kHourNs, true, 1, 5);  // a link: left alone
+  SeedRun(st, "r-sched-running", 0, false, 1, 5);               // not ended
+  for (const char* id : {"r-sched-old", "r-sched-new", "r-sched-link", "r-sched-running"}) {
+    MarkScheduled(st, id, "s1", reports);
+  }
+  for (const char* id : {"r-sched-old", "r-hand-old", "r-sched-new", "r-sched-running"}) {
+    WriteScorecard(reports, id);
+  }
+  // Inside the folder to drop: a link out of it, which must not be followed.
+  REQUIRE(symlink((outside + "/keep.txt").c_str(),
+                  (reports + "/r-sched-old/evidence.txt").c_str()) == 0);
+  REQUIRE(symlink(outside.c_str(), (reports + "/r-sched-link").c_str()) == 0);
+
+  auto pass = st.PruneRecords(now - kHourNs, reports);
+  INFO(pass.status().ToString());
+  REQUIRE(pass.ok());
+  CHECK(pass->scorecards == 1);
+  CHECK_FALSE(Exists(reports + "/r-sched-old"));
+  CHECK(Exists(reports + "/r-hand-old/scorecard.json"));
+  CHECK(Exists(reports + "/r-sched-new/scorecard.json"));
+  CHECK(Exists(reports + "/r-sched-running/scorecard.json"));
+  // Nothing outside the reports root went, neither through the link in the
+  // dropped folder nor through the link in place of a folder.
+  CHECK(Exists(outside + "/keep.txt"));
+  CHECK(Exists(reports + "/r-sched-link"));
+  // The run stays and says its scorecard was dropped; the others keep theirs.
+  auto old = st.GetRun("r-sched-old");
+  REQUIRE(old.ok());
+  CHECK(old->info.scorecard_dropped_unix_ns() >= now);
+  CHECK(old->info.report_dir().empty());
+  CHECK(old->info.schedule_id() == "s1");
+  auto hand = st.GetRun("r-hand-old");
+  REQUIRE(hand.ok());
+  CHECK(hand->info.scorecard_dropped_unix_ns() == 0);
+  CHECK(hand->info.report_dir() == "/var/lib/cmax/reports/r-hand-old");
+  CHECK(hand->info.records_dropped_unix_ns() > 0);  // its records go as before
+  auto link = st.GetRun("r-sched-link");
+  REQUIRE(link.ok());
+  CHECK(link->info.scorecard_dropped_unix_ns() == 0);
+  // A second pass has nothing more to drop.
+  auto again = st.PruneRecords(now - kHourNs, reports);
+  REQUIRE(again.ok());
+  CHECK(again->scorecards == 0);
+  CHECK(Exists(reports + "/r-hand-old/scorecard.json"));
+}
+
+TEST_CASE("the coordinator drops a scheduled run's scorecard and cmaxctl report says why",
+          "[core][retention]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
+  const std::string reports = dir + "/reports";
+  REQUIRE(mkdir(reports.c_str(), 0750) == 0);
+  {
+    auto store = Store::Open(dir + "/cmax.db");
+    REQUIRE(store.ok());
+    SeedRun(**store, "r-sched", NowUnixNs() - 3 * kHourNs, true, 1, 3);
+    SeedRun(**store, "r-hand", NowUnixNs() - 3 * kHourNs, true, 1, 3);
+    MarkScheduled(**store, "r-sched", "s7", reports);
+  }
+  WriteScorecard(reports, "r-sched");
+  WriteScorecard(reports, "r-hand");
+  CoreOptions o;
+  o.data_dir = dir;
+  o.keep_runs_for_ns = kHourNs;
+  o.retention_every_ns = 50 * 1000000;
+  auto core = CoordinatorCore::Create(o);
+  REQUIRE(core.ok());
+  absl::StatusOr<v1::GetRunResponse> run = absl::UnknownError("not asked");
+  for (int i = 0; i < 200; ++i) {
+    run = (*core)->HandleGetRun("r-sched");
+    REQUIRE(run.ok());
+    if (run->run().scorecard_dropped_unix_ns() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(run->run().scorecard_dropped_unix_ns() > 0);
+  CHECK_FALSE(Exists(reports + "/r-sched"));
+  v1::GetReportRequest req;
+  req.set_run_id("r-sched");
+  req.set_format("json");
+  auto report = (*core)->HandleGetReport(req);
+  REQUIRE_FALSE(report.ok());
+  CHECK_THAT(std::string(report.status().message()),
+             Catch::Contains("started by schedule s7") &&
+                 Catch::Contains("dropped by retention") && Catch::Contains("--keep-runs-for"));
+  req.set_run_id("r-hand");
+  auto hand = (*core)->HandleGetReport(req);
+  INFO(hand.status().ToString());
+  CHECK(hand.ok());
 }
 
 }  // namespace cmax::coordinator

@@ -192,7 +192,7 @@ left=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name "cmax-agent-$job_id.*" -newer "$
 echo "== 5. schedules with --only-idle: a busy node waits, a later slot runs it"
 cd "$t"
 "$bin/cmax-coordinator" --data-dir "$t/coord5" --token-file "$tok" --listen 127.0.0.1:0 \
-  >"$t/log/coord5.out.log" 2>"$t/log/coordinator5.log" & pids+=($!)
+  --min-schedule-period 1s >"$t/log/coord5.out.log" 2>"$t/log/coordinator5.log" & pids+=($!)
 wait_for 20 grep -q "listening on" "$t/log/coord5.out.log" || fail "coordinator (5) did not start"
 addr=$(sed -n 's/^listening on //p' "$t/log/coord5.out.log")
 CMAX_TOKEN_FILE=$tok "$bin/cmax-agent" --coordinator "$addr" --node-name "$node" --work-dir "$t/agent5" \

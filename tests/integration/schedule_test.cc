@@ -7,7 +7,8 @@
 //    and skipped slots survive, the slots missed meanwhile are run once,
 //    and runs go on;
 //  - pause stops the runs, resume starts them again, remove forgets it;
-//  - bad input exits 2 and stores nothing;
+//  - bad input exits 2 and stores nothing; the schedule says who added it
+//    ("token"); the coordinator runs with --min-schedule-period 1s;
 //  - /metrics has the schedule's series;
 //  - --only-idle without Slurm (the coordinator's --sinfo names no program)
 //    skips every slot, "not measured", and never runs on all nodes.
@@ -105,7 +106,9 @@ TEST_CASE("schedules: runs every 2 s, never two at once, through a coordinator r
           "[integration][schedule]") {
   Cluster c("sched1", {.agents = 2, .netns = false,
                        .coordinator_args = {"--metrics-listen", "127.0.0.1:0", "--sinfo",
-                                            "cmax-test-no-sinfo"}});
+                                            "cmax-test-no-sinfo",
+                                            // seconds, not production's hour
+                                            "--min-schedule-period", "1s"}});
   auto started = c.Start();
   INFO(started.ToString());
   REQUIRE(started.ok());
@@ -142,6 +145,13 @@ TEST_CASE("schedules: runs every 2 s, never two at once, through a coordinator r
   REQUIRE(added.exit.code == 0);
   const std::string id = ParseJson<cmax::v1::ScheduleInfo>(added.out).schedule_id();
   REQUIRE(!id.empty());
+  // Who added it: the token alone here (no client certificate).
+  CHECK(ParseJson<cmax::v1::ScheduleInfo>(added.out).added_by() == "admin token");
+  {
+    auto r = c.Ctl({"schedule", "list"});
+    INFO(r.out << r.err);
+    CHECK(absl::StrContains(r.out, "added by admin token"));
+  }
   auto idle_added =
       c.Ctl({"schedule", "add", "--plan", plan, "--every", "2s", "--only-idle", "--json"});
   INFO(idle_added.out << idle_added.err);
