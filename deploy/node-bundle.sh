@@ -162,7 +162,7 @@ $gpu_line.
 
   sudo ./install.sh                 into /opt/cmax (--prefix DIR), the unit disabled
   /etc/cmax/agent.env               written when missing: set --coordinator there
-  /etc/cmax/token                   the coordinator's token (copy it, mode 0600)
+  /etc/cmax/agent-token             the coordinator's agent token (copy it, mode 0600)
   sudo systemctl enable --now cmax-agent
 
   bin/cmax-agent --help             the agent

@@ -19,7 +19,7 @@
 # symbolic link is kept as a link only when it points inside the tarball; a
 # link out of it, a hard link or a special file is refused.
 #
-# Then: put the coordinator's token in /etc/cmax/token (mode 0600), set
+# Then: put the coordinator's agent token in /etc/cmax/agent-token (mode 0600), set
 # --coordinator in /etc/cmax/agent.env, and `systemctl enable --now cmax-agent`.
 # Exit: 0 installed, 1 this node cannot run it (another machine, or older
 # glibc or libstdc++: the loader's message is shown), 2 usage or a write that failed.
@@ -137,5 +137,5 @@ if [[ -z $destdir ]] && command -v systemctl >/dev/null 2>&1 && [[ -d /run/syste
 fi
 
 echo "installed cmax $version to $prefix (unit $unit_dir/cmax-agent.service, not enabled)"
-[[ -f $etc/token ]] || echo "next: copy the coordinator's token to /etc/cmax/token (chmod 0600)"
+[[ -f $etc/agent-token ]] || echo "next: copy the coordinator's /etc/cmax/agent-token to /etc/cmax/agent-token (chmod 0600)"
 echo "then: systemctl enable --now cmax-agent"
