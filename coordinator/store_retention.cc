@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -253,11 +255,17 @@ absl::Status Store::ConvertToIncremental() {
                                      s.message(), "; VACUUM needs about ",
                                      (need + (1 << 20) - 1) >> 20, " MiB free in ", dir_));
   }
-  // The WAL now holds a copy of the store: give that space back too.
-  if (auto t = Exec("PRAGMA wal_checkpoint(TRUNCATE)"); !t.ok()) {
+  // The WAL now holds a copy of the store: give that space back too. BUSY
+  // while the checkpointer's own pass runs (kCheckpointEveryMs): try again.
+  int rc = SQLITE_BUSY;
+  for (int i = 0; i < 50 && rc == SQLITE_BUSY; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  }
+  if (rc != SQLITE_OK) {
     log->warn("retention: truncating the WAL after the VACUUM failed: {}; the next "
-              "checkpoints reuse it",
-              std::string(t.message()));
+              "checkpoints reuse its space",
+              sqlite3_errstr(rc));
   }
   log->info("retention: the store now returns freed space (one-time VACUUM took {} ms)",
             (MonotonicNs() - t0) / 1000000);

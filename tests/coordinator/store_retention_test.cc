@@ -35,7 +35,7 @@ int64_t FileSize(const std::string& path) {
 // A run with `tasks` tasks of `per_task` records of about 300 bytes each.
 // finished_ns 0: still running.
 void SeedRun(Store& store, const std::string& run_id, int64_t finished_ns, bool scorecard,
-             int tasks, int per_task) {
+             int tasks, int per_task, size_t record_bytes = 300) {
   RunRow run;
   run.info.set_run_id(run_id);
   run.info.set_state(finished_ns > 0 ? "completed" : "running");
@@ -58,7 +58,7 @@ void SeedRun(Store& store, const std::string& run_id, int64_t finished_ns, bool 
       v1::SpooledRecord r;
       r.set_task_id(rows[t].info.task_id());
       r.set_seq(i);
-      r.mutable_record()->mutable_measurement()->set_metric(std::string(300, 'm'));
+      r.mutable_record()->mutable_measurement()->set_metric(std::string(record_bytes, 'm'));
       recs.push_back(std::move(r));
     }
   }
@@ -195,8 +195,11 @@ TEST_CASE("the one-time VACUUM writes its copy in the data directory, not /tmp, 
   MakeOldStore(db);
   auto store = Store::Open(db);
   REQUIRE(store.ok());
-  // ~1.2 MB of records of a run that ended now: retention keeps them.
-  SeedRun(**store, "recent", NowUnixNs(), true, 8, 500);
+  // 77 MB of records of a run that ended now (retention keeps them): more
+  // than the 64 MiB page cache that VACUUM's copy holds in memory before it
+  // spills to its temporary file (vacuum.c gives the copy the store's
+  // cache_size, store.cc).
+  SeedRun(**store, "recent", NowUnixNs(), true, 8, 320, 30000);
   // Every file created in the data directory while the conversion runs.
   const int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   REQUIRE(ino >= 0);
@@ -219,7 +222,8 @@ TEST_CASE("the one-time VACUUM writes its copy in the data directory, not /tmp, 
                     [](const std::string& f) { return f.rfind("etilqs_", 0) == 0; }));
   // The VACUUM wrote the whole store through the WAL; it is truncated after.
   CHECK(FileSize(db + "-wal") < 64 * 1024);
-  CHECK(CountRunRecords(**store, "recent") == 4000);
+  CHECK(CountRunRecords(**store, "recent") == 8 * 320);
+  CHECK(std::string(sqlite3_temp_directory) == scratch.path);
   CHECK((*store)->CheckIntegrity().ok());
 }
 
