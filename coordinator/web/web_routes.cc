@@ -116,12 +116,13 @@ absl::StatusOr<std::shared_ptr<OpenFile>> OpenForStreaming(const std::string& pa
   return f;
 }
 
+constexpr size_t kStreamChunk = 64 * 1024;
+
 // Answers with `f`'s bytes, read kStreamChunk at a time as the client takes
 // them: a request holds one chunk, never the file. A file cut short while
 // it is sent ends the connection (the length was promised).
 void StreamFile(std::shared_ptr<OpenFile> f, const std::string& content_type,
                 httplib::Response& res) {
-  constexpr size_t kStreamChunk = 64 * 1024;
   if (f->size == 0) return res.set_content("", content_type);
   res.set_content_provider(
       f->size, content_type,
