@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "agent/executor.h"
 #include "agent/executor_internal.h"
+#include "common/allowed_files.h"
 #include "common/logging.h"
 #include "common/record_io.h"
 #include "common/status_macros.h"
@@ -90,6 +92,10 @@ std::map<std::string, std::string> ChildEnv(const v1::TaskAssignment& a, const T
   env["CMAX_ALLOW_READ"] = absl::StrJoin(options.allow_read, ",");
   env["CMAX_STORAGE_ROOTS"] = absl::StrJoin(options.storage_roots, ",");
   env["CMAX_STORAGE_DIR"] = options.storage_roots.empty() ? "" : options.storage_roots.front();
+  // The monitoring suite's extra ports (--allow-exporter-ports, which the
+  // agent's main leaves in its own environment).
+  const char* ports = std::getenv(kExporterPortsEnv);
+  env[kExporterPortsEnv] = ports != nullptr ? ports : "";
   if (!options.advertise.empty()) {
     env["CMAX_ADVERTISE"] = absl::StrJoin(options.advertise, ",");
   }

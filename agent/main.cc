@@ -16,12 +16,14 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/agent.h"
 #include "agent/host_info.h"
+#include "common/allowed_files.h"
 #include "common/logging.h"
 #include "common/metrics_http.h"
 #include "common/net_address.h"
@@ -47,6 +49,9 @@ ABSL_FLAG(bool, allow_insecure, false,
 ABSL_FLAG(std::string, allow_read, "",
           "comma-separated directories whose files a plan may name (health --thresholds, "
           "audit --advisories); default $CMAX_ALLOW_READ, else /usr/local/share/cmax,/etc/cmax");
+ABSL_FLAG(std::string, allow_exporter_ports, "",
+          "comma-separated loopback ports the monitoring suite may scrape besides the "
+          "exporters' own (9100, 9400, 9464); default $CMAX_EXPORTER_PORTS, else none");
 ABSL_FLAG(std::string, storage_roots, "",
           "comma-separated directories the storage suite may write under; default "
           "$CMAX_STORAGE_ROOTS, else <work-dir>/storage (created by the agent)");
@@ -121,7 +126,8 @@ int main(int argc, char** argv) {
       "the cmax node daemon\n"
       "usage: cmax-agent --coordinator HOST:PORT --node-name NAME --work-dir DIR\n"
       "       [--token-file F] [--tls-ca F [--tls-cert F --tls-key F]] [--allow-insecure]\n"
-      "       [--allow-read DIR,...] [--storage-roots DIR,...] [--root DIR]\n"
+      "       [--allow-read DIR,...] [--storage-roots DIR,...] [--allow-exporter-ports PORT,...]\n"
+      "       [--root DIR]\n"
       "       [--bench-dir DIR] [--advertise ADDR[,ADDR...]]\n"
       "       [--metrics-listen HOST:PORT [--metrics-tls-cert F --metrics-tls-key F] [--read-token-file F]]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
@@ -263,6 +269,22 @@ int main(int argc, char** argv) {
                               {"/usr/local/share/cmax", "/etc/cmax"});
     options.storage_roots = dirs(absl::GetFlag(FLAGS_storage_roots), "CMAX_STORAGE_ROOTS",
                                  {options.work_dir + "/storage"});
+    // The monitoring suite's extra ports: checked here, then left in the
+    // environment, where the suite's declaration (plan re-validation) and
+    // the suites this agent spawns (ChildEnv) read them.
+    std::string ports = absl::GetFlag(FLAGS_allow_exporter_ports);
+    if (ports.empty()) {
+      if (const char* e = std::getenv(cmax::kExporterPortsEnv); e != nullptr) ports = e;
+    }
+    for (absl::string_view p : absl::StrSplit(ports, ',', absl::SkipWhitespace())) {
+      int port = 0;
+      if (!absl::SimpleAtoi(p, &port) || port < 1 || port > 65535) {
+        std::fprintf(stderr, "cmax-agent: --allow-exporter-ports: '%s' is not a port (1-65535)\n",
+                     std::string(p).c_str());
+        return 2;
+      }
+    }
+    setenv(cmax::kExporterPortsEnv, ports.c_str(), 1);
     for (const std::string& d : options.allow_read) {
       if (d.empty() || d[0] != '/') {
         std::fprintf(stderr, "cmax-agent: --allow-read %s is not an absolute path\n", d.c_str());

@@ -25,6 +25,10 @@ namespace cmax {
 inline constexpr char kAllowReadEnv[] = "CMAX_ALLOW_READ";
 inline constexpr char kStorageRootsEnv[] = "CMAX_STORAGE_ROOTS";
 inline constexpr char kStorageDirEnv[] = "CMAX_STORAGE_DIR";
+// Loopback ports beyond the exporters' own that the monitoring suite may
+// scrape on this node (cmax-agent --allow-exporter-ports; comma-separated;
+// benchmarks/monitoring/monitoring_declaration.cc).
+inline constexpr char kExporterPortsEnv[] = "CMAX_EXPORTER_PORTS";
 // Plan-given files are configuration (thresholds, advisories): small.
 inline constexpr size_t kMaxPlanFileBytes = 1 << 20;
 

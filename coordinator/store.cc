@@ -1,5 +1,8 @@
 #include "coordinator/store.h"
 
+#include <mutex>
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -82,6 +85,17 @@ class Stmt {
   int rc_;
 };
 
+// SQLite puts a temporary file in sqlite3_temp_directory when that is set,
+// else in the first usable of $SQLITE_TMPDIR, $TMPDIR, /var/tmp, /usr/tmp,
+// /tmp (os_unix.c, unixTempFileDir; read each time a temporary file is
+// opened). The strings pointed at stay alive for the process's life.
+void PointTempFilesAt(const std::string& dir) {
+  static std::mutex mu;
+  static auto* dirs = new std::set<std::string>();
+  std::lock_guard<std::mutex> lock(mu);
+  sqlite3_temp_directory = const_cast<char*>(dirs->insert(dir).first->c_str());
+}
+
 std::vector<std::string> SplitList(const std::string& s) {
   if (s.empty()) return {};
   return absl::StrSplit(s, ',');
@@ -98,6 +112,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     return absl::InternalError(absl::StrCat("open database ", path, ": ", msg));
   }
   std::unique_ptr<Store> store(new Store(db));
+  const size_t slash = path.rfind('/');
+  store->dir_ = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  PointTempFilesAt(store->dir_);
   sqlite3_busy_timeout(db, 5000);
   // A new store returns the pages retention frees (PruneRecords) to the
   // file system: auto_vacuum must be chosen before the first table exists.

@@ -85,7 +85,11 @@ struct StoredRecordView {
 class Store {
  public:
   // Opens or creates `path`. Fails when the file is not a cmax database or
-  // fails SQLite's quick_check.
+  // fails SQLite's quick_check. SQLite's temporary files (the VACUUM
+  // copy, large sorts) go to the directory of `path` from then on, in the
+  // whole process (sqlite3_temp_directory): not to /tmp, which may be a
+  // tmpfs counted against the coordinator unit's MemoryMax. Open the writer
+  // store before other threads use SQLite (the coordinator does, at start).
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   // A second, read-only connection to an existing store (WAL: it reads the
   // last committed state while the writer goes on). No quick_check, no
@@ -214,12 +218,19 @@ class Store {
   // the records of runs that ended more than `keep_ns` ago. Before
   // StartRetention the store must return freed pages: an older store (made
   // before auto_vacuum=INCREMENTAL was set on new stores) is converted once
-  // by VACUUM here, which rewrites the file (time, and free space as large
-  // as the store; when that fails, freed pages are reused by SQLite but the
-  // file does not shrink, and the error says so).
+  // by VACUUM here, which rewrites the file: it takes time, and free space
+  // in the store's directory of about twice the store's live data (SQLite
+  // builds the new copy in a temporary file there, see Open, and writes it
+  // back through the WAL, which is truncated afterwards). The space is
+  // checked first: when it is short the conversion is skipped with a
+  // warning naming what it needs and what is free, retention starts all the
+  // same (freed pages are reused by SQLite but the file does not shrink),
+  // and the next start tries again. A VACUUM that fails returns its error.
   // `reports_root`: as for PruneRecords (empty: every scorecard stays).
   absl::Status StartRetention(int64_t keep_ns, int64_t every_ns,
                               const std::string& reports_root = "");
+  // Bytes the one-time conversion needs free: 2 x the live pages.
+  absl::StatusOr<int64_t> ConversionBytesNeeded();
   struct RetentionStats {
     int64_t passes = 0, failed_passes = 0;
     int64_t runs_pruned = 0, records_dropped = 0, pages_freed = 0, scorecards_dropped = 0;
@@ -238,10 +249,15 @@ class Store {
   // busy or failing database would. Empty: no faults.
   using FaultHook = std::function<absl::Status(const std::string& op)>;
   void SetFaultHookForTesting(FaultHook hook) { fault_hook_ = std::move(hook); }
+  // The free bytes StartRetention sees in the store's directory (default:
+  // statvfs's f_bavail x f_frsize), for tests of a full disk.
+  using FreeSpaceProbe = std::function<absl::StatusOr<int64_t>(const std::string& dir)>;
+  void SetFreeSpaceProbeForTesting(FreeSpaceProbe probe) { free_space_ = std::move(probe); }
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status StartCheckpointer(const std::string& path);
+  absl::Status ConvertToIncremental();  // StartRetention's one-time VACUUM
   void CheckpointLoop();
   absl::Status Exec(const std::string& sql);
   absl::Status Error(const std::string& what, int rc);
@@ -258,6 +274,8 @@ class Store {
     return fault_hook_ ? fault_hook_(op) : absl::OkStatus();
   }
   sqlite3* db_;
+  std::string dir_;  // the directory of the database file (writer stores)
+  FreeSpaceProbe free_space_;
   sqlite3_stmt* insert_record_ = nullptr;  // prepared once (InsertRecordGroups)
   FaultHook fault_hook_;
   // The checkpointer (writer stores only; none for OpenReader).

@@ -3,10 +3,15 @@
 // runs, whose scorecard folders go too), and giving the freed pages back to
 // the file system.
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -49,6 +54,15 @@ struct Prepared {
   Prepared(sqlite3* db, const char* sql) { rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr); }
   ~Prepared() { sqlite3_finalize(stmt); }
 };
+
+// Bytes an unprivileged writer may still use on the file system of `dir`.
+absl::StatusOr<int64_t> FreeBytes(const std::string& dir) {
+  struct statvfs vfs;
+  if (statvfs(dir.c_str(), &vfs) != 0) {
+    return absl::InternalError(absl::StrCat("statvfs ", dir, ": ", std::strerror(errno)));
+  }
+  return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+}
 
 absl::StatusOr<int64_t> PragmaInt(sqlite3* db, const char* sql) {
   Prepared p(db, sql);
@@ -293,6 +307,60 @@ absl::StatusOr<int> Store::AutoVacuumMode() {
   return static_cast<int>(mode);
 }
 
+absl::StatusOr<int64_t> Store::ConversionBytesNeeded() {
+  CMAX_ASSIGN_OR_RETURN(int64_t pages, PragmaInt(db_, "PRAGMA page_count"));
+  CMAX_ASSIGN_OR_RETURN(int64_t free_pages, PragmaInt(db_, "PRAGMA freelist_count"));
+  CMAX_ASSIGN_OR_RETURN(int64_t page_size, PragmaInt(db_, "PRAGMA page_size"));
+  // VACUUM builds a copy of the live pages in a temporary file (in dir_,
+  // Open), then writes them back through the WAL: two copies at the peak.
+  return 2 * (pages - free_pages) * page_size;
+}
+
+absl::Status Store::ConvertToIncremental() {
+  auto log = GetLogger("coordinator");
+  CMAX_ASSIGN_OR_RETURN(int64_t need, ConversionBytesNeeded());
+  absl::StatusOr<int64_t> avail = free_space_ ? free_space_(dir_) : FreeBytes(dir_);
+  if (!avail.ok()) {
+    log->warn("retention: not converting the store to incremental vacuum now: {}; the next "
+              "start tries again",
+              std::string(avail.status().message()));
+    return absl::OkStatus();
+  }
+  if (*avail < need) {
+    log->warn("retention: converting the store to incremental vacuum (a one-time VACUUM) "
+              "needs about {} MiB free in {} (a copy of the store's live data and its "
+              "journal), {} MiB are free; skipped, the next start tries again (until then "
+              "the space of dropped records is reused but the file does not shrink)",
+              (need + (1 << 20) - 1) >> 20, dir_, *avail >> 20);
+    return absl::OkStatus();
+  }
+  const int64_t t0 = MonotonicNs();
+  absl::Status s = Exec("PRAGMA auto_vacuum=INCREMENTAL");
+  if (s.ok()) s = Exec("VACUUM");
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("retention: converting the store to incremental vacuum "
+                                     "(a one-time VACUUM) failed: ",
+                                     s.message(), "; VACUUM needs about ",
+                                     (need + (1 << 20) - 1) >> 20, " MiB free in ", dir_));
+  }
+  // The WAL now holds a copy of the store: give that space back too. BUSY
+  // while the checkpointer's own pass runs (kCheckpointEveryMs): try again.
+  int rc = SQLITE_BUSY;
+  for (int i = 0; i < 50 && rc == SQLITE_BUSY; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  }
+  if (rc != SQLITE_OK) {
+    log->warn("retention: truncating the WAL after the VACUUM failed: {}; the next "
+              "checkpoints reuse its space",
+              sqlite3_errstr(rc));
+  }
+  log->info("retention: the store now returns freed space (one-time VACUUM took {} ms)",
+            (MonotonicNs() - t0) / 1000000);
+  return absl::OkStatus();
+}
+
 absl::Status Store::StartRetention(int64_t keep_ns, int64_t every_ns,
                                    const std::string& reports_root) {
   if (keep_ns <= 0 || every_ns <= 0) {
@@ -300,22 +368,7 @@ absl::Status Store::StartRetention(int64_t keep_ns, int64_t every_ns,
   }
   if (!checkpoint_db_) return absl::FailedPreconditionError("retention needs a writer store");
   CMAX_ASSIGN_OR_RETURN(int mode, AutoVacuumMode());
-  if (mode != 2) {
-    // Switching an existing database to incremental takes a VACUUM.
-    const int64_t t0 = MonotonicNs();
-    absl::Status s = Exec("PRAGMA auto_vacuum=INCREMENTAL");
-    if (s.ok()) s = Exec("VACUUM");
-    if (!s.ok()) {
-      return absl::Status(s.code(),
-                          absl::StrCat("retention: converting the store to incremental vacuum "
-                                       "(a one-time VACUUM) failed: ",
-                                       s.message(),
-                                       "; VACUUM needs free space as large as the store"));
-    }
-    GetLogger("coordinator")
-        ->info("retention: the store now returns freed space (one-time VACUUM took {} ms)",
-               (MonotonicNs() - t0) / 1000000);
-  }
+  if (mode != 2) CMAX_RETURN_IF_ERROR(ConvertToIncremental());
   sqlite3_busy_timeout(checkpoint_db_, 5000);
   std::lock_guard<std::mutex> lock(checkpoint_mu_);
   retention_keep_ns_ = keep_ns;

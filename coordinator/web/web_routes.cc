@@ -4,6 +4,7 @@
 #include <openssl/hmac.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -90,14 +91,50 @@ std::string HexOf(const unsigned char* p, size_t n) {
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(p), n));
 }
 
-// Reads a whole file; NOT_FOUND when it is not there.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("no file ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::InternalError(absl::StrCat("reading ", path, " failed"));
-  return ss.str();
+// "64 MiB" for whole MiB, else "1500 bytes".
+std::string SizeText(int64_t bytes) {
+  constexpr int64_t kMiB = 1 << 20;
+  return bytes >= kMiB && bytes % kMiB == 0 ? absl::StrCat(bytes / kMiB, " MiB")
+                                            : absl::StrCat(bytes, " bytes");
+}
+
+// A scorecard file opened for streaming: its size at open, and the stream
+// the content provider reads it from, a chunk at a time.
+struct OpenFile {
+  std::ifstream in;
+  size_t size = 0;
+};
+
+// Opens `path` for a streamed answer; NOT_FOUND when it is not there.
+absl::StatusOr<std::shared_ptr<OpenFile>> OpenForStreaming(const std::string& path) {
+  auto f = std::make_shared<OpenFile>();
+  f->in.open(path, std::ios::binary);
+  struct stat st;
+  if (!f->in || stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("no file ", path));
+  }
+  f->size = static_cast<size_t>(st.st_size);
+  return f;
+}
+
+constexpr size_t kStreamChunk = 64 * 1024;
+
+// Answers with `f`'s bytes, read kStreamChunk at a time as the client takes
+// them: a request holds one chunk, never the file. A file cut short while
+// it is sent ends the connection (the length was promised).
+void StreamFile(std::shared_ptr<OpenFile> f, const std::string& content_type,
+                httplib::Response& res) {
+  if (f->size == 0) return res.set_content("", content_type);
+  res.set_content_provider(
+      f->size, content_type,
+      [f](size_t offset, size_t length, httplib::DataSink& sink) {
+        std::vector<char> buf(std::min(length, kStreamChunk));
+        f->in.seekg(static_cast<std::streamoff>(offset));
+        f->in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        const auto got = static_cast<size_t>(f->in.gcount());
+        if (got == 0) return false;
+        return sink.write(buf.data(), got);
+      });
 }
 
 // The query part of the request target, decoded by httplib.
@@ -110,6 +147,63 @@ httplib::Params QueryOf(const httplib::Request& req) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<const v1::Scorecard>> WebRoutes::LoadScorecard(
+    const std::string& run_id) {
+  const std::string path = absl::StrCat(options_.report_root, "/", run_id, "/scorecard.json");
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat("run ", run_id, " has no scorecard yet"));
+  }
+  const int64_t size = st.st_size;
+  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  {
+    absl::MutexLock lock(&cards_mu_);
+    if (auto it = cards_.find(path);
+        it != cards_.end() && it->second.size == size && it->second.mtime_ns == mtime_ns) {
+      it->second.used = ++cards_clock_;
+      return it->second.card;
+    }
+  }
+  if (size > options_.max_compare_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the scorecard of run ", run_id, " is ", SizeText(size), ", more than the ",
+        SizeText(options_.max_compare_bytes),
+        " the web view reads to compare runs; download it at /runs/", run_id,
+        "/scorecard.json instead"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string json;
+  json.resize(static_cast<size_t>(size));
+  if (!in.read(json.data(), size) || in.gcount() != size) {
+    return absl::InternalError(absl::StrCat("reading the scorecard of ", run_id, " failed"));
+  }
+  auto card = std::make_shared<v1::Scorecard>();
+  google::protobuf::util::JsonParseOptions po;
+  po.ignore_unknown_fields = true;
+  if (auto s = google::protobuf::util::JsonStringToMessage(json, card.get(), po); !s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("scorecard of ", run_id, " does not parse: ", s.ToString()));
+  }
+  absl::MutexLock lock(&cards_mu_);
+  CachedCard& c = cards_[path];
+  c = {size, mtime_ns, card, ++cards_clock_};
+  // The least recently used go while the cache holds more than it may.
+  for (;;) {
+    int64_t total = 0;
+    auto oldest = cards_.end();
+    for (auto it = cards_.begin(); it != cards_.end(); ++it) {
+      total += it->second.size;
+      if (oldest == cards_.end() || it->second.used < oldest->second.used) oldest = it;
+    }
+    if (cards_.size() <= 1 ||
+        (cards_.size() <= kMaxCachedCards && total <= options_.max_compare_bytes * 2)) {
+      break;
+    }
+    cards_.erase(oldest);
+  }
+  return std::shared_ptr<const v1::Scorecard>(std::move(card));
+}
 
 WebRoutes::WebRoutes(WebOptions options, std::unique_ptr<WebSource> source,
                      std::string session_key, bool tls)
@@ -357,25 +451,23 @@ void WebRoutes::Install(httplib::Server& srv) {
         req.matches[2].length() ? std::string(req.matches[2]).substr(1) : "html";
     v1::GetRunResponse run;
     if (!LoadRun(req, res, id, true, &run)) return;
-    auto content =
-        ReadWholeFile(absl::StrCat(options_.report_root, "/", id, "/scorecard.", ext));
-    if (!content.ok()) {
-      const absl::Status s =
-          content.status().code() == absl::StatusCode::kNotFound
-              ? absl::NotFoundError(absl::StrCat(
-                    "run ", id, " has no scorecard yet (state ", run.run().state(), ")"))
-              : content.status();
-      return Error(req, res, s, true);
+    auto file =
+        OpenForStreaming(absl::StrCat(options_.report_root, "/", id, "/scorecard.", ext));
+    if (!file.ok()) {
+      return Error(req, res,
+                   absl::NotFoundError(absl::StrCat("run ", id, " has no scorecard yet (state ",
+                                                    run.run().state(), ")")),
+                   true);
     }
     if (ext == "json") {
       res.set_header(
           "Content-Disposition",
           absl::StrCat("attachment; filename=\"cmax-scorecard-", id, ".json\""));
-      res.set_content(*content, "application/json");
+      StreamFile(*file, "application/json", res);
     } else if (ext == "md") {
-      res.set_content(*content, "text/markdown; charset=utf-8");
+      StreamFile(*file, "text/markdown; charset=utf-8", res);
     } else {
-      res.set_content(*content, "text/html; charset=utf-8");
+      StreamFile(*file, "text/html; charset=utf-8", res);
     }
   });
   srv.Get(R"(/runs/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -424,30 +516,16 @@ void WebRoutes::Install(httplib::Server& srv) {
                       "text/html; charset=utf-8");
       return;
     }
-    v1::Scorecard cards[2];
+    std::shared_ptr<const v1::Scorecard> cards[2];
     const std::string ids[2] = {a, b};
     for (int i = 0; i < 2; ++i) {
       v1::GetRunResponse run;
       if (!LoadRun(req, res, ids[i], true, &run)) return;
-      auto json = ReadWholeFile(
-          absl::StrCat(options_.report_root, "/", ids[i], "/scorecard.json"));
-      if (!json.ok()) {
-        return Error(
-            req, res,
-            absl::NotFoundError(absl::StrCat("run ", ids[i], " has no scorecard yet")),
-            true);
-      }
-      google::protobuf::util::JsonParseOptions po;
-      po.ignore_unknown_fields = true;
-      if (auto s = google::protobuf::util::JsonStringToMessage(*json, &cards[i], po);
-          !s.ok()) {
-        return Error(req, res,
-                     absl::InternalError(absl::StrCat("scorecard of ", ids[i],
-                                                      " does not parse: ", s.ToString())),
-                     true);
-      }
+      auto card = LoadScorecard(ids[i]);
+      if (!card.ok()) return Error(req, res, card.status(), true);
+      cards[i] = *std::move(card);
     }
-    auto page = options_.compare_page(cards[0], cards[1]);
+    auto page = options_.compare_page(*cards[0], *cards[1]);
     if (!page.ok()) return Error(req, res, page.status(), true);
     res.set_content(*page, "text/html; charset=utf-8");
   });

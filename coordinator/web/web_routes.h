@@ -18,6 +18,7 @@
 //   /                         agents and the latest runs (at most max_runs)
 //   /runs/ID                  live page of a run (polls /api/runs/ID)
 //   /runs/ID/scorecard        scorecard.html as the coordinator wrote it
+//                             (the three scorecard files: streamed)
 //   /runs/ID/scorecard.md     scorecard.md (text/markdown)
 //   /runs/ID/scorecard.json   scorecard.json as a download
 //   /compare?a=RUN&b=RUN      ComparePage of the two scorecards; 501 unset
@@ -89,6 +90,12 @@ struct WebOptions {
   std::string report_root;
   int max_runs = 200;        // runs listed by / and /api/runs
   ComparePage compare_page;  // unset: /compare answers 501
+  // /compare parses each scorecard.json in memory: a larger one is refused
+  // (500, naming this limit and the download). Parsed cards are kept, the
+  // latest 8 and at most twice this many bytes of JSON, while their files
+  // are unchanged. Scorecard downloads are streamed, a chunk at a time,
+  // whatever their size.
+  int64_t max_compare_bytes = int64_t{64} << 20;
   absl::Duration session_lifetime = absl::Hours(12);
   absl::Duration poll_hold = absl::Seconds(1);
   // How long a wrong token at the sign-in form holds its answer (that
@@ -124,6 +131,10 @@ class WebRoutes {
              bool page) const;
   bool LoadRun(const httplib::Request& req, httplib::Response& res, const std::string& id,
                bool page, v1::GetRunResponse* out);
+  // The run's parsed scorecard.json, from the cache while its file's size
+  // and mtime are unchanged. NOT_FOUND: none yet; RESOURCE_EXHAUSTED: larger
+  // than options_.max_compare_bytes; INTERNAL: unreadable or not a card.
+  absl::StatusOr<std::shared_ptr<const v1::Scorecard>> LoadScorecard(const std::string& run_id);
 
   const WebOptions options_;
   const std::unique_ptr<WebSource> source_;
@@ -136,6 +147,16 @@ class WebRoutes {
   static constexpr size_t kMaxSessions = 4096;
   mutable absl::Mutex sessions_mu_;
   std::map<std::string, int64_t> sessions_ ABSL_GUARDED_BY(sessions_mu_);
+  // Parsed scorecards for /compare, by file path (LoadScorecard).
+  struct CachedCard {
+    int64_t size = 0, mtime_ns = 0;
+    std::shared_ptr<const v1::Scorecard> card;
+    int64_t used = 0;  // cards_clock_ at the last use
+  };
+  static constexpr size_t kMaxCachedCards = 8;
+  absl::Mutex cards_mu_;
+  std::map<std::string, CachedCard> cards_ ABSL_GUARDED_BY(cards_mu_);
+  int64_t cards_clock_ ABSL_GUARDED_BY(cards_mu_) = 0;
 };
 
 }  // namespace cmax::coordinator::web

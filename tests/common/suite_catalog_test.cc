@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 TEST_CASE("params become validated flags", "[catalog]") {
@@ -201,4 +203,30 @@ TEST_CASE("the workload suite names its interpreter, never a path or another pro
   CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"width", "100"}, {"heads", "3"}}).ok());
   CHECK_FALSE(cmax::BuildSuiteArgs(*s, {{"steps", "5"}, {"warmup-steps", "5"}}).ok());
   CHECK(cmax::BuildSuiteArgs(*s, {{"width", "96"}, {"heads", "3"}, {"steps", "8"}}).ok());
+}
+
+TEST_CASE("the monitoring suite names only the exporters' ports unless its operator allows "
+          "more", "[catalog][security]") {
+  const auto* s = cmax::FindSuite("monitoring");
+  REQUIRE(s != nullptr);
+  unsetenv("CMAX_EXPORTER_PORTS");
+  // The coordinator's plan validation.
+  CHECK(cmax::BuildSuiteArgs(*s, {{"exporters", "dcgm:9400,node:9100,cmax:9464"}}).ok());
+  auto ssh = cmax::BuildSuiteArgs(*s, {{"exporters", "dcgm:9400,probe:22"}});
+  REQUIRE_FALSE(ssh.ok());
+  CHECK(ssh.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(ssh.status().message(),
+                          "port 22 ('probe:22') is not an exporter port this node allows"));
+  CHECK(absl::StrContains(ssh.status().message(), "--allow-exporter-ports"));
+  // The agent's re-validation of an assignment.
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"--exporters=probe:8080"}).ok());
+  CHECK(cmax::ValidateSuiteArgs(*s, {"--exporters=node:9100"}).ok());
+  // Widened by the operator (cmax-agent --allow-exporter-ports sets this).
+  setenv("CMAX_EXPORTER_PORTS", "8080,9200", 1);
+  CHECK(cmax::ValidateSuiteArgs(*s, {"--exporters=probe:8080,x:9200"}).ok());
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"--exporters=probe:22"}).ok());
+  // A malformed list widens nothing.
+  setenv("CMAX_EXPORTER_PORTS", "8080,ssh", 1);
+  CHECK_FALSE(cmax::ValidateSuiteArgs(*s, {"--exporters=probe:8080"}).ok());
+  unsetenv("CMAX_EXPORTER_PORTS");
 }

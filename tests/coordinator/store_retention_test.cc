@@ -2,14 +2,21 @@
 // ended before the cutoff are dropped, the space goes back to the file
 // system, and everything else stays; export of a pruned run says so.
 #include <sqlite3.h>
-
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "spdlog/sinks/ostream_sink.h"
 
 #include "common/time_util.h"
 #include "coordinator/core.h"
@@ -29,7 +36,7 @@ int64_t FileSize(const std::string& path) {
 // A run with `tasks` tasks of `per_task` records of about 300 bytes each.
 // finished_ns 0: still running.
 void SeedRun(Store& store, const std::string& run_id, int64_t finished_ns, bool scorecard,
-             int tasks, int per_task) {
+             int tasks, int per_task, size_t record_bytes = 300) {
   RunRow run;
   run.info.set_run_id(run_id);
   run.info.set_state(finished_ns > 0 ? "completed" : "running");
@@ -52,7 +59,7 @@ void SeedRun(Store& store, const std::string& run_id, int64_t finished_ns, bool 
       v1::SpooledRecord r;
       r.set_task_id(rows[t].info.task_id());
       r.set_seq(i);
-      r.mutable_record()->mutable_measurement()->set_metric(std::string(300, 'm'));
+      r.mutable_record()->mutable_measurement()->set_metric(std::string(record_bytes, 'm'));
       recs.push_back(std::move(r));
     }
   }
@@ -180,6 +187,116 @@ TEST_CASE("retention converts an older store once so that freed space is returne
   REQUIRE((*store)->StartRetention(kHourNs, kHourNs).ok());
   CHECK(*(*store)->AutoVacuumMode() == 2);
   CHECK(CountRunRecords(**store, "old") == 400);  // the VACUUM kept everything
+  CHECK((*store)->CheckIntegrity().ok());
+}
+
+// An older store: auto_vacuum none, as a coordinator before retention made it.
+void MakeOldStore(const std::string& db) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw, "PRAGMA auto_vacuum=NONE; CREATE TABLE meta(key TEXT PRIMARY KEY, "
+                            "value TEXT NOT NULL)",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+}
+
+// What the "coordinator" logger writes while it lives.
+struct LogCapture {
+  LogCapture() : sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
+    GetLogger("coordinator")->sinks().push_back(sink);
+  }
+  ~LogCapture() {
+    auto& sinks = GetLogger("coordinator")->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+  }
+  std::ostringstream out;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink;
+};
+
+TEST_CASE("the one-time VACUUM writes its copy in the data directory, not /tmp, and gives "
+          "the WAL back",
+          "[store][retention]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string db = scratch.path + "/cmax.db";
+  MakeOldStore(db);
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  // 77 MB of records of a run that ended now (retention keeps them): more
+  // than the 64 MiB page cache that VACUUM's copy holds in memory before it
+  // spills to its temporary file (vacuum.c gives the copy the store's
+  // cache_size, store.cc).
+  SeedRun(**store, "recent", NowUnixNs(), true, 8, 320, 30000);
+  // Every file created in the data directory while the conversion runs.
+  const int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  REQUIRE(ino >= 0);
+  REQUIRE(inotify_add_watch(ino, scratch.path.c_str(), IN_CREATE) >= 0);
+  REQUIRE((*store)->StartRetention(kHourNs, kHourNs).ok());
+  std::vector<std::string> created;
+  alignas(inotify_event) char buf[16384];
+  for (ssize_t n; (n = read(ino, buf, sizeof(buf))) > 0;) {
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      if (ev->len > 0) created.emplace_back(ev->name);
+      p += sizeof(inotify_event) + ev->len;
+    }
+  }
+  close(ino);
+  CHECK(*(*store)->AutoVacuumMode() == 2);
+  // SQLite names its temporary files etilqs_* (os_unix.c, SQLITE_TEMP_FILE_PREFIX).
+  INFO("created in the data directory: " << absl::StrJoin(created, " "));
+  CHECK(std::any_of(created.begin(), created.end(),
+                    [](const std::string& f) { return f.rfind("etilqs_", 0) == 0; }));
+  // The VACUUM wrote the whole store through the WAL; it is truncated after.
+  CHECK(FileSize(db + "-wal") < 64 * 1024);
+  CHECK(CountRunRecords(**store, "recent") == 8 * 320);
+  CHECK(std::string(sqlite3_temp_directory) == scratch.path);
+  CHECK((*store)->CheckIntegrity().ok());
+}
+
+TEST_CASE("without the free space it needs the conversion is skipped, said, and done at the "
+          "next start",
+          "[store][retention]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string db = scratch.path + "/cmax.db";
+  MakeOldStore(db);
+  int64_t need = 0;
+  {
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    SeedRun(**store, "old", NowUnixNs() - 48 * kHourNs, true, 8, 500);
+    auto needed = (*store)->ConversionBytesNeeded();
+    REQUIRE(needed.ok());
+    need = *needed;
+    // Two copies of about 1.2 MB of live data.
+    CHECK(need > 2 * 4000 * 300);
+    std::string dir_seen;
+    (*store)->SetFreeSpaceProbeForTesting(
+        [&](const std::string& dir) -> absl::StatusOr<int64_t> {
+          dir_seen = dir;
+          return need - 1;
+        });
+    LogCapture log;
+    // Retention starts all the same; the file keeps its old mode.
+    REQUIRE((*store)->StartRetention(kHourNs, kHourNs).ok());
+    CHECK(dir_seen == scratch.path);
+    CHECK(*(*store)->AutoVacuumMode() == 0);
+    const std::string said = log.out.str();
+    INFO(said);
+    CHECK(said.find(absl::StrCat("needs about ", (need + (1 << 20) - 1) >> 20, " MiB free in ",
+                                 scratch.path)) != std::string::npos);
+    CHECK(said.find("the next start tries again") != std::string::npos);
+    // Retention runs on the unconverted store: its pass drops the old run.
+    for (int i = 0; i < 100 && (*store)->retention_stats().runs_pruned == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK((*store)->retention_stats().runs_pruned == 1);
+    CHECK(CountRunRecords(**store, "old") == 0);
+  }
+  // The next start, with the space: converted.
+  auto store = Store::Open(db);
+  REQUIRE(store.ok());
+  REQUIRE((*store)->StartRetention(kHourNs, kHourNs).ok());
+  CHECK(*(*store)->AutoVacuumMode() == 2);
   CHECK((*store)->CheckIntegrity().ok());
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/subprocess.h"
 #include "coordinator/core.h"
@@ -136,7 +137,7 @@ class FakeSource : public WebSource {
 
 struct Fixture {
   explicit Fixture(std::string token = kToken, ComparePage compare = nullptr,
-                   std::string read_token = "") {
+                   std::string read_token = "", int64_t max_compare_bytes = 0) {
     std::filesystem::create_directories(dir.path + "/reports/r1");
     std::ofstream(dir.path + "/reports/r1/scorecard.html") << "<html>card r1</html>";
     std::ofstream(dir.path + "/reports/r1/scorecard.md") << "# card r1\n";
@@ -150,6 +151,7 @@ struct Fixture {
     o.read_token = read_token;
     o.report_root = dir.path + "/reports";
     o.compare_page = std::move(compare);
+    if (max_compare_bytes > 0) o.max_compare_bytes = max_compare_bytes;
     auto s = WebServer::Start(std::move(o), std::move(src));
     INFO(s.status().ToString());
     REQUIRE(s.ok());
@@ -588,6 +590,63 @@ TEST_CASE("compare is 501 until built in, then renders the two scorecards", "[we
   auto missing = f.Get("/compare?a=r1&b=r2", f.Bearer());  // r2 has no scorecard
   REQUIRE(missing);
   CHECK(missing->status == 404);
+}
+
+TEST_CASE("a scorecard larger than many chunks is streamed byte for byte", "[web]") {
+  Fixture f;
+  // 3 MiB and 17 bytes that differ from chunk to chunk: a chunk sent twice,
+  // dropped or out of order shows.
+  std::string big;
+  for (int i = 0; big.size() < (3u << 20) + 17; ++i) big += absl::StrCat(i, ",");
+  big.resize((3u << 20) + 17);
+  for (const char* ext : {"json", "html", "md"}) {
+    std::ofstream(f.dir.path + "/reports/r1/scorecard." + ext, std::ios::binary) << big;
+  }
+  for (const char* path :
+       {"/runs/r1/scorecard.json", "/runs/r1/scorecard", "/runs/r1/scorecard.md"}) {
+    INFO(path);
+    auto r = f.Get(path, f.Bearer());
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->get_header_value("Content-Length") == std::to_string(big.size()));
+    CHECK(r->body.size() == big.size());
+    CHECK(r->body == big);
+  }
+  // An empty file is an empty answer, not an error.
+  std::ofstream(f.dir.path + "/reports/r1/scorecard.md", std::ios::trunc);
+  auto empty = f.Get("/runs/r1/scorecard.md", f.Bearer());
+  REQUIRE(empty);
+  CHECK(empty->status == 200);
+  CHECK(empty->body.empty());
+}
+
+TEST_CASE("compare refuses a scorecard past its limit, naming it, and sees a rewritten one",
+          "[web]") {
+  ComparePage page = [](const v1::Scorecard& a,
+                        const v1::Scorecard& b) -> absl::StatusOr<std::string> {
+    return a.run_id() + " " + a.tier() + " vs " + b.run_id() + " " + b.tier();
+  };
+  Fixture f(kToken, page, "", /*max_compare_bytes=*/1000);
+  const std::string card = f.dir.path + "/reports/r1/scorecard.json";
+  auto ok = f.Get("/compare?a=r1&b=r1", f.Bearer());
+  REQUIRE(ok);
+  CHECK(ok->status == 200);
+  CHECK(ok->body == "r1 not rated vs r1 not rated");
+  // Rewritten (another size): read again, not the card parsed before.
+  std::ofstream(card, std::ios::trunc) << R"({"runId":"r1","tier":"Gold"})";
+  auto again = f.Get("/compare?a=r1&b=r1", f.Bearer());
+  REQUIRE(again);
+  CHECK(again->body == "r1 Gold vs r1 Gold");
+  // Past the limit: refused before it is read, the page naming both sizes.
+  std::ofstream(card, std::ios::trunc)
+      << R"({"runId":"r1","tier":"Gold")" << std::string(2000, ' ') << "}";
+  auto big = f.Get("/compare?a=r1&b=r1", f.Bearer());
+  REQUIRE(big);
+  CHECK(big->status == 500);
+  INFO(big->body);
+  CHECK(big->body.find("is 2028 bytes, more than the 1000 bytes the web view reads to "
+                       "compare runs") != std::string::npos);
+  CHECK(big->body.find("/runs/r1/scorecard.json") != std::string::npos);
 }
 
 TEST_CASE("the run API waits for a change when given the fingerprint it has", "[web]") {

@@ -40,7 +40,6 @@ const Check& Find(const std::vector<Check>& checks, const std::string& id) {
   return none;
 }
 
-// A port nothing listens on now (bound and released).
 int FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
@@ -161,12 +160,13 @@ TEST_CASE("monitoring: the real prometheus-node-exporter answers on loopback and
   if (text.ok()) CHECK(cmax::monitoring::MetricNames(*text).count("node_uname_info") == 1);
 
   // Through the binary, as the agent runs it; "kept" has an RDMA device the
-  // real /sys of this machine does not give node_exporter.
+  // real /sys of this machine does not give node_exporter. Its free port is
+  // none of the exporters' own: this node's operator allows it.
   auto run = cmax::testing::RunSuite(
       "cmax-bench",
       {"monitoring", "--jsonl", "--root", Fixture("kept"), "--exporters",
        absl::StrCat("node:", port)},
-      30s);
+      30s, {{"CMAX_EXPORTER_PORTS", absl::StrCat(port)}});
   (*child)->SignalGroup(SIGTERM);
   (*child)->Wait();
   CHECK(run.exit_code == 0);
@@ -194,7 +194,7 @@ TEST_CASE("monitoring: the binary's exit codes, and could-not-run records are no
       "cmax-bench",
       {"monitoring", "--jsonl", "--root", Fixture("lost"), "--exporters",
        absl::StrCat("dcgm:", port)},
-      30s);
+      30s, {{"CMAX_EXPORTER_PORTS", absl::StrCat(port)}});
   CHECK(down.exit_code == 1);
   auto bad = cmax::testing::RunSuite(
       "cmax-bench", {"monitoring", "--jsonl", "--exporters", "dcgm:none"}, 30s);
@@ -268,4 +268,30 @@ TEST_CASE("monitoring: an exporter that asks for a token answers, its signals ar
   REQUIRE(e.evidence.size() == 1);
   CHECK(absl::StrContains(e.evidence[0], "HTTP status: HTTP/1.1 401 Unauthorized"));
   CHECK(Find(checks, "monitoring.signals.node").status == Status::kNotMeasured);
+}
+
+TEST_CASE("monitoring: a port that is no exporter's is refused unless the node's operator "
+          "allows it", "[monitoring][security]") {
+  // sshd's port: a plan naming it would learn which nodes answer there.
+  auto refused = cmax::testing::RunSuite(
+      "cmax-bench", {"monitoring", "--jsonl", "--exporters", "dcgm:9400,probe:22"}, 30s);
+  CHECK(refused.exit_code == 2);
+  INFO(refused.err);
+  CHECK(absl::StrContains(refused.err,
+                          "port 22 ('probe:22') is not an exporter port this node allows "
+                          "(9100,9400,9464)"));
+  CHECK(absl::StrContains(refused.err, "--allow-exporter-ports"));
+  // Allowed by the operator (a free port: nothing answers, the check warns).
+  const int port = FreePort();
+  auto allowed = cmax::testing::RunSuite(
+      "cmax-bench",
+      {"monitoring", "--jsonl", "--root", Fixture("kept"), "--exporters",
+       absl::StrCat("probe:", port)},
+      30s, {{"CMAX_EXPORTER_PORTS", absl::StrCat("9999,", port)}});
+  CHECK(allowed.exit_code != 2);
+  bool probed = false;
+  for (const auto& r : allowed.records) {
+    probed |= r.has_finding() && r.finding().check_id() == "monitoring.exporter.probe";
+  }
+  CHECK(probed);
 }
