@@ -63,10 +63,10 @@ exit $rc
 )"));
   // scontrol as --slurm-drain runs it: every node idle, each update logged.
   const std::string drains = tmp.path + "/drains.log";
-  WriteExecutable(tmp.path + "/scontrol", absl::StrCat(R"(#!/bin/sh
+  WriteExecutable(tmp.path + "/scontrol", absl::StrCat(R"sh(#!/bin/sh
 if [ "$1" = show ]; then echo "NodeName=$3 State=IDLE Reason=(null)"; exit 0; fi
-echo "$*" >>")", drains, R"("
-)"));
+echo "$*" >>")sh", drains, R"sh("
+)sh"));
   Cluster c("fr1", {.agents = 3,
                     .bench_dir = bench,
                     .coordinator_args = {"--slurm-drain", "--scontrol", tmp.path + "/scontrol"}});
