@@ -166,7 +166,7 @@ absl::StatusOr<std::shared_ptr<const v1::Scorecard>> WebRoutes::LoadScorecard(
     }
   }
   if (size > options_.max_compare_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
+    return absl::FailedPreconditionError(absl::StrCat(
         "the scorecard of run ", run_id, " is ", SizeText(size), ", more than the ",
         SizeText(options_.max_compare_bytes),
         " the web view reads to compare runs; download it at /runs/", run_id,

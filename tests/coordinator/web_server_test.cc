@@ -642,8 +642,8 @@ TEST_CASE("compare refuses a scorecard past its limit, naming it, and sees a rew
       << R"({"runId":"r1","tier":"Gold")" << std::string(2000, ' ') << "}";
   auto big = f.Get("/compare?a=r1&b=r1", f.Bearer());
   REQUIRE(big);
-  CHECK(big->status == 500);
   INFO(big->body);
+  CHECK(big->status == 500);
   CHECK(big->body.find("is 2028 bytes, more than the 1000 bytes the web view reads to "
                        "compare runs") != std::string::npos);
   CHECK(big->body.find("/runs/r1/scorecard.json") != std::string::npos);
