@@ -264,7 +264,7 @@ TEST_CASE("the default set-up refuses unauthenticated callers", "[integration][s
   }
   auto runs = c.Ctl({"runs", "--json"});  // nothing was submitted
   CHECK(runs.exit.code == 0);
-  CHECK(runs.out.find("\"runId\"") == std::string::npos);
+  CHECK(runs.out.find("\"run_id\"") == std::string::npos);
 
   // And without a token the coordinator does not start unless told so.
   auto bare = cmax::RunCommand({Cluster::BinDir() + "/cmax-coordinator", "--data-dir",
@@ -315,7 +315,7 @@ TEST_CASE("the read-only token reads through the gRPC API, submits nothing, and 
   }
   auto runs = c.Ctl({"runs", "--json"});  // nothing was submitted
   CHECK(runs.exit.code == 0);
-  CHECK(runs.out.find("\"runId\"") == std::string::npos);
+  CHECK(runs.out.find("\"run_id\"") == std::string::npos);
 
   // The read-only token as the main token's twin, or without a main token:
   // the coordinator does not start.
