@@ -125,7 +125,7 @@ TEST_CASE("mutual TLS: a node's certificate and the agent credential are refused
                                "operator"));
 }
 
-TEST_CASE("roles: read reads, run runs, admin schedules; the agent credential is no "
+TEST_CASE("roles: read reads, run runs, admin schedules, the agent credential is no "
           "operator's and an operator's token no agent's",
           "[integration][security]") {
   cmax::testing::ScratchDir scratch;
