@@ -1,8 +1,6 @@
 #include "coordinator/history_pool.h"
 
 #include <pthread.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,10 +12,6 @@ namespace cmax::coordinator {
 namespace {
 
 std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
-
-// Workers yield the CPU to the core thread on a loaded machine: a query may
-// take seconds of CPU, a heartbeat must not wait behind it.
-constexpr int kWorkerNice = 10;
 
 }  // namespace
 
@@ -31,9 +25,9 @@ void HistoryPool::Start() {
   started_ = true;
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     threads_.emplace_back([this] {
+      // No setpriority here: the packaged unit's seccomp filter
+      // (SystemCallFilter=~@resources) kills the daemon on it (SIGSYS).
       pthread_setname_np(pthread_self(), "cmax-history");
-      // Per-thread on Linux: a thread is a task with its own nice value.
-      setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kWorkerNice);
       Work();
     });
   }

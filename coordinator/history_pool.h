@@ -71,8 +71,8 @@ class HistoryPool {
   HistoryPool(const HistoryPool&) = delete;
   HistoryPool& operator=(const HistoryPool&) = delete;
 
-  // Starts the workers (named cmax-history, at a lower CPU priority than the
-  // core thread). Until then Submit answers UNAVAILABLE.
+  // Starts the workers (named cmax-history). Until then Submit answers
+  // UNAVAILABLE.
   void Start();
   // Running queries are cancelled, the workers joined; every waiter still
   // waiting gets UNAVAILABLE. Idempotent.
