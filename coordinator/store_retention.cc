@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 #include <thread>
 
@@ -81,34 +82,43 @@ absl::Status InTransaction(sqlite3* db, const std::function<absl::Status()>& bod
   return s;
 }
 
-// The runs to prune: ended before the cutoff, with a scorecard, and either
-// not marked yet or marked by a pass that did not finish (records -1).
-absl::StatusOr<std::vector<std::string>> RunsToPrune(sqlite3* db, int64_t cutoff_unix_ns) {
-  const char* sql =
-      "SELECT runs.run_id, runs.info, pruned_runs.records FROM runs "
-      "LEFT JOIN pruned_runs USING(run_id) "
-      "WHERE runs.state NOT IN ('pending', 'running') "
-      "AND (pruned_runs.records IS NULL OR pruned_runs.records < 0)";
+// The run ids of the rows `sql` selects (column 1: the RunInfo blob) that
+// `keep` accepts; a row whose info does not parse is skipped. `what` names
+// the query in errors.
+absl::StatusOr<std::vector<std::string>> SelectRuns(
+    sqlite3* db, const char* sql, const char* what,
+    const std::function<bool(const v1::RunInfo&, sqlite3_stmt*)>& keep) {
   Prepared p(db, sql);
-  if (p.rc != SQLITE_OK) return SqlError(db, "list runs to prune", p.rc);
+  if (p.rc != SQLITE_OK) return SqlError(db, what, p.rc);
   std::vector<std::string> out;
   int rc;
   while ((rc = sqlite3_step(p.stmt)) == SQLITE_ROW) {
     v1::RunInfo info;
     const void* blob = sqlite3_column_blob(p.stmt, 1);
     if (!blob || !info.ParseFromArray(blob, sqlite3_column_bytes(p.stmt, 1))) continue;
-    const bool unfinished_pass = sqlite3_column_type(p.stmt, 2) != SQLITE_NULL;
-    // A run without a finish time or without a scorecard keeps its records:
-    // they are all there is of it.
-    if (!unfinished_pass &&
-        (info.finished_unix_ns() <= 0 || info.finished_unix_ns() >= cutoff_unix_ns ||
-         info.report_dir().empty())) {
-      continue;
-    }
-    out.push_back(info.run_id());
+    if (keep(info, p.stmt)) out.push_back(info.run_id());
   }
-  if (rc != SQLITE_DONE) return SqlError(db, "list runs to prune", rc);
+  if (rc != SQLITE_DONE) return SqlError(db, what, rc);
   return out;
+}
+
+// The runs to prune: ended before the cutoff, with a scorecard, and either
+// not marked yet or marked by a pass that did not finish (records -1).
+absl::StatusOr<std::vector<std::string>> RunsToPrune(sqlite3* db, int64_t cutoff_unix_ns) {
+  return SelectRuns(
+      db,
+      "SELECT runs.run_id, runs.info, pruned_runs.records FROM runs "
+      "LEFT JOIN pruned_runs USING(run_id) "
+      "WHERE runs.state NOT IN ('pending', 'running') "
+      "AND (pruned_runs.records IS NULL OR pruned_runs.records < 0)",
+      "list runs to prune", [cutoff_unix_ns](const v1::RunInfo& info, sqlite3_stmt* row) {
+        const bool unfinished_pass = sqlite3_column_type(row, 2) != SQLITE_NULL;
+        // A run without a finish time or without a scorecard keeps its
+        // records: they are all there is of it.
+        return unfinished_pass ||
+               (info.finished_unix_ns() > 0 && info.finished_unix_ns() < cutoff_unix_ns &&
+                !info.report_dir().empty());
+      });
 }
 
 absl::StatusOr<std::vector<std::string>> TasksOf(sqlite3* db, const std::string& run_id) {
@@ -199,25 +209,14 @@ absl::StatusOr<int64_t> ReturnFreePages(sqlite3* db) {
 // Scheduled runs (RunInfo.schedule_id) that ended before the cutoff, have
 // had a scorecard and whose folder is not marked dropped yet.
 absl::StatusOr<std::vector<std::string>> ScorecardsToDrop(sqlite3* db, int64_t cutoff_unix_ns) {
-  const char* sql =
+  return SelectRuns(
+      db,
       "SELECT runs.run_id, runs.info FROM runs LEFT JOIN pruned_reports USING(run_id) "
-      "WHERE runs.state NOT IN ('pending', 'running') AND pruned_reports.run_id IS NULL";
-  Prepared p(db, sql);
-  if (p.rc != SQLITE_OK) return SqlError(db, "list scorecards to drop", p.rc);
-  std::vector<std::string> out;
-  int rc;
-  while ((rc = sqlite3_step(p.stmt)) == SQLITE_ROW) {
-    v1::RunInfo info;
-    const void* blob = sqlite3_column_blob(p.stmt, 1);
-    if (!blob || !info.ParseFromArray(blob, sqlite3_column_bytes(p.stmt, 1))) continue;
-    if (info.schedule_id().empty() || info.report_dir().empty() ||
-        info.finished_unix_ns() <= 0 || info.finished_unix_ns() >= cutoff_unix_ns) {
-      continue;
-    }
-    out.push_back(info.run_id());
-  }
-  if (rc != SQLITE_DONE) return SqlError(db, "list scorecards to drop", rc);
-  return out;
+      "WHERE runs.state NOT IN ('pending', 'running') AND pruned_reports.run_id IS NULL",
+      "list scorecards to drop", [cutoff_unix_ns](const v1::RunInfo& info, sqlite3_stmt*) {
+        return !info.schedule_id().empty() && !info.report_dir().empty() &&
+               info.finished_unix_ns() > 0 && info.finished_unix_ns() < cutoff_unix_ns;
+      });
 }
 
 enum class FolderGone { kDeleted, kAbsent, kLeft };
