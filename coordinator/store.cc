@@ -227,12 +227,14 @@ Store::~Store() {
 
 absl::Status Store::Error(const std::string& what, int rc) {
   std::string msg = absl::StrCat(what, ": ", SqliteMessage(db_, rc));
-  if (rc == SQLITE_FULL || (rc & 0xff) == SQLITE_FULL ||
-      (rc & 0xff) == SQLITE_IOERR) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(msg, "; is the coordinator's data directory full?"));
-  }
-  return absl::InternalError(msg);
+  absl::Status s = (rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_IOERR
+                       ? absl::ResourceExhaustedError(
+                             absl::StrCat(msg, "; is the coordinator's data directory full?"))
+                       : absl::InternalError(msg);
+  // The error that ended the round's transaction (SQLite rolls it back on a
+  // full disk) is the one CommitRound reports.
+  if (in_round_ && round_txn_ && round_error_.ok() && sqlite3_get_autocommit(db_)) round_error_ = s;
+  return s;
 }
 
 absl::Status Store::Exec(const std::string& sql) {
@@ -257,6 +259,7 @@ absl::Status Store::BeginRound() {
   in_round_ = true;
   round_txn_ = false;
   round_failed_ = false;
+  round_error_ = absl::OkStatus();
   return absl::OkStatus();
 }
 
@@ -282,8 +285,10 @@ absl::Status Store::CommitRound() {
   // round wrote before the error is gone.
   if (round_failed_ || sqlite3_get_autocommit(db_)) {
     if (!sqlite3_get_autocommit(db_)) (void)Exec("ROLLBACK");
-    return absl::InternalError(
-        "the store's transaction for this round was rolled back after an error");
+    // Said with the error that ended it (a full disk reads as one).
+    const std::string why = "the store's transaction for this round was rolled back after an error";
+    if (round_error_.ok()) return absl::InternalError(why);
+    return absl::Status(round_error_.code(), absl::StrCat(why, ": ", round_error_.message()));
   }
   if (auto s = Exec("COMMIT"); !s.ok()) {
     (void)Exec("ROLLBACK");
@@ -359,6 +364,24 @@ absl::StatusOr<std::vector<AgentRow>> Store::LoadAgents() {
   }
   if (rc != SQLITE_DONE) return Error("load agents", rc);
   return out;
+}
+
+absl::StatusOr<std::string> Store::GetMeta(const std::string& key) {
+  Stmt s(db_, "SELECT value FROM meta WHERE key = ?");
+  s.Text(1, key);
+  int rc = sqlite3_step(s.get());
+  if (rc == SQLITE_DONE) return std::string();
+  if (rc != SQLITE_ROW) return Error("get meta", rc);
+  return std::string(s.ColText(0));
+}
+
+absl::Status Store::PutMeta(const std::string& key, const std::string& value) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
+  Stmt s(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)");
+  s.Text(1, key);
+  s.Text(2, value);
+  int rc = sqlite3_step(s.get());
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error("put meta", rc);
 }
 
 absl::Status Store::PutRun(const RunRow& r) {

@@ -54,6 +54,9 @@ struct TaskRow {
   std::vector<std::string> nodes;  // one for node scope; the group for gangs
   int retries = 0;                 // new attempts allowed after a failure
   bool exclusive = true;
+  // The scheduler's bookkeeping: how its run counters counted this task
+  // (an outcome depends on the exit code too, which may change after).
+  int8_t counted_as = 0;
 };
 
 struct AgentRow {
@@ -104,6 +107,11 @@ class Store {
   // Several agents in one transaction (one fsync for a burst of Hellos).
   absl::Status PutAgents(const std::vector<AgentRow>& agents);
   absl::StatusOr<std::vector<AgentRow>> LoadAgents();
+
+  // The meta table: one-time migrations note that they are done here.
+  // GetMeta: "" when the key is absent.
+  absl::StatusOr<std::string> GetMeta(const std::string& key);
+  absl::Status PutMeta(const std::string& key, const std::string& value);
 
   absl::Status PutRun(const RunRow& run);
   absl::StatusOr<RunRow> GetRun(const std::string& run_id);  // NOT_FOUND
@@ -269,6 +277,7 @@ class Store {
   bool in_round_ = false;
   bool round_txn_ = false;
   bool round_failed_ = false;
+  absl::Status round_error_;  // the error that rolled the round's transaction back
   bool last_round_committed_writes_ = false;
   absl::Status Fault(const std::string& op) const {
     return fault_hook_ ? fault_hook_(op) : absl::OkStatus();
