@@ -75,11 +75,12 @@ int RpcError(const grpc::Status& status, const Client& client) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return kExitUnfinished;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return kExitCredentials;
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
     case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::UNAUTHENTICATED:
-    case grpc::StatusCode::PERMISSION_DENIED:
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return kExitUsage;
     default:

@@ -91,12 +91,23 @@ exit codes (history): 0 shown, 2 usage, a bad or unknown node, 3 coordinator
 exit codes (compare): 0 no regression, 1 regressions found, 2 usage or unreadable
   input, 3 coordinator unreachable; (baseline, rank): 0 written, 1 cannot write,
   2 usage or unreadable input, 3 coordinator unreachable (baseline)
+exit code 6, every command that calls the coordinator: it refused the
+  credentials (no token, a wrong one, or a role without the call)
 )";
 
-int Usage(const std::string& error) {
+// The whole usage: asked for, or no command to go by.
+int FullUsage(const std::string& error) {
   if (!error.empty()) std::fprintf(stderr, "cmaxctl: %s\n\n", error.c_str());
   std::fputs(kUsageText, error.empty() ? stdout : stderr);
   return error.empty() ? kOk : kUsage;
+}
+
+// A command's own mistake: the one line that says what is wrong (with the
+// valid values), not sixty lines of every other command.
+int Usage(const std::string& error) {
+  if (error.empty()) return FullUsage("");
+  std::fprintf(stderr, "cmaxctl: %s (cmaxctl COMMAND --help: its options)\n", error.c_str());
+  return kUsage;
 }
 
 std::string Ago(int64_t unix_ns) {
@@ -235,15 +246,17 @@ int CmdRuns(Client& client, const std::vector<std::string>& args) {
     std::printf("%s\n", cmax::ctl::ForTerminalJson(MessageToJsonLine(resp, true)).c_str());
     return kOk;
   }
-  std::printf("%-26s %-16s %-10s %-13s %7s %7s  %s\n", "RUN", "PLAN", "STATE", "TIER", "TASKS",
-              "FAILED", "CREATED");
+  // FAILED: crashed, hung or lost; a task that could not run (no GPU, a
+  // missing tool) is no failure and has its own column.
+  std::printf("%-26s %-16s %-10s %-13s %7s %6s %13s  %s\n", "RUN", "PLAN", "STATE", "TIER",
+              "TASKS", "FAILED", "COULD_NOT_RUN", "CREATED");
   for (const auto& r : resp.runs()) {
     // A run whose records retention dropped keeps its scorecard; its
     // records (export, compare against them) are gone, and the line says so.
-    std::printf("%-26s %-16s %-10s %-13s %3d/%-3d %7d  %s%s\n", r.run_id().c_str(),
+    std::printf("%-26s %-16s %-10s %-13s %3d/%-3d %6d %13d  %s%s\n", r.run_id().c_str(),
                 r.plan_name().c_str(), r.state().c_str(),
                 r.tier().empty() ? "-" : r.tier().c_str(), r.tasks_done(), r.tasks_total(),
-                r.tasks_failed(), FormatRfc3339(r.created_unix_ns()).c_str(),
+                r.tasks_failed(), r.tasks_could_not_run(), FormatRfc3339(r.created_unix_ns()).c_str(),
                 r.records_dropped_unix_ns() > 0 ? "  (records dropped by retention)" : "");
   }
   return kOk;
@@ -388,7 +401,7 @@ int main(int argc, char** argv) {
   for (; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--", 0) != 0 && a != "-h") break;
-    if (a == "-h" || a == "--help") return Usage("");
+    if (a == "-h" || a == "--help") return FullUsage("");
     if (a == "--version") {
       std::printf("cmaxctl %s\n", cmax::kCmaxVersion);
       return kOk;
@@ -404,19 +417,19 @@ int main(int argc, char** argv) {
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
-      return Usage(absl::StrCat(a, " needs a value"));
+      return FullUsage(absl::StrCat(a, " needs a value"));
     }
     if (name == "--coordinator") options.coordinator = value;
     else if (name == "--token-file") options.token_file = value;
     else if (name == "--tls-ca") options.tls_ca = value;
     else if (name == "--tls-cert") options.tls_cert = value;
     else if (name == "--tls-key") options.tls_key = value;
-    else return Usage(absl::StrCat("unknown option ", name));
+    else return FullUsage(absl::StrCat("unknown option ", name));
   }
   if (options.token_file.empty() && access(kDefaultTokenFile, R_OK) == 0) {
     options.token_file = kDefaultTokenFile;
   }
-  if (i >= argc) return Usage("no command given");
+  if (i >= argc) return FullUsage("no command given");
   std::string command = argv[i];
   std::vector<std::string> args(argv + i + 1, argv + argc);
   // These read scorecards; rank and compare --files need no coordinator.
@@ -438,6 +451,6 @@ int main(int argc, char** argv) {
   if (command == "export") return CmdExport(c, args);
   if (command == "schedule") return CmdSchedule(c, args);
   if (command == "history") return CmdHistory(c, args);
-  if (command == "help") return Usage("");
-  return Usage(absl::StrCat("unknown command '", command, "'"));
+  if (command == "help") return FullUsage("");
+  return FullUsage(absl::StrCat("unknown command '", command, "'"));
 }

@@ -30,6 +30,10 @@ namespace cmax::ctl {
 // coverage say what the others left unmeasured; when none did, 5.
 inline constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitUnfinished = 3,
                      kExitNotRated = 4, kExitNothingMeasured = 5;
+// Every command: the coordinator refused the credentials (no token, a wrong
+// one, or a role without this call). Not 2: a script must tell "fix the
+// plan" from "fix the token".
+inline constexpr int kExitCredentials = 6;
 
 // The tasks of a run by outcome (common/task_state.h: the coordinator's log
 // counts them the same way).

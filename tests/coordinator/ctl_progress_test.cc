@@ -118,6 +118,7 @@ TEST_CASE("exit codes: 3 unfinished, then 1 failed, then 4 not rated, else 0", "
   CHECK(kExitUsage == 2);
   CHECK(kExitNotRated == 4);
   CHECK(kExitNothingMeasured == 5);
+  CHECK(kExitCredentials == 6);  // documented in the README and --help
 }
 
 TEST_CASE("exit codes: every task could not run is 5, nothing measured, not 4", "[ctl]") {

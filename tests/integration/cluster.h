@@ -25,6 +25,9 @@ inline constexpr int kExitNotRated = 4;
 // ... and of a run in which nothing was measured: every task could not run
 // (exit 2) or was cancelled, none completed or failed.
 inline constexpr int kExitNothingMeasured = 5;
+// ... and of any command the coordinator refused the credentials: no token, a
+// wrong one, or a role without the call (README, "Exit codes").
+inline constexpr int kExitCredentials = 6;
 
 struct ClusterOptions {
   int agents = 3;

@@ -89,7 +89,7 @@ TEST_CASE("mutual TLS: a node's certificate and the agent credential are refused
   for (const auto& command : EveryOperatorCommand(plan, run_id, c.dir() + "/stolen.out")) {
     auto r = CtlWith(c, node_credentials, command);
     INFO(absl::StrJoin(command, " ") << ": exit " << r.exit.code << "\n" << r.out << r.err);
-    CHECK(r.exit.code == 2);
+    CHECK(r.exit.code == cmax::testing::kExitCredentials);
     CHECK(absl::StrContains(r.err, "refused this credential the call"));
   }
   // A node's certificate stays a node's with the operators' token too.
@@ -98,7 +98,7 @@ TEST_CASE("mutual TLS: a node's certificate and the agent credential are refused
       "--tls-cert",   tls + "node-1.pem", "--tls-key", tls + "node-1.key"};
   auto agents = CtlWith(c, node_with_admin_token, {"agents"});
   INFO(agents.out << agents.err);
-  CHECK(agents.exit.code == 2);
+  CHECK(agents.exit.code == cmax::testing::kExitCredentials);
   CHECK(absl::StrContains(agents.err, "names node 'node-1'"));
 
   // Nothing the node asked for happened: one run, completed; no schedule.
@@ -146,7 +146,7 @@ TEST_CASE("roles: read reads, run runs, admin schedules, the agent credential is
                                            std::vector<std::string>{"run", "--plan", plan}}) {
     auto r = CtlWith(c, {"--token-file", c.agent_token_file()}, command);
     INFO(command[0] << ": " << r.out << r.err);
-    CHECK(r.exit.code == 2);
+    CHECK(r.exit.code == cmax::testing::kExitCredentials);
     CHECK(absl::StrContains(r.err, "accepted on the agent stream alone"));
   }
   // read: lists, but neither runs nor schedules.
@@ -156,7 +156,7 @@ TEST_CASE("roles: read reads, run runs, admin schedules, the agent credential is
   CHECK(absl::StrContains(listed.out, "node-0"));
   auto read_run = CtlWith(c, {"--token-file", read_token}, {"run", "--plan", plan});
   INFO(read_run.out << read_run.err);
-  CHECK(read_run.exit.code == 2);
+  CHECK(read_run.exit.code == cmax::testing::kExitCredentials);
   CHECK(absl::StrContains(read_run.err, "SubmitRun needs the run role; this token has the read"));
   // run: runs, but adds no schedule.
   auto run = CtlWith(c, {"--token-file", run_token}, {"run", "--plan", plan});
@@ -165,7 +165,7 @@ TEST_CASE("roles: read reads, run runs, admin schedules, the agent credential is
   auto run_schedule = CtlWith(c, {"--token-file", run_token},
                               {"schedule", "add", "--plan", plan, "--every", "7d"});
   INFO(run_schedule.out << run_schedule.err);
-  CHECK(run_schedule.exit.code == 2);
+  CHECK(run_schedule.exit.code == cmax::testing::kExitCredentials);
   CHECK(absl::StrContains(run_schedule.err, "AddSchedule needs the admin role"));
   // admin: schedules.
   auto admin_schedule = c.Ctl({"schedule", "add", "--plan", plan, "--every", "7d"});

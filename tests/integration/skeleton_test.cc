@@ -69,6 +69,19 @@ TEST_CASE("a quick run over three agents gives a scorecard with every node", "[i
     }
   }
   CHECK(gpus == std::map<std::string, double>{{"node-0", 8}, {"node-1", 7}, {"node-2", 0}});
+  // The JSON a user reads says the 0: a measured zero is not a missing value.
+  auto exported = c.Ctl({"export", run_id});
+  REQUIRE(exported.exit.code == 0);
+  bool zero_written = false;
+  for (absl::string_view line : absl::StrSplit(exported.out, '\n')) {
+    if (absl::StrContains(line, "\"node\":\"node-2\"") &&
+        absl::StrContains(line, "\"metric\":\"gpu_count\"")) {
+      INFO(std::string(line));
+      zero_written = absl::StrContains(line, "\"value\":0");
+      CHECK(zero_written);
+    }
+  }
+  CHECK(zero_written);
 
   std::string card = Scorecard(c, run_id);
   for (const char* node : {"node-0", "node-1", "node-2"}) {
@@ -211,7 +224,7 @@ TEST_CASE("wrong tokens and plaintext clients are refused", "[integration][secur
   std::ofstream(c.dir() + "/wrong") << "wrong token\n";
   auto wrong = c.Ctl({"--token-file", c.dir() + "/wrong", "agents"});
   INFO(wrong.out << wrong.err);
-  CHECK(wrong.exit.code == 2);
+  CHECK(wrong.exit.code == cmax::testing::kExitCredentials);  // credentials have their own exit code
   CHECK(wrong.err.find("refused the credentials") != std::string::npos);
   auto right = c.Ctl({"agents"});  // control: the right credentials work
   CHECK(right.exit.code == 0);
@@ -259,7 +272,7 @@ TEST_CASE("the default set-up refuses unauthenticated callers", "[integration][s
     auto r = cmax::RunCommand(argv, 30s, 1 << 20, {{"CMAX_TOKEN_FILE", ""}});
     REQUIRE(r.ok());
     INFO(call[0] << ": " << r->out << r->err);
-    CHECK(r->exit.code == 2);
+    CHECK(r->exit.code == cmax::testing::kExitCredentials);
     CHECK(r->err.find("refused the credentials") != std::string::npos);
   }
   auto runs = c.Ctl({"runs", "--json"});  // nothing was submitted
@@ -308,7 +321,7 @@ TEST_CASE("the read-only token reads through the gRPC API, submits nothing, and 
       CHECK(r->exit.code == 0);
       CHECK(r->out.find("node-0") != std::string::npos);
     } else {
-      CHECK(r->exit.code == 2);
+      CHECK(r->exit.code == cmax::testing::kExitCredentials);
       CHECK(r->err.find("refused this credential the call") != std::string::npos);
       CHECK(r->err.find("needs the run role") != std::string::npos);
     }

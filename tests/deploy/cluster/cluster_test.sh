@@ -266,7 +266,7 @@ cl_x head cmaxctl --coordinator head:8470 --tls-ca /etc/cmax/tls/ca.pem \
   --token-file /etc/cmax/agent-token run --plan /usr/share/cmax/plans/quick.yaml >"$out/node-as-operator.txt" 2>&1
 node_rc=$?
 set -e
-if [[ $node_rc -ne 2 ]] || ! grep -q "accepted on the agent stream alone" "$out/node-as-operator.txt"; then
+if [[ $node_rc -ne 6 ]] || ! grep -q "accepted on the agent stream alone" "$out/node-as-operator.txt"; then
   cat "$out/node-as-operator.txt" >&2
   cl_fail "the agent token was not refused an operator's call (exit $node_rc)"
 fi
