@@ -29,6 +29,42 @@ namespace {
 
 std::shared_ptr<spdlog::logger> Log() { return GetLogger("coordinator"); }
 
+// A one-time migration. Before it, RunInfo.tasks_failed counted the tasks
+// that could not run (exit code 2) as failures, so `cmaxctl runs` and the
+// web view said "26 failed" of a run whose final line said "0 failed, 26
+// could not run". Every stored run is counted again from its tasks, the way
+// the scheduler counts now (common/task_state.h), in one transaction.
+absl::Status RecountStoredRuns(Store& store) {
+  constexpr char kKey[] = "run_counts";
+  CMAX_ASSIGN_OR_RETURN(std::string done, store.GetMeta(kKey));
+  if (done == "broke-apart") return absl::OkStatus();
+  CMAX_ASSIGN_OR_RETURN(std::vector<RunRow> runs, store.ListRuns(0, false));
+  CMAX_RETURN_IF_ERROR(store.BeginRound());
+  int changed = 0;
+  for (RunRow& run : runs) {
+    CMAX_ASSIGN_OR_RETURN(std::vector<TaskRow> tasks, store.LoadTasks(run.info.run_id()));
+    std::vector<v1::TaskInfo> infos;
+    infos.reserve(tasks.size());
+    for (auto& t : tasks) infos.push_back(std::move(t.info));
+    const TaskCounts c = CountTasks(infos);
+    if (c.failed == run.info.tasks_failed() &&
+        c.could_not_run == run.info.tasks_could_not_run()) {
+      continue;
+    }
+    run.info.set_tasks_failed(c.failed);
+    run.info.set_tasks_could_not_run(c.could_not_run);
+    CMAX_RETURN_IF_ERROR(store.PutRun(run));
+    ++changed;
+  }
+  CMAX_RETURN_IF_ERROR(store.PutMeta(kKey, "broke-apart"));
+  CMAX_RETURN_IF_ERROR(store.CommitRound());
+  if (changed > 0) {
+    Log()->info("store: {} counted again: a task that could not run is no longer a failure",
+                Counted(changed, "stored run", "stored runs"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
@@ -45,6 +81,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   if (options.store_fault_for_testing) {
     store->SetFaultHookForTesting(options.store_fault_for_testing);
   }
+  CMAX_RETURN_IF_ERROR(RecountStoredRuns(*store));
   std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(options, std::move(store)));
   // Restore: unfinished runs go on; their nodes must come back within the
   // heartbeat timeout, counted from now.

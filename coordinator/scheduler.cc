@@ -335,10 +335,7 @@ void Scheduler::Adopt(std::unique_ptr<TaskRow> task) {
 
 void Scheduler::Index(TaskRow* task) {
   const auto s = task->info.state();
-  RunCounts& c = counts_[task->info.run_id()];
-  ++c.total;
-  if (IsTerminal(s)) ++c.ended;
-  if (IsFailedState(s)) ++c.failed;
+  Count(task, counts_[task->info.run_id()], +1);
   for (const auto& n : task->nodes) {
     NodeTasks& nt = node_tasks_[n];
     nt.tasks.push_back(task);
@@ -352,9 +349,7 @@ void Scheduler::Unindex(TaskRow* task) {
   const auto s = task->info.state();
   if (auto it = counts_.find(task->info.run_id()); it != counts_.end()) {
     RunCounts& c = it->second;
-    --c.total;
-    if (IsTerminal(s)) --c.ended;
-    if (IsFailedState(s)) --c.failed;
+    Count(task, c, -1);
     if (c.total <= 0) counts_.erase(it);
   }
   for (const auto& n : task->nodes) {
@@ -370,13 +365,36 @@ void Scheduler::Unindex(TaskRow* task) {
   active_.erase(task->info.task_id());
 }
 
+// What a task counts as: 0 not ended, 1 ended (completed, cancelled), 2
+// could not run, 3 broke. Kept in the task so that taking it out of the
+// counts takes out what was put in, whatever its exit code says since.
+namespace {
+constexpr int8_t kCountedOpen = 0, kCountedEnded = 1, kCountedCouldNotRun = 2,
+                 kCountedBroke = 3;
+int8_t OutcomeOf(const v1::TaskInfo& t) {
+  if (!IsTerminal(t.state())) return kCountedOpen;
+  if (TaskCouldNotRun(t)) return kCountedCouldNotRun;
+  if (TaskBroke(t)) return kCountedBroke;
+  return kCountedEnded;
+}
+}  // namespace
+
+void Scheduler::Count(TaskRow* task, RunCounts& c, int sign) {
+  const int8_t as = sign > 0 ? OutcomeOf(task->info) : task->counted_as;
+  c.total += sign;
+  if (as != kCountedOpen) c.ended += sign;
+  if (as == kCountedCouldNotRun) c.could_not_run += sign;
+  if (as == kCountedBroke) c.failed += sign;
+  task->counted_as = sign > 0 ? as : kCountedOpen;
+}
+
 void Scheduler::SetState(TaskRow* task, v1::TaskState state) {
   const auto old = task->info.state();
   if (old == state) return;
-  task->info.set_state(state);
   RunCounts& c = counts_[task->info.run_id()];
-  c.ended += IsTerminal(state) - IsTerminal(old);
-  c.failed += IsFailedState(state) - IsFailedState(old);
+  Count(task, c, -1);
+  task->info.set_state(state);
+  Count(task, c, +1);
   const int held = static_cast<int>(Holds(state)) - static_cast<int>(Holds(old));
   // Only a task that stops holding its nodes, ends, or waits again (a
   // retry) can make a pending task ready: PENDING -> ASSIGNED -> RUNNING
@@ -932,17 +950,18 @@ void Scheduler::RefreshCounters(RunRow* run) {
   run->info.set_tasks_total(c.total);
   run->info.set_tasks_done(c.ended);
   run->info.set_tasks_failed(c.failed);
+  run->info.set_tasks_could_not_run(c.could_not_run);
 }
 
 std::vector<int> Scheduler::RecountForTest(const std::string& run_id) {
-  int total = 0, done = 0, failed = 0;
+  int total = 0, done = 0, failed = 0, could_not_run = 0;
   for (TaskRow* t : TasksOf(run_id)) {
     ++total;
-    auto s = t->info.state();
-    if (IsTerminal(s)) ++done;
-    if (IsFailedState(s)) ++failed;
+    if (IsTerminal(t->info.state())) ++done;
+    if (TaskBroke(t->info)) ++failed;
+    if (TaskCouldNotRun(t->info)) ++could_not_run;
   }
-  return {total, done, failed};
+  return {total, done, failed, could_not_run};
 }
 
 RunRow* Scheduler::FindRun(const std::string& run_id) {

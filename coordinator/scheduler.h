@@ -141,20 +141,24 @@ class Scheduler {
   std::vector<RunRow*> Runs();
   // Drops a finished run from memory (it stays in the store).
   void Forget(const std::string& run_id);
-  // The run's counters (tasks_total, tasks_done, tasks_failed) set from the
-  // totals kept as tasks change state: O(1).
+  // The run's counters (tasks_total, tasks_done, tasks_failed,
+  // tasks_could_not_run) set from the totals kept as tasks change state: O(1).
   void RefreshCounters(RunRow* run);
   // The same counters counted over the run's tasks, for tests: {total,
-  // done (terminal), failed (FAILED, TIMED_OUT, LOST)}.
+  // done (terminal), failed (broke), could not run}.
   std::vector<int> RecountForTest(const std::string& run_id);
 
  private:
   // Per run: what RefreshCounters reports.
   struct RunCounts {
     int total = 0;
-    int ended = 0;   // terminal
-    int failed = 0;  // FAILED, TIMED_OUT, LOST
+    int ended = 0;          // terminal
+    int failed = 0;         // broke: crashed, timed out, lost (common/task_state.h)
+    int could_not_run = 0;  // TASK_FAILED with exit code 2: not a failure
   };
+  // Adds `sign` times the task's outcome (as it is now) to its run's
+  // counts, and remembers that outcome in TaskRow::counted_as.
+  void Count(TaskRow* task, RunCounts& c, int sign);
   // Per node: its tasks (of every run in memory) and how many of them hold
   // it (ASSIGNED or RUNNING).
   struct NodeTasks {

@@ -51,6 +51,36 @@ std::string FindingCategory(const v1::Finding& f) {
   return c.empty() ? "Reliability" : c;
 }
 
+std::string OneLine(const std::string& text, size_t max_chars) {
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+  if (line.size() <= max_chars) return line;
+  // Cut at the last space that leaves a word whole, and never inside a
+  // UTF-8 sequence.
+  size_t cut = line.rfind(' ', max_chars);
+  if (cut == std::string::npos || cut < max_chars / 2) {
+    cut = max_chars;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  }
+  line.resize(cut);
+  while (!line.empty() && (line.back() == ' ' || line.back() == ',' || line.back() == ';' ||
+                           line.back() == ':')) {
+    line.pop_back();
+  }
+  return line + "\u2026";
+}
+
+std::string Headline(const v1::RuleResult& r) {
+  return OneLine(r.title().empty() ? r.message() : r.title());
+}
+
+std::string TaskStateShown(const v1::TaskSummary& t) {
+  if (t.state() == TaskStateName(v1::TASK_FAILED) && t.exit_code() == kCouldNotRunExit) {
+    return "could not run";
+  }
+  return t.state();
+}
+
 bool TaskNotStarted(const v1::TaskInfo& t) {
   // Every attempt the scheduler assigns counts from 1 (Scheduler::Assign).
   return TaskCouldNotRun(t) && t.attempt() == 0;

@@ -58,6 +58,19 @@ std::string EntryLabel(const std::string& name, const std::string& suite);
 // (attempt 0): its plan entry needs more nodes than the run has, and its
 // message says so ("not measured: needs 2 nodes, the run has 1");
 bool TaskNotStarted(const v1::TaskInfo& t);
+// A rule result in one line, for what is read at a glance (a category's
+// summary, a node's verdict, an incident, the fleet page): its title (a
+// finding's title without the detail), else its message; the first line,
+// at most kHeadlineChars, cut at a word with "…". The message in full stays
+// in the rules and the findings table.
+inline constexpr size_t kHeadlineChars = 140;
+std::string Headline(const v1::RuleResult& r);
+std::string OneLine(const std::string& text, size_t max_chars = kHeadlineChars);
+
+// A scorecard task's state as every view says it: "could not run" for a
+// failed task with exit code 2 (it measured nothing and failed nothing),
+// else its state's name.
+std::string TaskStateShown(const v1::TaskSummary& t);
 // a failure of `t` is `node`'s: the nodes in blamed_nodes, every node of the
 // task when the coordinator blamed none;
 bool TaskBlames(const v1::TaskInfo& t, const std::string& node);

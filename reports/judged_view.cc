@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/plural.h"
 #include "common/suite_declaration.h"
 #include "reports/judge_util.h"
 #include "reports/record_set.h"
@@ -11,7 +12,10 @@ namespace {
 
 std::string AttemptText(int attempt, v1::TaskState state, int exit_code,
                         const std::string& message) {
-  std::string s = absl::StrCat("attempt ", attempt, " ", TaskStateName(state));
+  // Exit code 2 is "could not run": never called failed (README, "Exit codes").
+  const bool could_not_run = state == v1::TASK_FAILED && exit_code == kCouldNotRunExit;
+  std::string s = absl::StrCat("attempt ", attempt, " ",
+                               could_not_run ? "could not run" : TaskStateName(state));
   // -1: the attempt ended without an exit code of its own (agent restarted).
   if (state == v1::TASK_FAILED && exit_code >= 0) {
     absl::StrAppend(&s, " (exit code ", exit_code, ")");
@@ -102,11 +106,11 @@ JudgedView MakeView(const RunData& data, RunData* move_from) {
     auto it = tasks.find(task_id);
     const std::string label = it != tasks.end() ? EntryLabel(it->second->name(), it->second->suite()) : task_id;
     if (counts.first > 0) {
-      view.history[node].push_back(absl::StrCat(counts.first, " records of ", label,
+      view.history[node].push_back(absl::StrCat(Counted(counts.first, "record", "records"), " of ", label,
                                                 " from earlier attempts: in the export, not judged"));
     }
     if (counts.second > 0) {
-      view.history[node].push_back(absl::StrCat(counts.second, " records of ", label,
+      view.history[node].push_back(absl::StrCat(Counted(counts.second, "record", "records"), " of ", label,
                                                 " arrived after the task ended (late): in the "
                                                 "export, not judged"));
     }

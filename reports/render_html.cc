@@ -92,7 +92,7 @@ constexpr char kStyle[] = R"css(
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:80rem;padding:0 1rem;color:#1b1f24;line-height:1.4}
 h1{font-size:1.6rem}h2{margin-top:2rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}
-th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 th{background:#f6f8fa}
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.5rem;overflow-x:auto;white-space:pre-wrap;font-size:.85rem}
 code{font-size:.85rem}
@@ -192,6 +192,9 @@ if(tm){
   var nav=performance.getEntriesByType?performance.getEntriesByType('navigation')[0]:null;
   tm.setAttribute('data-load-ms',ms.toFixed(1));
   if(nav)tm.setAttribute('data-dom-complete-ms',nav.domComplete.toFixed(1));
+  // The laid-out page: wider than the window means it scrolls sideways.
+  tm.setAttribute('data-page-width',String(document.documentElement.scrollWidth));
+  tm.setAttribute('data-page-height',String(document.documentElement.scrollHeight));
   tm.textContent='page loaded in '+ms.toFixed(0)+' ms (this browser, performance.now())';
  });
 }
@@ -242,9 +245,6 @@ std::string KeyFigure(const v1::Scorecard& card, const v1::CategoryGrade& c) {
 void Overview(const v1::Scorecard& card, std::string* out) {
   absl::StrAppend(out, "<section id=\"overview\">\n<div class=\"tierbox\"><span class=\"tier\">",
                   H(card.tier()), "</span>");
-  if (!card.measured_part_tier().empty()) {
-    absl::StrAppend(out, " <span class=\"nm\">", H(card.measured_part_tier()), "</span>");
-  }
   absl::StrAppend(out, "<p>", H(card.tier_reason()), "</p>");
   int selected = 0, evaluated_any = 0;
   for (const auto& c : card.categories()) selected = std::max(selected, c.nodes_selected());
@@ -290,7 +290,6 @@ void Overview(const v1::Scorecard& card, std::string* out) {
     for (const auto& m : card.missing()) items.push_back(absl::StrCat("<li>", H(m), "</li>"));
     row("Missing for a tier", absl::StrCat("<ul>", absl::StrJoin(items, ""), "</ul>"));
   }
-  if (!card.measured_part_tier().empty()) row("Measured part", H(card.measured_part_tier()));
   // No "Why" row: the tier box above says the tier reason once.
   row("Generated", absl::StrCat(H(card.generated()), " by cmax ", H(card.cmax_version())));
   absl::StrAppend(out, "</table>\n</section>\n");
@@ -701,7 +700,7 @@ void NodeSections(const v1::Scorecard& card,
       if (compact && t.state() == "completed" && t.attempt() <= 1 && t.message().empty() &&
           t.stderr_tail().empty()) {
         plain.push_back(absl::StrCat(H(t.name().empty() ? t.suite() : t.name()), " (",
-                                     t.records(), " records)"));
+                                     Counted(t.records(), "record", "records"), ")"));
       } else {
         rows.push_back(&t);
       }
@@ -718,7 +717,7 @@ void NodeSections(const v1::Scorecard& card,
       for (const auto* tp : rows) {
         const v1::TaskSummary& t = *tp;
         absl::StrAppend(out, "<tr><td>", H(t.task_id()), "</td><td>",
-                        H(t.name().empty() ? t.suite() : t.name()), "</td><td>", H(t.state()),
+                        H(t.name().empty() ? t.suite() : t.name()), "</td><td>", H(TaskStateShown(t)),
                         "</td><td>", t.exit_code(), "</td><td>", t.attempt(), "</td><td>",
                         t.records(), "</td><td>", H(t.message()));
         if (!t.stderr_tail().empty()) {

@@ -108,9 +108,6 @@ void Header(const v1::Scorecard& card, std::string* out) {
     for (const auto& m : card.missing()) items.push_back(Md(m));
     absl::StrAppend(out, "| Missing for a tier | ", absl::StrJoin(items, "<br>"), " |\n");
   }
-  if (!card.measured_part_tier().empty()) {
-    absl::StrAppend(out, "| Measured part | ", Md(card.measured_part_tier()), " |\n");
-  }
   absl::StrAppend(out, "| Why | ", Md(card.tier_reason()), " |\n");
   absl::StrAppend(out, "| Generated | ", Md(card.generated()), " by cmax ",
                   Md(card.cmax_version()), " |\n\n");
@@ -231,7 +228,7 @@ void Tasks(const v1::Scorecard& card, std::string* out) {
                          "|---|---|---|---|---|---|---|\n");
     for (const auto& t : n.tasks()) {
       absl::StrAppend(out, "| ", Md(t.task_id()), " | ", Md(t.name().empty() ? t.suite() : t.name()),
-                      " | ", Md(t.state()), " | ", t.exit_code(), " | ", t.attempt(), " | ",
+                      " | ", Md(TaskStateShown(t)), " | ", t.exit_code(), " | ", t.attempt(), " | ",
                       t.records(), " | ", Md(t.message()), " |\n");
     }
     absl::StrAppend(out, "\n");

@@ -113,7 +113,8 @@ void RunProgress::OnEvent(const v1::RunEvent& ev) {
         line = absl::StrCat(t.suite(), " on ", t.node(), ": ",
                             TaskStateName(t.state()));
         if (IsTerminal(t.state())) {
-          absl::StrAppend(&line, " (exit ", t.exit_code(), ", ", t.records(), " records)");
+          absl::StrAppend(&line, " (exit ", t.exit_code(), ", ",
+                          Counted(t.records(), "record", "records"), ")");
         }
       }
       if (!line.empty()) {

@@ -22,7 +22,7 @@ constexpr absl::string_view kStyle = R"css(
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:80em}
 h1{font-size:1.4em;margin:.2em 0 .5em}h2{font-size:1.15em;margin:1.2em 0 .4em}
 table{border-collapse:collapse;margin:.3em 0 1em}
-th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
+th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}
 nav{margin-bottom:1em;display:flex;gap:1em;align-items:center}nav form{margin:0}
 .state-running,.state-busy{color:#0b5cad}.state-completed,.state-connected{color:#17722c}
@@ -141,6 +141,12 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
         }
         break;
       case v1::TASK_FAILED:
+        if (TaskCouldNotRun(t)) {  // the scorecard says why, as not measured
+          ++e.could_not_run;
+          ++p.could_not_run;
+          break;
+        }
+        [[fallthrough]];
       case v1::TASK_TIMED_OUT:
       case v1::TASK_LOST:
         ++e.failed;
@@ -227,7 +233,7 @@ std::string IndexPage(const v1::ListAgentsResponse& agents,
     absl::StrAppend(&out,
                     "<table id=\"run-table\"><thead><tr><th>run</th><th>plan</th>"
                     "<th>state</th><th>created</th><th>tasks ended</th><th>failed</th>"
-                    "<th>tier</th><th>scorecard</th></tr></thead><tbody>\n");
+                    "<th>could not run</th><th>tier</th><th>scorecard</th></tr></thead><tbody>\n");
     for (const auto& r : runs.runs()) {
       const std::string id = HtmlEscape(r.run_id());
       std::string card;
@@ -240,7 +246,8 @@ std::string IndexPage(const v1::ListAgentsResponse& agents,
                       HtmlEscape(r.plan_name()), "</td>", StateCell(r.state()), "<td>",
                       FormatTime(r.created_unix_ns()), "</td><td class=\"n\">",
                       r.tasks_done(), " / ", r.tasks_total(), "</td>",
-                      Num(r.tasks_failed()), "<td>", HtmlEscape(r.tier()), "</td><td>",
+                      Num(r.tasks_failed()), Num(r.tasks_could_not_run()), "<td>",
+                      HtmlEscape(r.tier()), "</td><td>",
                       card, "</td></tr>\n");
     }
     absl::StrAppend(&out, "</tbody></table>\n");
@@ -301,12 +308,14 @@ constexpr absl::string_view kRunScript = R"js(
     st.className = 'state-' + j.run.state;
     set('count-total', j.total); set('count-done', j.done); set('count-running', j.running);
     set('count-pending', j.pending); set('count-failed', j.failed);
+    set('count-could-not-run', j.could_not_run);
     set('count-cancelled', j.cancelled); set('run-tier', j.run.tier || '');
     set('run-message', j.run.message || '');
     fill('entries', j.entries, function (tr, e) {
       cell(tr, e.index, 'n'); cell(tr, e.suite); cell(tr, e.name); cell(tr, e.total, 'n');
       cell(tr, e.pending, 'n'); cell(tr, e.running, 'n'); cell(tr, e.done, 'n');
-      cell(tr, e.failed, 'n'); cell(tr, e.found_failures, 'n'); cell(tr, e.cancelled, 'n');
+      cell(tr, e.failed, 'n'); cell(tr, e.could_not_run, 'n'); cell(tr, e.found_failures, 'n');
+      cell(tr, e.cancelled, 'n');
     });
     fill('failures', j.failures, function (tr, f) {
       cell(tr, f.name); cell(tr, f.node); cell(tr, f.state, 'state-' + f.state.replace(/ /g, '_'));
@@ -321,7 +330,8 @@ constexpr absl::string_view kRunScript = R"js(
   }
   var lastNoted = '';
   function note(j) {
-    var seen = [j.run.state, j.done, j.running, j.failed, j.pending, j.cancelled].join(' ');
+    var seen = [j.run.state, j.done, j.running, j.failed, j.could_not_run, j.pending,
+                j.cancelled].join(' ');
     if (seen === lastNoted) return;  // a change the counts do not show (e.g. assigned to running)
     lastNoted = seen;
     var li = document.createElement('li');
@@ -330,7 +340,8 @@ constexpr absl::string_view kRunScript = R"js(
     li.setAttribute('data-running', String(j.running));
     li.setAttribute('data-failed', String(j.failed));
     li.textContent = new Date().toISOString().substring(11, 19) + ' ' + j.run.state + ': ' +
-        j.done + ' of ' + j.total + ' done, ' + j.running + ' running, ' + j.failed + ' failed';
+        j.done + ' of ' + j.total + ' done, ' + j.running + ' running, ' + j.failed + ' failed' +
+        (j.could_not_run ? ', ' + j.could_not_run + ' could not run' : '');
     log.appendChild(li);
   }
   function poll() {
@@ -377,7 +388,8 @@ std::string RunPage(const RunProgress& p, bool has_scorecard, const PageContext&
                   "</span>; <span id=\"count-running\">", p.running,
                   "</span> running, <span id=\"count-pending\">", p.pending,
                   "</span> pending, <span id=\"count-failed\">", p.failed,
-                  "</span> failed, <span id=\"count-cancelled\">", p.cancelled,
+                  "</span> failed, <span id=\"count-could-not-run\">", p.could_not_run,
+                  "</span> could not run, <span id=\"count-cancelled\">", p.cancelled,
                   "</span> cancelled</td></tr>", "<tr><th>tier</th><td id=\"run-tier\">",
                   HtmlEscape(r.tier()), "</td></tr>",
                   "<tr><th>message</th><td id=\"run-message\">", HtmlEscape(r.message()),
@@ -396,13 +408,14 @@ std::string RunPage(const RunProgress& p, bool has_scorecard, const PageContext&
   absl::StrAppend(&out,
                   "<h2>Progress per plan entry</h2>\n<table><thead><tr><th>#</th>"
                   "<th>suite</th><th>name</th><th>tasks</th><th>pending</th>"
-                  "<th>running</th><th>done</th><th>failed</th><th>found failures</th>"
+                  "<th>running</th><th>done</th><th>failed</th><th>could not run</th>"
+                  "<th>found failures</th>"
                   "<th>cancelled</th></tr></thead><tbody id=\"entries\">\n");
   for (const EntryProgress& e : p.entries) {
     absl::StrAppend(&out, "<tr>", Num(e.suite_index), "<td>", HtmlEscape(e.suite),
                     "</td><td>", HtmlEscape(e.name), "</td>", Num(e.total),
                     Num(e.pending), Num(e.running), Num(e.done), Num(e.failed),
-                    Num(e.found_failures), Num(e.cancelled), "</tr>\n");
+                    Num(e.could_not_run), Num(e.found_failures), Num(e.cancelled), "</tr>\n");
   }
   absl::StrAppend(
       &out, "</tbody></table>\n<h2>Failures (<span id=\"failures-total\">",
@@ -449,6 +462,7 @@ std::string RunJson(const RunProgress& p, bool has_scorecard) {
   f["running"] = Number(p.running);
   f["done"] = Number(p.done);
   f["failed"] = Number(p.failed);
+  f["could_not_run"] = Number(p.could_not_run);
   f["cancelled"] = Number(p.cancelled);
   f["final"] = Bool(p.final);
   f["scorecard"] = Bool(has_scorecard);
@@ -466,6 +480,7 @@ std::string RunJson(const RunProgress& p, bool has_scorecard) {
     sf["running"] = Number(e.running);
     sf["done"] = Number(e.done);
     sf["failed"] = Number(e.failed);
+    sf["could_not_run"] = Number(e.could_not_run);
     sf["found_failures"] = Number(e.found_failures);
     sf["cancelled"] = Number(e.cancelled);
     *entries->add_values()->mutable_struct_value() = std::move(s);

@@ -28,6 +28,7 @@ struct EntryProgress {
   std::string suite, name;
   int total = 0, pending = 0, running = 0, done = 0, failed = 0, cancelled = 0;
   int found_failures = 0;  // completed with exit 1: ran and found failures
+  int could_not_run = 0;   // TASK_FAILED with exit 2: measured nothing, failed nothing
 };
 
 // A task that failed (failed, timed out, lost) or ran and found failures (exit 1).
@@ -46,6 +47,7 @@ struct RunProgress {
   std::vector<TaskFailure> failures;   // by finish time, the latest kMaxFailuresShown
   int failures_total = 0;              // all of them
   int total = 0, pending = 0, running = 0, done = 0, failed = 0, cancelled = 0;
+  int could_not_run = 0;    // not in `failed`, never called a failure
   bool final = false;       // completed, cancelled or failed: nothing changes any more
   std::string fingerprint;  // changes whenever anything shown changes
 };

@@ -356,6 +356,42 @@ TEST_CASE("a run page lists the latest 200 failures and counts them all", "[web]
   CHECK(page.find(">n799<") == std::string::npos);
 }
 
+TEST_CASE("a task that could not run is counted apart, never as failed", "[web]") {
+  // What a full plan gives on CPU-only nodes: GPU suites that could not run
+  // (exit code 2) beside one that crashed.
+  v1::GetRunResponse run;
+  run.mutable_run()->set_run_id("cpu");
+  run.mutable_run()->set_state("completed");
+  run.mutable_run()->set_tasks_failed(1);
+  run.mutable_run()->set_tasks_could_not_run(2);
+  for (int i = 0; i < 3; ++i) {
+    auto* t = run.add_tasks();
+    t->set_task_id("cpu.0.n" + std::to_string(i));
+    t->set_suite("gemm");
+    t->set_node("n" + std::to_string(i));
+    t->set_state(v1::TASK_FAILED);
+    t->set_exit_code(i < 2 ? 2 : 139);
+  }
+  RunProgress p = Summarize(run);
+  CHECK(p.failed == 1);
+  CHECK(p.could_not_run == 2);
+  CHECK(p.failures_total == 1);  // the crash alone is listed as a failure
+  REQUIRE(p.failures.size() == 1);
+  CHECK(p.failures[0].node == "n2");
+  const std::string page = RunPage(p, true, {});
+  CHECK(page.find("<span id=\"count-failed\">1</span> failed") != std::string::npos);
+  CHECK(page.find("<span id=\"count-could-not-run\">2</span> could not run") !=
+        std::string::npos);
+  CHECK(page.find("3 failed") == std::string::npos);
+  const std::string json = RunJson(p, true);
+  CHECK(json.find("\"could_not_run\":2") != std::string::npos);
+  v1::ListRunsResponse runs;
+  *runs.add_runs() = run.run();
+  const std::string index = IndexPage({}, runs, 0, {});
+  CHECK(index.find("<th>failed</th><th>could not run</th>") != std::string::npos);
+  CHECK(index.find("<td class=\"n\">1</td><td class=\"n\">2</td>") != std::string::npos);
+}
+
 TEST_CASE("the index offers to compare runs once two have a scorecard", "[web]") {
   v1::ListRunsResponse runs;
   for (const char* id : {"ra", "rb", "rc"}) {

@@ -61,7 +61,9 @@ TEST_CASE("Markdown shows the header, category table, nodes, rules, findings, ta
   CHECK(absl::StrContains(md, "| Tier | **not rated** |"));
   CHECK(absl::StrContains(md, "| Missing for a tier | Compute: the plan has no suite of this "
                               "category<br>"));
-  CHECK(absl::StrContains(md, "| Measured part | Bronze (measured part only; not a rating) |"));
+  // No tier of the measured part beside "not rated": it read as a rating.
+  CHECK_FALSE(absl::StrContains(md, "Measured part"));
+  CHECK_FALSE(absl::StrContains(md, "Bronze"));
   CHECK(absl::StrContains(md, "evaluated on 1 of 3 nodes"));
   CHECK(absl::StrContains(md, "| node-2 | **FAIL** | Security fail: "));
   CHECK(absl::StrContains(md, "### Security: D"));
@@ -161,6 +163,42 @@ TEST_CASE("simulated data shows a banner in every rendering", "[render]") {
   const std::string html = RenderHtml(card);
   CHECK(absl::StrContains(html, "<div class=\"banner\">\u26a0 " + banner));
   CHECK(html.find(banner) < html.find("<h2>Categories</h2>"));
+}
+
+}  // namespace
+}  // namespace cmax::reports
+
+namespace cmax::reports {
+namespace {
+
+TEST_CASE("a task that could not run reads 'could not run' in every format, never failed",
+          "[render]") {
+  RunData d = RunWithProblems();
+  // A GPU suite on a CPU-only node, and a retried attempt that could not run.
+  v1::TaskInfo t;
+  t.set_task_id("run-1.9.node-1");
+  t.set_run_id("run-1");
+  t.set_suite("gemm");
+  t.set_node("node-1");
+  t.set_state(v1::TASK_FAILED);
+  t.set_exit_code(2);
+  t.set_attempt(2);
+  t.set_message("could not run: no GPU driver");
+  auto* a = t.add_earlier_attempts();
+  a->set_attempt(1);
+  a->set_state(v1::TASK_FAILED);
+  a->set_exit_code(2);
+  a->set_message("no GPU driver");
+  d.tasks.push_back(t);
+  const v1::Scorecard card = BuildScorecard(d);
+  const std::string md = RenderMarkdown(card);
+  const std::string html = RenderHtml(card);
+  INFO(md);
+  CHECK(absl::StrContains(md, "| run-1.9.node-1 | gemm | could not run | 2 |"));
+  CHECK(absl::StrContains(html, "<td>gemm</td><td>could not run</td><td>2</td>"));
+  CHECK(absl::StrContains(md, "attempt 1 could not run (exit code 2): no GPU driver"));
+  CHECK_FALSE(absl::StrContains(md, "attempt 1 failed (exit code 2)"));
+  CHECK_FALSE(absl::StrContains(md, "| gemm | failed | 2 |"));
 }
 
 }  // namespace
