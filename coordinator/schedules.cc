@@ -17,6 +17,11 @@ namespace {
 
 std::shared_ptr<spdlog::logger> Log() { return GetLogger("schedules"); }
 
+// Where a schedule's slots count from (schedule.proto, anchor_unix_ns).
+int64_t Anchor(const v1::ScheduleInfo& info) {
+  return info.anchor_unix_ns() != 0 ? info.anchor_unix_ns() : info.created_unix_ns();
+}
+
 // At most this many node names in a recorded reason; the rest are counted.
 constexpr size_t kNamesInReason = 8;
 
@@ -136,7 +141,16 @@ absl::StatusOr<v1::ScheduleInfo> Schedules::Add(const v1::ScheduleSpec& spec,
   *e.info.mutable_spec() = spec;
   e.info.set_created_unix_ns(now);
   e.info.set_added_by(added_by);
-  e.info.set_next_slot_unix_ns(NextSlotAfter(now, e.terms.every_ns, now));
+  if (e.terms.has_window) {
+    // `--every 7d --window 02:00-06:00` means "weekly, at night": the first
+    // run is tonight's window (or now, inside it), not a week out, and the
+    // later slots keep its time of day.
+    e.info.set_anchor_unix_ns(NextInWindow(e.terms.window, now));
+    e.info.set_next_slot_unix_ns(e.info.anchor_unix_ns());
+  } else {
+    e.info.set_anchor_unix_ns(now);
+    e.info.set_next_slot_unix_ns(NextSlotAfter(now, e.terms.every_ns, now));
+  }
   UpdateNext(e);
   if (auto st = store_->PutSchedule(e.info); !st.ok()) return st;
   Log()->info("schedule {} added by {}: plan '{}' every {}{}{}{}{}", id,
@@ -206,7 +220,7 @@ absl::StatusOr<v1::ScheduleInfo> Schedules::Resume(const std::string& id) {
   }
   const int64_t now = clock_->NowUnixNs();
   e.info.set_paused(false);
-  e.info.set_next_slot_unix_ns(NextSlotAfter(e.info.created_unix_ns(), e.terms.every_ns, now));
+  e.info.set_next_slot_unix_ns(NextSlotAfter(Anchor(e.info), e.terms.every_ns, now));
   UpdateNext(e);
   Persist(e);
   Log()->info("schedule {} resumed: next slot {}", id,
@@ -304,7 +318,7 @@ void Schedules::Tick() {
     if (e.terms.has_window && !InWindow(e.terms.window, now)) continue;  // waits for the window
     if (runner_->Settling()) continue;  // the agents are still coming back
     // Every slot from `slot` up to now is due: one start for all of them.
-    const int64_t next = NextSlotAfter(e.info.created_unix_ns(), e.terms.every_ns, now);
+    const int64_t next = NextSlotAfter(Anchor(e.info), e.terms.every_ns, now);
     const int64_t missed = (next - slot) / e.terms.every_ns - 1;
     e.info.set_next_slot_unix_ns(next);
     UpdateNext(e);

@@ -30,8 +30,9 @@ constexpr char kAddDescription[] =
     R"(Adds a schedule: a run of the plan every DURATION, started by the coordinator the
 way `cmaxctl run` starts one. The plan file is read, checked and stored now: a later
 edit of the file does not change the schedule (remove it and add it again). The first
-slot comes one DURATION after this command; slots missed while the coordinator was
-down are run once, not once each. A slot whose previous run is still going is
+slot comes one DURATION after this command; with --window it is the window's next
+opening (tonight's, or now when inside it) and later slots keep its time of day.
+Slots missed while the coordinator was down are run once, not once each. A slot whose previous run is still going is
 skipped, and `schedule list` says so with the reason.)";
 
 int Usage(const std::string& error) {

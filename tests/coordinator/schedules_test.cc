@@ -282,29 +282,59 @@ TEST_CASE("window: a slot due outside the daily window waits for its opening",
   Fixture f;
   const int64_t midnight = kT0 - 30 * 60 * kS;
   const int64_t h = 3600 * kS;
-  v1::ScheduleSpec spec = Spec("1h");
+  v1::ScheduleSpec spec = Spec("30m");
   spec.set_window("02:00-03:00");
-  const std::string id = f.Add(spec);  // at 00:30: slots at 01:30, 02:30, 03:30, ...
-  CHECK(f.Info(id).next_slot_unix_ns() == midnight + h + h / 2);
+  // Added at 00:30: the slots count from the window's opening, 02:00, which
+  // is the first; then 02:30, 03:00 (outside: waits), ...
+  const std::string id = f.Add(spec);
+  CHECK(f.Info(id).next_slot_unix_ns() == midnight + 2 * h);
   CHECK(f.Info(id).next_start_unix_ns() == midnight + 2 * h);
-  f.At(midnight + h + h / 2);  // 01:30: due, outside the window
+  f.At(midnight + h + h / 2);  // 01:30
   CHECK(f.runner.started.empty());
   f.At(midnight + 2 * h - 1);
   CHECK(f.runner.started.empty());
   f.At(midnight + 2 * h);  // 02:00: the window opens
   REQUIRE(f.runner.started.size() == 1);
   CHECK(f.Info(id).next_slot_unix_ns() == midnight + 2 * h + h / 2);
-  CHECK(f.Info(id).slots_skipped() == 0);  // waiting for the window is no skip
+  CHECK(f.Info(id).slots_skipped() == 0);
   f.End("run-1");
   f.At(midnight + 2 * h + h / 2);  // 02:30, inside
   REQUIRE(f.runner.started.size() == 2);
   f.End("run-2");
-  CHECK(f.Info(id).next_slot_unix_ns() == midnight + 3 * h + h / 2);
+  CHECK(f.Info(id).next_slot_unix_ns() == midnight + 3 * h);
   CHECK(f.Info(id).next_start_unix_ns() == midnight + 26 * h);  // tomorrow 02:00
   for (int hour = 3; hour < 26; ++hour) f.At(midnight + hour * h + h / 2);
   CHECK(f.runner.started.size() == 2);
+  CHECK(f.Info(id).slots_skipped() == 0);  // waiting for the window is no skip
   f.At(midnight + 26 * h);  // the next day's window: one run for all those slots
   CHECK(f.runner.started.size() == 3);
+}
+
+TEST_CASE("window: --every 7d --window 02:00-06:00 added at noon runs tonight, then weekly",
+          "[schedules]") {
+  Fixture f;
+  const int64_t midnight = kT0 - 30 * 60 * kS;
+  const int64_t h = 3600 * kS, day = 24 * h;
+  v1::ScheduleSpec spec = Spec("7d");
+  spec.set_window("02:00-06:00");
+  f.At(midnight + 12 * h);
+  const std::string id = f.Add(spec);
+  // Not a week out: the night after the add.
+  CHECK(f.Info(id).next_slot_unix_ns() == midnight + 26 * h);
+  CHECK(f.Info(id).next_start_unix_ns() == midnight + 26 * h);
+  f.At(midnight + 26 * h - 1);
+  CHECK(f.runner.started.empty());
+  f.At(midnight + 26 * h);
+  REQUIRE(f.runner.started.size() == 1);
+  f.End("run-1");
+  // The next is a week on, at the same time of night: inside the window.
+  CHECK(f.Info(id).next_slot_unix_ns() == midnight + 26 * h + 7 * day);
+  CHECK(f.Info(id).next_start_unix_ns() == midnight + 26 * h + 7 * day);
+
+  // Added inside the window: it runs now.
+  f.At(midnight + 8 * day + 3 * h);
+  const std::string inside = f.Add(spec);
+  CHECK(f.Info(inside).next_slot_unix_ns() == midnight + 8 * day + 3 * h);
 }
 
 TEST_CASE("max-nodes-at-once rolls the plan through the nodes in waves", "[schedules]") {
