@@ -69,17 +69,25 @@ struct CategoryWork {
   bool simulated = false;
 };
 
-// The messages of `rs`, identical ones grouped by node ("3 nodes (a, b, c):
-// ..."), each group one reason.
+// What a glance shows of a rule result: its headline (judge_util.h) and,
+// for one that fired, its rule id to look up ("... (audit.runc_cve)").
+std::string Glance(const v1::RuleResult& r) {
+  if (!Fired(r.outcome())) return Headline(r);
+  return absl::StrCat(Headline(r), " (", r.rule_id(), ")");
+}
+
+// The headlines of `rs`, identical ones grouped by node ("3 nodes (a, b,
+// c): ..."), each group one reason.
 std::vector<std::string> GroupedMessages(const std::vector<const v1::RuleResult*>& rs) {
   std::vector<std::pair<std::string, std::string>> node_reason;
   for (const auto* r : rs) {
     const auto nodes = SplitNodes(r->node());
-    const bool names_node = !r->node().empty() && absl::StartsWith(r->message(), r->node());
+    const std::string text = Glance(*r);
+    const bool names_node = !r->node().empty() && absl::StartsWith(text, r->node());
     if (nodes.empty() || names_node) {
-      node_reason.push_back({"", r->message()});
+      node_reason.push_back({"", text});
     } else {
-      for (const auto& n : nodes) node_reason.push_back({n, r->message()});
+      for (const auto& n : nodes) node_reason.push_back({n, text});
     }
   }
   return GroupReasons(node_reason);
@@ -421,13 +429,9 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
   const std::vector<std::string> missing = MissingForTier(coverage);
   if (!missing.empty()) {
     // The reason is one sentence that groups the gaps by cause; `missing`
-    // lists each gap once with its detail; measured_part_tier says what the
-    // measured part alone would give. None repeats another.
+    // lists each gap once with its detail. No tier of the measured part is
+    // shown beside "not rated": readers took it for a rating.
     for (const auto& m : missing) card.add_missing(m);
-    if (tier.tier != kNotRated) {
-      card.set_measured_part_tier(
-          absl::StrCat(tier.tier, " (measured part only; not a rating)"));
-    }
     tier.tier = kNotRated;
     tier.reason = absl::StrCat("not rated: ", NotRatedHeadline(coverage));
   }
@@ -489,9 +493,30 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
         reasons.push_back(std::move(text));
       }
     };
+    // One reason a rule (category, outcome, rule id), most severe first: its
+    // first headline and how many more of it ("and 3 more audit.runc_cve");
+    // ten CVE findings are one line here, each in full in the findings table.
+    std::vector<std::pair<const v1::RuleResult*, int>> rules;  // first of each, how many
     for (const auto* r : rs) {
       if (r->outcome() == "pass") continue;
-      add_reason(absl::StrCat(r->category(), " ", OutcomeLabel(r->outcome()), ": ", r->message()));
+      auto same = std::find_if(rules.begin(), rules.end(), [&](const auto& e) {
+        return e.first->rule_id() == r->rule_id() && e.first->outcome() == r->outcome() &&
+               e.first->category() == r->category();
+      });
+      if (same != rules.end() && Fired(r->outcome())) {
+        ++same->second;
+      } else {
+        rules.push_back({r, 1});
+      }
+    }
+    for (const auto& [r, n] : rules) {
+      std::string text = absl::StrCat(r->category(), " ", OutcomeLabel(r->outcome()), ": ",
+                                       Headline(*r));
+      if (Fired(r->outcome())) {
+        absl::StrAppend(&text, " (", r->rule_id(),
+                        n > 1 ? absl::StrCat(", and ", n - 1, " more like it") : "", ")");
+      }
+      add_reason(std::move(text));
     }
     const bool has_data = nodes_with_data.count(node) > 0;
     if (!has_data) {

@@ -47,6 +47,9 @@ void FindingsJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     }
     if (message.empty()) message = r.rule_id();
     r.set_message(message);
+    // The title alone where a glance is all there is room for (a CVE's
+    // detail is a paragraph); the message keeps both.
+    if (!f.title().empty() && !f.detail().empty()) r.set_title(f.title());
     for (const auto& e : f.evidence()) r.add_evidence(e);
     for (const auto& l : f.links()) r.add_links(l);
     r.set_action(f.action());

@@ -191,7 +191,6 @@ TEST_CASE("a plan of selftest alone is not rated", "[coverage]") {
     CHECK_FALSE(c.measured());
   }
   CHECK(card.tier() == "not rated");
-  CHECK(card.measured_part_tier().empty());  // nothing was measured at all
   CHECK(card.findings().empty());
   CHECK(card.measurements().empty());
 }
@@ -230,7 +229,6 @@ TEST_CASE("a tier needs every rated category on at least 90% of the nodes", "[co
   CHECK(short_card.tier_reason() ==
         "not rated: Compute, Networking, Storage, Security, Orchestration and 1 more evaluated "
         "on 8 of 10 nodes (needs 9)");
-  CHECK(short_card.measured_part_tier() == "Platinum (measured part only; not a rating)");
 }
 
 TEST_CASE("a plan entry that evaluated too few of its nodes keeps the run from a tier",

@@ -65,15 +65,14 @@ TEST_CASE("a clean hostcheck run of three nodes", "[scorecard]") {
     CHECK(n.tasks(0).state() == "completed");
   }
   // A tier needs Compute, Networking, Storage, Reliability and Security
-  // evaluated: hostcheck alone is not rated. What the measured part alone
-  // would give is shown, labelled as no rating.
+  // evaluated: hostcheck alone is not rated, and no tier of the measured
+  // part stands beside "not rated" for anyone to read as one.
   CHECK(card.tier() == "not rated");
   CHECK(absl::StartsWith(card.tier_reason(), "not rated: "));
   CHECK(card.tier_reason() ==
         "not rated: Compute, Networking, Storage, Security, Orchestration and 1 more not in the "
         "plan");
   CHECK(card.missing_size() == 6);
-  CHECK(card.measured_part_tier() == "Gold (measured part only; not a rating)");
   CHECK_FALSE(card.simulated());
   CHECK(card.findings_size() == 3);  // the info findings, each with its node
   CHECK(card.findings(0).labels().at("node") == "node-1");
@@ -106,12 +105,11 @@ TEST_CASE("a lost agent fails its node and lowers Reliability", "[scorecard]") {
   REQUIRE(fails.size() == 1);
   CHECK(fails[0].node() == "node-2");
   // Compute, Networking, Storage and Security were evaluated on 2 of the 3
-  // selected nodes: fewer than 90%, so no tier; the rest would give Silver.
+  // selected nodes: fewer than 90%, so no tier.
   CHECK(card.tier() == "not rated");
   CHECK(card.tier_reason() ==
         "not rated: hostcheck not measured: agent lost on 1 of 3 nodes; Compute, Networking, "
         "Storage, Security, Orchestration and 1 more evaluated on 2 of 3 nodes (needs 3)");
-  CHECK(card.measured_part_tier() == "Silver (measured part only; not a rating)");
 
   // The run-level findings list names the lost node, with an action.
   bool found = false;
