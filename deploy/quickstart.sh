@@ -12,33 +12,58 @@
 # a new /tmp/cmax-quickstart.XXXXXX made by mktemp -d, mode 0700; a folder
 # given here must be yours and not writable by group or others), CMAX_PORT
 # (default 8470).
-# Exit code: cmaxctl run's, except that a run which completed "not rated" (4)
-# exits 0 after saying so (the quick plan alone never rates a cluster).
+# Exit code: cmaxctl run's (README, "Exit codes"), except that a run which
+# completed "not rated" (4) exits 0 after saying so (the quick plan alone
+# never rates a cluster); 2 also for a bad option or plan file, 1 when the
+# build or the coordinator failed. Every exit ends with a "==>" line that
+# says what happened and what to do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+
+# The closing line: said once, by `finish` or, for an exit nobody planned
+# (a failed build under set -e), by the EXIT trap with the stage it was in.
+stage="starting"
+closed=0
+finish() {  # finish CODE LINE...
+  local code=$1
+  shift
+  if [[ $code -eq 0 ]]; then echo "==> $*"; else echo "==> $*" >&2; fi
+  closed=1
+  exit "$code"
+}
+usage_error() { finish 2 "quickstart: $*; nothing was built or started (deploy/quickstart.sh --help)"; }
 
 agents=3
 plan=$root/benchmarks/plans/quick.yaml
 keep=0
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --agents) agents=${2:?--agents needs a number}; shift 2 ;;
+    --agents|--plan)
+      [[ $# -ge 2 && -n $2 && $2 != --* ]] || usage_error "$1 needs a value"
+      if [[ $1 == --agents ]]; then agents=$2; else plan=$2; fi
+      shift 2 ;;
     --agents=*) agents=${1#*=}; shift ;;
-    --plan) plan=${2:?--plan needs a file}; shift 2 ;;
     --plan=*) plan=${1#*=}; shift ;;
     --keep-running) keep=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "quickstart: unknown option '$1'" >&2; exit 2 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) usage_error "unknown option '$1'" ;;
   esac
 done
-[[ $agents =~ ^[0-9]+$ && $agents -ge 1 && $agents -le 64 ]] || {
-  echo "quickstart: --agents must be 1..64" >&2; exit 2; }
+[[ $agents =~ ^[0-9]+$ && $agents -ge 1 && $agents -le 64 ]] || usage_error "--agents must be 1..64"
+# The plan file before anything is installed or built; its contents are
+# checked by cmaxctl run (file:line:column) once cmaxctl is built.
+[[ -n $plan ]] || usage_error "--plan needs a file"
+[[ -e $plan ]] || usage_error "the plan $plan does not exist"
+[[ -f $plan && -r $plan ]] || usage_error "the plan $plan is not a readable file"
+[[ -s $plan ]] || usage_error "the plan $plan is empty"
+plan=$(realpath "$plan")
 
 build=${CMAX_BUILD_DIR:-$root/build}
 port=${CMAX_PORT:-8470}
 addr=127.0.0.1:$port
 
+stage="installing packages (deploy/install-deps.sh)"
 echo "==> installing missing packages"
 ./deploy/install-deps.sh --quiet
 
@@ -53,30 +78,43 @@ command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 # A new build folder is configured without tests (quicker); an existing one
 # keeps its settings, so tests/run.sh's build/ keeps its tests (and run.sh
 # turns them on again itself when this configured build/ first).
+stage="configuring and building into $build"
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAX_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)" --target cmax-coordinator cmax-agent cmaxctl cmax-bench
+targets=(cmax-coordinator cmax-agent cmaxctl cmax-bench)
+# The GPU suites' binary exists where CMake found the CUDA toolkit; without
+# it every GPU suite could not run, and that is said once here.
+if cmake --build "$build" --target help 2>/dev/null | grep -qw cmax-bench-cuda; then
+  targets+=(cmax-bench-cuda)
+else
+  echo "==> no CUDA toolkit at build time: cmax-bench-cuda is not built, so the GPU suites" \
+       "(gemm, memory, burn-in, NCCL) could not run and are not measured"
+fi
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 bin=$build/bin
 
 pids=()
-cleanup() {
+on_exit() {
+  local rc=$?
   if [[ $keep -eq 0 ]]; then
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
   fi
+  if [[ $closed -eq 0 && $rc -ne 0 ]]; then
+    echo "==> quickstart stopped while $stage (exit $rc): the lines above say why" >&2
+  fi
 }
-trap cleanup EXIT
+trap on_exit EXIT
 
 # The work folder holds the token: never one that another local user made
 # or can write (a fixed name in /tmp could be theirs, made first).
 if [[ -n ${CMAX_QUICKSTART_DIR:-} ]]; then
   work=$CMAX_QUICKSTART_DIR
   mkdir -p -m 0700 "$work"
-  [[ -O $work ]] || { echo "quickstart: $work belongs to another user" >&2; exit 2; }
+  [[ -O $work ]] || finish 2 "quickstart: $work belongs to another user: give CMAX_QUICKSTART_DIR a folder of yours"
   if (( 8#$(stat -c %a "$work") & 8#022 )); then
-    echo "quickstart: $work is writable by group or others (chmod go-w, or another folder)" >&2
-    exit 2
+    finish 2 "quickstart: $work is writable by group or others (chmod go-w, or another folder)"
   fi
 else
   work=$(mktemp -d /tmp/cmax-quickstart.XXXXXX)
@@ -92,6 +130,7 @@ for t in token agent-token; do
   chmod 0600 "$work/$t"
 done
 export CMAX_TOKEN_FILE=$work/token
+stage="starting the coordinator on $addr"
 echo "==> starting cmax-coordinator on $addr (data in $work/data, token $work/token)"
 "$bin/cmax-coordinator" --listen "$addr" --data-dir "$work/data" --token-file "$work/token" \
   --agent-token-file "$work/agent-token" >"$work/coordinator.out" 2>"$work/coordinator.log" &
@@ -99,11 +138,18 @@ pids+=($!)
 for _ in $(seq 50); do
   grep -q "listening on" "$work/coordinator.out" 2>/dev/null && break
   if ! kill -0 "${pids[0]}" 2>/dev/null; then
-    echo "quickstart: the coordinator did not start:" >&2; tail -5 "$work/coordinator.log" >&2; exit 1
+    echo "quickstart: the coordinator did not start:" >&2; tail -5 "$work/coordinator.log" >&2
+    # Its exit code says which: 2 a port or data directory in use, or a bad flag.
+    wait "${pids[0]}" && crc=0 || crc=$?
+    if [[ $crc -eq 2 ]]; then
+      finish 2 "the coordinator could not start (see above): another one may hold $addr; stop it, or CMAX_PORT=8471 deploy/quickstart.sh"
+    fi
+    finish 1 "the coordinator could not start (exit $crc, see above; the whole log: $work/coordinator.log)"
   fi
   sleep 0.1
 done
 
+stage="starting the agents"
 echo "==> starting $agents agent(s): local-0 .. local-$((agents - 1))"
 for i in $(seq 0 $((agents - 1))); do
   # --advertise 127.0.0.1: agents on one machine reach each other over
@@ -119,6 +165,7 @@ for _ in $(seq 100); do
 done
 "$bin/cmaxctl" --coordinator "$addr" agents
 
+stage="running $(basename "$plan")"
 echo "==> running $(basename "$plan")"
 set +e
 "$bin/cmaxctl" --coordinator "$addr" run --plan "$plan" | tee "$work/run.out"
@@ -130,7 +177,7 @@ if [[ -n $run_id ]]; then
   echo
   echo "==> scorecard summary"
   "$bin/cmaxctl" --coordinator "$addr" report "$run_id" --format md |
-    sed -n '/^| Tier/p;/^| Missing for a tier/p;/^| Measured part/p;/^## Categories/,/^## Nodes/p' |
+    sed -n '/^| Tier/p;/^| Missing for a tier/p;/^| Why/p;/^## Categories/,/^## Nodes/p' |
     grep -v '^## Nodes'
   echo "scorecard files:"
   for ext in html md json xml; do
@@ -138,21 +185,32 @@ if [[ -n $run_id ]]; then
   done
 fi
 if [[ $keep -eq 1 ]]; then
-  echo "coordinator and agents keep running (pids ${pids[*]});" \
-       "CMAX_COORDINATOR=$addr CMAX_TOKEN_FILE=$work/token cmaxctl agents"
+  echo "coordinator and agents keep running (pids ${pids[*]}); for example:"
+  echo "  CMAX_COORDINATOR=$addr CMAX_TOKEN_FILE=$work/token $bin/cmaxctl agents"
+  echo "  stop them: kill ${pids[*]}"
 fi
-# 4: the run completed but is not rated (cmaxctl --help): the quick plan
-# checks node sanity and reachability only, and a tier needs Compute,
-# Networking, Storage, Reliability and Security evaluated. The quickstart did
-# what it is for; the scorecard says why there is no tier.
-if [[ $rc -eq 4 ]]; then
-  echo "==> not rated: too little was measured for a tier (see 'Missing for a tier' above);" \
-       "benchmarks/plans/full.yaml on GPU nodes evaluates every category"
-  rc=0
-elif [[ $rc -eq 5 ]]; then
-  # 5: nothing was measured (every task could not run): the quickstart failed
-  # at what it is for, and says so rather than pointing at an empty card.
-  echo "==> NOTHING WAS MEASURED: every task of the quick plan could not run;" \
-       "the lines above say why (a missing suite binary or tool), and so do $work/agent-*.log" >&2
-fi
-exit "$rc"
+# The closing line, one for each exit code of cmaxctl run (README, "Exit codes").
+case $rc in
+  0) finish 0 "rated, and nothing failed: the tier and every category are in the scorecard above" ;;
+  4)
+    # The run completed but is not rated: the quick plan checks node sanity
+    # and reachability only, and a tier needs Compute, Networking, Storage,
+    # Reliability, Security, Orchestration and Monitoring evaluated. The
+    # quickstart did what it is for; the scorecard says why there is no tier.
+    if [[ $(basename "$plan") == quick.yaml ]]; then
+      finish 0 "not rated: the quick plan checks node sanity and reachability only (see 'Why' above);" \
+        "benchmarks/plans/full.yaml on GPU nodes evaluates every category"
+    fi
+    finish 0 "not rated: too little was measured for a tier (see 'Why' and 'Missing for a tier' above)" ;;
+  1) finish 1 "FAILED: a node was rejected, or a task crashed, hung or was lost: the scorecard's" \
+       "'Why' row and its Nodes section say which and why${dir:+ ($dir/scorecard.md)}" ;;
+  2) finish 2 "the coordinator refused the plan $plan: the line above says where (file:line:column)" ;;
+  3) finish 3 "the run could not finish (cancelled, or the coordinator went away): $work/coordinator.log says why" ;;
+  5)
+    # Nothing was measured (every task could not run): the quickstart failed
+    # at what it is for, and says so rather than pointing at an empty card.
+    finish 5 "NOTHING WAS MEASURED: every task of the plan could not run; the lines above say why" \
+      "(a missing suite binary or tool), and so do $work/agent-*.log" ;;
+  6) finish 6 "the coordinator refused the quickstart's own token ($work/token): remove $work and run again" ;;
+  *) finish "$rc" "cmaxctl run exited $rc (not one of its documented codes): $work/coordinator.log and $work/agent-*.log" ;;
+esac
