@@ -213,6 +213,50 @@ TEST_CASE("three agents train on CPU with gloo, every replica's loss identical",
   CHECK(mfu_said);
 }
 
+TEST_CASE("gemm and workload in one plan: the CPU MFU of each node from its own measured GEMM",
+          "[integration][workload]") {
+  // docs/workload.md: on CPU the judge reports the model's TFLOP/s over the
+  // same run's host GEMM (workload.cpu_mfu). From a real run, not a RunData
+  // made by hand: the two suites' records must meet in the judge.
+  RequireTorch();
+  ClusterOptions o = Options();
+  o.agents = 2;
+  Cluster c("wlm", o);
+  auto started = c.Start();
+  INFO(started.ToString());
+  REQUIRE(started.ok());
+  const std::string plan = absl::StrCat(
+      "name: mfu\nsuites:\n  - suite: gemm\n    params: {backend: cpu, dtype: fp32, m: 256, "
+      "n: 256, k: 256, iters: 3, threads: 1}\n",
+      Plan().substr(Plan().find("  - suite: workload")));
+  auto r = c.Ctl({"run", "--plan", c.WritePlan("mfu", plan)}, 240s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit.code == cmax::testing::kExitNotRated);
+  const std::string run_id = Cluster::RunIdFrom(r.out);
+  std::map<std::string, double> gemm;  // node -> its fp32 TFLOP/s, as stored
+  for (const auto& rec : Export(c, run_id)) {
+    if (!rec.record().has_measurement()) continue;
+    const auto& m = rec.record().measurement();
+    if (m.metric() == "gemm_tflops") gemm[rec.node()] = m.value();
+  }
+  REQUIRE(gemm.size() == 2);
+  const cmax::v1::Scorecard card = ReportCard(c, run_id);
+  auto mfu = RulesWithId(card, "workload.cpu_mfu");
+  REQUIRE(mfu.size() == 2);
+  std::set<std::string> nodes;
+  for (const auto& rule : mfu) {
+    INFO(rule.message());
+    nodes.insert(rule.node());
+    CHECK(rule.outcome() == "pass");
+    CHECK(rule.unit() == "ratio");
+    CHECK(rule.value() > 0);
+    CHECK(absl::StrContains(rule.message(), "% of this node's measured host GEMM ("));
+    REQUIRE(gemm.count(rule.node()));
+    CHECK(gemm[rule.node()] > 0);
+  }
+  CHECK(nodes.size() == 2);
+}
+
 TEST_CASE("a replica perturbed on purpose departs and is blamed on its node",
           "[integration][workload]") {
   RequireTorch();
