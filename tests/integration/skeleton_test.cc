@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -201,6 +202,26 @@ suites:
   int pid = 0;
   while (kills >> ns >> pid) newest = std::max(newest, ns);
   CHECK(newest >= started_ns);
+}
+
+TEST_CASE("a command's wrong option is one line with the valid values, not the whole usage",
+          "[integration]") {
+  // No coordinator is needed: the options are checked before any call.
+  auto r = cmax::RunCommand({Cluster::BinDir() + "/cmaxctl", "--coordinator", "127.0.0.1:1",
+                             "report", "r1", "--format", "pdf"},
+                            30s, 1 << 20, {{"CMAX_TOKEN_FILE", ""}});
+  REQUIRE(r.ok());
+  INFO(r->err);
+  CHECK(r->exit.code == 2);
+  CHECK(r->out.empty());
+  CHECK(absl::StrContains(r->err, "--format must be json, md, html or junit"));
+  CHECK(std::count(r->err.begin(), r->err.end(), '\n') == 1);
+  CHECK_FALSE(absl::StrContains(r->err, "commands:"));
+  // No command at all: then the whole usage is what helps.
+  auto none = cmax::RunCommand({Cluster::BinDir() + "/cmaxctl"}, 30s, 1 << 20);
+  REQUIRE(none.ok());
+  CHECK(none->exit.code == 2);
+  CHECK(absl::StrContains(none->err, "commands:"));
 }
 
 TEST_CASE("a malformed plan is refused with its line number", "[integration]") {
