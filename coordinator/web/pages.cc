@@ -653,7 +653,7 @@ std::string IncidentRows(
     std::vector<std::string> reasons;
     for (const auto& r : i.reasons()) {
       reasons.push_back(
-          absl::StrCat("<b>", HtmlEscape(r.id()), "</b>: ", HtmlEscape(r.text())));
+          absl::StrCat("<b>", HtmlEscape(r.id()), "</b>: ", HtmlEscape(reports::OneLine(r.text()))));
     }
     const std::string opened = HtmlEscape(i.opened_run());
     absl::StrAppend(
@@ -723,7 +723,7 @@ std::string NodeHistoryPage(const v1::NodeHistory& h, const PageContext& ctx) {
                       "<td>", FormatTime(r.first_unix_ns()), "</td><td>",
                       FormatTime(r.last_unix_ns()), "</td><td>",
                       r.repeat_offender() ? "<b class=\"err\">yes</b>" : "no",
-                      "</td><td>", HtmlEscape(r.text()), "</td></tr>\n");
+                      "</td><td>", HtmlEscape(reports::OneLine(r.text())), "</td></tr>\n");
     }
     absl::StrAppend(&out, "</tbody></table>\n");
   }
@@ -794,7 +794,7 @@ std::string FleetPage(const v1::ReliabilitySummary& r, const PageContext& ctx) {
     for (const auto& t : r.top_reasons()) {
       absl::StrAppend(&out, "<tr><td>", HtmlEscape(t.id()), "</td>", Num(t.runs()),
                       "<td>", FormatTime(t.last_unix_ns()), "</td><td>",
-                      HtmlEscape(t.text()), "</td></tr>\n");
+                      HtmlEscape(reports::OneLine(t.text())), "</td></tr>\n");
     }
     absl::StrAppend(&out, "</tbody></table>\n");
   }
