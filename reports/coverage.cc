@@ -366,7 +366,9 @@ std::vector<std::string> MissingForTier(const Coverage& coverage) {
           name, ": ", absl::StrJoin(EntryNames(c, group), ", "), " evaluated on ",
           CountedOf(e.nodes_evaluated(), e.nodes_asked(), "node", "nodes"), " (needs ",
           NodesNeeded(e.nodes_asked()), ")");
-      if (e.not_evaluated_size() > 0) absl::StrAppend(&line, ": ", e.not_evaluated(0));
+      // One line an entry group: the reason's first line, cut; its category's
+      // coverage (and the node's section) has it whole.
+      if (e.not_evaluated_size() > 0) absl::StrAppend(&line, ": ", OneLine(e.not_evaluated(0)));
       if (e.not_evaluated_size() > 1) {
         absl::StrAppend(&line, " (and ", e.not_evaluated_size() - 1, " more ",
                         e.not_evaluated_size() == 2 ? "reason" : "reasons", ")");
