@@ -45,6 +45,7 @@
 #include "coordinator/slurm_drain.h"
 #include "coordinator/slurm_idle.h"
 #include "coordinator/store.h"
+#include "reports/history.h"
 #include "reports/run_data.h"
 
 namespace cmax::coordinator {
@@ -254,14 +255,15 @@ class CoordinatorCore {
   // History (core_history.cc). AddHistory: any thread, touches no member;
   // summarises the card's nodes and adds the cluster's history, read from
   // `store` (may be null), to the card. BackfillHistory (Create): runs that
-  // ended before summaries were kept are summarised from their
-  // scorecard.json; then node_health_ is filled from the whole history.
+  // ended before summaries were kept, and runs whose summaries are older than
+  // reports::kSummaryVersion, are summarised from their scorecard.json; then
+  // node_health_ is filled from the whole history.
   void AddHistory(Store* store, int64_t finished_unix_ns, BuiltScorecard* built);
   absl::Status BackfillHistory();
   void NoteSummaries(const std::vector<v1::NodeRunSummary>& summaries);  // oldest first
   struct NodeHealth {
     int64_t last_accept_ns = 0;  // 0: never accepted
-    int64_t open_since_ns = 0;   // 0: no open incident
+    reports::IncidentState incident;  // closed by the same rule as `cmaxctl history`
   };
   std::map<std::string, NodeHealth> node_health_;  // core thread
   std::vector<double> repair_hours_;               // closed incidents' time to repair

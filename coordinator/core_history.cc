@@ -86,24 +86,35 @@ void CoordinatorCore::AddHistory(Store* store, int64_t finished_unix_ns,
 }
 
 void CoordinatorCore::NoteSummaries(const std::vector<v1::NodeRunSummary>& summaries) {
+  const reports::HistoryOptions options;
+  v1::Incident closed;
   for (const auto& s : summaries) {
     NodeHealth& h = node_health_[s.node()];
     if (s.verdict() == reports::kVerdictAccept) {
       h.last_accept_ns = std::max(h.last_accept_ns, s.finished_unix_ns());
-      if (h.open_since_ns > 0) {
-        repair_hours_.push_back((s.finished_unix_ns() - h.open_since_ns) / 3.6e12);
-        h.open_since_ns = 0;
-      }
-    } else if (s.verdict() == reports::kVerdictReject && h.open_since_ns == 0) {
-      h.open_since_ns = s.finished_unix_ns();
+    }
+    if (reports::AdvanceIncident(s, options, &h.incident, &closed)) {
+      repair_hours_.push_back(closed.repair_hours());
     }
   }
 }
 
 absl::Status CoordinatorCore::BackfillHistory() {
   CMAX_ASSIGN_OR_RETURN(std::set<std::string> done, store_->SummarizedRuns());
+  // The migration to summaries that say what they measured (version 1,
+  // reports/history.h): incidents are not stored, every reader derives them
+  // from the stored summaries, so recomputing the incidents means
+  // summarising those runs again from their scorecard.json, as for a run
+  // never summarised. Idempotent: each row says its version, and a run whose
+  // scorecard is gone (retention) keeps its old rows, which close nothing.
+  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all, store_->LoadNodeRunSummaries(""));
+  std::set<std::string> stale;
+  for (const auto& s : all) {
+    if (s.version() < reports::kSummaryVersion) stale.insert(s.run_id());
+  }
+  for (const auto& id : stale) done.erase(id);
   CMAX_ASSIGN_OR_RETURN(std::vector<RunRow> runs, store_->ListRuns(0, false));
-  int filled = 0;
+  int filled = 0, migrated = 0;
   for (const RunRow& run : runs) {
     const std::string& id = run.info.run_id();
     if (done.count(id) || run.info.finished_unix_ns() <= 0 || !IsSafeRunId(id)) continue;
@@ -122,12 +133,22 @@ absl::Status CoordinatorCore::BackfillHistory() {
     }
     CMAX_RETURN_IF_ERROR(PutRunHistory(
         *store_, id, reports::SummarizeRun(card, run.info.finished_unix_ns(), dir), NowUnixNs()));
-    ++filled;
+    ++(stale.count(id) ? migrated : filled);
   }
   if (filled > 0)
     Log()->info("history: summarised {} runs that ended before it was kept", filled);
-  CMAX_ASSIGN_OR_RETURN(std::vector<v1::NodeRunSummary> all,
-                        store_->LoadNodeRunSummaries(""));
+  if (migrated > 0) {
+    Log()->info("history: summarised {} runs again to record what each measured", migrated);
+  }
+  if (stale.size() > static_cast<size_t>(migrated)) {
+    Log()->info(
+        "history: {} runs' summaries predate what-was-measured and have no readable "
+        "scorecard.json left: they open incidents but close none",
+        stale.size() - migrated);
+  }
+  if (filled + migrated > 0) {
+    CMAX_ASSIGN_OR_RETURN(all, store_->LoadNodeRunSummaries(""));
+  }
   NoteSummaries(all);
   return absl::OkStatus();
 }

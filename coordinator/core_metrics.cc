@@ -188,23 +188,24 @@ std::string CoordinatorCore::MetricsText() {
   // process's.
   {
     int open = 0;
-    for (const auto& [node, h] : node_health_) open += h.open_since_ns > 0;
+    for (const auto& [node, h] : node_health_) open += h.incident.has_open;
     m.Family(
         "cmax_incidents_open", "gauge",
-        "nodes with an open incident: rejected by a run and not accepted by a later one");
+        "nodes with an open incident: rejected by a run, and what failed not yet measured again "
+        "and passed");
     m.Sample(open);
     m.Family("cmax_node_incident_open", "gauge",
              "1 while the node's incident is open, else 0 (nodes some run measured)");
     for (const auto& [node, h] : node_health_) {
-      m.Sample(h.open_since_ns > 0 ? 1.0 : 0.0, {{"node", node}});
+      m.Sample(h.incident.has_open ? 1.0 : 0.0, {{"node", node}});
     }
     m.Family(
         "cmax_node_incident_opened_timestamp_seconds", "gauge",
         "when the node's open incident opened (the rejecting run's end); no sample when "
         "none is open");
     for (const auto& [node, h] : node_health_) {
-      if (h.open_since_ns > 0) {
-        m.Sample(static_cast<double>(h.open_since_ns / 1000000000), {{"node", node}});
+      if (h.incident.has_open) {
+        m.Sample(static_cast<double>(h.incident.open.opened_unix_ns() / 1000000000), {{"node", node}});
       }
     }
     m.Family(
@@ -218,7 +219,8 @@ std::string CoordinatorCore::MetricsText() {
     }
     m.Family(
         "cmax_incidents_closed_total", "counter",
-        "incidents closed (a node rejected, then accepted by a later run) in the store");
+        "incidents closed (a node rejected, then what failed measured again and passed) in the "
+        "store");
     m.Sample(static_cast<double>(repair_hours_.size()));
     if (!repair_hours_.empty()) {
       std::vector<double> sorted = repair_hours_;

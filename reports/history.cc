@@ -103,6 +103,26 @@ std::vector<v1::HistoryFigure> FiguresOf(const std::string& node,
 
 std::string Hours(double h) { return absl::StrFormat("%.2f h", h); }
 
+// Why an open incident is open: " (waiting for a run that measures again
+// and passes: orchestration.scheduler)".
+std::string Unresolved(const v1::Incident& i) {
+  if (i.unresolved_size() == 0) return "";
+  std::vector<std::string> what;
+  for (const auto& id : i.unresolved()) {
+    std::string where;
+    for (const auto& r : i.reasons()) {
+      if (r.id() != id) continue;
+      where = !r.suite().empty() ? absl::StrCat(" (suite ", r.suite(), ")")
+              : !r.category().empty() ? absl::StrCat(" (", r.category(), ")")
+                                      : "";
+      break;
+    }
+    what.push_back(absl::StrCat(id, where));
+  }
+  return absl::StrCat(" (waiting for a run that measures again and passes: ",
+                      absl::StrJoin(what, ", "), ")");
+}
+
 std::string TimeText(int64_t unix_ns) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixNanos(unix_ns),
                           absl::UTCTimeZone());
@@ -111,6 +131,34 @@ std::string TimeText(int64_t unix_ns) {
 double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return SortedQuantile(v, q);
+}
+
+// What a card evaluated on each node, and which suite gave each finding
+// there: what an incident's reasons are matched against (history.h).
+struct MeasuredOnNodes {
+  std::map<std::string, std::set<std::string>> suites;      // node -> suites
+  std::map<std::pair<std::string, std::string>, std::string> finding_suite;  // (node, check)
+};
+
+MeasuredOnNodes MeasuredOf(const v1::Scorecard& card) {
+  MeasuredOnNodes out;
+  for (const auto& f : card.findings()) {
+    auto node = f.labels().find("node");
+    if (node == f.labels().end() || f.suite().empty()) continue;
+    out.finding_suite.try_emplace({node->second, f.check_id()}, f.suite());
+    if (!f.not_measured()) out.suites[node->second].insert(f.suite());
+  }
+  // metric_summary names the plan entry; the categories' coverage names
+  // each entry's suite.
+  std::map<std::string, std::string> entry_suite;
+  for (const auto& c : card.categories()) {
+    for (const auto& e : c.entries()) entry_suite.emplace(e.entry(), e.suite());
+  }
+  for (const auto& m : card.metric_summary()) {
+    auto it = entry_suite.find(m.entry());
+    if (!m.node().empty() && it != entry_suite.end()) out.suites[m.node()].insert(it->second);
+  }
+  return out;
 }
 
 }  // namespace
@@ -125,6 +173,7 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
       if (!r.node().empty()) rules[r.node()].push_back(&r);
     }
   }
+  const MeasuredOnNodes measured = MeasuredOf(card);
   std::vector<v1::NodeRunSummary> out;
   for (const auto& n : card.nodes()) {
     v1::NodeRunSummary s;
@@ -134,6 +183,10 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
     s.set_plan(card.plan());
     s.set_report_dir(report_dir);
     s.set_simulated(card.simulated());
+    s.set_version(kSummaryVersion);
+    if (auto it = measured.suites.find(n.node()); it != measured.suites.end()) {
+      for (const auto& suite : it->second) s.add_measured_suites(suite);
+    }
     int gpus = 0;
     if (auto it = n.inventory().find("gpu_count"); it != n.inventory().end()) {
       if (!absl::SimpleAtoi(it->second, &gpus)) gpus = 0;
@@ -149,7 +202,11 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
     for (const auto& g : card.node_grid()) {
       if (g.node() != n.node()) continue;
       bool any = false;
-      for (const auto& o : g.outcomes()) any = any || o != "not_measured";
+      for (int i = 0; i < g.outcomes_size() && i < card.categories_size(); ++i) {
+        if (g.outcomes(i) == "not_measured") continue;
+        any = true;
+        s.add_measured_categories(card.categories(i).name());
+      }
       no_results = no_results || !any;
       for (const auto& o : g.outcomes()) not_measured = not_measured || o == "partial";
     }
@@ -164,6 +221,10 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
       h->set_outcome(r->outcome());
       h->set_category(r->category());
       h->set_text(r->message());
+      if (auto it = measured.finding_suite.find({n.node(), r->rule_id()});
+          it != measured.finding_suite.end()) {
+        h->set_suite(it->second);
+      }
     }
     if (n.verdict() == "fail") {
       s.set_verdict(kVerdictReject);
@@ -193,44 +254,59 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
 
 namespace {
 
+bool Has(const google::protobuf::RepeatedPtrField<std::string>& list, const std::string& v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
+
+// Whether run `s` measured reason `r` on its node again (history.h).
+bool Remeasures(const v1::NodeRunSummary& s, const v1::HistoryReason& r) {
+  if (s.version() < 1 || !Measured(s)) return false;  // says nothing of what it measured
+  if (!r.suite().empty()) return Has(s.measured_suites(), r.suite());
+  if (!r.category().empty()) return Has(s.measured_categories(), r.category());
+  return true;
+}
+
+// A reason that counts against the node (a warn accepts it).
+bool Failing(const v1::HistoryReason& r) { return r.outcome() != "warn"; }
+
+bool FailsIn(const v1::NodeRunSummary& s, const std::string& id) {
+  for (const auto& r : s.reasons()) {
+    if (r.id() == id && Failing(r)) return true;
+  }
+  return false;
+}
+
+const v1::HistoryReason* ReasonOf(const v1::Incident& inc, const std::string& id) {
+  for (const auto& r : inc.reasons()) {
+    if (r.id() == id) return &r;
+  }
+  return nullptr;
+}
+
+void Open(const v1::NodeRunSummary& s, const HistoryOptions& options, IncidentState* state) {
+  v1::Incident& inc = state->open;
+  inc.Clear();
+  inc.set_node(s.node());
+  inc.set_opened_run(s.run_id());
+  inc.set_opened_unix_ns(s.finished_unix_ns());
+  *inc.mutable_figures() = s.figures();
+  inc.set_reopened_within_7d(state->last_close_ns >= 0 &&
+                             s.finished_unix_ns() - state->last_close_ns <=
+                                 options.reopen_window_ns);
+  state->has_open = true;
+}
+
 // The node's incidents from its own summaries, oldest first (`runs` sorted
 // by Older).
-std::vector<v1::Incident> IncidentsOf(const std::string& node,
-                                      const std::vector<const v1::NodeRunSummary*>& runs,
+std::vector<v1::Incident> IncidentsOf(const std::vector<const v1::NodeRunSummary*>& runs,
                                       const HistoryOptions& options) {
   std::vector<v1::Incident> out;
-  v1::Incident* open = nullptr;
-  int64_t last_close_ns = -1;
+  IncidentState state;
+  v1::Incident closed;
   for (const v1::NodeRunSummary* s : runs) {
-    if (s->verdict() == kVerdictReject) {
-      if (!open) {
-        out.emplace_back();
-        open = &out.back();
-        open->set_node(node);
-        open->set_opened_run(s->run_id());
-        open->set_opened_unix_ns(s->finished_unix_ns());
-        *open->mutable_figures() = s->figures();
-        open->set_reopened_within_7d(last_close_ns >= 0 &&
-                                     s->finished_unix_ns() - last_close_ns <=
-                                         options.reopen_window_ns);
-      }
-      open->set_rejecting_runs(open->rejecting_runs() + 1);
-      for (const auto& r : s->reasons()) {
-        bool seen = false;
-        for (const auto& have : open->reasons()) seen = seen || have.id() == r.id();
-        if (!seen) *open->add_reasons() = r;
-      }
-      if (!s->report_dir().empty()) open->add_artifacts(s->report_dir());
-    } else if (s->verdict() == kVerdictAccept && open) {
-      open->set_closed_run(s->run_id());
-      open->set_closed_unix_ns(s->finished_unix_ns());
-      open->set_repair_hours((s->finished_unix_ns() - open->opened_unix_ns()) /
-                             kNsPerHour);
-      last_close_ns = s->finished_unix_ns();
-      open = nullptr;
-    }
-    // "not measured": neither opens nor closes.
+    if (AdvanceIncident(*s, options, &state, &closed)) out.push_back(std::move(closed));
   }
+  if (state.has_open) out.push_back(state.open);
   return out;
 }
 
@@ -264,10 +340,47 @@ std::map<std::string, RunBands> BandsOfAll(const std::vector<v1::NodeRunSummary>
 
 }  // namespace
 
+bool AdvanceIncident(const v1::NodeRunSummary& s, const HistoryOptions& options,
+                     IncidentState* state, v1::Incident* closed) {
+  if (!Measured(s)) return false;  // neither opens nor closes
+  v1::Incident& inc = state->open;
+  if (state->has_open) {
+    // What this run measured again and did not fail is resolved, whatever
+    // its verdict on the node (a run may pass one check and fail another).
+    auto* unresolved = inc.mutable_unresolved();
+    unresolved->erase(std::remove_if(unresolved->begin(), unresolved->end(),
+                                     [&](const std::string& id) {
+                                       const v1::HistoryReason* r = ReasonOf(inc, id);
+                                       return r != nullptr && Remeasures(s, *r) &&
+                                              !FailsIn(s, id);
+                                     }),
+                      unresolved->end());
+  }
+  if (s.verdict() == kVerdictReject) {
+    if (!state->has_open) Open(s, options, state);
+    inc.set_rejecting_runs(inc.rejecting_runs() + 1);
+    for (const auto& r : s.reasons()) {
+      if (ReasonOf(inc, r.id()) == nullptr) *inc.add_reasons() = r;
+      if (Failing(r) && !Has(inc.unresolved(), r.id())) inc.add_unresolved(r.id());
+    }
+    if (!s.report_dir().empty()) inc.add_artifacts(s.report_dir());
+    return false;
+  }
+  if (!state->has_open || inc.unresolved_size() > 0) return false;
+  inc.set_closed_run(s.run_id());
+  inc.set_closed_unix_ns(s.finished_unix_ns());
+  inc.set_repair_hours((s.finished_unix_ns() - inc.opened_unix_ns()) / kNsPerHour);
+  state->last_close_ns = s.finished_unix_ns();
+  state->has_open = false;
+  if (closed != nullptr) *closed = std::move(inc);
+  inc.Clear();
+  return true;
+}
+
 std::vector<v1::Incident> ComputeIncidents(const std::string& node,
                                            const std::vector<v1::NodeRunSummary>& all,
                                            const HistoryOptions& options) {
-  return IncidentsOf(node, RunsOf(node, all), options);
+  return IncidentsOf(RunsOf(node, all), options);
 }
 
 RunBands ComputeRunBands(const std::vector<v1::NodeRunSummary>& run_summaries) {
@@ -401,7 +514,7 @@ v1::NodeHistory ComputeNodeHistoryFrom(const std::string& node,
     t.set_slope_per_day(slope);
     *h.add_figures() = t;
   }
-  for (auto& i : IncidentsOf(node, runs, options)) *h.add_incidents() = std::move(i);
+  for (auto& i : IncidentsOf(runs, options)) *h.add_incidents() = std::move(i);
   return h;
 }
 
@@ -426,7 +539,7 @@ v1::ReliabilitySummary ComputeReliability(const std::vector<v1::NodeRunSummary>&
   std::map<std::string, v1::ReasonSeen> reasons;
   for (const auto& [node, runs_of] : by_node) {
     if (options.stop && options.stop()) return r;
-    for (auto& inc : IncidentsOf(node, runs_of, options)) {
+    for (auto& inc : IncidentsOf(runs_of, options)) {
       r.set_incidents(r.incidents() + 1);
       ++failures_by_week[WeekStart(inc.opened_unix_ns())];
       if (inc.closed_run().empty()) {
@@ -569,7 +682,7 @@ std::string RenderNodeHistoryText(const v1::NodeHistory& h) {
         &out, "incident opened ", TimeText(i.opened_unix_ns()), " (run ", i.opened_run(),
         ")",
         i.closed_run().empty()
-            ? std::string(", OPEN")
+            ? absl::StrCat(", OPEN", Unresolved(i))
             : absl::StrCat(", closed ", TimeText(i.closed_unix_ns()), " (run ",
                            i.closed_run(), "), time to repair ", Hours(i.repair_hours())),
         i.reopened_within_7d() ? ", failed again within 7 days of a repair" : "",
@@ -591,7 +704,8 @@ std::string RenderReliabilityText(const v1::ReliabilitySummary& r) {
   absl::StrAppend(&out, "time from failure to drain: ", r.drain_time(), "\n");
   for (const auto& i : r.open()) {
     absl::StrAppend(&out, "open incident: ", i.node(), " since ",
-                    TimeText(i.opened_unix_ns()), " (run ", i.opened_run(), ")\n");
+                    TimeText(i.opened_unix_ns()), " (run ", i.opened_run(), ")",
+                    Unresolved(i), "\n");
   }
   if (r.weeks_size() > 0)
     absl::StrAppend(&out, "failures per 1,000 GPU-hours by week:\n");

@@ -7,8 +7,18 @@
 // scorecard verdict maps to which). "Not measured" is never a pass: a run
 // that did not measure a node neither opens nor closes its incident.
 //
-// Incidents: one opens at the first run that rejects the node and closes at
-// the first later run that accepts it; time to repair = close - open.
+// Incidents: one opens at the first run that rejects the node. Each failing
+// reason of its rejecting runs stays unresolved until a later run measures
+// it again and does not fail it; the incident closes at the run that
+// resolves the last one, and time to repair = that run - open. A run
+// "measures" a reason when it evaluated the reason's suite on the node (a
+// finding's suite), else the reason's category, else (a "verdict" reason,
+// which has neither) anything on the node. So a quick run that never ran the
+// orchestration suite leaves an orchestration incident open, and the next
+// full run that fails it again continues that incident rather than opening
+// one "within 7 days of a repair". A summary that does not say what it
+// measured (version 0, stored before cmax kept it, its scorecard gone since)
+// resolves nothing: not measured is never a pass.
 #ifndef CMAX_REPORTS_HISTORY_H_
 #define CMAX_REPORTS_HISTORY_H_
 
@@ -26,6 +36,12 @@ namespace cmax::reports {
 inline constexpr char kVerdictAccept[] = "accept";
 inline constexpr char kVerdictReject[] = "reject";
 inline constexpr char kVerdictNotMeasured[] = "not measured";
+
+// NodeRunSummary.version written by SummarizeRun. 1: measured_suites,
+// measured_categories and HistoryReason.suite are filled. The coordinator
+// summarises again, from scorecard.json, every run whose stored summaries
+// are older (CoordinatorCore::BackfillHistory).
+inline constexpr int kSummaryVersion = 1;
 
 struct HistoryOptions {
   // Repeat offender: the same reason in `repeat_k` of the node's last
@@ -62,6 +78,19 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
 //   storage_read_mbps       storage_bandwidth_mbps, op read, job all
 //   burnin_gpu_temperature_c gpu_temperature_c (burn-in's GPU temperature)
 //   gpu_count               gpu_count (hostcheck)
+
+// One node's incident state, fed its summaries oldest first: what
+// ComputeIncidents and the coordinator's /metrics state (which sees runs one
+// at a time) share, so that both close incidents by the same rule.
+struct IncidentState {
+  bool has_open = false;
+  v1::Incident open;              // valid while has_open; unresolved kept current
+  int64_t last_close_ns = -1;     // -1: never closed
+};
+// Applies the node's next summary. Returns true and sets `*closed` when it
+// closed the open incident (`closed` may be null).
+bool AdvanceIncident(const v1::NodeRunSummary& s, const HistoryOptions& options,
+                     IncidentState* state, v1::Incident* closed);
 
 // The node's incidents from its summaries (any order; other nodes' are
 // ignored), oldest first.

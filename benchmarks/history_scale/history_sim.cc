@@ -52,6 +52,10 @@ std::vector<std::vector<v1::NodeRunSummary>> Generate(const Fleet& f) {
       s.set_plan("weekly (simulated)");
       s.set_simulated(true);
       s.set_report_dir("/var/lib/cmax/reports/" + RunId(w));
+      // A weekly full run: it measures every category its reasons come
+      // from, so what failed a week is measured again the next.
+      s.set_version(cmax::reports::kSummaryVersion);
+      for (const char* c : {"Compute", "Networking", "Reliability"}) s.add_measured_categories(c);
       if (down_until[n] < w && u(rng) < 0.005) {
         down_until[n] = w + static_cast<int>(u(rng) * 3);
         reason[n] = static_cast<int>(u(rng) * std::size(kReasons));

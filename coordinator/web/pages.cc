@@ -656,12 +656,21 @@ std::string IncidentRows(
           absl::StrCat("<b>", HtmlEscape(r.id()), "</b>: ", HtmlEscape(reports::OneLine(r.text()))));
     }
     const std::string opened = HtmlEscape(i.opened_run());
+    // What keeps it open (reports/history.h): the reasons no run has
+    // measured again and passed.
+    std::vector<std::string> waiting;
+    for (const auto& id : i.unresolved()) waiting.push_back(HtmlEscape(id));
+    const std::string open_cell =
+        waiting.empty() ? std::string("<span class=\"err\">open</span>")
+                        : absl::StrCat("<span class=\"err\">open</span>: waiting for a run "
+                                       "that measures again and passes ",
+                                       absl::StrJoin(waiting, ", "));
     absl::StrAppend(
         &out, "<tr>", with_node ? absl::StrCat("<td>", NodeLink(i.node()), "</td>") : "",
         "<td>", FormatTime(i.opened_unix_ns()), " (<a href=\"/runs/", opened, "\">",
         opened, "</a>)</td><td>",
         i.closed_run().empty()
-            ? std::string("<span class=\"err\">open</span>")
+            ? open_cell
             : absl::StrCat(FormatTime(i.closed_unix_ns()), " (<a href=\"/runs/",
                            HtmlEscape(i.closed_run()), "\">", HtmlEscape(i.closed_run()),
                            "</a>)"),

@@ -13,6 +13,8 @@
 #include <memory>
 #include <thread>
 
+#include "coordinator/history_queries.h"
+#include "reports/history.h"
 #include "reports/scorecard.h"
 #include "tests/coordinator/fake_session.h"
 #include "tests/scratch_dir.h"
@@ -312,6 +314,146 @@ TEST_CASE(
   auto marked = (*store)->SummarizedRuns();
   REQUIRE(marked.ok());
   CHECK(*marked == std::set<std::string>{"r1", "r2"});
+}
+
+}  // namespace cmax::coordinator
+
+namespace cmax::coordinator {
+
+// One node's card: `failed` is the check the orchestration suite failed
+// (empty: the suite ran and passed; "-": it did not run; hostcheck always ran).
+v1::Scorecard OrchestrationCard(const std::string& run, const std::string& failed) {
+  v1::Scorecard card;
+  card.set_run_id(run);
+  card.add_categories()->set_name("Compute");
+  auto* orchestration = card.add_categories();
+  orchestration->set_name("Orchestration");
+  auto* n = card.add_nodes();
+  n->set_node("local-0");
+  n->set_verdict(failed.empty() || failed == "-" ? "pass" : "fail");
+  auto* grid = card.add_node_grid();
+  grid->set_node("local-0");
+  grid->add_outcomes("pass");
+  grid->add_outcomes(failed == "-" ? "not_measured" : failed.empty() ? "pass" : "fail");
+  auto finding = [&](const std::string& suite, const std::string& check) {
+    auto* f = card.add_findings();
+    f->set_suite(suite);
+    f->set_check_id(check);
+    (*f->mutable_labels())["node"] = "local-0";
+  };
+  finding("hostcheck", "hostcheck.gpu_count");
+  if (failed == "-") return card;
+  finding("orchestration", failed.empty() ? "orchestration.slurm.gres" : failed);
+  if (!failed.empty()) {
+    auto* rule = orchestration->add_rules();
+    rule->set_rule_id(failed);
+    rule->set_category("Orchestration");
+    rule->set_outcome("fail");
+    rule->set_node("local-0");
+    rule->set_message("neither Slurm nor Kubernetes is set up on this node");
+  }
+  return card;
+}
+
+TEST_CASE(
+    "startup summarises again the runs whose summaries do not say what they measured, "
+    "and their incidents follow",
+    "[core][history]") {
+  cmax::testing::ScratchDir scratch;
+  const std::string& dir = scratch.path;
+  constexpr int64_t kHour = 3600ll * 1000000000;
+  const int64_t t0 = 1795996800ll * 1000000000;  // 2026-11-30T00:00:00Z
+  // As the previous coordinator left them: a full run rejected local-0 for
+  // orchestration.scheduler, a quick run that never ran the orchestration
+  // suite accepted it ("time to repair 0.10 h"), the next full run failed it
+  // again ("failed again within 7 days of a repair"), a fourth (its
+  // scorecard since dropped by retention) accepted it again.
+  const struct {
+    const char* id;
+    const char* failed;
+    int64_t finished;
+    bool scorecard_kept;
+  } runs[] = {{"full-1", "orchestration.scheduler", t0, true},
+              {"quick-1", "-", t0 + kHour / 10, true},
+              {"full-2", "orchestration.scheduler", t0 + 24 * kHour, true},
+              {"quick-2", "-", t0 + 25 * kHour, false}};
+  {
+    auto store = Store::Open(dir + "/cmax.db");
+    REQUIRE(store.ok());
+    for (const auto& r : runs) {
+      RunRow run;
+      run.info.set_run_id(r.id);
+      run.info.set_state("completed");
+      run.info.set_created_unix_ns(r.finished - kHour / 20);
+      run.info.set_finished_unix_ns(r.finished);
+      run.nodes = {"local-0"};
+      REQUIRE((*store)->PutRun(run).ok());
+      const v1::Scorecard card = OrchestrationCard(r.id, r.failed);
+      const std::string reports = dir + "/reports/" + r.id;
+      std::vector<v1::NodeRunSummary> old = reports::SummarizeRun(card, r.finished, reports);
+      for (auto& s : old) {  // what version 0 did not keep
+        s.clear_version();
+        s.clear_measured_suites();
+        s.clear_measured_categories();
+        for (auto& reason : *s.mutable_reasons()) reason.clear_suite();
+      }
+      REQUIRE(PutRunHistory(**store, r.id, old, r.finished).ok());
+      if (!r.scorecard_kept) continue;
+      REQUIRE(std::filesystem::create_directories(reports));
+      std::ofstream(reports + "/scorecard.json") << reports::RenderJson(card);
+    }
+    // Before the migration, on the old rows: nothing closes (version 0
+    // says nothing of what it measured).
+    auto before = QueryNodeHistory(**store, "local-0");
+    REQUIRE(before.ok());
+    REQUIRE(before->incidents_size() == 1);
+    CHECK(before->incidents(0).closed_run().empty());
+  }
+  CoreOptions o;
+  o.data_dir = dir;
+  {
+    auto core = CoordinatorCore::Create(o);
+    REQUIRE(core.ok());
+    v1::GetHistoryRequest req;
+    req.set_node("local-0");
+    auto h = (*core)->HandleGetHistory(req);
+    REQUIRE(h.ok());
+    REQUIRE(h->node().runs_size() == 4);
+    const std::string text = reports::RenderNodeHistoryText(h->node());
+    CHECK(text.find("node local-0: accepted, 4 runs, 1 incidents") != std::string::npos);
+    CHECK(text.find("incident opened 2026-11-30T00:00:00Z (run full-1), OPEN (waiting for a "
+                    "run that measures again and passes: orchestration.scheduler (suite "
+                    "orchestration))") != std::string::npos);
+    CHECK(text.find("time to repair") == std::string::npos);
+    CHECK(text.find("failed again within 7 days") == std::string::npos);
+    REQUIRE(h->node().incidents_size() == 1);
+    CHECK(h->node().incidents(0).rejecting_runs() == 2);
+    req.clear_node();
+    auto fleet = (*core)->HandleGetHistory(req);
+    REQUIRE(fleet.ok());
+    CHECK(fleet->fleet().summary().find("1 incidents, 1 open; time to repair not measured "
+                                        "(no incident closed); 0 failed again within 7 "
+                                        "days of a repair") != std::string::npos);
+    // /metrics follows the same rule.
+    (*core)->Start();
+    auto metrics = (*core)->RenderMetrics(absl::Seconds(10));
+    (*core)->Stop();
+    REQUIRE(metrics.ok());
+    CHECK(metrics->find("cmax_incidents_open 1\n") != std::string::npos);
+    CHECK(metrics->find("cmax_incidents_closed_total 0\n") != std::string::npos);
+  }
+  // The runs with a scorecard were summarised again (version 1); quick-2's
+  // rows are as they were. A second start finds nothing more to do.
+  auto store = Store::Open(dir + "/cmax.db");
+  REQUIRE(store.ok());
+  auto rows = (*store)->LoadNodeRunSummaries("local-0");
+  REQUIRE(rows.ok());
+  std::map<std::string, int> version;
+  for (const auto& s : *rows) version[s.run_id()] = s.version();
+  CHECK(version == std::map<std::string, int>{{"full-1", reports::kSummaryVersion},
+                                              {"quick-1", reports::kSummaryVersion},
+                                              {"full-2", reports::kSummaryVersion},
+                                              {"quick-2", 0}});
 }
 
 }  // namespace cmax::coordinator

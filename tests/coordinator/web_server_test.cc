@@ -74,6 +74,7 @@ class FakeSource : public WebSource {
         s.set_node(n);
         s.set_finished_unix_ns(1795996800ll * 1000000000 + i * 24 * hour);
         s.set_gpus(8);
+        s.set_version(reports::kSummaryVersion);
         s.set_verdict(n == "n1" ? verdicts[i] : "accept");
         if (n == "n1" && i == 1) {
           auto* r = s.add_reasons();
@@ -833,6 +834,32 @@ TEST_CASE("the web view reads runs from a real core", "[web]") {
   CHECK(agents->status == 200);
   (*server)->Stop();
   (*core)->Stop();
+}
+
+TEST_CASE("an open incident's row says which failed checks no run has measured again",
+          "[web][history]") {
+  // The field report: a full run rejected the node for no scheduler, a
+  // quick run without the orchestration suite accepted it.
+  std::vector<v1::NodeRunSummary> all(2);
+  for (int i = 0; i < 2; ++i) {
+    all[i].set_run_id(i == 0 ? "full-1" : "quick-1");
+    all[i].set_node("local-0");
+    all[i].set_finished_unix_ns(1795996800ll * 1000000000 + i * 360ll * 1000000000);
+    all[i].set_version(reports::kSummaryVersion);
+    all[i].add_measured_suites("hostcheck");
+  }
+  all[0].set_verdict(reports::kVerdictReject);
+  all[0].add_measured_suites("orchestration");
+  auto* r = all[0].add_reasons();
+  r->set_id("orchestration.scheduler<b>");
+  r->set_outcome("fail");
+  r->set_suite("orchestration");
+  all[1].set_verdict(reports::kVerdictAccept);
+  const std::string page =
+      NodeHistoryPage(reports::ComputeNodeHistory("local-0", all), PageContext{});
+  CHECK(page.find("<span class=\"err\">open</span>: waiting for a run that measures again "
+                  "and passes orchestration.scheduler&lt;b&gt;") != std::string::npos);
+  CHECK(page.find("0.10 h") == std::string::npos);
 }
 
 }  // namespace

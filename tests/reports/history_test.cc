@@ -23,6 +23,7 @@ NodeRunSummary Run(const std::string& run, const std::string& node, int64_t t,
   s.set_finished_unix_ns(t);
   s.set_verdict(verdict);
   s.set_gpus(gpus);
+  s.set_version(r::kSummaryVersion);
   s.set_report_dir("/data/reports/" + run);
   for (const auto& id : reasons) {
     auto* h = s.add_reasons();
@@ -37,6 +38,65 @@ NodeRunSummary Run(const std::string& run, const std::string& node, int64_t t,
     f->set_unit("TFLOP/s");
   }
   return s;
+}
+
+// A one-node scorecard as the scorecard builder leaves it, over two
+// categories (Compute: hostcheck; Orchestration: the orchestration suite):
+// the findings of the suites that ran on the node, a rule for each fired
+// one, the node's grid row (not_measured where no finding of the category
+// evaluated it) and its verdict (fail when a finding failed).
+struct FindingSpec {
+  std::string suite, check, category, outcome;  // outcome: pass, fail
+};
+cmax::v1::Scorecard Card(const std::string& run, const std::string& node,
+                         const std::vector<FindingSpec>& findings) {
+  cmax::v1::Scorecard card;
+  card.set_run_id(run);
+  const std::vector<std::string> categories = {"Compute", "Orchestration"};
+  for (const auto& c : categories) card.add_categories()->set_name(c);
+  auto* v = card.add_nodes();
+  v->set_node(node);
+  v->set_verdict("pass");
+  auto* grid = card.add_node_grid();
+  grid->set_node(node);
+  for (const auto& c : categories) {
+    std::string outcome = "not_measured";
+    for (const auto& f : findings) {
+      if (f.category != c) continue;
+      if (outcome != "fail") outcome = f.outcome;
+    }
+    grid->add_outcomes(outcome);
+  }
+  for (const auto& f : findings) {
+    auto* finding = card.add_findings();
+    finding->set_check_id(f.check);
+    finding->set_suite(f.suite);
+    finding->set_category(f.category);
+    (*finding->mutable_labels())["node"] = node;
+    if (f.outcome == "pass") continue;
+    v->set_verdict("fail");
+    v->add_reasons(f.category + " FAIL: " + f.check);
+    const int i = f.category == "Compute" ? 0 : 1;
+    auto* rule = card.mutable_categories(i)->add_rules();
+    rule->set_rule_id(f.check);
+    rule->set_category(f.category);
+    rule->set_outcome(f.outcome);
+    rule->set_node(node);
+    rule->set_message(f.check + " failed");
+  }
+  return card;
+}
+
+const FindingSpec kGpusOk = {"hostcheck", "hostcheck.gpu_count", "Compute", "pass"};
+const FindingSpec kNoScheduler = {"orchestration", "orchestration.scheduler", "Orchestration",
+                                  "fail"};
+const FindingSpec kSlurmOk = {"orchestration", "orchestration.slurm.gres", "Orchestration",
+                              "pass"};
+
+void AddRun(std::vector<NodeRunSummary>* all, const cmax::v1::Scorecard& card, int64_t t) {
+  for (auto& s : r::SummarizeRun(card, t, "/data/reports/" + card.run_id())) {
+    all->push_back(std::move(s));
+  }
 }
 
 }  // namespace
@@ -368,4 +428,120 @@ TEST_CASE(
   REQUIRE(h.incidents_size() == 1);
   CHECK(h.incidents(0).repair_hours() == Approx(8 * 24));
   CHECK(h.reasons(0).repeat_offender() == false);  // x in runs 5-12, none in the last 5
+}
+
+TEST_CASE(
+    "history: a run that did not measure what failed leaves the incident open and one "
+    "that measures it again and passes closes it",
+    "[history]") {
+  // The field report: a full run rejects local-0 (orchestration: no
+  // scheduler); a quick run 6 minutes later runs hostcheck only.
+  std::vector<NodeRunSummary> all;
+  AddRun(&all, Card("full-1", "local-0", {kGpusOk, kNoScheduler}), 0);
+  AddRun(&all, Card("quick-1", "local-0", {kGpusOk}), kHour / 10);
+  REQUIRE(all[0].reasons_size() == 1);
+  CHECK(all[0].reasons(0).suite() == "orchestration");
+  CHECK(all[1].verdict() == "accept");
+  CHECK(std::vector<std::string>(all[1].measured_suites().begin(),
+                                 all[1].measured_suites().end()) ==
+        std::vector<std::string>{"hostcheck"});
+
+  auto text = r::RenderNodeHistoryText(r::ComputeNodeHistory("local-0", all));
+  INFO(text);
+  CHECK(text.find("incident opened 1970-01-01T00:00:00Z (run full-1), OPEN (waiting for a "
+                  "run that measures again and passes: orchestration.scheduler (suite "
+                  "orchestration))") != std::string::npos);
+  CHECK(text.find("time to repair") == std::string::npos);
+  auto fleet = r::ComputeReliability(all);
+  CHECK(fleet.summary().find("1 incidents, 1 open; time to repair not measured") !=
+        std::string::npos);
+  CHECK(r::RenderReliabilityText(fleet).find("open incident: local-0 since") !=
+        std::string::npos);
+
+  // The next full run fails the same check: the same incident, still open,
+  // not one that "failed again within 7 days of a repair".
+  AddRun(&all, Card("full-2", "local-0", {kGpusOk, kNoScheduler}), 24 * kHour);
+  auto inc = r::ComputeIncidents("local-0", all);
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].rejecting_runs() == 2);
+  CHECK_FALSE(inc[0].reopened_within_7d());
+  CHECK(r::ComputeReliability(all).summary().find(
+            "0 failed again within 7 days of a repair") != std::string::npos);
+
+  // Slurm is set up; a full run measures orchestration again and passes it:
+  // time to repair is to this run, 50 h after the first rejection.
+  AddRun(&all, Card("full-3", "local-0", {kGpusOk, kSlurmOk}), 50 * kHour);
+  text = r::RenderNodeHistoryText(r::ComputeNodeHistory("local-0", all));
+  CHECK(text.find("(run full-1), closed 1970-01-03T02:00:00Z (run full-3), time to repair "
+                  "50.00 h\n") != std::string::npos);
+  fleet = r::ComputeReliability(all);
+  CHECK(fleet.summary().find("1 incidents, 0 open; time to repair median 50.00 h") !=
+        std::string::npos);
+}
+
+TEST_CASE(
+    "history: an incident closes when its last failing reason is measured again and passes",
+    "[history]") {
+  // r1 fails a suite's check and a rule without a suite (judged from
+  // measurements: matched by its category).
+  auto with = [](NodeRunSummary s, std::vector<std::string> suites,
+                 std::vector<std::string> categories) {
+    for (auto& x : suites) s.add_measured_suites(x);
+    for (auto& x : categories) s.add_measured_categories(x);
+    return s;
+  };
+  NodeRunSummary r1 = with(Run("r1", "a", 0, "reject", {"orchestration.scheduler",
+                                                         "expect.gpus_per_node"}),
+                           {"orchestration", "hostcheck"}, {"Orchestration", "Compute"});
+  r1.mutable_reasons(0)->set_suite("orchestration");
+  r1.mutable_reasons(1)->set_category("Compute");
+  // r2 measures Compute again and passes it, fails something new in it.
+  NodeRunSummary r2 = with(Run("r2", "a", 1 * kHour, "reject", {"xid"}), {"health"}, {"Compute"});
+  r2.mutable_reasons(0)->set_suite("health");
+  // r3 measures everything but orchestration; r4 orchestration too.
+  NodeRunSummary r3 =
+      with(Run("r3", "a", 2 * kHour, "accept"), {"health", "hostcheck"}, {"Compute"});
+  NodeRunSummary r4 = with(Run("r4", "a", 3 * kHour, "accept"),
+                           {"health", "orchestration"}, {"Compute", "Orchestration"});
+  std::vector<NodeRunSummary> all = {r1, r2};
+  auto inc = r::ComputeIncidents("a", all);
+  REQUIRE(inc.size() == 1);
+  CHECK(std::vector<std::string>(inc[0].unresolved().begin(), inc[0].unresolved().end()) ==
+        std::vector<std::string>{"orchestration.scheduler", "xid"});
+  all.push_back(r3);
+  inc = r::ComputeIncidents("a", all);
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].closed_run().empty());
+  CHECK(std::vector<std::string>(inc[0].unresolved().begin(), inc[0].unresolved().end()) ==
+        std::vector<std::string>{"orchestration.scheduler"});
+  all.push_back(r4);
+  inc = r::ComputeIncidents("a", all);
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].closed_run() == "r4");
+  CHECK(inc[0].repair_hours() == Approx(3.0));
+  CHECK(inc[0].unresolved_size() == 0);
+}
+
+TEST_CASE("history: a summary that does not say what it measured closes nothing",
+          "[history]") {
+  // Version 0: stored before summaries listed what they measured, its
+  // scorecard gone since. It still opens an incident.
+  NodeRunSummary old_accept = Run("r2", "a", 1 * kHour, "accept");
+  old_accept.set_version(0);
+  NodeRunSummary old_reject = Run("r3", "a", 2 * kHour, "reject", {"x"});
+  old_reject.set_version(0);
+  std::vector<NodeRunSummary> all = {Run("r1", "a", 0, "reject", {"x"}), old_accept};
+  auto inc = r::ComputeIncidents("a", all);
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].closed_run().empty());
+  all.push_back(old_reject);
+  all.push_back(Run("r4", "a", 4 * kHour, "accept"));
+  inc = r::ComputeIncidents("a", all);
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].rejecting_runs() == 2);
+  CHECK(inc[0].closed_run() == "r4");
+  CHECK(inc[0].repair_hours() == Approx(4.0));
+  NodeRunSummary b = old_reject;
+  b.set_node("b");
+  REQUIRE(r::ComputeIncidents("b", {b}).size() == 1);
 }
