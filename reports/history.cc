@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/median.h"
+#include "reports/judge_util.h"
 
 namespace cmax::reports {
 namespace {
@@ -220,7 +221,7 @@ std::vector<v1::NodeRunSummary> SummarizeRun(const v1::Scorecard& card,
       h->set_id(r->rule_id());
       h->set_outcome(r->outcome());
       h->set_category(r->category());
-      h->set_text(r->message());
+      h->set_text(Headline(*r));  // one line: the card has the message whole
       if (auto it = measured.finding_suite.find({n.node(), r->rule_id()});
           it != measured.finding_suite.end()) {
         h->set_suite(it->second);
@@ -656,7 +657,7 @@ std::string RenderNodeHistoryText(const v1::NodeHistory& h) {
     for (const auto& r : h.reasons()) {
       absl::StrAppend(&out, "  ", r.id(), ": ", r.runs(), " runs, first ",
                       TimeText(r.first_unix_ns()), ", last ", TimeText(r.last_unix_ns()),
-                      r.repeat_offender() ? "  REPEAT OFFENDER" : "", "\n    ", r.text(),
+                      r.repeat_offender() ? "  REPEAT OFFENDER" : "", "\n    ", OneLine(r.text()),
                       "\n");
     }
   }
