@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "common/record_io.h"
 #include "common/severity.h"
@@ -49,21 +50,37 @@ std::string ChangeLabel(const v1::CompareChange& ch) {
   return MetricLabel(m);
 }
 
-// Whether label `k` is part of a metric's key. For the fleet table's
-// metrics its group keys (the labels that make figures comparable); for
-// the others every label except those that describe how a figure was
-// obtained and may differ between runs of the same hardware (the GEMM
-// autotuner's choices, the address a peer answered on, the index of a
-// first wrong element).
+// Whether label `k` is part of a metric's key: whether it says *what* was
+// measured (op, size, pattern, peer, ...) rather than *how or when* this run
+// measured it. For the fleet table's metrics its group keys (the labels
+// that make figures comparable); for the others every label except:
+//  - instants and series of this run: a name ending in _unix_ns, _unix_ms
+//    or _unix_s, or holding "_series" (storage's bw_series_mbps and
+//    target_unix_ns made every storage total a key of its own run: "72 only
+//    in A, 72 only in B", issue 46);
+//  - by-products of the measurement: bytes moved in a timed run, a slowest
+//    rank's time, waits and stalls, the per-run start offset;
+//  - the run's assignments: ranks (the node and peer names identify the
+//    subject; the rank a node gets differs from run to run), the address a
+//    peer answered on;
+//  - the GEMM autotuner's choices, the index of a first wrong element, and a
+//    GPU's uuid and bus id (the gpu label identifies it).
 bool KeyLabel(const FleetMetric* fleet, const std::string& k) {
   if (fleet) {
     return std::find(fleet->group_keys.begin(), fleet->group_keys.end(), k) !=
            fleet->group_keys.end();
   }
-  static const std::set<std::string> volatile_labels = {
+  static const std::set<std::string> per_run = {
       "verified", "algos_timed", "algos_failed", "split_k", "reduction_scheme",
-      "dst_addr", "first_wrong_index", "uuid", "pci_bus_id"};
-  return volatile_labels.count(k) == 0;
+      "dst_addr", "first_wrong_index", "uuid", "pci_bus_id",
+      "io_bytes", "bytes_counted", "time_us_max", "waited_s", "stall_s", "last_progress_s",
+      "t_start_s", "rank", "src_rank", "dst_rank", "shard_from_rank"};
+  if (per_run.count(k)) return false;
+  if (absl::EndsWith(k, "_unix_ns") || absl::EndsWith(k, "_unix_ms") ||
+      absl::EndsWith(k, "_unix_s") || absl::StrContains(k, "_series")) {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -178,7 +195,9 @@ std::vector<v1::CompareMetric> BuildMetricSummary(const RunData& data, size_t* d
   out.reserve(accs.size());
   for (auto& [k, acc] : accs) {
     acc.m.set_count(static_cast<int>(acc.values.size()));
-    acc.m.set_value(ComputeFleetStats(std::move(acc.values)).median);
+    const FleetStats stats = ComputeFleetStats(std::move(acc.values));
+    acc.m.set_value(stats.median);
+    acc.m.set_spread(stats.iqr);
     out.push_back(std::move(acc.m));
   }
   if (dropped) *dropped = left_out;
@@ -202,6 +221,379 @@ std::vector<v1::CompareMetric> SummaryOf(const v1::Scorecard& card) {
   return BuildMetricSummary(data);
 }
 
+namespace {
+
+// Relative change below which a figure of this unit is noise when the runs
+// give no spread to judge by (one value per key, fewer than kMinPeers
+// peers). Latencies and durations (ns, us, ms, s) 10%: a host-path time
+// carries scheduler wake-ups and interrupt coalescing, and repeats of a
+// latency test on an idle machine differ by several percent. Rates and
+// throughput (anything per second, IOPS, TFLOP/s) 5%: GPU compute and
+// memory bandwidth repeat within the 3% the suites declare as their noise
+// (MetricSpec::fleet_min_margin), so 5% is beyond it. Other units (counts,
+// sizes, temperatures): no floor beyond the threshold.
+double UnitFloorPct(const std::string& unit) {
+  static const std::set<std::string> times = {"ns", "us", "ms", "s"};
+  if (times.count(unit)) return 10;
+  if (absl::StrContains(unit, "/s") || unit == "IOPS") return 5;
+  return 0;
+}
+
+// Peers (the same entry, metric and labels on other nodes) needed for their
+// spread to stand for the metric's noise.
+constexpr size_t kMinPeers = 3;
+// A change must exceed 3 IQR of the values it is judged against (the
+// distance of the fleet judge's extreme fence). The difference of two noisy
+// figures spreads sqrt(2) times as wide as either; for normal noise 3 IQR is
+// 2.9 standard deviations of that difference, so pure jitter crosses it for
+// fewer than 1 key in 200 (1.5 IQR, the mild fence, let 1 in 7 through).
+constexpr double kSpreadFactor = 3;
+
+// A run's summary, indexed for the comparison.
+struct RunIndex {
+  std::map<std::string, v1::CompareMetric> metrics;  // by MetricKey
+  // Relative spread (kSpreadFactor IQR / |median|) of each peer group.
+  std::map<std::string, double> peer_spread;
+  std::map<std::string, std::string> peer_group_of;  // MetricKey -> group
+};
+
+// The key of a metric without its subject: node, gpu, and every label whose
+// value names one of the runs' nodes (src, dst, host, shard_from, ...).
+std::string PeerGroup(const v1::CompareMetric& m, const std::set<std::string>& nodes) {
+  std::map<std::string, std::string> rest;
+  for (const auto& [k, v] : m.labels()) {
+    if (!nodes.count(v)) rest.emplace(k, v);
+  }
+  return absl::StrCat(m.entry(), "\x1f", m.metric(), "\x1f", m.unit(), "\x1f",
+                      absl::StrJoin(rest, ", ", absl::PairFormatter("=")));
+}
+
+RunIndex IndexRun(const v1::Scorecard& card, const std::set<std::string>& nodes) {
+  RunIndex r;
+  std::map<std::string, std::vector<double>> groups;
+  for (auto& m : SummaryOf(card)) {
+    std::string key = MetricKey(m);
+    std::string group = PeerGroup(m, nodes);
+    groups[group].push_back(m.value());
+    r.peer_group_of.emplace(key, std::move(group));
+    r.metrics.emplace(std::move(key), std::move(m));
+  }
+  for (auto& [group, values] : groups) {
+    if (values.size() < kMinPeers) continue;
+    const FleetStats st = ComputeFleetStats(std::move(values));
+    if (st.median != 0) r.peer_spread[group] = kSpreadFactor * st.iqr / std::fabs(st.median);
+  }
+  return r;
+}
+
+struct Noise {
+  double pct = 0;
+  std::string basis;
+};
+
+// The change (percent of before) a metric must exceed to be a move: the
+// largest of the threshold, the metric's declared noise (its
+// fleet_min_margin) and its spread in run A, the reference: of its own
+// values where it has several, else of its peers'. Run A's alone, so that a
+// regression that widens run B's spread cannot hide itself. With neither,
+// the unit's floor stands in for the spread.
+Noise NoiseOf(const v1::CompareMetric& ma, const RunIndex& a, const std::string& key,
+              double threshold_pct) {
+  Noise n{threshold_pct, "threshold"};
+  auto raise = [&n](double pct, const char* basis) {
+    if (pct > n.pct) n = {pct, basis};
+  };
+  raise(OutlierMargin(ma.metric()) * 100, "declared noise");
+  if (ma.count() > 1 && ma.value() != 0) {
+    raise(kSpreadFactor * ma.spread() / std::fabs(ma.value()) * 100, "spread in run A");
+    return n;
+  }
+  if (auto it = a.peer_spread.find(a.peer_group_of.at(key)); it != a.peer_spread.end()) {
+    raise(it->second * 100, "spread across peers in run A");
+    return n;
+  }
+  raise(UnitFloorPct(ma.unit()), "unit floor");
+  return n;
+}
+
+int CompareMetrics(const v1::Scorecard& a, const v1::Scorecard& b, double threshold_pct,
+                   Comparison* c) {
+  std::set<std::string> nodes;
+  for (const auto* card : {&a, &b}) {
+    for (const auto& n : card->nodes()) nodes.insert(n.node());
+  }
+  const RunIndex ia = IndexRun(a, nodes), ib = IndexRun(b, nodes);
+  int regressions = 0, compared = 0, only_a = 0, only_b = 0, within_noise = 0;
+  for (const auto& [key, ma] : ia.metrics) {
+    auto it = ib.metrics.find(key);
+    if (it == ib.metrics.end()) {
+      ++only_a;
+      if (static_cast<size_t>(c->missing_in_b_size()) < kMaxMissingListed) {
+        c->add_missing_in_b(MetricLabel(ma));
+      }
+      continue;
+    }
+    ++compared;
+    const v1::CompareMetric& mb = it->second;
+    const double x = ma.value(), y = mb.value();
+    double pct;
+    if (x == 0) {
+      if (y == 0) continue;
+      pct = y > 0 ? 100 : -100;
+    } else {
+      pct = (y - x) / std::fabs(x) * 100;
+    }
+    if (!(std::fabs(pct) > threshold_pct)) continue;
+    const Noise noise = NoiseOf(ma, ia, key, threshold_pct);
+    // Noise is relative, so a fall is held to it as the rise that undoes it
+    // (-50% as +100%): a noise above 100% still lets a collapse through.
+    const double size = x > 0 && y >= 0 && y < x
+                            ? (y == 0 ? HUGE_VAL : (x / y - 1) * 100)
+                            : std::fabs(pct);
+    if (!(size > noise.pct)) {
+      ++within_noise;
+      continue;
+    }
+    v1::CompareChange* ch = c->add_moved();
+    ch->set_entry(ma.entry());
+    ch->set_node(ma.node());
+    ch->set_gpu(ma.gpu());
+    ch->set_metric(ma.metric());
+    ch->set_unit(ma.unit());
+    *ch->mutable_labels() = ma.labels();
+    ch->set_before(x);
+    ch->set_after(y);
+    ch->set_change_pct(pct);
+    ch->set_noise_pct(noise.pct);
+    ch->set_noise_basis(noise.basis);
+    const std::string better = MetricBetter(ma.metric());
+    ch->set_better(better);
+    if (better.empty()) {
+      ch->set_direction("changed");
+    } else if ((better == "higher") == (y > x)) {
+      ch->set_direction("improved");
+    } else {
+      ch->set_direction("regressed");
+      ++regressions;
+    }
+  }
+  for (const auto& [key, mb] : ib.metrics) {
+    if (!ia.metrics.count(key)) ++only_b;
+  }
+  c->set_metrics_compared(compared);
+  c->set_only_in_a(only_a);
+  c->set_only_in_b(only_b);
+  c->set_within_noise(within_noise);
+  // Regressions first, then by size of the change.
+  std::stable_sort(c->mutable_moved()->begin(), c->mutable_moved()->end(),
+                   [](const v1::CompareChange& l, const v1::CompareChange& r) {
+                     const bool lr = l.direction() == "regressed", rr = r.direction() == "regressed";
+                     if (lr != rr) return lr;
+                     return std::fabs(l.change_pct()) > std::fabs(r.change_pct());
+                   });
+  return regressions;
+}
+
+// What each run ran: the suites of each node's tasks. `completed` counts a
+// suite only where a task of it completed (exit 0 or 1: its records are
+// complete), which is what makes a check's absence mean "cleared";
+// `attempted` counts every task, which is what a node's verdict judged.
+struct RunSuites {
+  std::map<std::string, std::set<std::string>> completed, attempted;  // node -> suites
+  std::set<std::string> completed_anywhere;
+};
+
+RunSuites SuitesOf(const v1::Scorecard& card) {
+  RunSuites r;
+  for (const auto& n : card.nodes()) {
+    auto& done = r.completed[n.node()];
+    auto& tried = r.attempted[n.node()];
+    for (const auto& t : n.tasks()) {
+      tried.insert(t.suite());
+      if (t.state() == "completed") {
+        done.insert(t.suite());
+        r.completed_anywhere.insert(t.suite());
+      }
+    }
+  }
+  return r;
+}
+
+// The suite behind a finding: its own field, else its check id's prefix
+// ("hostcheck" of "hostcheck.ntp").
+std::string FindingSuite(const v1::Finding& f) {
+  if (!f.suite().empty()) return f.suite();
+  return f.check_id().substr(0, f.check_id().find('.'));
+}
+
+// Whether the run measured the check behind `f` where `f` was found: a task
+// of its suite completed on its node (anywhere, for a finding of no node).
+bool Measured(const RunSuites& run, const v1::Finding& f) {
+  const std::string suite = FindingSuite(f);
+  const std::string node = FindingNode(f);
+  if (node.empty()) return run.completed_anywhere.count(suite) > 0;
+  auto it = run.completed.find(node);
+  return it != run.completed.end() && it->second.count(suite) > 0;
+}
+
+int CompareFindings(const v1::Scorecard& a, const v1::Scorecard& b, const RunSuites& sa,
+                    const RunSuites& sb, Comparison* c) {
+  auto finding_key = [](const v1::Finding& f) {
+    return absl::StrCat(FindingNode(f), "\x1f", f.check_id(), "\x1f", f.subject(), "\x1f",
+                        static_cast<int>(f.severity()));
+  };
+  // A could-not-run finding evaluated nothing (DESIGN.md, "Judgement"): it
+  // neither appears nor clears.
+  auto index = [&](const v1::Scorecard& card) {
+    std::map<std::string, const v1::Finding*> out;
+    for (const auto& f : card.findings()) {
+      if (f.severity() >= v1::SEVERITY_WARN && !f.not_measured()) out.emplace(finding_key(f), &f);
+    }
+    return out;
+  };
+  const auto fa = index(a), fb = index(b);
+  auto add_finding = [c](const std::string& change, const v1::Finding& f) {
+    v1::CompareFinding* out = c->add_findings();
+    out->set_change(change);
+    out->set_node(FindingNode(f));
+    out->set_check_id(f.check_id());
+    out->set_severity(SeverityName(f.severity()));
+    out->set_category(f.category());
+    out->set_subject(f.subject());
+    out->set_title(f.title());
+  };
+  int regressions = 0;
+  for (const auto& [key, f] : fb) {
+    if (fa.count(key)) continue;
+    if (Measured(sa, *f)) {
+      add_finding("appeared", *f);
+      ++regressions;
+    } else {
+      add_finding("not measured in A", *f);
+    }
+  }
+  for (const auto& [key, f] : fa) {
+    if (!fb.count(key)) add_finding(Measured(sb, *f) ? "cleared" : "not measured in B", *f);
+  }
+  return regressions;
+}
+
+// "orchestration, storage" of the suites in `x` that `y` lacks.
+std::string Missing(const std::set<std::string>& x, const std::set<std::string>& y) {
+  std::vector<std::string> out;
+  std::set_difference(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(out));
+  return absl::StrJoin(out, ", ");
+}
+
+int CompareVerdicts(const v1::Scorecard& a, const v1::Scorecard& b, const RunSuites& sa,
+                    const RunSuites& sb, Comparison* c) {
+  std::map<std::string, const v1::NodeVerdict*> va, vb;
+  for (const auto& n : a.nodes()) va[n.node()] = &n;
+  for (const auto& n : b.nodes()) vb[n.node()] = &n;
+  std::set<std::string> all_nodes;
+  for (const auto& [n, v] : va) all_nodes.insert(n);
+  for (const auto& [n, v] : vb) all_nodes.insert(n);
+  int regressions = 0;
+  for (const auto& node : all_nodes) {
+    auto ia = va.find(node);
+    auto ib = vb.find(node);
+    const std::string before_v = ia == va.end() ? "absent" : ia->second->verdict();
+    const std::string after_v = ib == vb.end() ? "absent" : ib->second->verdict();
+    if (before_v == after_v) continue;
+    v1::CompareVerdict* v = c->add_verdicts();
+    v->set_node(node);
+    v->set_before(before_v);
+    v->set_after(after_v);
+    // A verdict judges the suites that ran on the node: where the runs ran
+    // different ones (a quick plan against a full one, a node one run did
+    // not select) the two verdicts answer different questions.
+    std::string note;
+    if (ia == va.end()) {
+      note = "not in run A";
+    } else if (ib == vb.end()) {
+      note = "not in run B";
+    } else {
+      const auto& ra = sa.attempted.at(node);
+      const auto& rb = sb.attempted.at(node);
+      const std::string only_a = Missing(ra, rb), only_b = Missing(rb, ra);
+      if (!only_a.empty()) absl::StrAppend(&note, "only A ran ", only_a, " on it");
+      if (!only_b.empty()) {
+        absl::StrAppend(&note, note.empty() ? "" : "; ", "only B ran ", only_b, " on it");
+      }
+    }
+    v->set_comparable(note.empty());
+    v->set_comparable_note(note);
+    const bool worse = v->comparable() && OutcomeBadness(after_v) > OutcomeBadness(before_v);
+    v->set_worse(worse);
+    if (worse) ++regressions;
+    if (ib != vb.end()) {
+      for (const auto& r : ib->second->reasons()) v->add_reasons(r);
+    }
+  }
+  return regressions;
+}
+
+std::string Plural(int n, absl::string_view one, absl::string_view many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+
+// The lines every rendering leads with (CompareResult.summary).
+std::vector<std::string> SummaryLines(const Comparison& c) {
+  int regressed = 0, improved = 0, changed = 0;
+  for (const auto& ch : c.moved()) {
+    (ch.direction() == "regressed"  ? regressed
+     : ch.direction() == "improved" ? improved
+                                    : changed)++;
+  }
+  std::map<std::string, int> findings;
+  for (const auto& f : c.findings()) ++findings[f.change()];
+  int worse = 0, better = 0, not_comparable = 0;
+  for (const auto& v : c.verdicts()) {
+    if (!v.comparable()) {
+      ++not_comparable;
+    } else {
+      (v.worse() ? worse : better)++;
+    }
+  }
+  std::vector<std::string> out;
+  out.push_back(c.regressions() == 0 ? "no regression"
+                                     : Plural(c.regressions(), "regression", "regressions"));
+  out.push_back(absl::StrCat(
+      "metrics: ", c.metrics_compared(), " in both runs: ", regressed, " regressed, ", improved,
+      " improved, ", changed, " changed beyond their noise; ", c.within_noise(),
+      " moved within it; ", c.only_in_a(), " not measured in B, ", c.only_in_b(),
+      " not measured in A"));
+  out.push_back(absl::StrCat("findings (warn or worse): ", findings["appeared"], " appeared, ",
+                             findings["cleared"], " cleared; ", findings["not measured in B"],
+                             " not measured in B, ", findings["not measured in A"],
+                             " not measured in A"));
+  std::string verdicts = absl::StrCat("verdicts: ", worse, " worse, ", better, " better");
+  if (not_comparable > 0) {
+    absl::StrAppend(&verdicts, "; ",
+                    Plural(not_comparable, "changed node not comparable (the runs ran different "
+                                           "suites on it, or only one had it)",
+                           "changed nodes not comparable (the runs ran different suites on "
+                           "them, or only one had them)"));
+  }
+  out.push_back(std::move(verdicts));
+  std::string tier = absl::StrCat("tier: ", c.tier_a(), " -> ", c.tier_b());
+  if (!c.tier_changed()) {
+    absl::StrAppend(&tier, " (unchanged)");
+  } else if (TierPoints(c.tier_a()) == 0 || TierPoints(c.tier_b()) == 0) {
+    absl::StrAppend(&tier, " (not compared: a run that is not rated has no tier)");
+  } else if (!c.tier_comparable()) {
+    absl::StrAppend(&tier, " (not compared: the runs ran different suites or nodes)");
+  } else if (c.tier_worse()) {
+    absl::StrAppend(&tier, " (worse)");
+  } else {
+    absl::StrAppend(&tier, " (better)");
+  }
+  out.push_back(std::move(tier));
+  return out;
+}
+
+}  // namespace
+
 Comparison CompareScorecards(const v1::Scorecard& a, const v1::Scorecard& b,
                              const CompareOptions& options) {
   Comparison c;
@@ -216,184 +608,112 @@ Comparison CompareScorecards(const v1::Scorecard& a, const v1::Scorecard& b,
   c.set_generated(FormatRfc3339(NowUnixNs()));
   if (a.plan() != b.plan()) {
     c.add_notes(absl::StrCat("different plans ('", a.plan(), "' and '", b.plan(),
-                             "'): only keys of the same plan entry name are compared"));
+                             "'): only what both ran is compared"));
   }
   if (a.metric_summary().empty() || b.metric_summary().empty()) {
     c.add_notes("a scorecard without metric_summary: compared on its key measurements only "
                 "(at most 2000)");
   }
-  int regressions = 0;
-
-  // Metrics.
-  std::map<std::string, v1::CompareMetric> before, after;
-  for (auto& m : SummaryOf(a)) before.emplace(MetricKey(m), std::move(m));
-  for (auto& m : SummaryOf(b)) after.emplace(MetricKey(m), std::move(m));
-  int compared = 0, only_a = 0, only_b = 0;
-  for (const auto& [key, ma] : before) {
-    auto it = after.find(key);
-    if (it == after.end()) {
-      ++only_a;
-      if (static_cast<size_t>(c.missing_in_b_size()) < kMaxMissingListed) {
-        c.add_missing_in_b(MetricLabel(ma));
-      }
-      continue;
-    }
-    ++compared;
-    const v1::CompareMetric& mb = it->second;
-    const double x = ma.value(), y = mb.value();
-    double pct;
-    if (x == 0) {
-      if (y == 0) continue;
-      pct = y > 0 ? 100 : -100;
-    } else {
-      pct = (y - x) / std::fabs(x) * 100;
-    }
-    if (!(std::fabs(pct) > options.threshold_pct)) continue;
-    v1::CompareChange* ch = c.add_moved();
-    ch->set_entry(ma.entry());
-    ch->set_node(ma.node());
-    ch->set_gpu(ma.gpu());
-    ch->set_metric(ma.metric());
-    ch->set_unit(ma.unit());
-    *ch->mutable_labels() = ma.labels();
-    ch->set_before(x);
-    ch->set_after(y);
-    ch->set_change_pct(pct);
-    const std::string better = MetricBetter(ma.metric());
-    ch->set_better(better);
-    if (better.empty()) {
-      ch->set_direction("changed");
-    } else if ((better == "higher") == (y > x)) {
-      ch->set_direction("improved");
-    } else {
-      ch->set_direction("regressed");
-      ++regressions;
-    }
-  }
-  for (const auto& [key, mb] : after) {
-    if (!before.count(key)) ++only_b;
-  }
-  c.set_metrics_compared(compared);
-  c.set_only_in_a(only_a);
-  c.set_only_in_b(only_b);
-  // Regressions first, then by size of the change.
-  std::stable_sort(c.mutable_moved()->begin(), c.mutable_moved()->end(),
-                   [](const v1::CompareChange& l, const v1::CompareChange& r) {
-                     const bool lr = l.direction() == "regressed", rr = r.direction() == "regressed";
-                     if (lr != rr) return lr;
-                     return std::fabs(l.change_pct()) > std::fabs(r.change_pct());
-                   });
-
-  // Findings of warn or worse.
-  auto finding_key = [](const v1::Finding& f) {
-    return absl::StrCat(FindingNode(f), "\x1f", f.check_id(), "\x1f", f.subject(), "\x1f",
-                        static_cast<int>(f.severity()));
-  };
-  std::map<std::string, const v1::Finding*> fa, fb;
-  for (const auto& f : a.findings()) {
-    if (f.severity() >= v1::SEVERITY_WARN) fa.emplace(finding_key(f), &f);
-  }
-  for (const auto& f : b.findings()) {
-    if (f.severity() >= v1::SEVERITY_WARN) fb.emplace(finding_key(f), &f);
-  }
-  auto add_finding = [&c](const std::string& change, const v1::Finding& f) {
-    v1::CompareFinding* out = c.add_findings();
-    out->set_change(change);
-    out->set_node(FindingNode(f));
-    out->set_check_id(f.check_id());
-    out->set_severity(SeverityName(f.severity()));
-    out->set_category(f.category());
-    out->set_subject(f.subject());
-    out->set_title(f.title());
-  };
-  for (const auto& [key, f] : fb) {
-    if (!fa.count(key)) {
-      add_finding("appeared", *f);
-      ++regressions;
-    }
-  }
-  for (const auto& [key, f] : fa) {
-    if (!fb.count(key)) add_finding("cleared", *f);
-  }
-
-  // Verdicts.
-  std::map<std::string, const v1::NodeVerdict*> va, vb;
-  for (const auto& n : a.nodes()) va[n.node()] = &n;
-  for (const auto& n : b.nodes()) vb[n.node()] = &n;
-  std::set<std::string> all_nodes;
-  for (const auto& [n, v] : va) all_nodes.insert(n);
-  for (const auto& [n, v] : vb) all_nodes.insert(n);
-  for (const auto& node : all_nodes) {
-    auto ia = va.find(node);
-    auto ib = vb.find(node);
-    const std::string before_v = ia == va.end() ? "absent" : ia->second->verdict();
-    const std::string after_v = ib == vb.end() ? "absent" : ib->second->verdict();
-    if (before_v == after_v) continue;
-    v1::CompareVerdict* v = c.add_verdicts();
-    v->set_node(node);
-    v->set_before(before_v);
-    v->set_after(after_v);
-    // A node gone from run B counts as worse: it was not evaluated again.
-    const bool worse = after_v == "absent" ||
-                       (before_v != "absent" && OutcomeBadness(after_v) > OutcomeBadness(before_v));
-    v->set_worse(worse);
-    if (worse) ++regressions;
-    if (ib != vb.end()) {
-      for (const auto& r : ib->second->reasons()) v->add_reasons(r);
-    }
-  }
-
-  // Tier.
+  const RunSuites sa = SuitesOf(a), sb = SuitesOf(b);
+  int regressions = CompareMetrics(a, b, options.threshold_pct, &c);
+  regressions += CompareFindings(a, b, sa, sb, &c);
+  regressions += CompareVerdicts(a, b, sa, sb, &c);
   c.set_tier_changed(a.tier() != b.tier());
-  c.set_tier_worse(TierPoints(b.tier()) < TierPoints(a.tier()));
+  // The tier follows the verdicts and the coverage: two tiers compare when
+  // both runs ran the same suites on the same nodes and both are rated
+  // ("not rated" says too little was measured, not that the cluster is
+  // worse).
+  c.set_tier_comparable(sa.attempted == sb.attempted && TierPoints(a.tier()) > 0 &&
+                        TierPoints(b.tier()) > 0);
+  c.set_tier_worse(c.tier_comparable() && TierPoints(b.tier()) < TierPoints(a.tier()));
   if (c.tier_worse()) ++regressions;
   c.set_regressions(regressions);
+  for (auto& line : SummaryLines(c)) c.add_summary(std::move(line));
   return c;
 }
+
+namespace {
+
+// Rows a text section lists; the HTML shows as many and folds up to
+// kMaxHtmlRows more into a <details>. The rest are counted, and the JSON
+// lists every one.
+constexpr int kMaxTextRows = 20;
+constexpr int kMaxHtmlRows = 200;
+// Run B's reasons shown under a changed verdict.
+constexpr int kMaxReasons = 5;
+
+std::string MoreText(int shown, int total) {
+  return total > shown ? absl::StrCat("    (and ", total - shown,
+                                      " more: --format json lists every one)\n")
+                       : "";
+}
+
+std::string MovedLine(const v1::CompareChange& ch) {
+  return absl::StrCat(
+      absl::StrFormat("%-9s", ch.direction()), " ", ChangeLabel(ch), ": ",
+      FormatValue(ch.before(), ch.unit()), " -> ", FormatValue(ch.after(), ch.unit()), " (",
+      Pct(ch.change_pct()),
+      ch.better().empty() ? "; better direction unknown"
+                          : absl::StrCat("; ", ch.better(), " is better"),
+      "; noise ", FormatNumber(ch.noise_pct()), "%, ", ch.noise_basis(), ")");
+}
+
+std::string FindingLine(const v1::CompareFinding& f) {
+  return absl::StrCat(f.change(), " [", f.severity(), "] ",
+                      f.node().empty() ? "" : absl::StrCat(f.node(), ": "), f.check_id(), " ",
+                      f.subject(), ": ", f.title());
+}
+
+std::string VerdictLine(const v1::CompareVerdict& v) {
+  if (!v.comparable()) {
+    return absl::StrCat(v.node(), ": ", v.before(), " in A, ", v.after(),
+                        " in B: not compared (", v.comparable_note(), ")");
+  }
+  return absl::StrCat(v.node(), ": ", v.before(), " -> ", v.after(), v.worse() ? " (worse)" : "");
+}
+
+}  // namespace
 
 std::string RenderCompareText(const Comparison& c) {
   std::string out;
   if (c.simulated()) absl::StrAppend(&out, "SIMULATED DATA \u2014 not a measurement\n");
-  absl::StrAppend(&out, "compare ", c.run_a(), " (", c.plan_a(), ") -> ", c.run_b(), " (",
+  absl::StrAppend(&out, "compare A = ", c.run_a(), " (", c.plan_a(), ") -> B = ", c.run_b(), " (",
                   c.plan_b(), "), threshold ", FormatNumber(c.threshold_pct()), "%\n");
-  absl::StrAppend(&out, "tier: ", c.tier_a(), " -> ", c.tier_b(),
-                  c.tier_worse()     ? " (worse)"
-                  : c.tier_changed() ? " (changed)"
-                                     : " (unchanged)",
-                  "\n");
-  for (const auto& n : c.notes()) absl::StrAppend(&out, "note: ", n, "\n");
-  absl::StrAppend(&out, "\nmetrics: ", c.metrics_compared(), " compared, ", c.moved_size(),
-                  " moved more than ", FormatNumber(c.threshold_pct()), "%, ", c.only_in_a(),
-                  " only in ", c.run_a(), ", ", c.only_in_b(), " only in ", c.run_b(), "\n");
-  for (const auto& ch : c.moved()) {
-    absl::StrAppend(&out, "  ", absl::StrFormat("%-9s", ch.direction()), " ", ChangeLabel(ch),
-                    ": ", FormatValue(ch.before(), ch.unit()), " -> ",
-                    FormatValue(ch.after(), ch.unit()), " (", Pct(ch.change_pct()),
-                    ch.better().empty() ? "; better direction unknown"
-                                        : absl::StrCat("; ", ch.better(), " is better"),
-                    ")\n");
+  for (const auto& line : c.summary()) absl::StrAppend(&out, "  ", line, "\n");
+  for (const auto& n : c.notes()) absl::StrAppend(&out, "  note: ", n, "\n");
+  if (!c.moved().empty()) {
+    absl::StrAppend(&out, "\nmetrics that moved beyond their noise:\n");
+    const int shown = std::min(c.moved_size(), kMaxTextRows);
+    for (int i = 0; i < shown; ++i) absl::StrAppend(&out, "  ", MovedLine(c.moved(i)), "\n");
+    absl::StrAppend(&out, MoreText(shown, c.moved_size()));
   }
   if (!c.missing_in_b().empty()) {
-    absl::StrAppend(&out, "  not measured in ", c.run_b(), ":\n");
-    for (const auto& m : c.missing_in_b()) absl::StrAppend(&out, "    ", m, "\n");
-    if (c.only_in_a() > c.missing_in_b_size()) {
-      absl::StrAppend(&out, "    (and ", c.only_in_a() - c.missing_in_b_size(), " more)\n");
+    absl::StrAppend(&out, "\nmetrics not measured in B:\n");
+    const int shown = std::min(c.missing_in_b_size(), kMaxTextRows);
+    for (int i = 0; i < shown; ++i) absl::StrAppend(&out, "  ", c.missing_in_b(i), "\n");
+    absl::StrAppend(&out, MoreText(shown, c.only_in_a()));
+  }
+  if (!c.findings().empty()) {
+    absl::StrAppend(&out, "\nfindings (warn or worse):\n");
+    const int shown = std::min(c.findings_size(), kMaxTextRows);
+    for (int i = 0; i < shown; ++i) absl::StrAppend(&out, "  ", FindingLine(c.findings(i)), "\n");
+    absl::StrAppend(&out, MoreText(shown, c.findings_size()));
+  }
+  if (!c.verdicts().empty()) {
+    absl::StrAppend(&out, "\nverdicts that differ:\n");
+    const int shown = std::min(c.verdicts_size(), kMaxTextRows);
+    for (int i = 0; i < shown; ++i) {
+      const auto& v = c.verdicts(i);
+      absl::StrAppend(&out, "  ", VerdictLine(v), "\n");
+      if (!v.comparable()) continue;
+      const int reasons = std::min(v.reasons_size(), kMaxReasons);
+      for (int r = 0; r < reasons; ++r) absl::StrAppend(&out, "    ", v.reasons(r), "\n");
+      if (v.reasons_size() > reasons) {
+        absl::StrAppend(&out, "    (and ", v.reasons_size() - reasons, " more reasons)\n");
+      }
     }
+    absl::StrAppend(&out, MoreText(shown, c.verdicts_size()));
   }
-  absl::StrAppend(&out, "\nfindings (warn or worse): ", c.findings_size(), " changed\n");
-  for (const auto& f : c.findings()) {
-    absl::StrAppend(&out, "  ", absl::StrFormat("%-8s", f.change()), " [", f.severity(), "] ",
-                    f.node().empty() ? "" : absl::StrCat(f.node(), ": "), f.check_id(), " ",
-                    f.subject(), ": ", f.title(), "\n");
-  }
-  absl::StrAppend(&out, "\nverdicts: ", c.verdicts_size(), " changed\n");
-  for (const auto& v : c.verdicts()) {
-    absl::StrAppend(&out, "  ", v.node(), ": ", v.before(), " -> ", v.after(),
-                    v.worse() ? " (worse)" : "", "\n");
-    for (const auto& r : v.reasons()) absl::StrAppend(&out, "    ", r, "\n");
-  }
-  absl::StrAppend(&out, "\n", c.regressions(), c.regressions() == 1 ? " regression" : " regressions",
-                  "\n");
   return out;
 }
 
@@ -409,6 +729,31 @@ std::string RenderCompareJson(const Comparison& c) {
   return out;
 }
 
+namespace {
+
+// Rows of a table: the first kMaxTextRows shown, up to kMaxHtmlRows more
+// folded into a <details> (no script), the rest counted. `row(i)` writes
+// the i-th <tr>.
+template <typename Row>
+void AppendBoundedTable(std::string* out, const std::string& header, int total, Row row) {
+  const int shown = std::min(total, kMaxTextRows);
+  const int folded = std::min(total, kMaxHtmlRows) - shown;
+  absl::StrAppend(out, "<table>", header, "\n");
+  for (int i = 0; i < shown; ++i) absl::StrAppend(out, row(i));
+  absl::StrAppend(out, "</table>\n");
+  if (folded > 0) {
+    absl::StrAppend(out, "<details><summary>", folded, " more</summary>\n<table>", header, "\n");
+    for (int i = shown; i < shown + folded; ++i) absl::StrAppend(out, row(i));
+    absl::StrAppend(out, "</table>\n</details>\n");
+  }
+  if (total > shown + folded) {
+    absl::StrAppend(out, "<p>And ", total - shown - folded,
+                    " more: <code>cmaxctl compare --format json</code> lists every one.</p>\n");
+  }
+}
+
+}  // namespace
+
 std::string RenderCompareHtml(const Comparison& c) {
   auto H = HtmlEscape;
   std::string out =
@@ -416,83 +761,100 @@ std::string RenderCompareHtml(const Comparison& c) {
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   absl::StrAppend(&out, "<title>cmax compare ", H(c.run_a()), " vs ", H(c.run_b()), "</title>\n",
                   "<style>body{font-family:sans-serif;margin:1.5em;color:#222}"
-                  "table{border-collapse:collapse;margin:.5em 0 1.5em}"
+                  "table{border-collapse:collapse;margin:.5em 0 1em}"
                   "td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;"
                   "vertical-align:top}th{background:#f0f0f0}"
                   ".regressed,.worse,.appeared{background:#fde2e1}"
-                  ".improved,.cleared{background:#e1f5e4}.sim{background:#fff3cd;"
-                  "padding:.5em;font-weight:bold}td.num{text-align:right}"
+                  ".improved,.cleared{background:#e1f5e4}.unmeasured{color:#666}"
+                  ".sim{background:#fff3cd;padding:.5em;font-weight:bold}td.num{text-align:right}"
+                  "details{margin:0 0 1.5em}"
                   "@media print{body{margin:0}}</style>\n</head>\n<body>\n");
   if (c.simulated()) {
     absl::StrAppend(&out, "<p class=\"sim\">SIMULATED DATA \u2014 not a measurement</p>\n");
   }
-  absl::StrAppend(&out, "<h1>Compare ", H(c.run_a()), " \u2192 ", H(c.run_b()), "</h1>\n",
+  absl::StrAppend(&out, "<h1>Compare A = ", H(c.run_a()), " \u2192 B = ", H(c.run_b()), "</h1>\n",
                   "<p>Plans: ", H(c.plan_a()), " \u2192 ", H(c.plan_b()), ". Threshold ",
-                  H(FormatNumber(c.threshold_pct())), "%. <strong>", c.regressions(),
-                  c.regressions() == 1 ? " regression" : " regressions", "</strong>.</p>\n",
-                  "<p>Tier: ", H(c.tier_a()), " \u2192 ", H(c.tier_b()),
-                  c.tier_worse()     ? " <span class=\"worse\">(worse)</span>"
-                  : c.tier_changed() ? " (changed)"
-                                     : " (unchanged)",
-                  "</p>\n");
-  for (const auto& n : c.notes()) absl::StrAppend(&out, "<p>Note: ", H(n), "</p>\n");
-  absl::StrAppend(&out, "<h2>Metrics</h2>\n<p>", c.metrics_compared(), " compared, ",
-                  c.moved_size(), " moved more than ", H(FormatNumber(c.threshold_pct())), "%, ",
-                  c.only_in_a(), " only in ", H(c.run_a()), ", ", c.only_in_b(), " only in ",
-                  H(c.run_b()), ".</p>\n");
+                  H(FormatNumber(c.threshold_pct())), "%.</p>\n<h2>Summary</h2>\n<ul>\n");
+  for (int i = 0; i < c.summary_size(); ++i) {
+    absl::StrAppend(&out, "<li>", i == 0 ? "<strong>" : "", H(c.summary(i)),
+                    i == 0 ? "</strong>" : "", "</li>\n");
+  }
+  for (const auto& n : c.notes()) absl::StrAppend(&out, "<li>Note: ", H(n), "</li>\n");
+  absl::StrAppend(&out, "</ul>\n");
   if (!c.moved().empty()) {
-    absl::StrAppend(&out,
-                    "<table><tr><th>change</th><th>entry</th><th>node</th><th>gpu</th>"
-                    "<th>metric</th><th>labels</th><th>before</th><th>after</th><th>%</th>"
-                    "<th>better</th></tr>\n");
-    for (const auto& ch : c.moved()) {
-      // The class comes from a fixed set, never from the data.
-      const std::string cls = ch.direction() == "regressed"  ? "regressed"
-                              : ch.direction() == "improved" ? "improved"
-                                                             : "changed";
-      absl::StrAppend(&out, "<tr class=\"", cls, "\"><td>", cls, "</td><td>", H(ch.entry()),
-                      "</td><td>", H(ch.node()), "</td><td>", H(ch.gpu()), "</td><td>",
-                      H(ch.metric()), "</td><td>", H(LabelsText(ch.labels())),
-                      "</td><td class=\"num\">", H(FormatValue(ch.before(), ch.unit())),
-                      "</td><td class=\"num\">", H(FormatValue(ch.after(), ch.unit())),
-                      "</td><td class=\"num\">", H(Pct(ch.change_pct())), "</td><td>",
-                      ch.better().empty() ? "unknown" : H(ch.better()), "</td></tr>\n");
-    }
-    absl::StrAppend(&out, "</table>\n");
+    absl::StrAppend(&out, "<h2>Metrics that moved beyond their noise</h2>\n");
+    AppendBoundedTable(
+        &out,
+        "<tr><th>change</th><th>entry</th><th>node</th><th>gpu</th><th>metric</th>"
+        "<th>labels</th><th>before</th><th>after</th><th>%</th><th>noise</th><th>better</th></tr>",
+        c.moved_size(), [&](int i) {
+          const auto& ch = c.moved(i);
+          // The class comes from a fixed set, never from the data.
+          const std::string cls = ch.direction() == "regressed"  ? "regressed"
+                                  : ch.direction() == "improved" ? "improved"
+                                                                 : "changed";
+          return absl::StrCat(
+              "<tr class=\"", cls, "\"><td>", cls, "</td><td>", H(ch.entry()), "</td><td>",
+              H(ch.node()), "</td><td>", H(ch.gpu()), "</td><td>", H(ch.metric()), "</td><td>",
+              H(LabelsText(ch.labels())), "</td><td class=\"num\">",
+              H(FormatValue(ch.before(), ch.unit())), "</td><td class=\"num\">",
+              H(FormatValue(ch.after(), ch.unit())), "</td><td class=\"num\">",
+              H(Pct(ch.change_pct())), "</td><td>", H(FormatNumber(ch.noise_pct())), "% (",
+              H(ch.noise_basis()), ")</td><td>",
+              ch.better().empty() ? "unknown" : H(ch.better()), "</td></tr>\n");
+        });
   }
   if (!c.missing_in_b().empty()) {
-    absl::StrAppend(&out, "<h3>Not measured in ", H(c.run_b()), "</h3>\n<ul>\n");
-    for (const auto& m : c.missing_in_b()) absl::StrAppend(&out, "<li>", H(m), "</li>\n");
-    absl::StrAppend(&out, "</ul>\n");
-  }
-  absl::StrAppend(&out, "<h2>Findings (warn or worse)</h2>\n");
-  if (c.findings().empty()) {
-    absl::StrAppend(&out, "<p>None appeared or cleared.</p>\n");
-  } else {
-    absl::StrAppend(&out,
-                    "<table><tr><th>change</th><th>severity</th><th>node</th><th>check</th>"
-                    "<th>subject</th><th>title</th></tr>\n");
-    for (const auto& f : c.findings()) {
-      const std::string cls = f.change() == "appeared" ? "appeared" : "cleared";
-      absl::StrAppend(&out, "<tr class=\"", cls, "\"><td>", cls, "</td><td>", H(f.severity()),
-                      "</td><td>", H(f.node()), "</td><td>", H(f.check_id()), "</td><td>",
-                      H(f.subject()), "</td><td>", H(f.title()), "</td></tr>\n");
+    absl::StrAppend(&out, "<h2>Metrics not measured in B</h2>\n");
+    AppendBoundedTable(&out, "<tr><th>metric</th></tr>", c.missing_in_b_size(), [&](int i) {
+      return absl::StrCat("<tr class=\"unmeasured\"><td>", H(c.missing_in_b(i)), "</td></tr>\n");
+    });
+    if (c.only_in_a() > c.missing_in_b_size()) {
+      absl::StrAppend(&out, "<p>And ", c.only_in_a() - c.missing_in_b_size(),
+                      " more not listed.</p>\n");
     }
-    absl::StrAppend(&out, "</table>\n");
   }
-  absl::StrAppend(&out, "<h2>Verdicts</h2>\n");
-  if (c.verdicts().empty()) {
-    absl::StrAppend(&out, "<p>No node's verdict changed.</p>\n");
-  } else {
-    absl::StrAppend(&out, "<table><tr><th>node</th><th>before</th><th>after</th>"
-                          "<th>reasons (after)</th></tr>\n");
-    for (const auto& v : c.verdicts()) {
-      absl::StrAppend(&out, "<tr", v.worse() ? " class=\"worse\"" : "", "><td>", H(v.node()),
-                      "</td><td>", H(v.before()), "</td><td>", H(v.after()), "</td><td>");
-      for (const auto& r : v.reasons()) absl::StrAppend(&out, H(r), "<br>");
-      absl::StrAppend(&out, "</td></tr>\n");
-    }
-    absl::StrAppend(&out, "</table>\n");
+  if (!c.findings().empty()) {
+    absl::StrAppend(&out, "<h2>Findings (warn or worse)</h2>\n");
+    AppendBoundedTable(&out,
+                       "<tr><th>change</th><th>severity</th><th>node</th><th>check</th>"
+                       "<th>subject</th><th>title</th></tr>",
+                       c.findings_size(), [&](int i) {
+                         const auto& f = c.findings(i);
+                         const std::string cls = f.change() == "appeared" ? "appeared"
+                                                 : f.change() == "cleared" ? "cleared"
+                                                                           : "unmeasured";
+                         return absl::StrCat("<tr class=\"", cls, "\"><td>", H(f.change()),
+                                             "</td><td>", H(f.severity()), "</td><td>",
+                                             H(f.node()), "</td><td>", H(f.check_id()),
+                                             "</td><td>", H(f.subject()), "</td><td>",
+                                             H(f.title()), "</td></tr>\n");
+                       });
+  }
+  if (!c.verdicts().empty()) {
+    absl::StrAppend(&out, "<h2>Verdicts that differ</h2>\n");
+    AppendBoundedTable(
+        &out, "<tr><th>node</th><th>A</th><th>B</th><th>compared</th><th>reasons (B)</th></tr>",
+        c.verdicts_size(), [&](int i) {
+          const auto& v = c.verdicts(i);
+          const char* cls = v.worse()         ? " class=\"worse\""
+                            : !v.comparable() ? " class=\"unmeasured\""
+                                              : "";
+          std::string row = absl::StrCat(
+              "<tr", cls,
+              "><td>", H(v.node()), "</td><td>", H(v.before()), "</td><td>", H(v.after()),
+              "</td><td>",
+              v.comparable() ? (v.worse() ? "worse" : "better")
+                             : absl::StrCat("not compared: ", H(v.comparable_note())),
+              "</td><td>");
+          const int reasons = v.comparable() ? std::min(v.reasons_size(), kMaxReasons) : 0;
+          for (int r = 0; r < reasons; ++r) absl::StrAppend(&row, H(v.reasons(r)), "<br>");
+          if (v.comparable() && v.reasons_size() > reasons) {
+            absl::StrAppend(&row, "and ", v.reasons_size() - reasons, " more");
+          }
+          absl::StrAppend(&row, "</td></tr>\n");
+          return row;
+        });
   }
   absl::StrAppend(&out, "<p>Generated ", H(c.generated()), " by cmax.</p>\n</body>\n</html>\n");
   return out;

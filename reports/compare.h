@@ -39,19 +39,41 @@ std::string MetricLabel(const v1::CompareMetric& m);
 std::vector<v1::CompareMetric> SummaryOf(const v1::Scorecard& card);
 
 struct CompareOptions {
-  double threshold_pct = 5.0;  // a metric moved when |change| > this
+  // The least |change| in percent that is a move; a metric's noise can ask
+  // for more (CompareScorecards).
+  double threshold_pct = 5.0;
 };
 
-// Run A (before) against run B (after). A metric moved when both runs have
-// its key and |after - before| / |before| > threshold (from 0: +-100%).
-// Findings are matched by (node, check id, subject, severity) and only
-// warn or worse are listed; verdicts by node. `regressions` counts metrics
-// that got worse in their known direction, nodes whose verdict got worse
-// (or that are gone), findings of warn or worse that appeared, and a worse
-// tier.
+// Run A (before) against run B (after); only what both runs measured is
+// compared, and what one of them did not measure is said so, never counted
+// as a change.
+//  - Metrics are matched by MetricKey (identifying labels only: no instant,
+//    series or rank of one run). A metric moved when |after - before| /
+//    |before| (from 0: +-100%) exceeds its noise: the largest of the
+//    threshold, the metric's declared noise (MetricSpec::fleet_min_margin)
+//    and its spread in run A, 3 IQR relative to the median: of its own
+//    values where it has several, else of its peers (the same entry, metric
+//    and labels on other nodes, at least 3), else a floor per unit (10% for
+//    times, 5% for rates); a fall counts as the rise that undoes it. Keys
+//    above the threshold but within their noise
+//    are counted (within_noise), not listed.
+//  - Findings of warn or worse (not could-not-run ones) are matched by
+//    (node, check id, subject, severity). One only in A "cleared" when a
+//    task of its suite completed on its node in B, else it is "not
+//    measured in B"; one only in B "appeared" likewise, else "not measured
+//    in A".
+//  - Verdicts by node; a verdict change is comparable only when both runs
+//    ran the same suites on the node (and both had the node).
+// `regressions` counts metrics worse beyond their noise in their known
+// direction, comparable nodes whose verdict got worse, findings that
+// appeared, and a worse tier (both rated). `summary` holds the lines the
+// renderers lead with.
 Comparison CompareScorecards(const v1::Scorecard& a, const v1::Scorecard& b,
                              const CompareOptions& options = {});
 
+// Each renderer leads with the summary; the text and HTML list at most 20
+// rows a section (the HTML folds up to 200 more into a <details>) and count
+// the rest; the JSON holds every row.
 std::string RenderCompareText(const Comparison& c);
 // Proto JSON, proto field names, pretty-printed.
 std::string RenderCompareJson(const Comparison& c);

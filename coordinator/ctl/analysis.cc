@@ -111,14 +111,18 @@ int CmdCompare(const ClientOptions& options, const std::vector<std::string>& arg
   ArgParser p(
       "cmaxctl compare RUN_A RUN_B | --files A.json B.json [--threshold PCT] "
       "[--format text|json|html] [-o FILE]",
-      "What changed from run A (before) to run B (after): metrics per plan entry, node and GPU "
-      "that moved more than the threshold (regressed, improved, or changed where cmax does not "
-      "know which way is better), findings of warn or worse that appeared or cleared, node "
-      "verdicts that changed, and the tier. Exit 0 no regression, 1 regressions found (a "
-      "metric worse in its known direction, a worse or missing node verdict, a new finding of "
-      "warn or worse, a worse tier), 2 usage or unreadable input, 3 coordinator unreachable.");
+      "What changed from run A (before) to run B (after), of what both runs measured, led by "
+      "a summary: metrics per plan entry, node and GPU that moved beyond their noise (the "
+      "threshold, the suite's declared noise, their spread in run A, or a floor per unit: 10% "
+      "for times, 5% for rates), findings of warn or worse that appeared or cleared where both "
+      "runs ran the check ('not measured in B' where B did not), node verdicts where both ran "
+      "the same suites, and the tier (docs/scorecard.md). Exit 0 no regression, 1 regressions "
+      "found (a metric worse beyond its noise in its known direction, a worse comparable node "
+      "verdict, a new finding of warn or worse, a worse comparable tier), 2 usage or unreadable "
+      "input, 3 coordinator unreachable.");
   p.AddFlag("files", &files, "RUN_A and RUN_B are exported scorecard JSON files");
-  p.AddDouble("threshold", &threshold, "percent a metric must move to be listed (default 5)");
+  p.AddDouble("threshold", &threshold,
+              "least percent a metric must move to be listed (default 5); its noise may ask more");
   p.AddString("format", &format, "text, json or html (default text)");
   p.AddString("output", &out, "write to FILE instead of stdout", "o");
   if (auto s = p.Parse(args); !s.ok()) return UsageError(std::string(s.message()), p.Help());

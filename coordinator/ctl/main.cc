@@ -59,11 +59,14 @@ commands:
                                            incidents, median/p90 time to repair, failures
                                            per 1,000 GPU-hours by week (docs/history.md)
   compare RUN_A RUN_B [--threshold PCT] [--format text|json|html] [-o FILE]
-  compare --files A.json B.json [...]      what changed from run A to run B: metrics
-                                           that moved more than PCT% (default 5) per
-                                           entry, node and GPU, findings that appeared
-                                           or cleared, verdicts, tier; exit 0 no
-                                           regression, 1 regressions, 2 usage or input
+  compare --files A.json B.json [...]      what changed from run A to run B, of what
+                                           both measured, summary first: metrics that
+                                           moved beyond PCT% (default 5) and their
+                                           noise, per entry, node and GPU; findings
+                                           that appeared or cleared ('not measured in
+                                           B' where B did not run the check); verdicts
+                                           where both ran the same suites; tier; exit 0
+                                           no regression, 1 regressions, 2 usage or input
   baseline save RUN -o FILE                a baseline file for a plan's 'baseline: FILE'
   rank SCORECARD.json... [--name FILE=NAME]... [--price NAME_OR_FILE=USD]...
        [--format text|json|md] [-o FILE]   league table of clusters (rules in
