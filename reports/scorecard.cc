@@ -423,7 +423,7 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
   }
 
   // The tier needs the rated categories evaluated (coverage.h); otherwise
-  // the run is not rated and the measured part's tier is shown as such.
+  // the run is not rated.
   TierDecision tier = TierFor({card.categories().begin(), card.categories().end()},
                               security_critical);
   const std::vector<std::string> missing = MissingForTier(coverage);

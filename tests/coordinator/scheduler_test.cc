@@ -723,6 +723,7 @@ class Twin {
         REQUIRE(run->info.tasks_total() == recount[0]);
         REQUIRE(run->info.tasks_done() == recount[1]);
         REQUIRE(run->info.tasks_failed() == recount[2]);
+        REQUIRE(run->info.tasks_could_not_run() == recount[3]);
       }
       REQUIRE(ra[i]->info.tasks_done() == rb[i]->info.tasks_done());
       REQUIRE(ra[i]->info.tasks_failed() == rb[i]->info.tasks_failed());
@@ -811,7 +812,8 @@ TEST_CASE("incremental scheduling assigns what the full pass assigns, in the sam
         st.set_rank(t->assignment.group().empty() ? 0 : rank);
         st.set_state(pick < 3 ? v1::TASK_RUNNING
                               : pick < 8 ? v1::TASK_COMPLETED : v1::TASK_FAILED);
-        st.set_exit_code(pick < 8 ? 0 : 1);
+        // 9: could not run (exit 2), counted apart from the crashes (8).
+        st.set_exit_code(pick < 8 ? 0 : pick == 8 ? 1 : 2);
         twin.Both("status " + st.task_id() + " from " + node, [&](Fixture& f, Changes* c) {
           f.scheduler.OnStatus(node, st, twin.now, c);
         });
