@@ -128,6 +128,28 @@ std::string Normalized(const std::string& reason, const std::string& node) {
   return s;
 }
 
+// Whether two normalized reasons say the same. A reason's headline is cut
+// at a fixed width ("…", reports/judge_util.h), and the node's name and the
+// peer count change where it is cut: two cut headlines agree when one is a
+// prefix of the other and what follows the cut (the rule id) is the same.
+bool SameReason(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const std::string cut = "…";
+  const size_t at_a = a.find(cut), at_b = b.find(cut);
+  if (at_a == std::string::npos || at_b == std::string::npos) return false;
+  if (a.substr(at_a + cut.size()) != b.substr(at_b + cut.size())) return false;
+  const size_t n = std::min(at_a, at_b);
+  return n > 0 && a.compare(0, n, b, 0, n) == 0;
+}
+
+bool SameReasons(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!SameReason(a[i], b[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Agreement CompareOneToMany(const v1::Scorecard& one, const v1::Scorecard& many) {
@@ -198,9 +220,17 @@ Agreement CompareOneToMany(const v1::Scorecard& one, const v1::Scorecard& many) 
       std::vector<std::string> theirs, ours;
       for (const auto& s : n.reasons()) theirs.push_back(Normalized(s, n.node()));
       for (const auto& s : v.reasons()) ours.push_back(Normalized(s, v.node()));
-      if (n.verdict() != v.verdict() || theirs != ours) {
+      if (n.verdict() != v.verdict() || !SameReasons(theirs, ours)) {
         ++a.verdicts_differing;
-        note(absl::StrCat(n.node(), ": ", n.verdict(), " vs one node's ", v.verdict()));
+        std::string why;
+        for (size_t i = 0; i < std::max(theirs.size(), ours.size()); ++i) {
+          const std::string a_reason = i < theirs.size() ? theirs[i] : "(none)";
+          const std::string b_reason = i < ours.size() ? ours[i] : "(none)";
+          if (SameReason(a_reason, b_reason)) continue;
+          why = absl::StrCat("; reason ", i + 1, ": '", a_reason, "' vs '", b_reason, "'");
+          break;
+        }
+        note(absl::StrCat(n.node(), ": ", n.verdict(), " vs one node's ", v.verdict(), why));
       }
     }
   }

@@ -36,7 +36,8 @@
 //     all-reduce (in_comm false), else the ones with the fewest steps.
 //  4. CPU MFU: where the run measured a node's host GEMM (gemm suite, cpu
 //     backend, fp32 like the CPU training; its best shape), a CPU rank's
-//     model_tflops over it is reported (a pass carrying the ratio); never
+//     model_tflops over it is its MFU; one fleet-wide pass reports the
+//     median and the lowest ranks (the scorecard's key figures); never
 //     against a made-up peak.
 #include <algorithm>
 #include <cmath>
@@ -436,6 +437,44 @@ void JudgeStalls(const std::string& task, const Job& job, std::vector<v1::RuleRe
   }
 }
 
+// A CPU rank's model TFLOP/s over its node's best fp32 host GEMM.
+struct CpuMfu {
+  double ratio = 0;
+  std::string line;  // "rank 0 (node-0): model ... TFLOP/s, 9.8% of ..."
+  std::string node;
+};
+
+constexpr size_t kCpuMfuLines = 10;  // ranks listed in the rule's evidence
+
+// One fleet-wide pass for the scorecard's key figures (a category shows
+// per-node passes nowhere): the median ratio and the lowest rank, with the
+// lowest ranks' own lines as its evidence. Information, never a grade.
+void JudgeCpuMfu(std::vector<CpuMfu> ranks, std::vector<v1::RuleResult>* out) {
+  if (ranks.empty()) return;
+  std::sort(ranks.begin(), ranks.end(),
+            [](const CpuMfu& a, const CpuMfu& b) { return a.ratio < b.ratio; });
+  std::vector<double> ratios;
+  for (const auto& r : ranks) ratios.push_back(r.ratio);
+  const double median = Median(ratios);
+  std::string message = absl::StrCat(
+      "CPU MFU (model TFLOP/s over the node's own measured fp32 host GEMM) of ",
+      ranks.size() == 1 ? "1 rank" : absl::StrCat(ranks.size(), " ranks"), ": ");
+  if (ranks.size() == 1) {
+    absl::StrAppend(&message, FormatNumber(100 * median), "% (", ranks[0].node, ")");
+  } else {
+    absl::StrAppend(&message, "median ", FormatNumber(100 * median), "%, lowest ",
+                    FormatNumber(100 * ranks[0].ratio), "% (", ranks[0].node, ")");
+  }
+  v1::RuleResult res = Rule("cpu_mfu", "pass", "", "fleet", message);
+  res.set_value(median);
+  res.set_unit("ratio");
+  for (size_t i = 0; i < ranks.size() && i < kCpuMfuLines; ++i) res.add_evidence(ranks[i].line);
+  if (ranks.size() > kCpuMfuLines) {
+    res.add_evidence(absl::StrCat("and ", ranks.size() - kCpuMfuLines, " more ranks"));
+  }
+  out->push_back(std::move(res));
+}
+
 }  // namespace
 
 void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
@@ -525,6 +564,7 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
     s.in_comm = LabelValue(l, "in_comm") == "true";
     s.stopped = LabelValue(l, "process_state") == "T";
   });
+  std::vector<CpuMfu> cpu_mfu;
   for (const auto& [task, job] : jobs) {
     JudgeLoss(task, job, out);
     JudgeLossBaseline(task, job, data.plan, out);
@@ -534,16 +574,15 @@ void WorkloadJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
       if (r.cuda || r.tflops <= 0) continue;
       auto it = host_gemm.find(r.node);
       if (it == host_gemm.end() || it->second <= 0) continue;
-      v1::RuleResult res = Rule(
-          "cpu_mfu", "pass", r.node, Subject(rank, r),
-          absl::StrCat(Who(rank, r), ": model ", FormatNumber(r.tflops), " TFLOP/s, ",
-                       FormatNumber(100 * r.tflops / it->second), "% of this node's measured "
-                       "host GEMM (", FormatNumber(it->second), " TFLOP/s, gemm suite)"));
-      res.set_value(r.tflops / it->second);
-      res.set_unit("ratio");
-      out->push_back(std::move(res));
+      cpu_mfu.push_back({r.tflops / it->second,
+                         absl::StrCat(Who(rank, r), ": model ", FormatNumber(r.tflops),
+                                      " TFLOP/s, ", FormatNumber(100 * r.tflops / it->second),
+                                      "% of this node's measured host GEMM (",
+                                      FormatNumber(it->second), " TFLOP/s, gemm suite)"),
+                         r.node});
     }
   }
+  JudgeCpuMfu(std::move(cpu_mfu), out);
 }
 
 }  // namespace cmax::reports

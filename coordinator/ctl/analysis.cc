@@ -52,10 +52,8 @@ absl::StatusOr<v1::Scorecard> FetchScorecard(Client& client, const std::string& 
   auto ctx = client.Context(120);
   grpc::Status st = client.stub()->GetReport(ctx.get(), req, &resp);
   if (!st.ok()) {
-    *code = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                    st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-                ? kExitUnfinished
-                : kExitUsage;
+    *code = ExitCodeFor(st);
+    if (*code == kExitFailed) *code = kExitUsage;  // compare's documented "unreadable input"
     return absl::UnavailableError(
         absl::StrCat("run ", run_id, ": ", Describe(st, client.address())));
   }
@@ -119,7 +117,7 @@ int CmdCompare(const ClientOptions& options, const std::vector<std::string>& arg
       "the same suites, and the tier (docs/scorecard.md). Exit 0 no regression, 1 regressions "
       "found (a metric worse beyond its noise in its known direction, a worse comparable node "
       "verdict, a new finding of warn or worse, a worse comparable tier), 2 usage or unreadable "
-      "input, 3 coordinator unreachable.");
+      "input, 3 coordinator unreachable, 6 credentials refused.");
   p.AddFlag("files", &files, "RUN_A and RUN_B are exported scorecard JSON files");
   p.AddDouble("threshold", &threshold,
               "least percent a metric must move to be listed (default 5); its noise may ask more");

@@ -71,6 +71,10 @@ std::string Describe(const grpc::Status& status, const std::string& address) {
 
 int RpcError(const grpc::Status& status, const Client& client) {
   std::fprintf(stderr, "cmaxctl: %s\n", Describe(status, client.address()).c_str());
+  return ExitCodeFor(status);
+}
+
+int ExitCodeFor(const grpc::Status& status) {
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED:

@@ -41,10 +41,13 @@ class Client {
 // otherwise.
 std::string Describe(const grpc::Status& status, const std::string& address);
 
-// Prints Describe's line to stderr ("cmaxctl: ...") and returns the exit
-// code: 3 unreachable, 2 refused (bad input, unknown id, credentials, full
-// disk), 1 otherwise.
+// Prints Describe's line to stderr ("cmaxctl: ...") and returns
+// ExitCodeFor(status).
 int RpcError(const grpc::Status& status, const Client& client);
+// The exit code for a failed call (the codes README.md lists): 3 unreachable
+// or timed out, 6 credentials refused, 2 a request the coordinator refused,
+// 1 anything else.
+int ExitCodeFor(const grpc::Status& status);
 
 }  // namespace cmax::ctl
 

@@ -121,7 +121,7 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
     ++p.total;
     absl::StrAppend(&print, "|", t.task_id(), ":", t.state(), ":", t.attempt(), ":",
                     t.exit_code());
-    bool failure = false;
+    bool failure = false, not_run = false;
     switch (t.state()) {
       case v1::TASK_PENDING:
         ++e.pending;
@@ -144,6 +144,7 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
         if (TaskCouldNotRun(t)) {  // the scorecard says why, as not measured
           ++e.could_not_run;
           ++p.could_not_run;
+          not_run = true;
           break;
         }
         [[fallthrough]];
@@ -160,31 +161,33 @@ RunProgress Summarize(const v1::GetRunResponse& run) {
       default:
         break;
     }
-    if (failure) {
+    if (failure || not_run) {
       TaskFailure f;
       f.task_id = t.task_id();
       f.suite = t.suite();
       f.name = t.name();
       f.node = t.node();
-      f.state =
-          t.state() == v1::TASK_COMPLETED ? "found failures" : TaskStateName(t.state());
+      f.state = t.state() == v1::TASK_COMPLETED ? "found failures"
+                : not_run                         ? "could not run"
+                                                  : TaskStateName(t.state());
       f.message = t.message();
       f.stderr_tail = t.stderr_tail();
       f.blamed_nodes = t.blamed_nodes();
       f.exit_code = t.exit_code();
       f.attempt = t.attempt();
       f.finished_unix_ns = t.finished_unix_ns();
-      p.failures.push_back(std::move(f));
+      (not_run ? p.not_run : p.failures).push_back(std::move(f));
     }
   }
   for (auto& [index, e] : entries) p.entries.push_back(std::move(e));
-  std::stable_sort(p.failures.begin(), p.failures.end(),
-                   [](const TaskFailure& a, const TaskFailure& b) {
-                     return a.finished_unix_ns < b.finished_unix_ns;
-                   });
   p.failures_total = static_cast<int>(p.failures.size());
-  if (p.failures_total > kMaxFailuresShown) {
-    p.failures.erase(p.failures.begin(), p.failures.end() - kMaxFailuresShown);
+  for (auto* list : {&p.failures, &p.not_run}) {
+    std::stable_sort(list->begin(), list->end(), [](const TaskFailure& a, const TaskFailure& b) {
+      return a.finished_unix_ns < b.finished_unix_ns;
+    });
+    if (list->size() > kMaxFailuresShown) {
+      list->erase(list->begin(), list->end() - kMaxFailuresShown);
+    }
   }
   p.fingerprint = absl::StrFormat("%016x", std::hash<std::string>{}(print));
   return p;
@@ -317,14 +320,18 @@ constexpr absl::string_view kRunScript = R"js(
       cell(tr, e.failed, 'n'); cell(tr, e.could_not_run, 'n'); cell(tr, e.found_failures, 'n');
       cell(tr, e.cancelled, 'n');
     });
-    fill('failures', j.failures, function (tr, f) {
+    function taskRow(tr, f) {
       cell(tr, f.name); cell(tr, f.node); cell(tr, f.state, 'state-' + f.state.replace(/ /g, '_'));
       cell(tr, f.exit_code, 'n'); cell(tr, f.attempt, 'n'); cell(tr, f.message);
       var pre = document.createElement('pre'); pre.textContent = f.stderr_tail;
       cell(tr, '').appendChild(pre);
-    });
+    }
+    fill('failures', j.failures, taskRow);
+    fill('not-run', j.not_run, taskRow);
     set('failures-total', j.failures_total);
+    set('not-run-total', j.could_not_run);
     document.getElementById('no-failures').hidden = j.failures.length > 0;
+    document.getElementById('no-not-run').hidden = j.not_run.length > 0;
     document.getElementById('scorecard-links').hidden = !j.scorecard;
     document.getElementById('no-scorecard').hidden = j.scorecard;
   }
@@ -339,6 +346,7 @@ constexpr absl::string_view kRunScript = R"js(
     li.setAttribute('data-done', String(j.done));
     li.setAttribute('data-running', String(j.running));
     li.setAttribute('data-failed', String(j.failed));
+    li.setAttribute('data-could-not-run', String(j.could_not_run));
     li.textContent = new Date().toISOString().substring(11, 19) + ' ' + j.run.state + ': ' +
         j.done + ' of ' + j.total + ' done, ' + j.running + ' running, ' + j.failed + ' failed' +
         (j.could_not_run ? ', ' + j.could_not_run + ' could not run' : '');
@@ -366,6 +374,32 @@ constexpr absl::string_view kRunScript = R"js(
   poll();
 })();
 )js";
+
+}  // namespace
+
+namespace {
+
+// A table of tasks under `title` ("Failures"): `id` names its tbody
+// (filled again by kRunScript), `id`-total its count and no-`id` the line
+// shown while it is empty.
+void TaskTable(std::string* out, absl::string_view title, absl::string_view id, int total,
+               const std::vector<TaskFailure>& tasks) {
+  absl::StrAppend(out, "<h2>", title, " (<span id=\"", id, "-total\">", total,
+                  "</span>; the latest ", kMaxFailuresShown, " are listed)</h2>\n<p id=\"no-",
+                  id, "\" class=\"muted\"", tasks.empty() ? "" : " hidden",
+                  ">None so far.</p>\n<table><thead><tr><th>task</th><th>node</th><th>state</th>"
+                  "<th>exit</th><th>attempt</th><th>message</th><th>stderr (tail)</th></tr>"
+                  "</thead><tbody id=\"", id, "\">\n");
+  for (const TaskFailure& f : tasks) {
+    std::string cls = f.state;
+    std::replace(cls.begin(), cls.end(), ' ', '_');
+    absl::StrAppend(out, "<tr><td>", HtmlEscape(f.name), "</td><td>", HtmlEscape(f.node),
+                    "</td><td class=\"state-", HtmlEscape(cls), "\">", HtmlEscape(f.state),
+                    "</td>", Num(f.exit_code), Num(f.attempt), "<td>", HtmlEscape(f.message),
+                    "</td><td><pre>", HtmlEscape(f.stderr_tail), "</pre></td></tr>\n");
+  }
+  absl::StrAppend(out, "</tbody></table>\n");
+}
 
 }  // namespace
 
@@ -417,31 +451,41 @@ std::string RunPage(const RunProgress& p, bool has_scorecard, const PageContext&
                     Num(e.pending), Num(e.running), Num(e.done), Num(e.failed),
                     Num(e.could_not_run), Num(e.found_failures), Num(e.cancelled), "</tr>\n");
   }
-  absl::StrAppend(
-      &out, "</tbody></table>\n<h2>Failures (<span id=\"failures-total\">",
-      p.failures_total, "</span>; the latest ", kMaxFailuresShown,
-      " are listed)</h2>\n<p id=\"no-failures\" class=\"muted\"",
-      p.failures.empty() ? "" : " hidden",
-      ">None so far.</p>\n<table><thead><tr><th>task</th><th>node</th><th>state</th>"
-      "<th>exit</th><th>attempt</th><th>message</th><th>stderr (tail)</th></tr>"
-      "</thead><tbody id=\"failures\">\n");
-  for (const TaskFailure& f : p.failures) {
-    std::string cls = f.state;
-    std::replace(cls.begin(), cls.end(), ' ', '_');
-    absl::StrAppend(&out, "<tr><td>", HtmlEscape(f.name), "</td><td>", HtmlEscape(f.node),
-                    "</td><td class=\"state-", HtmlEscape(cls), "\">",
-                    HtmlEscape(f.state), "</td>", Num(f.exit_code), Num(f.attempt),
-                    "<td>", HtmlEscape(f.message), "</td><td><pre>",
-                    HtmlEscape(f.stderr_tail), "</pre></td></tr>\n");
-  }
+  absl::StrAppend(&out, "</tbody></table>\n");
+  TaskTable(&out, "Failures", "failures", p.failures_total, p.failures);
+  // Not failures: what a node lacks (no GPU, no InfiniBand, no permission),
+  // shown on the scorecard as not measured.
+  TaskTable(&out, "Could not run", "not-run", p.could_not_run, p.not_run);
   absl::StrAppend(&out,
-                  "</tbody></table>\n<details id=\"updates\"><summary>Updates seen by "
+                  "<details id=\"updates\"><summary>Updates seen by "
                   "this page</summary><ol id=\"update-log\"></ol></details>\n<script>",
                   kRunScript, "</script>\n</body></html>\n");
   return out;
 }
 
 absl::string_view RunPageScript() { return kRunScript; }
+
+namespace {
+
+void TaskList(const std::vector<TaskFailure>& tasks, google::protobuf::ListValue* list) {
+  for (const TaskFailure& t : tasks) {
+    google::protobuf::Struct s;
+    auto& sf = *s.mutable_fields();
+    sf["task_id"] = Str(t.task_id);
+    sf["suite"] = Str(t.suite);
+    sf["name"] = Str(t.name);
+    sf["node"] = Str(t.node);
+    sf["state"] = Str(t.state);
+    sf["exit_code"] = Number(t.exit_code);
+    sf["attempt"] = Number(t.attempt);
+    sf["message"] = Str(t.message);
+    sf["stderr_tail"] = Str(t.stderr_tail);
+    sf["blamed_nodes"] = Str(t.blamed_nodes);
+    *list->add_values()->mutable_struct_value() = std::move(s);
+  }
+}
+
+}  // namespace
 
 std::string RunJson(const RunProgress& p, bool has_scorecard) {
   google::protobuf::Struct root;
@@ -485,22 +529,8 @@ std::string RunJson(const RunProgress& p, bool has_scorecard) {
     sf["cancelled"] = Number(e.cancelled);
     *entries->add_values()->mutable_struct_value() = std::move(s);
   }
-  auto* failures = f["failures"].mutable_list_value();
-  for (const TaskFailure& t : p.failures) {
-    google::protobuf::Struct s;
-    auto& sf = *s.mutable_fields();
-    sf["task_id"] = Str(t.task_id);
-    sf["suite"] = Str(t.suite);
-    sf["name"] = Str(t.name);
-    sf["node"] = Str(t.node);
-    sf["state"] = Str(t.state);
-    sf["exit_code"] = Number(t.exit_code);
-    sf["attempt"] = Number(t.attempt);
-    sf["message"] = Str(t.message);
-    sf["stderr_tail"] = Str(t.stderr_tail);
-    sf["blamed_nodes"] = Str(t.blamed_nodes);
-    *failures->add_values()->mutable_struct_value() = std::move(s);
-  }
+  TaskList(p.failures, f["failures"].mutable_list_value());
+  TaskList(p.not_run, f["not_run"].mutable_list_value());
   std::string out;
   (void)google::protobuf::util::MessageToJsonString(root, &out);
   return out;

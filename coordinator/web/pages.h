@@ -31,7 +31,8 @@ struct EntryProgress {
   int could_not_run = 0;   // TASK_FAILED with exit 2: measured nothing, failed nothing
 };
 
-// A task that failed (failed, timed out, lost) or ran and found failures (exit 1).
+// A task that failed (failed, timed out, lost), ran and found failures
+// (exit 1), or could not run (exit 2: listed apart, never as a failure).
 struct TaskFailure {
   std::string task_id, suite, name, node, state, message, stderr_tail, blamed_nodes;
   int exit_code = 0, attempt = 0;
@@ -46,6 +47,7 @@ struct RunProgress {
   std::vector<EntryProgress> entries;  // by suite_index
   std::vector<TaskFailure> failures;   // by finish time, the latest kMaxFailuresShown
   int failures_total = 0;              // all of them
+  std::vector<TaskFailure> not_run;    // could not run (why: message, stderr), as above
   int total = 0, pending = 0, running = 0, done = 0, failed = 0, cancelled = 0;
   int could_not_run = 0;    // not in `failed`, never called a failure
   bool final = false;       // completed, cancelled or failed: nothing changes any more

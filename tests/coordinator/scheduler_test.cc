@@ -500,7 +500,7 @@ TEST_CASE("on one node, pairs and gang entries that need two nodes end not measu
   RunRow* run = f.scheduler.FindRun("r1");
   CHECK(run->info.state() == "completed");
   CHECK(run->info.tasks_done() == 5);
-  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{5, 5, 3});
+  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{5, 5, 0, 3});
 }
 
 TEST_CASE("a run whose every entry needs more nodes than it has ends when it is created",
@@ -605,7 +605,7 @@ TEST_CASE("a node named twice gets one task, counted once", "[scheduler]") {
   Fixture f(2);
   RunRow* run = f.Submit("name: t\nsuites:\n  - suite: selftest\n    nodes: [node-0, node-0]\n");
   REQUIRE(f.scheduler.TasksOf("r1").size() == 1);
-  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{1, 0, 0});
+  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{1, 0, 0, 0});
   CHECK(Count(f.Schedule(), v1::CoordinatorMessage::kAssign, "node-0") == 1);
   Changes c = f.Report("node-0", "r1.0.node-0", 1, v1::TASK_COMPLETED);
   CHECK(c.finished_runs == std::vector<std::string>{"r1"});
@@ -628,7 +628,7 @@ TEST_CASE("a restored row replaces the one of the same id in the counts and node
   rows[1].info.set_state(v1::TASK_PENDING);
   f.scheduler.Restore(std::move(run), std::move(rows));
   REQUIRE(f.scheduler.TasksOf("r1").size() == 2);
-  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{2, 1, 0});
+  CHECK(f.scheduler.RecountForTest("r1") == std::vector<int>{2, 1, 0, 0});
   RunRow* restored = f.scheduler.FindRun("r1");
   f.scheduler.RefreshCounters(restored);
   CHECK(restored->info.tasks_total() == 2);

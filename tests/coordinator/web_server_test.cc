@@ -111,7 +111,8 @@ class FakeSource : public WebSource {
     run2.mutable_run()->set_run_id("r2");
     run2.mutable_run()->set_plan_name("<script>alert('x')</script>");
     run2.mutable_run()->set_state("running");
-    for (int i = 0; i < 2; ++i) {
+    // n0 runs, n1 crashed, n2 could not run.
+    for (int i = 0; i < 3; ++i) {
       auto* u = run2.add_tasks();
       u->set_task_id("r2.0.n" + std::to_string(i));
       u->set_suite("selftest");
@@ -119,9 +120,13 @@ class FakeSource : public WebSource {
       u->set_node("n" + std::to_string(i));
       u->set_state(i == 0 ? v1::TASK_RUNNING : v1::TASK_FAILED);
       if (i == 1) {
+        u->set_exit_code(1);
+        u->set_message("exited with code 1");
+        u->set_stderr_tail("boom <img src=x onerror=alert(1)>");
+      }
+      if (i == 2) {
         u->set_exit_code(2);
         u->set_message("could not run");
-        u->set_stderr_tail("boom <img src=x onerror=alert(1)>");
       }
     }
   }
@@ -379,13 +384,23 @@ TEST_CASE("a task that could not run is counted apart, never as failed", "[web]"
   CHECK(p.failures_total == 1);  // the crash alone is listed as a failure
   REQUIRE(p.failures.size() == 1);
   CHECK(p.failures[0].node == "n2");
+  // The two that could not run are listed apart, with why.
+  REQUIRE(p.not_run.size() == 2);
+  CHECK(p.not_run[0].state == "could not run");
   const std::string page = RunPage(p, true, {});
+  CHECK(page.find("<h2>Could not run (<span id=\"not-run-total\">2</span>") !=
+        std::string::npos);
+  const size_t rows = page.find("<tbody id=\"not-run\">");
+  REQUIRE(rows != std::string::npos);
+  CHECK(page.find("<td class=\"state-could_not_run\">could not run</td>", rows) !=
+        std::string::npos);
   CHECK(page.find("<span id=\"count-failed\">1</span> failed") != std::string::npos);
   CHECK(page.find("<span id=\"count-could-not-run\">2</span> could not run") !=
         std::string::npos);
   CHECK(page.find("3 failed") == std::string::npos);
   const std::string json = RunJson(p, true);
   CHECK(json.find("\"could_not_run\":2") != std::string::npos);
+  CHECK(json.find("\"not_run\":[{") != std::string::npos);
   v1::ListRunsResponse runs;
   *runs.add_runs() = run.run();
   const std::string index = IndexPage({}, runs, 0, {});

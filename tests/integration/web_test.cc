@@ -197,13 +197,13 @@ suites:
   REQUIRE(dom.out.find("id=\"update-log\"") != std::string::npos);
   // Each noted state: <li data-state="..." data-done="N" ...>.
   std::regex li(
-      R"re(<li data-state="([a-z]+)" data-done="(\d+)" data-running="(\d+)" data-failed="(\d+)")re");
+      R"re(<li data-state="([a-z]+)" data-done="(\d+)" data-running="(\d+)" data-failed="(\d+)" data-could-not-run="(\d+)")re");
   std::vector<std::string> states;
   std::set<std::string> running_done;  // tasks done, as seen while the run was running
   for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), li);
        it != std::sregex_iterator(); ++it) {
     states.push_back((*it)[1].str() + " done " + (*it)[2].str() + " failed " +
-                     (*it)[4].str());
+                     (*it)[4].str() + " could not run " + (*it)[5].str());
     if ((*it)[1].str() == "running") running_done.insert((*it)[2].str());
   }
   INFO("states seen: " << absl::StrJoin(states, "; "));
@@ -212,11 +212,16 @@ suites:
   // Progress seen changing while the run went on, not only one state and
   // the end: done 0 while the first entry was held, done 3 after it.
   CHECK(running_done.size() >= 2);
-  CHECK(absl::StartsWith(states.back(), "completed done 6 failed 3"));
+  // The broken entry could not run (exit 2): counted apart, never failed.
+  CHECK(states.back() == "completed done 6 failed 0 could not run 3");
   CHECK(dom.out.find("data-final=\"1\"") != std::string::npos);
-  // The failures arrived with their node and stderr.
-  CHECK(dom.out.find("asked to fail to run") != std::string::npos);
-  CHECK(dom.out.find("node-2") != std::string::npos);
+  // They arrived with their node and stderr, in the table of their own.
+  const size_t not_run = dom.out.find("<tbody id=\"not-run\">");
+  REQUIRE(not_run != std::string::npos);
+  const std::string not_run_rows = dom.out.substr(not_run, dom.out.find("</tbody>", not_run) - not_run);
+  CHECK(not_run_rows.find("asked to fail to run") != std::string::npos);
+  CHECK(not_run_rows.find("node-2") != std::string::npos);
+  CHECK(dom.out.find("<span id=\"failures-total\">0</span>") != std::string::npos);
 
   // Refused without the token: the API, the page (the sign-in form) and the scorecard.
   // (Checked after the live page: on a busy machine they took the seconds the

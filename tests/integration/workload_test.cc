@@ -234,27 +234,54 @@ TEST_CASE("gemm and workload in one plan: the CPU MFU of each node from its own 
   REQUIRE(r.exit.code == cmax::testing::kExitNotRated);
   const std::string run_id = Cluster::RunIdFrom(r.out);
   std::map<std::string, double> gemm;  // node -> its fp32 TFLOP/s, as stored
+  std::map<std::string, double> model;  // node -> its rank's model TFLOP/s
+  std::string seen;  // those records, for a failure's message
   for (const auto& rec : Export(c, run_id)) {
     if (!rec.record().has_measurement()) continue;
     const auto& m = rec.record().measurement();
+    std::string labels;
+    for (const auto& l : m.labels()) absl::StrAppend(&labels, l.first, "=", l.second, " ");
+    if (m.metric() == "gemm_tflops" || m.metric() == "model_tflops") {
+      absl::StrAppend(&seen, rec.node(), " ", rec.suite(), " ", m.metric(), " ", m.value(), " ",
+                      labels, "\n");
+    }
     if (m.metric() == "gemm_tflops") gemm[rec.node()] = m.value();
+    if (m.metric() == "model_tflops") model[rec.node()] = m.value();
   }
+  INFO(seen);
   REQUIRE(gemm.size() == 2);
+  REQUIRE(model.size() == 2);
   const cmax::v1::Scorecard card = ReportCard(c, run_id);
   auto mfu = RulesWithId(card, "workload.cpu_mfu");
-  REQUIRE(mfu.size() == 2);
+  // One key figure for the fleet, each node's rank from its own GEMM in
+  // its evidence.
+  REQUIRE(mfu.size() == 1);
+  const auto& rule = mfu[0];
+  INFO(rule.message());
+  CHECK(rule.outcome() == "pass");
+  CHECK(rule.unit() == "ratio");
+  CHECK(rule.value() > 0);
+  CHECK(absl::StrContains(rule.message(), "CPU MFU (model TFLOP/s over the node's own measured "
+                                          "fp32 host GEMM) of 2 ranks: median "));
+  REQUIRE(rule.evidence_size() == 2);
   std::set<std::string> nodes;
-  for (const auto& rule : mfu) {
-    INFO(rule.message());
-    nodes.insert(rule.node());
-    CHECK(rule.outcome() == "pass");
-    CHECK(rule.unit() == "ratio");
-    CHECK(rule.value() > 0);
-    CHECK(absl::StrContains(rule.message(), "% of this node's measured host GEMM ("));
-    REQUIRE(gemm.count(rule.node()));
-    CHECK(gemm[rule.node()] > 0);
+  for (const auto& line : rule.evidence()) {
+    INFO(line);
+    CHECK(absl::StrContains(line, "% of this node's measured host GEMM ("));
+    for (const auto& [node, tflops] : gemm) {
+      if (!absl::StrContains(line, absl::StrCat("(", node, ")"))) continue;
+      nodes.insert(node);
+      CHECK(tflops > 0);
+      CHECK(model.count(node) == 1);
+    }
   }
   CHECK(nodes.size() == 2);
+  // The category shows it among its key figures.
+  bool shown = false;
+  for (const auto& c : card.categories()) {
+    for (const auto& e : c.evidence()) shown = shown || e == rule.message();
+  }
+  CHECK(shown);
 }
 
 TEST_CASE("a replica perturbed on purpose departs and is blamed on its node",

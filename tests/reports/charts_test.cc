@@ -484,17 +484,24 @@ TEST_CASE("many nodes: a node's reasons alike but for numbers are shown once, ta
   REQUIRE(at != std::string::npos);
   const std::string n3 = html.substr(at, html.find("</section>", at) - at);
   INFO(n3);
-  CHECK(absl::StrContains(n3, "(and 4 more like it on this node, differing in numbers; the JSON "
-                              "scorecard has each)"));
-  CHECK(Count(n3, "Reliability warn: gpu ") == 1);  // the reason once (its 5 findings listed)
+  // The reason once, with its rule and how many more like it; the five
+  // findings listed under it.
+  CHECK(absl::StrContains(n3, "Reliability warn: gpu 0 has 10 corrected errors (health.ecc, and "
+                              "4 more like it)"));
+  CHECK(Count(n3, "Reliability warn: gpu ") == 1);
+  CHECK(Count(n3, "corrected errors <code>health.ecc</code>") == 5);
   CHECK(absl::StrContains(n3, "1 task completed at the first attempt: hostcheck (0 records)"));
-  // The JSON keeps every reason.
-  int reasons = 0;
+  // The JSON's node verdict is as short; its findings keep each one.
+  int reasons = 0, findings = 0;
   for (const auto& n : card.nodes()) {
     if (n.node() != "n3") continue;
     for (const auto& r : n.reasons()) reasons += absl::StrContains(r, "corrected errors") ? 1 : 0;
   }
-  CHECK(reasons == 5);
+  for (const auto& c : card.categories()) {
+    for (const auto& r : c.rules()) findings += r.node() == "n3" && r.rule_id() == "health.ecc";
+  }
+  CHECK(reasons == 1);
+  CHECK(findings == 5);
 }
 
 }  // namespace

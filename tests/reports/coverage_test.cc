@@ -292,7 +292,7 @@ TEST_CASE("only the last attempt of a task is judged, earlier ones are history",
   for (const auto& h : n2.history()) {
     attempts = attempts || absl::StrContains(h, "gemm: attempt 1 lost: agent on node-2 lost "
                                                 "(no heartbeat), attempt 2 completed");
-    earlier = earlier || absl::StrContains(h, "1 records of gemm from earlier attempts");
+    earlier = earlier || absl::StrContains(h, "1 record of gemm from earlier attempts");
     late_said = late_said || absl::StrContains(h, "arrived after the task ended (late)");
   }
   CHECK(attempts);

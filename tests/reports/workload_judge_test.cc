@@ -246,10 +246,44 @@ TEST_CASE("workload judge: CPU MFU only against the node's measured fp32 host GE
   gemm("node-0", "fp32", 0.25);  // its best shape counts
   gemm("node-1", "fp64", 0.1);   // not the training's precision: no MFU for node-1
   auto mfu = With(Judge(d), "workload.cpu_mfu");
+  // One fleet-wide pass (a key figure of the scorecard), each rank in its
+  // evidence: node-1 has no fp32 host GEMM, so only node-0 is there.
   REQUIRE(mfu.size() == 1);
-  CHECK(mfu[0].node() == "node-0");
+  CHECK(mfu[0].node().empty());
+  CHECK(mfu[0].outcome() == "pass");
   CHECK(mfu[0].value() == Approx(0.2));
-  CHECK(absl::StrContains(mfu[0].message(), "20% of this node's measured host GEMM"));
+  CHECK(absl::StrContains(mfu[0].message(), "of 1 rank: 20% (node-0)"));
+  REQUIRE(mfu[0].evidence_size() == 1);
+  CHECK(absl::StrContains(mfu[0].evidence(0), "20% of this node's measured host GEMM (0.25"));
+}
+
+TEST_CASE("workload judge: CPU MFU of many ranks gives the median and the lowest first",
+          "[reports][workload]") {
+  RunData d;
+  for (int r = 0; r < 12; ++r) {
+    const std::string node = absl::StrCat("node-", r);
+    Measure(&d, node, r, "model_tflops", 0.01 * (r + 1));  // node-0 lowest
+    cmax::v1::ExportedRecord er;
+    er.set_task_id("g-" + node);
+    er.set_node(node);
+    er.set_suite("gemm");
+    auto* m = er.mutable_record()->mutable_measurement();
+    m->set_suite("gemm");
+    m->set_metric("gemm_tflops");
+    m->set_unit("TFLOP/s");
+    m->set_value(0.2);
+    (*m->mutable_labels())["backend"] = "cpu";
+    (*m->mutable_labels())["dtype"] = "fp32";
+    d.records.push_back(er);
+  }
+  auto mfu = With(Judge(d), "workload.cpu_mfu");
+  REQUIRE(mfu.size() == 1);
+  CHECK(mfu[0].value() == Approx(0.325));  // (0.06 + 0.07) / 2 / 0.2
+  INFO(mfu[0].message());
+  CHECK(absl::StrContains(mfu[0].message(), "of 12 ranks: median 32.50%, lowest 5% (node-0)"));
+  REQUIRE(mfu[0].evidence_size() == 11);  // the 10 lowest, then how many more
+  CHECK(absl::StrContains(mfu[0].evidence(0), "(node-0)"));
+  CHECK(mfu[0].evidence(10) == "and 2 more ranks");
 }
 
 // ---- The loss against a baseline run (Plan.baseline.loss_curves) ----
