@@ -48,6 +48,18 @@ std::string LastLine(const std::string& text) {
 
 // Why `node` got nothing evaluated from task `t`; `not_measured` is the first
 // not-measured finding the task wrote on that node, if any.
+// The first `n` clauses of a reason, clauses split at ": ": ("stopped: rank
+// 2 on c could not run: no GPU driver", 2) -> "stopped: rank 2 on c could
+// not run".
+std::string FirstClauses(const std::string& text, int n) {
+  size_t from = 0, at = std::string::npos;
+  for (int i = 0; i < n; ++i, from = at + 2) {
+    at = text.find(": ", from);
+    if (at == std::string::npos) return text;
+  }
+  return text.substr(0, at);
+}
+
 std::string WhyNotEvaluated(const v1::TaskInfo& t, const std::string& node,
                             const std::string& not_measured) {
   const std::string message = StripVerdictPrefixes(t.message());
@@ -226,9 +238,14 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
         const std::string reason =
             WhyNotEvaluated(t, n, nm == not_measured_of.end() ? "" : nm->second);
         why.push_back({n, reason});
+        // The node's verdict reads at a glance: the reason's verdict and
+        // cause ("could not run: no GPU driver", "stopped: rank 1 on b
+        // failed: killed by signal 11"); the entry's coverage and the node's
+        // task table have it whole.
+        const int clauses = absl::StartsWith(reason, "stopped") ? 3 : 2;
         cov.not_evaluated_on_node[n].push_back(absl::StrCat(
             SuiteCategory(spec.suite()), " not measured: ", EntryLabel(spec.name(), spec.suite()),
-            " ", reason));
+            " ", OneLine(FirstClauses(reason, clauses))));
       }
     }
     e.set_nodes_asked(static_cast<int>(asked.size()));
@@ -325,6 +342,34 @@ std::string Clip(std::string text, size_t max) {
 
 }  // namespace
 
+namespace {
+
+// A grouped gap read at a glance: "3 nodes (a, b, c): could not run: no GPU
+// driver: the CUDA runtime found no driver, ..." -> "3 nodes (a, b, c):
+// could not run: no GPU driver". The category's coverage has it whole.
+std::string GlanceGap(const std::string& grouped) {
+  const size_t at = grouped.find(": ");
+  std::string nodes, reason = grouped;
+  if (at != std::string::npos) {
+    const std::string head = grouped.substr(0, at);
+    const bool head_is_reason = absl::StartsWith(head, "could not run") ||
+                                absl::StartsWith(head, "not measured") ||
+                                absl::StartsWith(head, "stopped");
+    if (!head_is_reason) {
+      nodes = head;
+      reason = grouped.substr(at + 2);
+    }
+  }
+  std::string cause = ShortCause(reason);
+  if (absl::StartsWith(reason, "could not run") && cause != "could not run" &&
+      !absl::StartsWith(cause, "stopped")) {
+    cause = absl::StrCat("could not run: ", cause);
+  }
+  return nodes.empty() ? cause : absl::StrCat(nodes, ": ", cause);
+}
+
+}  // namespace
+
 std::vector<std::string> EntryGaps(const CategoryCoverage& c) {
   std::vector<std::string> out;
   for (const auto& group : SameGaps(c, [](const v1::EntryCoverage& e) {
@@ -333,7 +378,9 @@ std::vector<std::string> EntryGaps(const CategoryCoverage& c) {
     const v1::EntryCoverage& e = c.entries[group.front()];
     const std::string head = absl::StrCat(absl::StrJoin(EntryNames(c, group), ", "), " on ",
                                           e.nodes_evaluated(), " of ", e.nodes_asked());
-    for (const auto& reason : e.not_evaluated()) out.push_back(absl::StrCat(head, ": ", reason));
+    for (const auto& reason : e.not_evaluated()) {
+      out.push_back(absl::StrCat(head, ": ", GlanceGap(reason)));
+    }
   }
   return out;
 }
@@ -366,15 +413,21 @@ std::vector<std::string> MissingForTier(const Coverage& coverage) {
           name, ": ", absl::StrJoin(EntryNames(c, group), ", "), " evaluated on ",
           CountedOf(e.nodes_evaluated(), e.nodes_asked(), "node", "nodes"), " (needs ",
           NodesNeeded(e.nodes_asked()), ")");
-      // One line an entry group: the reason's first line, cut; its category's
-      // coverage (and the node's section) has it whole.
-      if (e.not_evaluated_size() > 0) absl::StrAppend(&line, ": ", OneLine(e.not_evaluated(0)));
+      // One line an entry group: the reason's cause; its category's coverage
+      // (and the node's section) has it whole.
+      if (e.not_evaluated_size() > 0) absl::StrAppend(&line, ": ", GlanceGap(e.not_evaluated(0)));
       if (e.not_evaluated_size() > 1) {
         absl::StrAppend(&line, " (and ", e.not_evaluated_size() - 1, " more ",
                         e.not_evaluated_size() == 2 ? "reason" : "reasons", ")");
       }
       missing.push_back(std::move(line));
     }
+  }
+  if (missing.size() > kMissingLines) {
+    const size_t more = missing.size() - kMissingLines + 1;
+    missing.resize(kMissingLines - 1);
+    missing.push_back(absl::StrCat("and ", more, " more (each category's coverage says which "
+                                   "entries and why)"));
   }
   return missing;
 }
@@ -386,14 +439,16 @@ std::string ShortCause(const std::string& reason) {
   auto head = [](absl::string_view text) {
     return std::string(absl::StripAsciiWhitespace(text.substr(0, text.find(": "))));
   };
+  // "stopped: rank 1 on b could not run: ...": the cause is elsewhere.
+  constexpr absl::string_view kStopped = "stopped with a rank of its group on another node";
   absl::string_view r = absl::StripAsciiWhitespace(reason);
   for (absl::string_view verdict : {"could not run", "not measured"}) {
     if (!absl::StartsWith(r, verdict)) continue;
     const std::string rest = StripVerdictPrefixes(std::string(r));
+    if (absl::StartsWith(rest, "stopped")) return std::string(kStopped);
     return rest.empty() ? std::string(verdict) : Clip(head(rest), kMaxCause);
   }
-  // "stopped: rank 1 on b could not run: ...": the cause is elsewhere.
-  if (absl::StartsWith(r, "stopped")) return "stopped with a rank of its group on another node";
+  if (absl::StartsWith(r, "stopped")) return std::string(kStopped);
   return Clip(head(r), kMaxCause);
 }
 

@@ -70,16 +70,18 @@ bool IsFleetOnly(const v1::CategoryGrade& c);
 std::string EvaluatedOnText(const v1::CategoryGrade& c);
 
 // The plan entries' gaps, entries with the same counts and reasons said
-// once: "gemm, memory on 0 of 3: 3 nodes (a, b, c): could not run: no GPU
-// driver". One line per (entries, reason).
+// once, each reason cut to its cause: "gemm, memory on 0 of 3: 3 nodes (a,
+// b, c): could not run: no GPU driver". One line per (entries, reason).
 std::vector<std::string> EntryGaps(const CategoryCoverage& c);
 
 // What keeps the run from a tier, one line per gap (empty: it may be rated),
 // each plan entry in one line: "Compute evaluated on 0 of 3 nodes (needs
 // 3)", "Compute: gemm, memory evaluated on 0 of 3 nodes (needs 3): 3 nodes
 // (a, b, c): could not run: no GPU driver", "Storage: the plan has no suite
-// of this category".
+// of this category"; reasons cut to their cause (ShortCause). At most
+// kMissingLines lines, the last then says how many more.
 std::vector<std::string> MissingForTier(const Coverage& coverage);
+inline constexpr size_t kMissingLines = 8;
 
 // The not-rated headline, one sentence that groups the gaps by cause and
 // says each cause once: "Compute and Networking not measured:

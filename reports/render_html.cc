@@ -37,6 +37,10 @@ constexpr int kFiguresPerNode = 40;
 constexpr int kReasonsShown = 4;
 // Findings listed in a node's section (all of them are in the table).
 constexpr size_t kFindingsPerNode = 10;
+// Reasons shown open in the node verdicts (worst first); the rest folded.
+constexpr size_t kVerdictReasonsShown = 8;
+// A category's rule results shown open; more are folded behind their counts.
+constexpr int kRulesShown = 3;
 
 // One text from the data is shown up to this many bytes (a judge's evidence
 // can list every pair of a large fleet); the JSON export keeps it whole.
@@ -93,7 +97,8 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2re
 h1{font-size:1.6rem}h2{margin-top:2rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-th{background:#f6f8fa}
+th{background:#f6f8fa;white-space:nowrap}
+td.k{white-space:nowrap}
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.5rem;overflow-x:auto;white-space:pre-wrap;font-size:.85rem}
 code{font-size:.85rem}
 nav.toc a{margin-right:1rem}
@@ -195,6 +200,9 @@ if(tm){
   // The laid-out page: wider than the window means it scrolls sideways.
   tm.setAttribute('data-page-width',String(document.documentElement.scrollWidth));
   tm.setAttribute('data-page-height',String(document.documentElement.scrollHeight));
+  // Where the verdict (tier, categories, node verdicts) ends: the findings.
+  var fs=document.getElementById('findings-section');
+  if(fs)tm.setAttribute('data-findings-top',String(fs.offsetTop));
   tm.textContent='page loaded in '+ms.toFixed(0)+' ms (this browser, performance.now())';
  });
 }
@@ -299,10 +307,11 @@ void Categories(const v1::Scorecard& card, std::string* out) {
   absl::StrAppend(out, "<h2>Categories</h2>\n<table>\n<tr><th>Category</th><th>Grade</th>"
                        "<th>Evaluated on</th><th>Summary</th></tr>\n");
   for (const auto& c : card.categories()) {
-    absl::StrAppend(out, "<tr><td>", H(c.name()),
+    absl::StrAppend(out, "<tr><td class=\"k\">", H(c.name()),
                     c.simulated() ? " <span class=\"sim\">(simulated)</span>" : "",
-                    "</td><td><span class=\"badge ", GradeClass(c.grade()), "\">", H(c.grade()),
-                    "</span></td><td>", H(EvaluatedOnText(c)), "</td><td>", H(c.summary()),
+                    "</td><td class=\"k\"><span class=\"badge ", GradeClass(c.grade()), "\">",
+                    H(c.grade()), "</span></td><td class=\"k\">", H(EvaluatedOnText(c)),
+                    "</td><td>", H(c.summary()),
                     "</td></tr>\n");
   }
   absl::StrAppend(out, "</table>\n");
@@ -374,19 +383,28 @@ void Verdicts(const v1::Scorecard& card,
   // Many nodes: a reason of one node alone is shown in that node's section
   // only (it is not repeated here).
   const bool shared_only = card.nodes_size() > kInlineReasonsUpTo;
-  size_t single = 0;
-  absl::StrAppend(out, "<table>\n<tr><th>Reason</th><th>Nodes</th></tr>\n");
+  size_t single = 0, shown = 0;
+  const size_t listed = std::count_if(reasons.begin(), reasons.end(), [&](const auto& r) {
+    return !(shared_only && r.second.size() == 1);
+  });
+  const char* kHead = "<table>\n<tr><th>Reason</th><th>Nodes</th></tr>\n";
+  absl::StrAppend(out, kHead);
   for (size_t i = 0; i < reasons.size(); ++i) {
     const auto& [text, nodes] = reasons[i];
     if (shared_only && nodes.size() == 1) {
       ++single;
       continue;
     }
+    // The worst first (scorecard.cc); beyond kVerdictReasonsShown folded.
+    if (shown++ == kVerdictReasonsShown && listed > kVerdictReasonsShown + 1) {
+      absl::StrAppend(out, "</table>\n<details><summary>", listed - kVerdictReasonsShown,
+                      " more reasons</summary>", kHead);
+    }
     absl::StrAppend(out, "<tr id=\"reason-", i + 1, "\"><td>", H(Clip(text)), "</td><td>",
                     nodes.size(), " node", nodes.size() == 1 ? "" : "s", ": ", NodeList(nodes),
                     "</td></tr>\n");
   }
-  absl::StrAppend(out, "</table>\n");
+  absl::StrAppend(out, "</table>\n", listed > kVerdictReasonsShown + 1 ? "</details>\n" : "");
   if (single > 0) {
     absl::StrAppend(out, "<p>", single, " more reason", single == 1 ? "" : "s",
                     " of one node each: in the node's section below.</p>\n");
@@ -460,10 +478,18 @@ void Rules(const v1::Scorecard& card, std::string* out) {
       absl::StrAppend(out, "<p>", c.measured() ? "No rule fired." : "Not measured.", "</p>\n");
       continue;
     }
-    // Many rules: folded (the grid, verdicts and findings above show them).
-    const bool fold = c.rules_size() > 20;
+    // More than a few rules: folded, with their count by outcome (the
+    // summary, the node verdicts and the findings table above show them).
+    const bool fold = c.rules_size() > kRulesShown;
     if (fold) {
-      absl::StrAppend(out, "<details><summary>", c.rules_size(), " rule results</summary>\n");
+      std::map<std::string, int> by_outcome;
+      for (const auto& r : c.rules()) ++by_outcome[r.outcome()];
+      std::vector<std::string> counts;
+      for (const char* o : {"critical", "fail", "warn", "not_measured", "pass"}) {
+        if (by_outcome[o] > 0) absl::StrAppend(&counts.emplace_back(), by_outcome[o], " ", OutcomeLabel(o));
+      }
+      absl::StrAppend(out, "<details><summary>", c.rules_size(), " rule results: ",
+                      absl::StrJoin(counts, ", "), "</summary>\n");
     }
     absl::StrAppend(out, "<ul>\n");
     for (const auto& r : c.rules()) Rule(r, out);
@@ -487,7 +513,8 @@ std::string SeverityClass(const std::string& key) {
 // Identical findings on several nodes become one row with the node list.
 struct FindingRow {
   const v1::Finding* f;
-  std::vector<std::string> nodes;
+  std::vector<std::string> nodes;  // each node once, in first-seen order
+  int findings = 0;                // findings in the row (a node may have several)
   bool simulated = false;
 };
 
@@ -500,10 +527,15 @@ std::vector<FindingRow> GroupFindings(const v1::Scorecard& card) {
                                    "\x1f", f.action(), "\x1f", absl::StrJoin(f.evidence(), "\x1e"),
                                    "\x1f", absl::StrJoin(f.links(), "\x1e"));
     auto [it, inserted] = index.emplace(std::move(key), rows.size());
-    if (inserted) rows.push_back({&f, {}, false});
+    if (inserted) rows.push_back({&f, {}, 0, false});
     FindingRow& r = rows[it->second];
+    ++r.findings;
+    // The same finding from several tasks of one node (one per entry that
+    // could not run there) names the node once.
     const std::string node = LabelValue(f.labels(), "node");
-    if (!node.empty()) r.nodes.push_back(node);
+    if (!node.empty() && std::find(r.nodes.begin(), r.nodes.end(), node) == r.nodes.end()) {
+      r.nodes.push_back(node);
+    }
     r.simulated = r.simulated || f.simulated();
   }
   std::stable_sort(rows.begin(), rows.end(), [](const FindingRow& a, const FindingRow& b) {
@@ -542,15 +574,19 @@ void Findings(const v1::Scorecard& card, std::string* out) {
                        "placeholder=\"exact node name\"></label></div>\n");
   absl::StrAppend(out, "<table id=\"findings\">\n<thead><tr><th data-sort=\"severity\">Severity"
                        "</th><th data-sort=\"node\">Node</th><th data-sort=\"subject\">Subject"
-                       "</th><th data-sort=\"category\">Category</th><th>Finding</th><th>Action"
-                       "</th><th>Links</th></tr></thead>\n<tbody>\n");
+                       "</th><th data-sort=\"category\">Category</th><th>Finding (a click: detail, evidence, "
+                       "links)</th><th>Action</th></tr></thead>\n<tbody>\n");
   for (const auto& row : rows) {
     const v1::Finding& f = *row.f;
     const std::string sev = SeverityKey(f);
     std::vector<std::string> links;
     for (const auto& l : f.links()) links.push_back(Link(l));
-    std::string text = absl::StrCat("<strong>", H(f.title()), "</strong>");
-    if (!f.detail().empty()) absl::StrAppend(&text, "<br>", H(Clip(f.detail())));
+    // The title at a glance; the detail and evidence (CVE paragraphs,
+    // per-GPU lines) folded under it, a click away.
+    const bool folded = !f.detail().empty() || !f.evidence().empty() || !f.links().empty();
+    std::string text = absl::StrCat(folded ? "<details><summary>" : "", "<strong>", H(f.title()),
+                                    "</strong>", folded ? "</summary>" : "");
+    if (!f.detail().empty()) absl::StrAppend(&text, H(Clip(f.detail())));
     if (!f.evidence().empty()) {
       absl::StrAppend(&text, "<ul class=\"ev\">");
       int shown = 0;
@@ -569,18 +605,22 @@ void Findings(const v1::Scorecard& card, std::string* out) {
       }
       absl::StrAppend(&text, "</ul>");
     }
-    absl::StrAppend(&text, "<br><code>", H(f.check_id()), "</code>",
+    if (!links.empty()) absl::StrAppend(&text, "<p>", absl::StrJoin(links, "<br>"), "</p>");
+    if (folded) absl::StrAppend(&text, "</details>");
+    absl::StrAppend(&text, folded ? "" : "<br>", "<code>", H(f.check_id()), "</code>",
                     row.simulated ? " <span class=\"sim\">(simulated)</span>" : "");
-    const std::string nodes_cell =
+    std::string nodes_cell =
         row.nodes.size() <= 1 ? (row.nodes.empty() ? "" : H(row.nodes[0]))
                               : absl::StrCat(row.nodes.size(), " nodes: ", NodeList(row.nodes));
+    if (row.findings > static_cast<int>(std::max<size_t>(row.nodes.size(), 1))) {
+      absl::StrAppend(&nodes_cell, " (", row.findings, " findings)");
+    }
     absl::StrAppend(out, "<tr data-severity=\"", sev, "\" data-rank=\"", SeverityRank(sev),
                     "\" data-category=\"", H(f.category()), "\" data-nodes=\"",
-                    H(absl::StrJoin(row.nodes, "|")), "\"><td><span class=\"",
+                    H(absl::StrJoin(row.nodes, "|")), "\"><td class=\"k\"><span class=\"",
                     SeverityClass(sev), "\">", H(OutcomeLabel(sev)), "</span></td><td>",
-                    nodes_cell, "</td><td>", H(f.subject()), "</td><td>", H(f.category()),
-                    "</td><td>", text, "</td><td>", H(f.action()), "</td><td>",
-                    absl::StrJoin(links, "<br>"), "</td></tr>\n");
+                    nodes_cell, "</td><td>", H(f.subject()), "</td><td class=\"k\">", H(f.category()),
+                    "</td><td>", text, "</td><td>", H(f.action()), "</td></tr>\n");
   }
   absl::StrAppend(out, "</tbody></table>\n");
 }
@@ -669,9 +709,10 @@ void NodeSections(const v1::Scorecard& card,
     }
     if (auto it = node_findings.find(n.node()); it != node_findings.end()) {
       const auto& fs = it->second;
-      absl::StrAppend(out, "<p><a href=\"#filter=node:", H(n.node()), "\">", fs.size(),
-                      " finding", fs.size() == 1 ? "" : "s",
-                      "</a> (the findings table, filtered):</p><ul>");
+      // Folded: the reasons above say what matters; a click lists them.
+      absl::StrAppend(out, "<details><summary>", fs.size(), " finding", fs.size() == 1 ? "" : "s",
+                      "</summary><p><a href=\"#filter=node:", H(n.node()),
+                      "\">the findings table, filtered</a></p><ul>");
       for (size_t i = 0; i < fs.size() && i < kFindingsPerNode; ++i) {
         const std::string sev = SeverityKey(*fs[i]);
         absl::StrAppend(out, "<li><span class=\"", SeverityClass(sev), "\">", H(OutcomeLabel(sev)),
@@ -681,7 +722,7 @@ void NodeSections(const v1::Scorecard& card,
       if (fs.size() > kFindingsPerNode) {
         absl::StrAppend(out, "<li>\u2026 ", fs.size() - kFindingsPerNode, " more</li>");
       }
-      absl::StrAppend(out, "</ul>\n");
+      absl::StrAppend(out, "</ul></details>\n");
     }
     absl::StrAppend(out, "<details><summary>Inventory, tasks and figures</summary>\n");
     if (!n.inventory().empty()) {
@@ -755,15 +796,17 @@ std::string RenderHtml(const v1::Scorecard& card) {
                   "<title>cmax scorecard ", H(card.run_id()), "</title>\n<style>", kStyle,
                   "</style>\n</head>\n<body>\n");
   const auto reasons = GroupedReasons(card);
+  // The verdict first (tier, categories, nodes, findings), then the
+  // evidence behind it (charts, cost, barrier starts, rules, each node).
   Header(card, &out);
   Overview(card, &out);
   Categories(card, &out);
-  Charts(card, &out);
-  out += RenderCostHtml(card);  // cost section (reports/cost.h)
   Grid(card, &out);
   Verdicts(card, reasons, &out);
-  BarrierStarts(card, &out);
   Findings(card, &out);
+  Charts(card, &out);
+  out += RenderCostHtml(card);  // cost section (reports/cost.h)
+  BarrierStarts(card, &out);
   Rules(card, &out);
   NodeSections(card, reasons, &out);
   absl::StrAppend(&out, "<p id=\"cmax-timing\"></p>\n<script>", HtmlScript(),

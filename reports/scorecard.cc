@@ -497,8 +497,14 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
     // first headline and how many more of it ("and 3 more audit.runc_cve");
     // ten CVE findings are one line here, each in full in the findings table.
     std::vector<std::pair<const v1::RuleResult*, int>> rules;  // first of each, how many
+    const auto gaps = coverage.not_evaluated_on_node.find(node);
+    const bool has_gaps = gaps != coverage.not_evaluated_on_node.end();
     for (const auto* r : rs) {
       if (r->outcome() == "pass") continue;
+      // A task that could not run is its plan entry's gap below, said once.
+      if (has_gaps && r->outcome() == "not_measured" && absl::StartsWith(r->rule_id(), "task.")) {
+        continue;
+      }
       auto same = std::find_if(rules.begin(), rules.end(), [&](const auto& e) {
         return e.first->rule_id() == r->rule_id() && e.first->outcome() == r->outcome() &&
                e.first->category() == r->category();
@@ -525,10 +531,9 @@ v1::Scorecard Build(const RunData& input, RunData* owned) {
     }
     bool any_not_measured = !has_data;
     for (const auto* r : rs) any_not_measured = any_not_measured || r->outcome() == "not_measured";
-    if (auto it = coverage.not_evaluated_on_node.find(node);
-        it != coverage.not_evaluated_on_node.end()) {
+    if (has_gaps) {
       any_not_measured = true;
-      for (const auto& line : it->second) add_reason(line);  // the same words are said once
+      for (const auto& line : gaps->second) add_reason(line);  // the same words are said once
     }
     // Not measured is never a pass: a node with anything not measured (a
     // plan entry that evaluated nothing there, a check that could not run)

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -78,14 +79,15 @@ absl::StatusOr<cmax::reports::RunData> Load(Store& store, std::string run_id,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string db, run_id;
+  std::string db, run_id, html;
   bool parsed = false, check_same = false;
   cmax::ArgParser p(
-      "cmax-scale-scorecard --db PATH [--run ID] [--parsed | --check-same]",
+      "cmax-scale-scorecard --db PATH [--run ID] [--parsed | --check-same] [--html FILE]",
       "Builds the scorecard of a stored run as the coordinator does; prints the "
-      "time and the peak RSS. Reads only.");
+      "time and the peak RSS. Reads only (--html writes the card, rendered now, to FILE).");
   p.AddString("db", &db, "the store (a coordinator's DATA_DIR/cmax.db)");
   p.AddString("run", &run_id, "the run (default: the newest)");
+  p.AddString("html", &html, "render the card as HTML into FILE (the renderer of this build)");
   p.AddFlag("parsed", &parsed,
             "hold the records as parsed messages (the path before issue 18)");
   p.AddFlag(
@@ -130,6 +132,16 @@ int main(int argc, char** argv) {
   v1::Scorecard card, other;
   if (!build(parsed && !check_same, &card)) return 1;
   std::printf("%s%s\n", card.simulated() ? "SIMULATED: " : "", card.tier().c_str());
+  if (!html.empty()) {
+    std::ofstream out(html, std::ios::binary | std::ios::trunc);
+    out << cmax::reports::RenderHtml(card);
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", html.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", html.c_str());
+  }
   if (!check_same) return 0;
   if (!build(true, &other)) return 1;
   if (!cmax::scale::SameScorecard(card, other)) return 1;

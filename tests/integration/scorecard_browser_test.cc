@@ -170,9 +170,18 @@ suites:
   // whatever the agents' texts (paths, digests, CVE paragraphs) hold.
   const int width = AttrInt(dom, "data-page-width");
   const int height = AttrInt(dom, "data-page-height");
-  std::printf("scorecard laid out in Chromium at 1280 px: %d x %d px\n", width, height);
+  const int verdict = AttrInt(dom, "data-findings-top");
+  std::printf("scorecard laid out in Chromium at 1280 px: %d x %d px, the verdict in the first %d "
+              "px\n",
+              width, height, verdict);
   CHECK(width > 0);
   CHECK(width <= 1280);
+  // The verdict (tier, what is missing, categories, node verdicts) in three
+  // screens; the evidence after it, long texts folded. (A 3-node full-plan
+  // card was 23,000 px with CVE paragraphs open everywhere.)
+  CHECK(verdict > 0);
+  CHECK(verdict <= 3000);
+  CHECK(height <= 12000);
   // The charts from this run's data, each an <svg> with its <title>.
   for (const char* chart : {"data-chart=\"gemm:fp32 256x256x256\"", "data-chart=\"connectivity:rtt\"",
                             "data-chart=\"storage:seq-write write\"",

@@ -327,11 +327,26 @@ TEST_CASE("findings identical on several nodes share one filterable row", "[char
     d.records.push_back(Find(n, "hostcheck", "hostcheck.thp", v1::SEVERITY_WARN, "reliability",
                              "node", "transparent huge pages are always on"));
   }
+  // The same not-measured finding from two tasks of node-1: the node once,
+  // with how many findings the row holds.
+  for (int task = 0; task < 2; ++task) {
+    v1::ExportedRecord r = Find("node-1", "gemm", "gpu.no_driver", v1::SEVERITY_INFO, "compute",
+                                "node", "not measured: no GPU driver");
+    r.set_task_id(absl::StrCat("run-1.", task, ".node-1"));
+    r.mutable_record()->mutable_finding()->set_not_measured(true);
+    d.records.push_back(r);
+  }
   const v1::Scorecard card = BuildScorecard(d);
+  {
+    const std::string html = RenderHtml(card);
+    const size_t row = html.find("data-nodes=\"node-1\"><td class=\"k\"><span class=\"nm\">");
+    REQUIRE(row != std::string::npos);
+    CHECK(html.compare(html.find("</td><td>", row) + 9, 22, "node-1 (2 findings)</t") == 0);
+  }
   const std::string html = RenderHtml(card);
   CHECK(Count(html, "transparent huge pages are always on</strong>") == 1);
   CHECK(absl::StrContains(html, "data-severity=\"warn\" data-rank=\"3\" data-category=\"reliability\" "
-                                "data-nodes=\"node-1|node-2|node-3\"><td><span class=\"warn\">warn"
+                                "data-nodes=\"node-1|node-2|node-3\"><td class=\"k\"><span class=\"warn\">warn"
                                 "</span></td><td>3 nodes: "));
   CHECK(absl::StrContains(html, "<section class=\"node\" id=\"node-node-2\">"));
   CHECK(absl::StrContains(html, "id=\"cmax-timing\""));

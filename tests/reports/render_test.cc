@@ -97,19 +97,20 @@ TEST_CASE("HTML is self-contained and escapes everything", "[render]") {
   CHECK_FALSE(absl::StrContains(html, "href=\"javascript:"));
   CHECK(absl::StrContains(html, "<pre>Segmentation fault at &lt;0x0&gt;\n`boom`</pre>"));
   CHECK(absl::StrContains(html, "<th>Category</th><th>Grade</th>"));
-  CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gD\">D</span>"));
+  CHECK(absl::StrContains(
+      html, "<td class=\"k\">Security</td><td class=\"k\"><span class=\"badge gD\">D</span>"));
   // Every category has its row and its column in the nodes-by-category grid,
   // Orchestration and Monitoring included (not measured here).
   for (const char* name : {"Orchestration", "Monitoring"}) {
     INFO(name);
-    CHECK(absl::StrContains(html, std::string("<td>") + name + "</td><td>"));
+    CHECK(absl::StrContains(html, std::string("<td class=\"k\">") + name + "</td><td class=\"k\">"));
     CHECK(absl::StrContains(html, std::string(">") + name + "</text>"));
   }
   CHECK(absl::StrContains(html, "<span class=\"tier\">" + card.tier() + "</span>"));
   CHECK(absl::StrContains(html, "<th>Missing for a tier</th><td><ul><li>Compute: the plan has no "
                                 "suite of this category</li>"));
-  CHECK(absl::StrContains(html, "<td>Security</td><td><span class=\"badge gD\">D</span></td>"
-                                "<td>1 of 3 nodes</td>"));
+  CHECK(absl::StrContains(html, "<td class=\"k\">Security</td><td class=\"k\"><span "
+                                "class=\"badge gD\">D</span></td><td class=\"k\">1 of 3 nodes</td>"));
   CHECK_FALSE(absl::StrContains(html, "SIMULATED"));
 }
 
