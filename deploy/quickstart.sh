@@ -176,9 +176,17 @@ if [[ -n $run_id ]]; then
   dir="$work/data/reports/$run_id"
   echo
   echo "==> scorecard summary"
-  "$bin/cmaxctl" --coordinator "$addr" report "$run_id" --format md |
-    sed -n '/^| Tier/p;/^| Missing for a tier/p;/^| Why/p;/^## Categories/,/^## Nodes/p' |
-    grep -v '^## Nodes'
+  "$bin/cmaxctl" --coordinator "$addr" report "$run_id" --format md > "$work/scorecard.md"
+  sed -n '/^| Tier/p;/^| Missing for a tier/p;/^| Why/p;/^## Categories/,/^## Nodes/p' \
+    "$work/scorecard.md" | grep -v '^## Nodes'
+  # Rejected nodes with the worst of their reasons (the scorecard lists them
+  # worst first), ten at most: what exit 1 is about.
+  rejected=$(grep -c '^| [^|]* | \*\*FAIL\*\* |' "$work/scorecard.md" || true)
+  if [[ $rejected -gt 0 ]]; then
+    echo "rejected nodes ($rejected; the worst reason of each, the scorecard's Nodes section has all):"
+    sed -n 's/^| \([^|]*\) | \*\*FAIL\*\* | \([^|]*\)|$/  \1: \2/p' "$work/scorecard.md" |
+      sed 's/<br>.*//; s/\\_/_/g' | head -10
+  fi
   echo "scorecard files:"
   for ext in html md json xml; do
     if [[ -f $dir/scorecard.$ext ]]; then echo "  $dir/scorecard.$ext"; fi
@@ -202,8 +210,8 @@ case $rc in
         "benchmarks/plans/full.yaml on GPU nodes evaluates every category"
     fi
     finish 0 "not rated: too little was measured for a tier (see 'Why' and 'Missing for a tier' above)" ;;
-  1) finish 1 "FAILED: a node was rejected, or a task crashed, hung or was lost: the scorecard's" \
-       "'Why' row and its Nodes section say which and why${dir:+ ($dir/scorecard.md)}" ;;
+  1) finish 1 "FAILED: a node was rejected, or a task crashed, hung or was lost: 'rejected nodes'" \
+       "above and the scorecard's Nodes section say which and why${dir:+ ($dir/scorecard.md)}" ;;
   2) finish 2 "the coordinator refused the plan $plan: the line above says where (file:line:column)" ;;
   3) finish 3 "the run could not finish (cancelled, or the coordinator went away): $work/coordinator.log says why" ;;
   5)

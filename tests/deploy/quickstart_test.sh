@@ -69,9 +69,15 @@ suites:
 EOF
 quick --agents 2 --plan "$work/expect8.yaml"
 [[ $rc -eq 1 ]] || { echo "$out"; fail "a plan the nodes fail exited $rc, not 1"; }
-last_line | grep -q "^==> FAILED: a node was rejected.*'Why' row and its Nodes section" ||
+last_line | grep -q "^==> FAILED: a node was rejected.*'rejected nodes' above and the scorecard's Nodes section" ||
   { echo "$out"; fail "exit 1 without its closing line: $(last_line)"; }
 grep -q '^| Why | ' <<<"$out" || { echo "$out"; fail "exit 1: no 'Why' row"; }
+# Each rejected node with its worst reason, in one line.
+grep -q '^rejected nodes (2; ' <<<"$out" || { echo "$out"; fail "exit 1: no 'rejected nodes' list"; }
+for n in local-0 local-1; do
+  grep -q "^  $n: Reliability fail: expected 8 GPUs, found 0 (hostcheck.gpu_count)\$" <<<"$out" ||
+    { echo "$out"; fail "exit 1: $n is not listed with its reason"; }
+done
 echo "  failing plan: exit 1: $(last_line)"
 
 # --keep-running: the printed command works as printed.
