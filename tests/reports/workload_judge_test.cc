@@ -223,24 +223,33 @@ TEST_CASE("workload judge: a stall fails the rank that stopped, not the ones tha
   }
 }
 
+namespace {
+
+// A gemm task's host (cpu backend) GEMM figure on `node`.
+void HostGemm(RunData* d, const std::string& node, const std::string& dtype, double tflops) {
+  cmax::v1::ExportedRecord er;
+  er.set_task_id("g-" + node);
+  er.set_node(node);
+  er.set_suite("gemm");
+  auto* m = er.mutable_record()->mutable_measurement();
+  m->set_suite("gemm");
+  m->set_metric("gemm_tflops");
+  m->set_unit("TFLOP/s");
+  m->set_value(tflops);
+  (*m->mutable_labels())["backend"] = "cpu";
+  (*m->mutable_labels())["dtype"] = dtype;
+  d->records.push_back(er);
+}
+
+}  // namespace
+
 TEST_CASE("workload judge: CPU MFU only against the node's measured fp32 host GEMM",
           "[reports][workload]") {
   RunData d;
   Measure(&d, "node-0", 0, "model_tflops", 0.05);
   Measure(&d, "node-1", 1, "model_tflops", 0.04);
   auto gemm = [&](const std::string& node, const std::string& dtype, double tflops) {
-    cmax::v1::ExportedRecord er;
-    er.set_task_id("g-" + node);
-    er.set_node(node);
-    er.set_suite("gemm");
-    auto* m = er.mutable_record()->mutable_measurement();
-    m->set_suite("gemm");
-    m->set_metric("gemm_tflops");
-    m->set_unit("TFLOP/s");
-    m->set_value(tflops);
-    (*m->mutable_labels())["backend"] = "cpu";
-    (*m->mutable_labels())["dtype"] = dtype;
-    d.records.push_back(er);
+    HostGemm(&d, node, dtype, tflops);
   };
   gemm("node-0", "fp32", 0.2);
   gemm("node-0", "fp32", 0.25);  // its best shape counts
@@ -263,18 +272,7 @@ TEST_CASE("workload judge: CPU MFU of many ranks gives the median and the lowest
   for (int r = 0; r < 12; ++r) {
     const std::string node = absl::StrCat("node-", r);
     Measure(&d, node, r, "model_tflops", 0.01 * (r + 1));  // node-0 lowest
-    cmax::v1::ExportedRecord er;
-    er.set_task_id("g-" + node);
-    er.set_node(node);
-    er.set_suite("gemm");
-    auto* m = er.mutable_record()->mutable_measurement();
-    m->set_suite("gemm");
-    m->set_metric("gemm_tflops");
-    m->set_unit("TFLOP/s");
-    m->set_value(0.2);
-    (*m->mutable_labels())["backend"] = "cpu";
-    (*m->mutable_labels())["dtype"] = "fp32";
-    d.records.push_back(er);
+    HostGemm(&d, node, "fp32", 0.2);
   }
   auto mfu = With(Judge(d), "workload.cpu_mfu");
   REQUIRE(mfu.size() == 1);
