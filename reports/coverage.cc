@@ -48,16 +48,25 @@ std::string LastLine(const std::string& text) {
 
 // Why `node` got nothing evaluated from task `t`; `not_measured` is the first
 // not-measured finding the task wrote on that node, if any.
-// The first `n` clauses of a reason, clauses split at ": ": ("stopped: rank
-// 2 on c could not run: no GPU driver", 2) -> "stopped: rank 2 on c could
-// not run".
-std::string FirstClauses(const std::string& text, int n) {
-  size_t from = 0, at = std::string::npos;
-  for (int i = 0; i < n; ++i, from = at + 2) {
-    at = text.find(": ", from);
-    if (at == std::string::npos) return text;
+// A reason read at a glance: its clauses (split at ": ") as far as they fit
+// in `max_chars`, at least the first two (the verdict and its cause, cut
+// with "…" if even they do not fit): "could not run: no GPU driver: the
+// CUDA runtime found no driver, and neither ..." -> "could not run: no GPU
+// driver"; "could not run: node-1 cannot take part: no RDMA devices:
+// /sys/class/infiniband does not exist" -> "... no RDMA devices".
+std::string GlanceReason(const std::string& text, size_t max_chars = 90) {
+  if (text.size() <= max_chars) return OneLine(text, max_chars);
+  size_t end = text.find(": ");
+  if (end == std::string::npos) return OneLine(text, max_chars);
+  end = text.find(": ", end + 2);  // the end of the second clause
+  if (end == std::string::npos || end > max_chars) {
+    return OneLine(text.substr(0, end == std::string::npos ? text.size() : end), max_chars);
   }
-  return text.substr(0, at);
+  for (size_t next = text.find(": ", end + 2); next != std::string::npos && next <= max_chars;
+       next = text.find(": ", next + 2)) {
+    end = next;
+  }
+  return OneLine(text.substr(0, end), max_chars);
 }
 
 std::string WhyNotEvaluated(const v1::TaskInfo& t, const std::string& node,
@@ -79,6 +88,11 @@ std::string WhyNotEvaluated(const v1::TaskInfo& t, const std::string& node,
         std::string why = !not_measured.empty() ? not_measured
                           : !message.empty()    ? message
                                                 : StripVerdictPrefixes(LastLine(t.stderr_tail()));
+        // "rdma could not run: no RDMA devices" is said as "could not run:
+        // no RDMA devices" after the entry's name.
+        for (const std::string& said : {t.suite() + " could not run: ", t.suite() + ": "}) {
+          if (absl::StartsWith(why, said)) why = StripVerdictPrefixes(why.substr(said.size()));
+        }
         return with("could not run", why);
       }
       return with(absl::StrCat("crashed (exit code ", t.exit_code(), ")"), message);
@@ -242,10 +256,9 @@ Coverage ComputeCoverage(const RunData& data, const std::vector<v1::RuleResult>&
         // cause ("could not run: no GPU driver", "stopped: rank 1 on b
         // failed: killed by signal 11"); the entry's coverage and the node's
         // task table have it whole.
-        const int clauses = absl::StartsWith(reason, "stopped") ? 3 : 2;
         cov.not_evaluated_on_node[n].push_back(absl::StrCat(
             SuiteCategory(spec.suite()), " not measured: ", EntryLabel(spec.name(), spec.suite()),
-            " ", OneLine(FirstClauses(reason, clauses))));
+            " ", GlanceReason(reason)));
       }
     }
     e.set_nodes_asked(static_cast<int>(asked.size()));

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "reports/coverage.h"
 #include "reports/judge_util.h"
@@ -95,6 +96,10 @@ void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         auto f = not_measured.find({t.task_id(), node});
         std::string why =
             f != not_measured.end() ? NotMeasuredReason(f->second) : message;
+        // A suite's own "rdma could not run: ..." after the label says it twice.
+        for (const std::string& said : {t.suite() + " could not run: ", t.suite() + ": "}) {
+          if (absl::StartsWith(why, said)) why = why.substr(said.size());
+        }
         r.set_message(absl::StrCat(label, " could not run", why.empty() ? "" : ": ", why));
         if (f != not_measured.end() && !f->second.action().empty()) {
           r.set_action(f->second.action());
