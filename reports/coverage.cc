@@ -373,10 +373,15 @@ std::string GlanceGap(const std::string& grouped) {
       reason = grouped.substr(at + 2);
     }
   }
+  // The verdict stays with its cause: "could not run: no GPU driver", "not
+  // measured: bare metal (managed: false)".
   std::string cause = ShortCause(reason);
-  if (absl::StartsWith(reason, "could not run") && cause != "could not run" &&
-      !absl::StartsWith(cause, "stopped")) {
-    cause = absl::StrCat("could not run: ", cause);
+  for (const char* verdict : {"could not run", "not measured"}) {
+    if (absl::StartsWith(reason, verdict) && cause != verdict &&
+        !absl::StartsWith(cause, "stopped")) {
+      cause = absl::StrCat(verdict, ": ", cause);
+      break;
+    }
   }
   return nodes.empty() ? cause : absl::StrCat(nodes, ": ", cause);
 }
@@ -449,8 +454,20 @@ std::string ShortCause(const std::string& reason) {
   constexpr size_t kMaxCause = 80;
   // The text before the first ": " is the cause, what follows its detail
   // ("no GPU driver: libcuda.so.1: cannot open shared object file").
+  // A ": " inside parentheses is part of the cause ("bare metal (managed:
+  // false)").
   auto head = [](absl::string_view text) {
-    return std::string(absl::StripAsciiWhitespace(text.substr(0, text.find(": "))));
+    int depth = 0;
+    size_t end = text.size();
+    for (size_t i = 0; i + 1 < text.size(); ++i) {
+      if (text[i] == '(') ++depth;
+      if (text[i] == ')' && depth > 0) --depth;
+      if (depth == 0 && text[i] == ':' && text[i + 1] == ' ') {
+        end = i;
+        break;
+      }
+    }
+    return std::string(absl::StripAsciiWhitespace(text.substr(0, end)));
   };
   // "stopped: rank 1 on b could not run: ...": the cause is elsewhere.
   constexpr absl::string_view kStopped = "stopped with a rank of its group on another node";

@@ -74,9 +74,9 @@ last_line | grep -q "^==> FAILED: a node was rejected.*'rejected nodes' above an
 grep -q '^| Why | ' <<<"$out" || { echo "$out"; fail "exit 1: no 'Why' row"; }
 # Each rejected node with its worst reason, in one line.
 grep -q '^rejected nodes (2; ' <<<"$out" || { echo "$out"; fail "exit 1: no 'rejected nodes' list"; }
-for n in local-0 local-1; do
-  grep -q "^  $n: Reliability fail: expected 8 GPUs, found 0 (hostcheck.gpu_count)\$" <<<"$out" ||
-    { echo "$out"; fail "exit 1: $n is not listed with its reason"; }
+for node in local-0 local-1; do  # not n: quick() counts its folders in n
+  grep -q "^  $node: Reliability fail: expected 8 GPUs, found 0 (hostcheck.gpu_count)\$" <<<"$out" ||
+    { echo "$out"; fail "exit 1: $node is not listed with its reason"; }
 done
 echo "  failing plan: exit 1: $(last_line)"
 

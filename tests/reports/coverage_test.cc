@@ -807,6 +807,9 @@ TEST_CASE("the headline names entries of a covered category, groups causes, caps
   CHECK(ShortCause("could not run") == "could not run");
   CHECK(ShortCause("not measured: not measured: no CUDA device") == "no CUDA device");
   CHECK(ShortCause("completed without results") == "completed without results");
+  // A colon inside parentheses belongs to the cause.
+  CHECK(ShortCause("not measured: bare metal (managed: false): no scheduler asked") ==
+        "bare metal (managed: false)");
   CHECK(ShortCause("stopped: rank 1 on b could not run: x") ==
         "stopped with a rank of its group on another node");
 }
