@@ -46,8 +46,6 @@ std::string LastLine(const std::string& text) {
   return lines.empty() ? std::string() : std::string(absl::StripAsciiWhitespace(lines.back()));
 }
 
-// Why `node` got nothing evaluated from task `t`; `not_measured` is the first
-// not-measured finding the task wrote on that node, if any.
 // A reason read at a glance: its clauses (split at ": ") as far as they fit
 // in `max_chars`, at least the first two (the verdict and its cause, cut
 // with "…" if even they do not fit): "could not run: no GPU driver: the
@@ -69,6 +67,8 @@ std::string GlanceReason(const std::string& text, size_t max_chars = 90) {
   return OneLine(text.substr(0, end), max_chars);
 }
 
+// Why `node` got nothing evaluated from task `t`; `not_measured` is the first
+// not-measured finding the task wrote on that node, if any.
 std::string WhyNotEvaluated(const v1::TaskInfo& t, const std::string& node,
                             const std::string& not_measured) {
   const std::string message = StripVerdictPrefixes(t.message());
@@ -88,12 +88,8 @@ std::string WhyNotEvaluated(const v1::TaskInfo& t, const std::string& node,
         std::string why = !not_measured.empty() ? not_measured
                           : !message.empty()    ? message
                                                 : StripVerdictPrefixes(LastLine(t.stderr_tail()));
-        // "rdma could not run: no RDMA devices" is said as "could not run:
-        // no RDMA devices" after the entry's name.
-        for (const std::string& said : {t.suite() + " could not run: ", t.suite() + ": "}) {
-          if (absl::StartsWith(why, said)) why = StripVerdictPrefixes(why.substr(said.size()));
-        }
-        return with("could not run", why);
+        // Said after the entry's name: "rdma could not run: ..." once.
+        return with("could not run", StripVerdictPrefixes(WithoutSuitePrefix(why, t.suite())));
       }
       return with(absl::StrCat("crashed (exit code ", t.exit_code(), ")"), message);
     case v1::TASK_LOST:
@@ -353,10 +349,6 @@ std::string Clip(std::string text, size_t max) {
   return absl::StrCat(text.substr(0, cut), "\u2026");
 }
 
-}  // namespace
-
-namespace {
-
 // A grouped gap read at a glance: "3 nodes (a, b, c): could not run: no GPU
 // driver: the CUDA runtime found no driver, ..." -> "3 nodes (a, b, c):
 // could not run: no GPU driver". The category's coverage has it whole.
@@ -448,6 +440,13 @@ std::vector<std::string> MissingForTier(const Coverage& coverage) {
                                    "entries and why)"));
   }
   return missing;
+}
+
+std::string WithoutSuitePrefix(std::string why, const std::string& suite) {
+  for (const std::string& said : {suite + " could not run: ", suite + ": "}) {
+    if (absl::StartsWith(why, said)) why.erase(0, said.size());
+  }
+  return why;
 }
 
 std::string ShortCause(const std::string& reason) {

@@ -107,6 +107,10 @@ std::string NotMeasuredReason(const v1::Finding& f);
 // "could not run: not measured: no GPU" -> "no GPU": the verdict words that
 // several layers (agent, suite, judge) each put in front of a reason.
 std::string StripVerdictPrefixes(std::string reason);
+// A suite's reason without its own name in front ("rdma could not run: no
+// RDMA devices" or "rdma: no RDMA devices" for suite rdma -> "no RDMA
+// devices"), for a line that already names the entry.
+std::string WithoutSuitePrefix(std::string why, const std::string& suite);
 
 }  // namespace cmax::reports
 

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <map>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "reports/coverage.h"
 #include "reports/judge_util.h"
@@ -94,12 +93,9 @@ void TasksJudge(const RunData& data, std::vector<v1::RuleResult>* out) {
         r.set_category(SuiteCategory(t.suite()));
         r.set_outcome("not_measured");
         auto f = not_measured.find({t.task_id(), node});
-        std::string why =
-            f != not_measured.end() ? NotMeasuredReason(f->second) : message;
-        // A suite's own "rdma could not run: ..." after the label says it twice.
-        for (const std::string& said : {t.suite() + " could not run: ", t.suite() + ": "}) {
-          if (absl::StartsWith(why, said)) why = why.substr(said.size());
-        }
+        // The label names the suite: its own "rdma could not run: ..." would say it twice.
+        const std::string why = WithoutSuitePrefix(
+            f != not_measured.end() ? NotMeasuredReason(f->second) : message, t.suite());
         r.set_message(absl::StrCat(label, " could not run", why.empty() ? "" : ": ", why));
         if (f != not_measured.end() && !f->second.action().empty()) {
           r.set_action(f->second.action());
