@@ -72,7 +72,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR
         COMPONENT agent)
 install(FILES ${_cmax_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-agent/docs
         COMPONENT agent)
-install(TARGETS cmax-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench)
+# cmax-watch, the passive watch the agent runs between runs, beside cmax-bench.
+install(TARGETS cmax-bench cmax-watch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench)
 # Slurm: the HealthCheckProgram beside cmax-bench, the job script with the plans.
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/deploy/slurm/cmax-healthcheck
         DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bench)

@@ -31,7 +31,7 @@ if [[ $do_build -eq 1 ]]; then
 fi
 
 install -d "$prefix/bin" "$prefix/share/cmax/plans" "$prefix/share/doc/cmax"
-for b in cmax-coordinator cmax-agent cmaxctl cmax-bench cmax-bench-cuda; do
+for b in cmax-coordinator cmax-agent cmaxctl cmax-bench cmax-watch cmax-bench-cuda; do
   [[ -x $build/bin/$b ]] && install -m 0755 "$build/bin/$b" "$prefix/bin/$b"
 done
 install -m 0644 benchmarks/plans/*.yaml "$prefix/share/cmax/plans/"

@@ -95,7 +95,7 @@ nvcc=
 [[ $cross -eq 1 ]] || nvcc=$(bundle_find_nvcc)
 archs=
 [[ -n $nvcc ]] && archs=$(bundle_cuda_archs "$nvcc")
-targets=(cmax-agent cmaxctl cmax-bench)
+targets=(cmax-agent cmaxctl cmax-bench cmax-watch)
 [[ -n $nvcc ]] && targets+=(cmax-bench-cuda)
 partial=
 if [[ -n $only_targets ]]; then
