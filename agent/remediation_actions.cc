@@ -23,9 +23,9 @@ constexpr size_t kStderrTail = 2048;
 constexpr size_t kJournalCap = 256 * 1024;
 constexpr char kSince[] = "-15min";
 
-constexpr const char* kUnitTypes[] = {"service", "socket", "device",  "mount",
-                                      "automount", "swap", "target", "path",
-                                      "timer",   "slice",  "scope"};
+constexpr const char* kUnitTypes[] = {"service",   "socket", "device", "mount",
+                                      "automount", "swap",   "target", "path",
+                                      "timer",     "slice",  "scope"};
 
 bool IsUnitChar(char c) {
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == ':' || c == '-' ||
@@ -40,7 +40,11 @@ std::string ValidUtf8(absl::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
     unsigned char c = static_cast<unsigned char>(text[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     bool ok = len > 0 && i + len <= text.size();
     for (size_t k = 1; ok && k < len; ++k) {
       ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
@@ -93,7 +97,8 @@ std::string Outcome(const std::vector<std::string>& argv,
                     const absl::StatusOr<CommandResult>& run,
                     std::chrono::milliseconds timeout) {
   std::string line = CommandLine(argv);
-  if (!run.ok()) return absl::StrCat(line, ": not started (", run.status().message(), ")");
+  if (!run.ok())
+    return absl::StrCat(line, ": not started (", run.status().message(), ")");
   if (run->timed_out) {
     return absl::StrCat(line, ": timed out after ", timeout.count() / 1000, " s (",
                         run->exit.Describe(), ")");
@@ -122,18 +127,19 @@ absl::Status ValidateUnitName(absl::string_view name) {
   for (char c : name) {
     if (!IsUnitChar(c)) {
       // The name itself is not repeated: it may hold anything.
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unit name has a character systemd refuses (byte 0x",
-          absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unit name has a character systemd refuses (byte 0x",
+                       absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2), ")"));
     }
   }
   if (name[0] == '-' || name[0] == '.' || name[0] == '@') {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unit name \"", name, "\" must start with a letter, digit, ':', '_' or '\\'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unit name \"", name, "\" must start with a letter, digit, ':', '_' or '\\'"));
   }
   size_t dot = name.rfind('.');
   if (dot == absl::string_view::npos || dot == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("unit name \"", name, "\" has no type suffix"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unit name \"", name, "\" has no type suffix"));
   }
   absl::string_view type = name.substr(dot + 1);
   bool known = std::any_of(std::begin(kUnitTypes), std::end(kUnitTypes),
@@ -146,7 +152,8 @@ absl::Status ValidateUnitName(absl::string_view name) {
   size_t at = stem.find('@');
   if (at != absl::string_view::npos) {
     if (stem.find('@', at + 1) != absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("unit name \"", name, "\" has two '@'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unit name \"", name, "\" has two '@'"));
     }
     if (at + 1 == stem.size()) {
       return absl::InvalidArgumentError(
@@ -168,7 +175,8 @@ absl::Status ValidateIncidentId(absl::string_view id) {
           "incident id may hold only letters, digits, '-', '_', ':' and '.'");
     }
   }
-  if (id == "." || id == "..") return absl::InvalidArgumentError("incident id is . or ..");
+  if (id == "." || id == "..")
+    return absl::InvalidArgumentError("incident id is . or ..");
   return absl::OkStatus();
 }
 
@@ -190,11 +198,13 @@ absl::Status RemediationRunner::CheckOptions(const Options& options) {
   for (const auto& unit : options.allowed_units) {
     absl::Status s = ValidateUnitName(unit);
     if (!s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--remediation-units: ", s.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--remediation-units: ", s.message()));
     }
   }
   if (options.gpu_count < 0) return absl::InvalidArgumentError("gpu_count < 0");
-  if (options.work_dir.empty()) return absl::InvalidArgumentError("remediation needs a work dir");
+  if (options.work_dir.empty())
+    return absl::InvalidArgumentError("remediation needs a work dir");
   return absl::OkStatus();
 }
 
@@ -225,11 +235,13 @@ absl::Status RemediationRunner::Validate(const v1::RemediationAction& action) co
                                                   ") on this node"));
       }
       if (Busy()) {
-        return absl::FailedPreconditionError("a task is running on this node: no GPU reset");
+        return absl::FailedPreconditionError(
+            "a task is running on this node: no GPU reset");
       }
       return absl::OkStatus();
     case v1::REMEDIATION_REBOOT:
-      if (Busy()) return absl::FailedPreconditionError("a task is running on this node: no reboot");
+      if (Busy())
+        return absl::FailedPreconditionError("a task is running on this node: no reboot");
       return absl::OkStatus();
     default:
       return absl::InvalidArgumentError(
@@ -241,7 +253,8 @@ v1::RemediationResult RemediationRunner::Refused(const v1::RemediationAction& ac
                                                  const absl::Status& why) const {
   v1::RemediationResult result;
   // The id goes back as sent only when valid; otherwise it could be anything.
-  if (ValidateIncidentId(action.incident_id()).ok()) result.set_incident_id(action.incident_id());
+  if (ValidateIncidentId(action.incident_id()).ok())
+    result.set_incident_id(action.incident_id());
   result.set_step(action.step());
   result.set_ok(false);
   result.set_message(ValidUtf8(absl::StrCat("refused: ", why.message())));
@@ -272,9 +285,10 @@ void RemediationRunner::Post(uint64_t generation, v1::RemediationAction action) 
     }
   }
   // Only checked values are logged; the reason is the coordinator's text.
-  Log()->warn("incident {} step {}: refused: {}",
-              ValidateIncidentId(action.incident_id()).ok() ? action.incident_id() : "(invalid)",
-              action.step(), std::string(valid.message()));
+  Log()->warn(
+      "incident {} step {}: refused: {}",
+      ValidateIncidentId(action.incident_id()).ok() ? action.incident_id() : "(invalid)",
+      action.step(), std::string(valid.message()));
   Deliver(Refused(action, valid));
 }
 
@@ -307,8 +321,9 @@ void RemediationRunner::Deliver(v1::RemediationResult result) {
     if (outbox_->Send(generation_, std::move(message))) return;
   }
   if (unsent_.size() >= options_.max_unsent) {
-    Log()->warn("dropping the unsent result of incident {} step {}: {} results kept already",
-                unsent_.front().incident_id(), unsent_.front().step(), unsent_.size());
+    Log()->warn(
+        "dropping the unsent result of incident {} step {}: {} results kept already",
+        unsent_.front().incident_id(), unsent_.front().step(), unsent_.size());
     unsent_.pop_front();
   }
   unsent_.push_back(std::move(result));
@@ -345,7 +360,8 @@ void RemediationRunner::WorkerLoop() {
       continue;
     }
     v1::RemediationResult result = Run(job.action);
-    if (job.action.kind() == v1::REMEDIATION_REBOOT && result.ok()) continue;  // sent already
+    if (job.action.kind() == v1::REMEDIATION_REBOOT && result.ok())
+      continue;  // sent already
     Deliver(std::move(result));
   }
 }
@@ -380,7 +396,8 @@ v1::RemediationResult RemediationRunner::Run(const v1::RemediationAction& action
 
 void RemediationRunner::RunRestart(const v1::RemediationAction& action,
                                    v1::RemediationResult* result) {
-  const std::vector<std::string> restart = {options_.systemctl, "restart", "--", action.unit()};
+  const std::vector<std::string> restart = {options_.systemctl, "restart", "--",
+                                            action.unit()};
   auto run = RunCommand(restart, options_.restart_timeout, 64 * 1024);
   std::string message = Outcome(restart, run, options_.restart_timeout);
   if (run.ok()) result->set_stderr_tail(Tail(run->err, kStderrTail));
@@ -389,7 +406,8 @@ void RemediationRunner::RunRestart(const v1::RemediationAction& action,
     result->set_message(message);
     return;
   }
-  const std::vector<std::string> check = {options_.systemctl, "is-active", "--", action.unit()};
+  const std::vector<std::string> check = {options_.systemctl, "is-active", "--",
+                                          action.unit()};
   auto state = RunCommand(check, options_.restart_timeout, 4096);
   std::string active =
       state.ok() ? std::string(absl::StripAsciiWhitespace(state->out)) : std::string();
@@ -420,8 +438,8 @@ void RemediationRunner::RunReboot(const v1::RemediationAction& action,
   const std::vector<std::string> argv = {options_.systemctl, "reboot"};
   if (FindExecutable(options_.systemctl).empty()) {
     result->set_ok(false);
-    result->set_message(absl::StrCat(CommandLine(argv), ": not started (not found: ",
-                                     options_.systemctl, ")"));
+    result->set_message(absl::StrCat(
+        CommandLine(argv), ": not started (not found: ", options_.systemctl, ")"));
     return;
   }
   // The result goes out first: once systemd starts stopping units, this
@@ -430,9 +448,11 @@ void RemediationRunner::RunReboot(const v1::RemediationAction& action,
   requested.set_ok(true);
   requested.set_message(absl::StrCat("reboot requested: ", CommandLine(argv)));
   requested.set_ended_unix_ns(options_.clock.NowNs());
-  Log()->warn("incident {} step {}: requesting a reboot", action.incident_id(), action.step());
+  Log()->warn("incident {} step {}: requesting a reboot", action.incident_id(),
+              action.step());
   Deliver(requested);
-  if (options_.reboot_grace.count() > 0) std::this_thread::sleep_for(options_.reboot_grace);
+  if (options_.reboot_grace.count() > 0)
+    std::this_thread::sleep_for(options_.reboot_grace);
   auto run = RunCommand(argv, options_.reboot_timeout, 64 * 1024);
   if (Succeeded(run)) {
     *result = requested;
@@ -441,7 +461,8 @@ void RemediationRunner::RunReboot(const v1::RemediationAction& action,
   // The request failed after "requested" went out: a second result for the
   // same step says so.
   result->set_ok(false);
-  result->set_message(absl::StrCat("reboot failed: ", Outcome(argv, run, options_.reboot_timeout)));
+  result->set_message(
+      absl::StrCat("reboot failed: ", Outcome(argv, run, options_.reboot_timeout)));
   if (run.ok()) result->set_stderr_tail(Tail(run->err, kStderrTail));
 }
 
@@ -482,11 +503,13 @@ void RemediationRunner::RunCollect(const v1::RemediationAction& action,
   if (FindExecutable(options_.nvidia_bug_report).empty()) {
     lines.push_back("nvidia-bug-report.sh not found: not collected");
   } else {
-    std::string dir = absl::StrCat(options_.work_dir, "/remediation/", action.incident_id());
+    std::string dir =
+        absl::StrCat(options_.work_dir, "/remediation/", action.incident_id());
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     std::string path = absl::StrCat(dir, "/nvidia-bug-report.log");
-    const std::vector<std::string> argv = {options_.nvidia_bug_report, "--output-file", path};
+    const std::vector<std::string> argv = {options_.nvidia_bug_report, "--output-file",
+                                           path};
     if (ec) {
       lines.push_back(absl::StrCat(CommandLine(argv), ": not started (", dir, ": ",
                                    ec.message(), ")"));

@@ -6,8 +6,9 @@
 // What it runs, and nothing else:
 //   COLLECT       journalctl -k --since -15min --no-pager -o short-iso
 //                 journalctl --since -15min --no-pager -p warning -o short-iso
-//                 nvidia-bug-report.sh --output-file <work>/remediation/<incident>/nvidia-bug-report.log
-//                 (the last one only where the program exists)
+//                 nvidia-bug-report.sh --output-file
+//                 <work>/remediation/<incident>/nvidia-bug-report.log (the last one only
+//                 where the program exists)
 //   RESTART_UNIT  systemctl restart -- UNIT ; systemctl is-active -- UNIT
 //   RESET_GPU     nvidia-smi --gpu-reset -i N
 //   REBOOT        systemctl reboot
@@ -96,8 +97,9 @@ class RemediationRunner {
   // REQUIRES: `outbox` outlives the runner. Every allowed unit must pass
   // ValidateUnitName (see CheckOptions); one that does not is never matched.
   RemediationRunner(Options options, Outbox* outbox);
-  // Stops taking work, lets the running command finish, drops the queue
-  // (unsent results are lost) and joins the worker.
+  // Stops taking work, drops the queue (unsent results are lost), lets the
+  // running command finish (RunCommand cannot be interrupted: up to its
+  // timeout) and joins the worker.
   ~RemediationRunner();
   RemediationRunner(const RemediationRunner&) = delete;
   RemediationRunner& operator=(const RemediationRunner&) = delete;
@@ -119,6 +121,15 @@ class RemediationRunner {
   // past max_queued, RESOURCE_EXHAUSTED) gets its result, ok=false with the
   // reason, sent from this call. Results go out on the newest generation
   // seen (this one or OnConnected's); one that cannot be sent is kept.
+  //
+  // What each result says: ok, the command line(s) and how each ended
+  // (ExitInfo::Describe, "timed out after N s", "not started (...)"), the
+  // last 2 KiB of stderr (valid UTF-8), start and end in the agent's clock;
+  // COLLECT adds the artifacts kernel-log.txt and journal.txt (256 KiB each,
+  // truncated set when capped) and names the bug report's path and size.
+  // REBOOT: the result "reboot requested" (ok) is sent before systemctl
+  // runs; if systemctl then fails, a second result for the same step
+  // follows with ok=false ("reboot failed: ...").
   void Post(uint64_t generation, v1::RemediationAction action);
 
   // A new stream is up: resends the kept results, in order, on it.

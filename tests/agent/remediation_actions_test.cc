@@ -85,9 +85,10 @@ struct Fakes {
   // Writes an executable `name` that logs "name arg1 arg2 ..." and then
   // runs `body` (sh).
   std::string Write(const std::string& name, const std::string& body) const {
-    std::string script = "#!/bin/sh\n{ printf '%s' '" + name +
-                         "'; for a in \"$@\"; do printf ' %s' \"$a\"; done; printf '\\n'; } >> '" +
-                         Log() + "'\n" + body + "\n";
+    std::string script =
+        "#!/bin/sh\n{ printf '%s' '" + name +
+        "'; for a in \"$@\"; do printf ' %s' \"$a\"; done; printf '\\n'; } >> '" + Log() +
+        "'\n" + body + "\n";
     WriteFileWithMode(Path(name), script, 0755);
     return Path(name);
   }
@@ -131,8 +132,9 @@ v1::RemediationResult PostAndWait(RemediationRunner& runner, FakeOutbox& outbox,
                                   const v1::RemediationAction& action) {
   runner.Post(1, action);
   std::optional<v1::RemediationResult> r;
-  REQUIRE(WaitFor([&] { return (r = outbox.Find(action.incident_id(), action.step())).has_value(); },
-                  kWait));
+  REQUIRE(WaitFor(
+      [&] { return (r = outbox.Find(action.incident_id(), action.step())).has_value(); },
+      kWait));
   return *r;
 }
 
@@ -143,8 +145,9 @@ std::string SystemctlBody(const std::string& state = "active") {
 
 }  // namespace
 
-TEST_CASE("remediation_actions: unit names and incident ids are checked like systemd does",
-          "[remediation]") {
+TEST_CASE(
+    "remediation_actions: unit names and incident ids are checked like systemd does",
+    "[remediation]") {
   using cmax::agent::ValidateIncidentId;
   using cmax::agent::ValidateUnitName;
   CHECK(ValidateUnitName("nvidia-fabricmanager.service").ok());
@@ -200,7 +203,8 @@ TEST_CASE("remediation_actions: restart of an allowed unit runs restart then is-
   CHECK(fakes.Calls() ==
         "systemctl restart -- nvidia-fabricmanager.service\n"
         "systemctl is-active -- nvidia-fabricmanager.service\n");
-  CHECK_THAT(r.message(), Catch::Contains("restart -- nvidia-fabricmanager.service: exit 0"));
+  CHECK_THAT(r.message(),
+             Catch::Contains("restart -- nvidia-fabricmanager.service: exit 0"));
   CHECK_THAT(r.message(), Catch::Contains("state \"active\""));
   CHECK(r.started_unix_ns() > 0);
   CHECK(r.ended_unix_ns() >= r.started_unix_ns());
@@ -221,16 +225,19 @@ TEST_CASE("remediation_actions: a unit that does not come back active is not ok"
 TEST_CASE("remediation_actions: a failing command gives ok false with its stderr tail",
           "[remediation]") {
   Fakes fakes;
-  fakes.Write("systemctl",
-              "echo 'Job for nvidia-fabricmanager.service failed because the control process "
-              "exited with error code.' >&2\nexit 1");
+  fakes.Write(
+      "systemctl",
+      "echo 'Job for nvidia-fabricmanager.service failed because the control process "
+      "exited with error code.' >&2\nexit 1");
   FakeOutbox outbox;
   RemediationRunner runner(fakes.Options(), &outbox);
   auto r = PostAndWait(runner, outbox, Restart("nvidia-fabricmanager.service"));
   CHECK_FALSE(r.ok());
-  CHECK_THAT(r.message(), Catch::Contains("systemctl restart -- nvidia-fabricmanager.service"));
+  CHECK_THAT(r.message(),
+             Catch::Contains("systemctl restart -- nvidia-fabricmanager.service"));
   CHECK_THAT(r.message(), Catch::Contains("exit 1"));
-  CHECK_THAT(r.stderr_tail(), Catch::Contains("Job for nvidia-fabricmanager.service failed"));
+  CHECK_THAT(r.stderr_tail(),
+             Catch::Contains("Job for nvidia-fabricmanager.service failed"));
   // No is-active after a failed restart.
   CHECK(fakes.Calls() == "systemctl restart -- nvidia-fabricmanager.service\n");
 }
@@ -239,9 +246,10 @@ TEST_CASE("remediation_actions: the stderr tail keeps the last 2 KiB as valid UT
           "[remediation]") {
   Fakes fakes;
   // 5000 bytes of 'x', a byte that is not UTF-8, then the line that matters.
-  fakes.Write("nvidia-smi",
-              "head -c 5000 /dev/zero | tr '\\000' x >&2\nprintf '\\377 GPU 00000000:1B:00.0 is "
-              "in use\\n' >&2\nexit 255");
+  fakes.Write(
+      "nvidia-smi",
+      "head -c 5000 /dev/zero | tr '\\000' x >&2\nprintf '\\377 GPU 00000000:1B:00.0 is "
+      "in use\\n' >&2\nexit 255");
   FakeOutbox outbox;
   RemediationRunner runner(fakes.Options(), &outbox);
   auto r = PostAndWait(runner, outbox, Reset(2));
@@ -251,7 +259,8 @@ TEST_CASE("remediation_actions: the stderr tail keeps the last 2 KiB as valid UT
   CHECK_THAT(r.message(), Catch::Contains("nvidia-smi --gpu-reset -i 2: exit 255"));
 }
 
-TEST_CASE("remediation_actions: refused actions run nothing and say why", "[remediation]") {
+TEST_CASE("remediation_actions: refused actions run nothing and say why",
+          "[remediation]") {
   Fakes fakes;
   fakes.Write("systemctl", SystemctlBody());
   fakes.Write("nvidia-smi", "exit 0");
@@ -272,9 +281,12 @@ TEST_CASE("remediation_actions: refused actions run nothing and say why", "[reme
   std::vector<Case> cases = {
       {Restart("sshd.service", 10), absl::StatusCode::kPermissionDenied,
        "unit sshd.service is not in --remediation-units", false},
-      {Restart("a;b.service", 11), absl::StatusCode::kInvalidArgument, "character", false},
-      {Restart("--now", 12), absl::StatusCode::kInvalidArgument, "must start with", false},
-      {Reset(8, 13), absl::StatusCode::kOutOfRange, "GPU index 8 is not in [0, 8)", false},
+      {Restart("a;b.service", 11), absl::StatusCode::kInvalidArgument, "character",
+       false},
+      {Restart("--now", 12), absl::StatusCode::kInvalidArgument, "must start with",
+       false},
+      {Reset(8, 13), absl::StatusCode::kOutOfRange, "GPU index 8 is not in [0, 8)",
+       false},
       {Reset(-1, 14), absl::StatusCode::kOutOfRange, "GPU index -1", false},
       {Reset(0, 15), absl::StatusCode::kFailedPrecondition, "a task is running", true},
       {Action(v1::REMEDIATION_REBOOT, 16), absl::StatusCode::kFailedPrecondition,
@@ -324,9 +336,11 @@ TEST_CASE("remediation_actions: with no allowed units every restart is refused",
   CHECK_FALSE(std::filesystem::exists(fakes.Log()));
 }
 
-TEST_CASE("remediation_actions: a GPU reset runs nvidia-smi on that index", "[remediation]") {
+TEST_CASE("remediation_actions: a GPU reset runs nvidia-smi on that index",
+          "[remediation]") {
   Fakes fakes;
-  fakes.Write("nvidia-smi", "echo 'GPU 00000000:1B:00.0 was successfully reset.'\nexit 0");
+  fakes.Write("nvidia-smi",
+              "echo 'GPU 00000000:1B:00.0 was successfully reset.'\nexit 0");
   FakeOutbox outbox;
   auto options = fakes.Options();
   options.busy = [] { return false; };
@@ -374,14 +388,15 @@ TEST_CASE("remediation_actions: a reboot request that fails sends a second resul
 
 TEST_CASE("remediation_actions: collect returns both journal excerpts", "[remediation]") {
   Fakes fakes;
-  fakes.Write("journalctl",
-              "if [ \"$1\" = -k ]; then\n"
-              "  echo '2026-12-07T15:00:01+0000 n1 kernel: NVRM: Xid (PCI:0000:1b:00): 79, "
-              "pid=0, GPU has fallen off the bus.'\n"
-              "else\n"
-              "  echo '2026-12-07T15:00:02+0000 n1 nv-fabricmanager[812]: request to query "
-              "NVSwitch device information failed'\n"
-              "fi\nexit 0");
+  fakes.Write(
+      "journalctl",
+      "if [ \"$1\" = -k ]; then\n"
+      "  echo '2026-12-07T15:00:01+0000 n1 kernel: NVRM: Xid (PCI:0000:1b:00): 79, "
+      "pid=0, GPU has fallen off the bus.'\n"
+      "else\n"
+      "  echo '2026-12-07T15:00:02+0000 n1 nv-fabricmanager[812]: request to query "
+      "NVSwitch device information failed'\n"
+      "fi\nexit 0");
   FakeOutbox outbox;
   RemediationRunner runner(fakes.Options(), &outbox);
 
@@ -393,21 +408,26 @@ TEST_CASE("remediation_actions: collect returns both journal excerpts", "[remedi
     CHECK_THAT(r.artifacts(0).content(), Catch::Contains("GPU has fallen off the bus"));
     CHECK_FALSE(r.artifacts(0).truncated());
     CHECK(r.artifacts(1).name() == "journal.txt");
-    CHECK_THAT(r.artifacts(1).content(), Catch::Contains("NVSwitch device information failed"));
-    CHECK_THAT(r.message(), Catch::Contains("nvidia-bug-report.sh not found: not collected"));
+    CHECK_THAT(r.artifacts(1).content(),
+               Catch::Contains("NVSwitch device information failed"));
+    CHECK_THAT(r.message(),
+               Catch::Contains("nvidia-bug-report.sh not found: not collected"));
     CHECK(fakes.Calls() ==
           "journalctl -k --since -15min --no-pager -o short-iso\n"
           "journalctl --since -15min --no-pager -p warning -o short-iso\n");
   }
   SECTION("with nvidia-bug-report.sh: its path and size, not the file") {
-    fakes.Write("nvidia-bug-report.sh",
-                "[ \"$1\" = --output-file ] || exit 2\nhead -c 1000 /dev/zero > \"$2.gz\"\n"
-                "echo 'nvidia-bug-report.sh will now collect information' >&2\nexit 0");
+    fakes.Write(
+        "nvidia-bug-report.sh",
+        "[ \"$1\" = --output-file ] || exit 2\nhead -c 1000 /dev/zero > \"$2.gz\"\n"
+        "echo 'nvidia-bug-report.sh will now collect information' >&2\nexit 0");
     auto r = PostAndWait(runner, outbox, Action(v1::REMEDIATION_COLLECT));
     CHECK(r.ok());
     CHECK(r.artifacts_size() == 2);
-    std::string path = fakes.dir.path + "/work/remediation/inc-2026-12-07:n1.7/nvidia-bug-report.log";
-    CHECK_THAT(fakes.Calls(), Catch::Contains("nvidia-bug-report.sh --output-file " + path + "\n"));
+    std::string path =
+        fakes.dir.path + "/work/remediation/inc-2026-12-07:n1.7/nvidia-bug-report.log";
+    CHECK_THAT(fakes.Calls(),
+               Catch::Contains("nvidia-bug-report.sh --output-file " + path + "\n"));
     CHECK_THAT(r.message(), Catch::Contains("wrote " + path + ".gz (1000 bytes)"));
     CHECK_THAT(r.stderr_tail(), Catch::Contains("will now collect"));
   }
@@ -428,8 +448,9 @@ TEST_CASE("remediation_actions: a journal excerpt over 256 KiB is capped and say
   CHECK_THAT(r.message(), Catch::Contains("capped at 256 KiB"));
 }
 
-TEST_CASE("remediation_actions: a result made while the stream is down is resent on connect",
-          "[remediation]") {
+TEST_CASE(
+    "remediation_actions: a result made while the stream is down is resent on connect",
+    "[remediation]") {
   Fakes fakes;
   fakes.Write("systemctl", SystemctlBody());
   FakeOutbox outbox;
@@ -450,16 +471,18 @@ TEST_CASE("remediation_actions: a result made while the stream is down is resent
 TEST_CASE("remediation_actions: one at a time with a bounded queue", "[remediation]") {
   Fakes fakes;
   // restart waits (at most 10 s) for the test to create "release".
-  fakes.Write("systemctl", "if [ \"$1\" = restart ]; then i=0; while [ ! -e '" +
-                               fakes.Path("release") +
-                               "' ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; fi\n" +
-                               SystemctlBody());
+  fakes.Write("systemctl",
+              "if [ \"$1\" = restart ]; then i=0; while [ ! -e '" +
+                  fakes.Path("release") +
+                  "' ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; fi\n" +
+                  SystemctlBody());
   auto options = fakes.Options();
   options.max_queued = 1;
   FakeOutbox outbox;
   RemediationRunner runner(options, &outbox);
   runner.Post(1, Restart("nvidia-fabricmanager.service", 1));
-  REQUIRE(WaitFor([&] { return fakes.Calls().find("restart") != std::string::npos; }, kWait));
+  REQUIRE(
+      WaitFor([&] { return fakes.Calls().find("restart") != std::string::npos; }, kWait));
   runner.Post(1, Restart("nvidia-persistenced.service", 2));  // queued
   runner.Post(1, Restart("nvidia-persistenced.service", 3));  // one too many
   auto third = outbox.Find("inc-2026-12-07:n1.7", 3);
