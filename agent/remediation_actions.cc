@@ -100,8 +100,11 @@ std::string Outcome(const std::vector<std::string>& argv,
   if (!run.ok())
     return absl::StrCat(line, ": not started (", run.status().message(), ")");
   if (run->timed_out) {
-    return absl::StrCat(line, ": timed out after ", timeout.count() / 1000, " s (",
-                        run->exit.Describe(), ")");
+    std::string limit = timeout.count() % 1000 == 0
+                            ? absl::StrCat(timeout.count() / 1000, " s")
+                            : absl::StrCat(timeout.count(), " ms");
+    return absl::StrCat(line, ": timed out after ", limit, " (", run->exit.Describe(),
+                        ")");
   }
   return absl::StrCat(line, ": ", run->exit.Describe());
 }

@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -499,4 +500,58 @@ TEST_CASE("remediation_actions: one at a time with a bounded queue", "[remediati
         "systemctl is-active -- nvidia-fabricmanager.service\n"
         "systemctl restart -- nvidia-persistenced.service\n"
         "systemctl is-active -- nvidia-persistenced.service\n");
+}
+
+TEST_CASE("remediation_actions: a queued reset is checked again when it starts",
+          "[remediation]") {
+  Fakes fakes;
+  fakes.Write("systemctl",
+              "if [ \"$1\" = restart ]; then i=0; while [ ! -e '" +
+                  fakes.Path("release") +
+                  "' ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; fi\n" +
+                  SystemctlBody());
+  fakes.Write("nvidia-smi", "exit 0");
+  std::atomic<bool> busy{false};
+  auto options = fakes.Options();
+  options.busy = [&busy] { return busy.load(); };
+  FakeOutbox outbox;
+  RemediationRunner runner(options, &outbox);
+  runner.Post(1, Restart("nvidia-fabricmanager.service", 1));
+  REQUIRE(
+      WaitFor([&] { return fakes.Calls().find("restart") != std::string::npos; }, kWait));
+  runner.Post(1, Reset(0, 2));  // accepted: nothing runs yet
+  CHECK(outbox.Results().empty());
+  busy = true;  // a task starts before the reset's turn comes
+  WriteFileWithMode(fakes.Path("release"), "", 0644);
+  REQUIRE(WaitFor([&] { return outbox.Results().size() == 2; }, kWait));
+  auto reset = outbox.Find("inc-2026-12-07:n1.7", 2);
+  REQUIRE(reset.has_value());
+  CHECK_FALSE(reset->ok());
+  CHECK_THAT(reset->message(), Catch::Contains("a task is running"));
+  CHECK(fakes.Calls().find("nvidia-smi") == std::string::npos);
+}
+
+TEST_CASE("remediation_actions: a command past its time limit is stopped and not ok",
+          "[remediation]") {
+  Fakes fakes;
+  fakes.Write("nvidia-smi", "sleep 30");
+  auto options = fakes.Options();
+  options.reset_timeout = std::chrono::milliseconds(300);
+  FakeOutbox outbox;
+  RemediationRunner runner(options, &outbox);
+  auto start = std::chrono::steady_clock::now();
+  auto r = PostAndWait(runner, outbox, Reset(1));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK_FALSE(r.ok());
+  CHECK_THAT(r.message(), Catch::Contains("--gpu-reset -i 1: timed out after 300 ms"));
+}
+
+TEST_CASE("remediation_actions: a missing program is reported, not run",
+          "[remediation]") {
+  Fakes fakes;  // no fake nvidia-smi written
+  FakeOutbox outbox;
+  RemediationRunner runner(fakes.Options(), &outbox);
+  auto r = PostAndWait(runner, outbox, Reset(1));
+  CHECK_FALSE(r.ok());
+  CHECK_THAT(r.message(), Catch::Contains("not started (not found: "));
 }
