@@ -287,7 +287,7 @@ void RemediationRunner::Post(uint64_t generation, v1::RemediationAction action) 
       return;
     }
   }
-  // Only checked values are logged; the reason is the coordinator's text.
+  // Only checked values are logged (never the action's free-text reason).
   Log()->warn(
       "incident {} step {}: refused: {}",
       ValidateIncidentId(action.incident_id()).ok() ? action.incident_id() : "(invalid)",
