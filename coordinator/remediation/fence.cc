@@ -48,7 +48,8 @@ std::string SlurmReasonField(const std::string& line) {
   for (size_t i = rest.find(' '); i != std::string::npos; i = rest.find(' ', i + 1)) {
     const size_t eq = rest.find('=', i);
     const size_t sp = rest.find(' ', i + 1);
-    if (eq != std::string::npos && (sp == std::string::npos || eq < sp) && i + 1 < rest.size() &&
+    if (eq != std::string::npos && (sp == std::string::npos || eq < sp) &&
+        i + 1 < rest.size() &&
         absl::ascii_isupper(static_cast<unsigned char>(rest[i + 1]))) {
       return rest.substr(0, i);
     }
@@ -59,7 +60,8 @@ std::string SlurmReasonField(const std::string& line) {
 // DRAIN, DOWN or FAIL among State='s '+'-joined words ("IDLE+DRAIN", "DOWN*").
 bool SlurmStateFenced(const std::string& state) {
   for (absl::string_view word : absl::StrSplit(state, '+')) {
-    while (!word.empty() && !absl::ascii_isalpha(static_cast<unsigned char>(word.back()))) {
+    while (!word.empty() &&
+           !absl::ascii_isalpha(static_cast<unsigned char>(word.back()))) {
       word.remove_suffix(1);
     }
     if (word == "DRAIN" || word == "DRAINED" || word == "DRAINING" || word == "DOWN" ||
@@ -103,7 +105,8 @@ absl::StatusOr<std::string> RunFenceCommand(const std::vector<std::string>& argv
   const std::string cmd = absl::StrJoin(argv, " ");
   auto r = RunCommand(argv, timeout, max_output);
   if (!r.ok()) {
-    return absl::UnavailableError(absl::StrCat(cmd, ": cannot run: ", r.status().message()));
+    return absl::UnavailableError(
+        absl::StrCat(cmd, ": cannot run: ", r.status().message()));
   }
   if (r->timed_out) {
     return absl::DeadlineExceededError(
@@ -111,7 +114,8 @@ absl::StatusOr<std::string> RunFenceCommand(const std::vector<std::string>& argv
   }
   if (!r->exit.exited || r->exit.code != 0) {
     const std::string why = Tail(r->err.empty() ? r->out : r->err);
-    const bool missing = absl::StrContains(why, "not found") || absl::StrContains(why, "NotFound");
+    const bool missing =
+        absl::StrContains(why, "not found") || absl::StrContains(why, "NotFound");
     const std::string msg = absl::StrCat(cmd, ": ", r->exit.Describe(), ": ", why);
     return missing ? absl::NotFoundError(msg) : absl::UnavailableError(msg);
   }
@@ -121,16 +125,20 @@ absl::StatusOr<std::string> RunFenceCommand(const std::vector<std::string>& argv
 absl::Status CheckNodeName(const std::string& node) {
   if (IsFenceableNodeName(node)) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat("'", absl::CHexEscape(absl::string_view(node).substr(0, 80)), "' is not a node name to fence"));
+      absl::StrCat("'", absl::CHexEscape(absl::string_view(node).substr(0, 80)),
+                   "' is not a node name to fence"));
 }
 
 }  // namespace internal
 
 std::string FenceState::Describe() const {
   switch (holder) {
-    case FenceHolder::kCmax: return absl::StrCat("fenced by cmax: ", detail);
-    case FenceHolder::kOperator: return absl::StrCat("held by operator: ", detail);
-    case FenceHolder::kNone: break;
+    case FenceHolder::kCmax:
+      return absl::StrCat("fenced by cmax: ", detail);
+    case FenceHolder::kOperator:
+      return absl::StrCat("held by operator: ", detail);
+    case FenceHolder::kNone:
+      break;
   }
   return detail.empty() ? "not fenced" : absl::StrCat("not fenced: ", detail);
 }
@@ -139,7 +147,8 @@ std::string SanitizeSlurmReason(std::string_view text) {
   std::string out;
   for (char c : text) {
     const bool plain = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == ' ' ||
-                       c == ':' || c == '.' || c == '_' || c == '/' || c == '+' || c == '-';
+                       c == ':' || c == '.' || c == '_' || c == '/' || c == '+' ||
+                       c == '-';
     if (plain) out += c;
     if (out.size() >= 100) break;
   }
@@ -179,8 +188,8 @@ absl::StatusOr<FenceState> SlurmFencer::Inspect(const std::string& node) {
   CMAX_ASSIGN_OR_RETURN(std::string out, Scontrol({"show", "node", node, "-o"}));
   const std::string line = out.substr(0, out.find('\n'));
   if (!absl::StartsWith(line, absl::StrCat("NodeName=", node, " "))) {
-    return absl::NotFoundError(absl::StrCat("scontrol show node ", node, " -o: not that node: ",
-                                            line.substr(0, 200)));
+    return absl::NotFoundError(absl::StrCat("scontrol show node ", node,
+                                            " -o: not that node: ", line.substr(0, 200)));
   }
   return SlurmStateOf(line);
 }
@@ -230,10 +239,12 @@ absl::Status NoFencer::Lift(const std::string& node) { return CheckNodeName(node
 std::unique_ptr<Fencer> MakeFencer(const Policy& policy, const std::string& scontrol,
                                    const std::string& kubectl) {
   switch (policy.fence) {
-    case FenceKind::kSlurm: return std::make_unique<SlurmFencer>(scontrol);
+    case FenceKind::kSlurm:
+      return std::make_unique<SlurmFencer>(scontrol);
     case FenceKind::kKubernetes:
       return std::make_unique<KubeFencer>(kubectl, policy.kubeconfig, policy.taint);
-    case FenceKind::kNone: break;
+    case FenceKind::kNone:
+      break;
   }
   return std::make_unique<NoFencer>();
 }

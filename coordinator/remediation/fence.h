@@ -133,7 +133,8 @@ class KubeFencer : public Fencer {
 
  private:
   // Runs `kubectl --kubeconfig K args...`; its stdout, or the error above.
-  absl::StatusOr<std::string> Kubectl(const std::vector<std::string>& args, size_t max_output);
+  absl::StatusOr<std::string> Kubectl(const std::vector<std::string>& args,
+                                      size_t max_output);
   std::string kubectl_;
   std::string kubeconfig_;
   std::string taint_key_;
@@ -152,7 +153,8 @@ class NoFencer : public Fencer {
 };
 
 // The fencer `policy.fence` names, with the programs to run.
-std::unique_ptr<Fencer> MakeFencer(const Policy& policy, const std::string& scontrol = "scontrol",
+std::unique_ptr<Fencer> MakeFencer(const Policy& policy,
+                                   const std::string& scontrol = "scontrol",
                                    const std::string& kubectl = "kubectl");
 
 }  // namespace cmax::remediation

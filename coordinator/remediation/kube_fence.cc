@@ -27,9 +27,9 @@ std::shared_ptr<spdlog::logger> Log() { return GetLogger("fence"); }
 // What Inspect reads from `kubectl get node N -o json`.
 struct NodeView {
   bool cordoned = false;
-  bool ours = false;        // annotation cmax.io/fenced-by=cmax
-  bool tainted = false;     // our taint key with effect NoSchedule
-  bool foreign_taint = false;  // our taint key, another effect
+  bool ours = false;                // annotation cmax.io/fenced-by=cmax
+  bool tainted = false;             // our taint key with effect NoSchedule
+  bool foreign_taint = false;       // our taint key, another effect
   std::vector<std::string> taints;  // "key=value:Effect" of every taint
 };
 
@@ -57,7 +57,8 @@ void ReadTaints(const Struct& spec, const std::string& taint_key, NodeView* view
     const std::string key = Text(taint, "key");
     const std::string effect = Text(taint, "effect");
     const std::string value = Text(taint, "value");
-    view->taints.push_back(absl::StrCat(key, value.empty() ? "" : "=", value, ":", effect));
+    view->taints.push_back(
+        absl::StrCat(key, value.empty() ? "" : "=", value, ":", effect));
     if (key != taint_key) continue;
     (effect == "NoSchedule" ? view->tainted : view->foreign_taint) = true;
   }
@@ -78,7 +79,8 @@ absl::StatusOr<NodeView> ParseNode(const std::string& json, const std::string& n
   }
   if (const Struct* spec = Object(doc, "spec")) {
     const Value* u = Field(*spec, "unschedulable");
-    view.cordoned = u != nullptr && u->kind_case() == Value::kBoolValue && u->bool_value();
+    view.cordoned =
+        u != nullptr && u->kind_case() == Value::kBoolValue && u->bool_value();
     ReadTaints(*spec, taint_key, &view);
   }
   return view;
@@ -88,14 +90,16 @@ FenceState StateOf(const NodeView& view, const std::string& taint_key) {
   FenceState fs;
   std::vector<std::string> parts;
   if (view.cordoned) parts.push_back("cordoned");
-  if (!view.taints.empty()) parts.push_back(absl::StrCat("taints ", absl::StrJoin(view.taints, ", ")));
+  if (!view.taints.empty())
+    parts.push_back(absl::StrCat("taints ", absl::StrJoin(view.taints, ", ")));
   fs.detail = parts.empty() ? "schedulable" : absl::StrJoin(parts, "; ");
   if (view.ours) {
     fs.holder = FenceHolder::kCmax;
   } else if (view.cordoned || view.tainted || view.foreign_taint) {
     fs.holder = FenceHolder::kOperator;
-    if (!view.cordoned) fs.detail = absl::StrCat(fs.detail, " (", taint_key, " set without ",
-                                                 kFencedByAnnotation, "=", kFencedByValue, ")");
+    if (!view.cordoned)
+      fs.detail = absl::StrCat(fs.detail, " (", taint_key, " set without ",
+                               kFencedByAnnotation, "=", kFencedByValue, ")");
   }
   return fs;
 }
@@ -111,16 +115,17 @@ KubeFencer::KubeFencer(std::string kubectl, std::string kubeconfig, std::string 
 
 absl::StatusOr<std::string> KubeFencer::Kubectl(const std::vector<std::string>& args,
                                                 size_t max_output) {
-  std::vector<std::string> argv = {kubectl_, "--kubeconfig", kubeconfig_,
-                                   absl::StrCat("--request-timeout=", timeout_.count(), "ms")};
+  std::vector<std::string> argv = {
+      kubectl_, "--kubeconfig", kubeconfig_,
+      absl::StrCat("--request-timeout=", timeout_.count(), "ms")};
   argv.insert(argv.end(), args.begin(), args.end());
   return internal::RunFenceCommand(argv, timeout_, max_output);
 }
 
 absl::StatusOr<FenceState> KubeFencer::Inspect(const std::string& node) {
   CMAX_RETURN_IF_ERROR(CheckNodeName(node));
-  CMAX_ASSIGN_OR_RETURN(std::string json, Kubectl({"get", "node", node, "-o", "json"},
-                                                  kMaxNodeJson));
+  CMAX_ASSIGN_OR_RETURN(std::string json,
+                        Kubectl({"get", "node", node, "-o", "json"}, kMaxNodeJson));
   CMAX_ASSIGN_OR_RETURN(NodeView view, ParseNode(json, node, taint_key_));
   return StateOf(view, taint_key_);
 }
@@ -131,34 +136,40 @@ absl::Status KubeFencer::Fence(const std::string& node, const std::string& reaso
     return absl::AlreadyExistsError(absl::StrCat("held by operator: ", state.detail));
   }
   const std::string mark = absl::StrCat(kFencedByAnnotation, "=", kFencedByValue);
-  CMAX_RETURN_IF_ERROR(Kubectl({"annotate", "node", node, mark, "--overwrite"}, kMaxOutput).status());
+  CMAX_RETURN_IF_ERROR(
+      Kubectl({"annotate", "node", node, mark, "--overwrite"}, kMaxOutput).status());
   CMAX_RETURN_IF_ERROR(Kubectl({"cordon", node}, kMaxOutput).status());
-  CMAX_RETURN_IF_ERROR(Kubectl({"taint", "nodes", node,
-                                absl::StrCat(taint_key_, "=cmax:NoSchedule"), "--overwrite"},
-                               kMaxOutput)
-                           .status());
+  CMAX_RETURN_IF_ERROR(
+      Kubectl({"taint", "nodes", node, absl::StrCat(taint_key_, "=cmax:NoSchedule"),
+               "--overwrite"},
+              kMaxOutput)
+          .status());
   Log()->warn("fenced {} in Kubernetes (cordon, taint {}): {}", node, taint_key_, reason);
   return absl::OkStatus();
 }
 
 absl::Status KubeFencer::Lift(const std::string& node) {
   CMAX_RETURN_IF_ERROR(CheckNodeName(node));
-  CMAX_ASSIGN_OR_RETURN(std::string json, Kubectl({"get", "node", node, "-o", "json"},
-                                                  kMaxNodeJson));
+  CMAX_ASSIGN_OR_RETURN(std::string json,
+                        Kubectl({"get", "node", node, "-o", "json"}, kMaxNodeJson));
   CMAX_ASSIGN_OR_RETURN(NodeView view, ParseNode(json, node, taint_key_));
   const FenceState state = StateOf(view, taint_key_);
   if (state.holder == FenceHolder::kNone) return absl::OkStatus();
   if (state.holder == FenceHolder::kOperator) {
-    return absl::FailedPreconditionError(absl::StrCat("cordoned by someone else: ", state.detail));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cordoned by someone else: ", state.detail));
   }
   if (view.tainted) {
     CMAX_RETURN_IF_ERROR(
-        Kubectl({"taint", "nodes", node, absl::StrCat(taint_key_, ":NoSchedule-")}, kMaxOutput)
+        Kubectl({"taint", "nodes", node, absl::StrCat(taint_key_, ":NoSchedule-")},
+                kMaxOutput)
             .status());
   }
-  if (view.cordoned) CMAX_RETURN_IF_ERROR(Kubectl({"uncordon", node}, kMaxOutput).status());
+  if (view.cordoned)
+    CMAX_RETURN_IF_ERROR(Kubectl({"uncordon", node}, kMaxOutput).status());
   CMAX_RETURN_IF_ERROR(
-      Kubectl({"annotate", "node", node, absl::StrCat(kFencedByAnnotation, "-")}, kMaxOutput)
+      Kubectl({"annotate", "node", node, absl::StrCat(kFencedByAnnotation, "-")},
+              kMaxOutput)
           .status());
   Log()->info("returned {} to Kubernetes scheduling (was: {})", node, state.detail);
   return absl::OkStatus();

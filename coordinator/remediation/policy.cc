@@ -33,8 +33,8 @@ class Parser {
     try {
       return ParseRoot(YAML::Load(text));
     } catch (const YAML::Exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source_, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+      return absl::InvalidArgumentError(absl::StrCat(source_, ":", e.mark.line + 1, ":",
+                                                     e.mark.column + 1, ": ", e.msg));
     }
   }
 
@@ -52,15 +52,18 @@ class Parser {
     for (const auto& kv : node) {
       const std::string key = kv.first.as<std::string>();
       if (allowed.count(key) == 0) {
-        return Error(kv.first, absl::StrCat("unknown key '", key, "' in ", what, " (known: ",
-                                            absl::StrJoin(allowed, ", "), ")"));
+        return Error(kv.first,
+                     absl::StrCat("unknown key '", key, "' in ", what,
+                                  " (known: ", absl::StrJoin(allowed, ", "), ")"));
       }
     }
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::string> Scalar(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsScalar()) return Error(node, absl::StrCat(what, " must be a single value"));
+  absl::StatusOr<std::string> Scalar(const YAML::Node& node,
+                                     const std::string& what) const {
+    if (!node.IsScalar())
+      return Error(node, absl::StrCat(what, " must be a single value"));
     return node.Scalar();
   }
 
@@ -69,8 +72,8 @@ class Parser {
     CMAX_ASSIGN_OR_RETURN(std::string text, Scalar(node, what));
     int v = 0;
     if (!absl::SimpleAtoi(text, &v) || v < lo || v > hi) {
-      return Error(node, absl::StrCat(what, " '", text, "' must be a whole number in [", lo,
-                                      ", ", hi, "]"));
+      return Error(node, absl::StrCat(what, " '", text, "' must be a whole number in [",
+                                      lo, ", ", hi, "]"));
     }
     return v;
   }
@@ -79,14 +82,18 @@ class Parser {
     Policy policy;
     policy.source = source_;
     if (root.IsNull()) return policy;
-    CMAX_RETURN_IF_ERROR(CheckKeys(root, "the policy",
-                                   {"mode", "level", "fence", "kubeconfig", "taint", "breaker",
-                                    "flap", "allow_units", "escalate", "rules"}));
+    CMAX_RETURN_IF_ERROR(
+        CheckKeys(root, "the policy",
+                  {"mode", "level", "fence", "kubeconfig", "taint", "breaker", "flap",
+                   "allow_units", "escalate", "rules"}));
     CMAX_RETURN_IF_ERROR(ParseHeader(root, &policy));
-    if (root["breaker"]) CMAX_RETURN_IF_ERROR(ParseBreaker(root["breaker"], &policy.breaker));
+    if (root["breaker"])
+      CMAX_RETURN_IF_ERROR(ParseBreaker(root["breaker"], &policy.breaker));
     if (root["flap"]) CMAX_RETURN_IF_ERROR(ParseFlap(root["flap"], &policy.flap));
-    if (root["allow_units"]) CMAX_RETURN_IF_ERROR(ParseUnits(root["allow_units"], &policy));
-    if (root["escalate"]) CMAX_RETURN_IF_ERROR(ParseEscalate(root["escalate"], &policy.escalate));
+    if (root["allow_units"])
+      CMAX_RETURN_IF_ERROR(ParseUnits(root["allow_units"], &policy));
+    if (root["escalate"])
+      CMAX_RETURN_IF_ERROR(ParseEscalate(root["escalate"], &policy.escalate));
     if (root["rules"]) CMAX_RETURN_IF_ERROR(ParseRules(root["rules"], &policy));
     CMAX_RETURN_IF_ERROR(CheckFence(root, policy));
     return policy;
@@ -106,9 +113,10 @@ class Parser {
     if (root["taint"]) {
       CMAX_ASSIGN_OR_RETURN(policy->taint, Scalar(root["taint"], "taint"));
       if (!IsValidLabelKey(policy->taint)) {
-        return Error(root["taint"], absl::StrCat("taint '", policy->taint,
-                                                 "' is not a Kubernetes label key "
-                                                 "([prefix/]name, e.g. cmax.io/quarantined)"));
+        return Error(root["taint"],
+                     absl::StrCat("taint '", policy->taint,
+                                  "' is not a Kubernetes label key "
+                                  "([prefix/]name, e.g. cmax.io/quarantined)"));
       }
     }
     return absl::OkStatus();
@@ -130,7 +138,8 @@ class Parser {
     CMAX_ASSIGN_OR_RETURN(std::string word, Scalar(node, "level"));
     const v1::Severity s = ParseSeverity(word);
     if (s != v1::SEVERITY_WARN && s != v1::SEVERITY_FAIL && s != v1::SEVERITY_CRITICAL) {
-      return Error(node, absl::StrCat("level '", word, "' must be warn, fail or critical"));
+      return Error(node,
+                   absl::StrCat("level '", word, "' must be warn, fail or critical"));
     }
     policy->level = s;
     return absl::OkStatus();
@@ -144,7 +153,8 @@ class Parser {
         return absl::OkStatus();
       }
     }
-    return Error(node, absl::StrCat("fence '", word, "' must be slurm, kubernetes or none"));
+    return Error(node,
+                 absl::StrCat("fence '", word, "' must be slurm, kubernetes or none"));
   }
 
   absl::Status ParseBreaker(const YAML::Node& node, Breaker* breaker) {
@@ -154,8 +164,9 @@ class Parser {
                             Int(node["max_nodes"], "breaker.max_nodes", 1, 1000000));
     }
     if (node["max_percent"]) {
-      CMAX_ASSIGN_OR_RETURN(breaker->max_percent,
-                            Int(node["max_percent"], "breaker.max_percent (0 < P <= 100)", 1, 100));
+      CMAX_ASSIGN_OR_RETURN(
+          breaker->max_percent,
+          Int(node["max_percent"], "breaker.max_percent (0 < P <= 100)", 1, 100));
     }
     return absl::OkStatus();
   }
@@ -168,22 +179,26 @@ class Parser {
     if (!node["window"]) return absl::OkStatus();
     CMAX_ASSIGN_OR_RETURN(std::string text, Scalar(node["window"], "flap.window"));
     absl::Duration d;
-    if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration() || d > absl::Hours(24 * 30)) {
-      return Error(node["window"], absl::StrCat("flap.window '", text,
-                                                "' must be a duration in (0, 720h] such as 90s, "
-                                                "30m, 24h or 1h30m"));
+    if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration() ||
+        d > absl::Hours(24 * 30)) {
+      return Error(node["window"],
+                   absl::StrCat("flap.window '", text,
+                                "' must be a duration in (0, 720h] such as 90s, "
+                                "30m, 24h or 1h30m"));
     }
     flap->window = d;
     return absl::OkStatus();
   }
 
   absl::Status ParseUnits(const YAML::Node& node, Policy* policy) {
-    if (!node.IsSequence()) return Error(node, "allow_units must be a list of systemd units");
+    if (!node.IsSequence())
+      return Error(node, "allow_units must be a list of systemd units");
     for (const auto& item : node) {
       CMAX_ASSIGN_OR_RETURN(std::string unit, Scalar(item, "an allow_units entry"));
       if (!IsValidUnitName(unit)) {
-        return Error(item, absl::StrCat("'", unit, "' is not a systemd unit name "
-                                                   "(e.g. nvidia-fabricmanager.service)"));
+        return Error(item, absl::StrCat("'", unit,
+                                        "' is not a systemd unit name "
+                                        "(e.g. nvidia-fabricmanager.service)"));
       }
       policy->allow_units.push_back(unit);
     }
@@ -193,15 +208,18 @@ class Parser {
   absl::Status ParseEscalate(const YAML::Node& node, Escalation* escalation) {
     CMAX_RETURN_IF_ERROR(CheckKeys(node, "escalate", {"webhook", "command"}));
     if (node["webhook"]) {
-      CMAX_ASSIGN_OR_RETURN(escalation->webhook, Scalar(node["webhook"], "escalate.webhook"));
+      CMAX_ASSIGN_OR_RETURN(escalation->webhook,
+                            Scalar(node["webhook"], "escalate.webhook"));
       const std::string& url = escalation->webhook;
-      const bool scheme = absl::StartsWith(url, "https://") || absl::StartsWith(url, "http://");
+      const bool scheme =
+          absl::StartsWith(url, "https://") || absl::StartsWith(url, "http://");
       const bool spaces = std::any_of(url.begin(), url.end(), [](char c) {
         return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
       });
       if (!scheme || spaces || url.size() > 2048 || absl::EndsWith(url, "//")) {
-        return Error(node["webhook"], absl::StrCat("escalate.webhook '", url,
-                                                   "' must be an http(s) URL without spaces"));
+        return Error(node["webhook"],
+                     absl::StrCat("escalate.webhook '", url,
+                                  "' must be an http(s) URL without spaces"));
       }
     }
     if (node["command"]) CMAX_RETURN_IF_ERROR(ParseCommand(node["command"], escalation));
@@ -213,12 +231,14 @@ class Parser {
       return Error(node, "escalate.command must be a non-empty list (an argv, no shell)");
     }
     for (const auto& item : node) {
-      CMAX_ASSIGN_OR_RETURN(std::string arg, Scalar(item, "an escalate.command argument"));
+      CMAX_ASSIGN_OR_RETURN(std::string arg,
+                            Scalar(item, "an escalate.command argument"));
       escalation->command.push_back(arg);
     }
     if (!absl::StartsWith(escalation->command[0], "/")) {
-      return Error(node[0], absl::StrCat("escalate.command's program '", escalation->command[0],
-                                         "' must be an absolute path"));
+      return Error(node[0],
+                   absl::StrCat("escalate.command's program '", escalation->command[0],
+                                "' must be an absolute path"));
     }
     return absl::OkStatus();
   }
@@ -240,9 +260,10 @@ class Parser {
     CMAX_RETURN_IF_ERROR(ParseMatch(node["match"], &rule.match));
     const YAML::Node steps = node["steps"];
     if (!steps || !steps.IsSequence() || steps.size() == 0) {
-      return Error(steps ? steps : node, absl::StrCat("rule '", rule.match.check,
-                                                      "' has no steps (e.g. steps: [collect, "
-                                                      "escalate])"));
+      return Error(steps ? steps : node,
+                   absl::StrCat("rule '", rule.match.check,
+                                "' has no steps (e.g. steps: [collect, "
+                                "escalate])"));
     }
     for (const auto& item : steps) {
       CMAX_ASSIGN_OR_RETURN(Step step, ParseStep(item, policy));
@@ -259,7 +280,8 @@ class Parser {
 
   absl::Status ParseMatch(const YAML::Node& node, RuleMatch* match) {
     CMAX_RETURN_IF_ERROR(CheckKeys(node, "match", {"check", "xid", "suite"}));
-    if (!node["check"]) return Error(node, "match needs check: ID (or a prefix ending in *)");
+    if (!node["check"])
+      return Error(node, "match needs check: ID (or a prefix ending in *)");
     CMAX_ASSIGN_OR_RETURN(match->check, Scalar(node["check"], "match.check"));
     if (!IsValidCheckPattern(match->check)) {
       return Error(node["check"], absl::StrCat("match.check '", match->check,
@@ -272,7 +294,8 @@ class Parser {
     if (!node["xid"]) return absl::OkStatus();
     const YAML::Node xids = node["xid"];
     if (!xids.IsSequence() || xids.size() == 0) {
-      return Error(xids, "match.xid must be a non-empty list of Xid numbers, e.g. [79, 48]");
+      return Error(xids,
+                   "match.xid must be a non-empty list of Xid numbers, e.g. [79, 48]");
     }
     for (const auto& x : xids) {
       CMAX_ASSIGN_OR_RETURN(int xid, Int(x, "an Xid", 1, 65535));
@@ -296,16 +319,17 @@ class Parser {
     step.line = node.Mark().line + 1;
     if (node.IsScalar()) return ParseBareStep(node, step);
     if (!node.IsMap() || node.size() != 1) {
-      return Error(node, "a step is a word (collect, reset_gpu, reboot, verify, escalate) or "
-                         "a one-key map ({restart_unit: UNIT}, {reset_gpu: INDEX})");
+      return Error(node,
+                   "a step is a word (collect, reset_gpu, reboot, verify, escalate) or "
+                   "a one-key map ({restart_unit: UNIT}, {reset_gpu: INDEX})");
     }
     const auto kv = *node.begin();
     const std::string action = kv.first.as<std::string>();
     if (action == "restart_unit") return ParseRestart(kv.second, policy, step);
     if (action == "reset_gpu") {
       step.kind = StepKind::kResetGpu;
-      CMAX_ASSIGN_OR_RETURN(step.gpu_index, Int(kv.second, "reset_gpu's GPU index", 0,
-                                                kMaxGpuIndex));
+      CMAX_ASSIGN_OR_RETURN(step.gpu_index,
+                            Int(kv.second, "reset_gpu's GPU index", 0, kMaxGpuIndex));
       return step;
     }
     return Error(kv.first, absl::StrCat("unknown action '", action,
@@ -321,13 +345,16 @@ class Parser {
         return step;
       }
     }
-    if (word == "restart_unit") return Error(node, "restart_unit needs a unit: {restart_unit: UNIT}");
-    return Error(node, absl::StrCat("unknown action '", word,
-                                    "' (collect, restart_unit, reset_gpu, reboot, verify, "
-                                    "escalate)"));
+    if (word == "restart_unit")
+      return Error(node, "restart_unit needs a unit: {restart_unit: UNIT}");
+    return Error(node,
+                 absl::StrCat("unknown action '", word,
+                              "' (collect, restart_unit, reset_gpu, reboot, verify, "
+                              "escalate)"));
   }
 
-  absl::StatusOr<Step> ParseRestart(const YAML::Node& value, const Policy& policy, Step step) {
+  absl::StatusOr<Step> ParseRestart(const YAML::Node& value, const Policy& policy,
+                                    Step step) {
     step.kind = StepKind::kRestartUnit;
     CMAX_ASSIGN_OR_RETURN(step.unit, Scalar(value, "restart_unit's unit"));
     if (!IsValidUnitName(step.unit)) {
@@ -335,9 +362,10 @@ class Parser {
     }
     const auto& allowed = policy.allow_units;
     if (std::find(allowed.begin(), allowed.end(), step.unit) == allowed.end()) {
-      return Error(value, absl::StrCat("unit '", step.unit, "' is not in allow_units (",
-                                       allowed.empty() ? "empty" : absl::StrJoin(allowed, ", "),
-                                       ")"));
+      return Error(
+          value,
+          absl::StrCat("unit '", step.unit, "' is not in allow_units (",
+                       allowed.empty() ? "empty" : absl::StrJoin(allowed, ", "), ")"));
     }
     return step;
   }
@@ -351,10 +379,11 @@ class Parser {
     for (size_t i = 0; i < policy.rules.size(); ++i) {
       for (const Step& step : policy.rules[i].steps) {
         if (step.kind != StepKind::kReboot) continue;
-        return Error(root["rules"][i], absl::StrCat(
-            "rule '", policy.rules[i].match.check,
-            "' reboots, which needs fence: slurm or kubernetes (only a drained, idle node "
-            "is rebooted)"));
+        return Error(root["rules"][i],
+                     absl::StrCat("rule '", policy.rules[i].match.check,
+                                  "' reboots, which needs fence: slurm or kubernetes "
+                                  "(only a drained, idle node "
+                                  "is rebooted)"));
       }
     }
     return absl::OkStatus();
@@ -372,10 +401,13 @@ bool MatchesCheck(const std::string& pattern, const std::string& check) {
 
 std::string DescribeStep(const Step& step) {
   switch (step.kind) {
-    case StepKind::kRestartUnit: return absl::StrCat("restart ", step.unit);
+    case StepKind::kRestartUnit:
+      return absl::StrCat("restart ", step.unit);
     case StepKind::kResetGpu:
-      return step.gpu_index < 0 ? "reset GPU" : absl::StrCat("reset GPU ", step.gpu_index);
-    default: return StepKindName(step.kind);
+      return step.gpu_index < 0 ? "reset GPU"
+                                : absl::StrCat("reset GPU ", step.gpu_index);
+    default:
+      return StepKindName(step.kind);
   }
 }
 
@@ -385,21 +417,30 @@ std::string ModeName(Mode mode) { return mode == Mode::kEnforce ? "enforce" : "d
 
 std::string FenceKindName(FenceKind kind) {
   switch (kind) {
-    case FenceKind::kSlurm: return "slurm";
-    case FenceKind::kKubernetes: return "kubernetes";
-    case FenceKind::kNone: break;
+    case FenceKind::kSlurm:
+      return "slurm";
+    case FenceKind::kKubernetes:
+      return "kubernetes";
+    case FenceKind::kNone:
+      break;
   }
   return "none";
 }
 
 std::string StepKindName(StepKind kind) {
   switch (kind) {
-    case StepKind::kCollect: return "collect";
-    case StepKind::kRestartUnit: return "restart_unit";
-    case StepKind::kResetGpu: return "reset_gpu";
-    case StepKind::kReboot: return "reboot";
-    case StepKind::kVerify: return "verify";
-    case StepKind::kEscalate: return "escalate";
+    case StepKind::kCollect:
+      return "collect";
+    case StepKind::kRestartUnit:
+      return "restart_unit";
+    case StepKind::kResetGpu:
+      return "reset_gpu";
+    case StepKind::kReboot:
+      return "reboot";
+    case StepKind::kVerify:
+      return "verify";
+    case StepKind::kEscalate:
+      return "escalate";
   }
   return "unknown";
 }
@@ -409,9 +450,9 @@ const Rule* Policy::Match(const FindingKey& finding) const {
     const RuleMatch& m = rule.match;
     if (!MatchesCheck(m.check, finding.check)) continue;
     if (!m.suite.empty() && m.suite != finding.suite) continue;
-    if (!m.xids.empty() && (!finding.xid.has_value() ||
-                            std::find(m.xids.begin(), m.xids.end(), *finding.xid) ==
-                                m.xids.end())) {
+    if (!m.xids.empty() &&
+        (!finding.xid.has_value() ||
+         std::find(m.xids.begin(), m.xids.end(), *finding.xid) == m.xids.end())) {
       continue;
     }
     return &rule;
@@ -433,7 +474,8 @@ absl::StatusOr<Policy> ParsePolicy(const std::string& yaml, const std::string& s
 
 absl::StatusOr<Policy> LoadPolicy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open remediation policy"));
+  if (!in)
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open remediation policy"));
   std::string text;
   text.resize(kMaxPolicyBytes + 1);
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
@@ -449,9 +491,10 @@ absl::Status ValidateAgainstNode(const Policy& policy, int gpu_count) {
   for (const Rule& rule : policy.rules) {
     for (const Step& step : rule.steps) {
       if (step.kind != StepKind::kResetGpu || step.gpu_index < gpu_count) continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          policy.source, ":", step.line, ": rule '", rule.match.check, "' resets GPU ",
-          step.gpu_index, ", but the node has ", gpu_count, gpu_count == 1 ? " GPU" : " GPUs"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(policy.source, ":", step.line, ": rule '", rule.match.check,
+                       "' resets GPU ", step.gpu_index, ", but the node has ", gpu_count,
+                       gpu_count == 1 ? " GPU" : " GPUs"));
     }
   }
   return absl::OkStatus();
@@ -464,8 +507,9 @@ std::string DescribeSteps(const Rule& rule) {
 }
 
 bool IsValidUnitName(std::string_view unit) {
-  static const std::set<std::string_view> kSuffixes = {
-      "service", "socket", "target", "mount", "automount", "swap", "timer", "path", "slice"};
+  static const std::set<std::string_view> kSuffixes = {"service", "socket",    "target",
+                                                       "mount",   "automount", "swap",
+                                                       "timer",   "path",      "slice"};
   const size_t dot = unit.rfind('.');
   if (unit.size() > 255 || dot == std::string_view::npos || dot == 0) return false;
   if (kSuffixes.count(unit.substr(dot + 1)) == 0) return false;
@@ -477,7 +521,8 @@ bool IsValidUnitName(std::string_view unit) {
       ++ats;
       continue;
     }
-    if (!(IsAlnum(c) || c == ':' || c == '_' || c == '.' || c == '-' || c == '\\')) return false;
+    if (!(IsAlnum(c) || c == ':' || c == '_' || c == '.' || c == '-' || c == '\\'))
+      return false;
   }
   return ats <= 1;
 }
@@ -493,14 +538,17 @@ bool IsValidLabelKey(std::string_view key) {
       return false;
     }
     for (char c : prefix) {
-      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+        return false;
     }
   }
-  if (name.empty() || name.size() > 63 || !IsAlnum(name.front()) || !IsAlnum(name.back())) {
+  if (name.empty() || name.size() > 63 || !IsAlnum(name.front()) ||
+      !IsAlnum(name.back())) {
     return false;
   }
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return IsAlnum(c) || c == '-' || c == '_' || c == '.'; });
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return IsAlnum(c) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 }  // namespace cmax::remediation

@@ -92,9 +92,9 @@ struct Step {
 };
 
 struct RuleMatch {
-  std::string check;       // exact id, or a prefix followed by one trailing '*'
-  std::vector<int> xids;   // empty: any (or none)
-  std::string suite;       // empty: any
+  std::string check;      // exact id, or a prefix followed by one trailing '*'
+  std::vector<int> xids;  // empty: any (or none)
+  std::string suite;      // empty: any
 };
 
 struct Rule {
@@ -104,8 +104,8 @@ struct Rule {
 };
 
 struct Breaker {
-  int max_nodes = 1;    // >= 1
-  int max_percent = 10; // 1..100
+  int max_nodes = 1;     // >= 1
+  int max_percent = 10;  // 1..100
 };
 
 struct Flap {

@@ -2,13 +2,12 @@
 // a stand-in Kubernetes API server on 127.0.0.1 (fake_kube_api.py beside this
 // file: one Node, GET and PATCH as the API server applies them, each request
 // recorded). Skipped, saying why, where kubectl or python3 is not installed.
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 #include <signal.h>
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -55,7 +54,8 @@ class FakeApiServer {
  public:
   static std::string Skip() {
     if (FindExecutable("kubectl").empty()) return "kubectl is not on PATH";
-    if (FindExecutable("python3").empty()) return "python3 is not on PATH (fake_kube_api.py)";
+    if (FindExecutable("python3").empty())
+      return "python3 is not on PATH (fake_kube_api.py)";
     return "";
   }
 
@@ -64,10 +64,19 @@ class FakeApiServer {
     setenv("KUBECACHEDIR", Path("kube-cache").c_str(), 1);
     testing::WriteFileWithMode(Path("node.json"), node_json, 0644);
     SpawnOptions o;
-    o.argv = {FindExecutable("python3"),
-              std::string(CMAX_SOURCE_DIR) + "/tests/coordinator/remediation/fake_kube_api.py",
-              "--node", Path("node.json"), "--state", Path("state.json"), "--log",
-              Path("requests.jsonl"), "--port-file", Path("port"), "--lifetime", "120"};
+    o.argv = {
+        FindExecutable("python3"),
+        std::string(CMAX_SOURCE_DIR) + "/tests/coordinator/remediation/fake_kube_api.py",
+        "--node",
+        Path("node.json"),
+        "--state",
+        Path("state.json"),
+        "--log",
+        Path("requests.jsonl"),
+        "--port-file",
+        Path("port"),
+        "--lifetime",
+        "120"};
     o.stderr_path = Path("server.err");
     auto p = Subprocess::Spawn(o);
     REQUIRE(p.ok());
@@ -91,14 +100,16 @@ class FakeApiServer {
   // The node as the server holds it now.
   Struct Node() const {
     Struct node;
-    REQUIRE(google::protobuf::util::JsonStringToMessage(ReadFile(Path("state.json")), &node).ok());
+    REQUIRE(
+        google::protobuf::util::JsonStringToMessage(ReadFile(Path("state.json")), &node)
+            .ok());
     return node;
   }
   // "METHOD path-without-query body" of each request that changed something.
   std::vector<std::string> Patches() const {
     std::vector<std::string> out;
-    for (const auto& line : absl::StrSplit(ReadFile(Path("requests.jsonl")), '\n',
-                                           absl::SkipEmpty())) {
+    for (const auto& line :
+         absl::StrSplit(ReadFile(Path("requests.jsonl")), '\n', absl::SkipEmpty())) {
       Struct r;
       REQUIRE(google::protobuf::util::JsonStringToMessage(std::string(line), &r).ok());
       const auto& f = r.fields();
@@ -113,12 +124,14 @@ class FakeApiServer {
 
  private:
   void WriteKubeconfig() {
-    testing::WriteFileWithMode(Kubeconfig(), absl::StrCat(R"(apiVersion: v1
+    testing::WriteFileWithMode(Kubeconfig(),
+                               absl::StrCat(R"(apiVersion: v1
 kind: Config
 clusters:
 - name: stand-in
   cluster:
-    server: http://127.0.0.1:)", port_, R"(
+    server: http://127.0.0.1:)",
+                                            port_, R"(
     insecure-skip-tls-verify: true
 contexts:
 - name: stand-in
@@ -127,7 +140,8 @@ current-context: stand-in
 users:
 - name: nobody
   user: {}
-)"), 0600);
+)"),
+                               0600);
   }
 
   testing::ScratchDir dir_;
@@ -148,7 +162,8 @@ std::vector<std::string> Taints(const Struct& node) {
   if (it == spec.end()) return out;
   for (const auto& t : it->second.list_value().values()) {
     const auto& f = t.struct_value().fields();
-    out.push_back(absl::StrCat(f.at("key").string_value(), "=", f.at("value").string_value(), ":",
+    out.push_back(absl::StrCat(f.at("key").string_value(), "=",
+                               f.at("value").string_value(), ":",
                                f.at("effect").string_value()));
   }
   std::sort(out.begin(), out.end());
@@ -156,12 +171,14 @@ std::vector<std::string> Taints(const Struct& node) {
 }
 
 std::string Annotation(const Struct& node, const std::string& key) {
-  const auto& ann = node.fields().at("metadata").struct_value().fields().at("annotations");
+  const auto& ann =
+      node.fields().at("metadata").struct_value().fields().at("annotations");
   auto it = ann.struct_value().fields().find(key);
   return it == ann.struct_value().fields().end() ? "<none>" : it->second.string_value();
 }
 
-TEST_CASE("KubeFencer cordons and taints and annotates and lifts only its own", "[remediation]") {
+TEST_CASE("KubeFencer cordons and taints and annotates and lifts only its own",
+          "[remediation]") {
   if (const std::string why = FakeApiServer::Skip(); !why.empty()) CMAX_SKIP(why);
   FakeApiServer api(NodeJson("gpu-01", false));
   KubeFencer fencer(FindExecutable("kubectl"), api.Kubeconfig(), kTaint);
@@ -191,8 +208,9 @@ TEST_CASE("KubeFencer cordons and taints and annotates and lifts only its own", 
   const auto patches = api.Patches();
   REQUIRE(patches.size() == 6);
   CHECK(patches[4] == R"(PATCH /api/v1/nodes/gpu-01 {"spec":{"unschedulable":null}})");
-  CHECK(patches[5] ==
-        R"(PATCH /api/v1/nodes/gpu-01 {"metadata":{"annotations":{"cmax.io/fenced-by":null}}})");
+  CHECK(
+      patches[5] ==
+      R"(PATCH /api/v1/nodes/gpu-01 {"metadata":{"annotations":{"cmax.io/fenced-by":null}}})");
   // Nothing left to lift: no request changes anything.
   REQUIRE(fencer.Lift("gpu-01").ok());
   CHECK(api.Patches().size() == 6);
@@ -208,10 +226,12 @@ TEST_CASE("KubeFencer leaves an operator's cordon untouched", "[remediation]") {
   CHECK(state->holder == FenceHolder::kOperator);
   absl::Status s = fencer.Fence("gpu-02", "Xid 79");
   CHECK(IsHeldByOperator(s));
-  CHECK(s.message() == "held by operator: cordoned; taints nvidia.com/gpu=present:NoExecute");
+  CHECK(s.message() ==
+        "held by operator: cordoned; taints nvidia.com/gpu=present:NoExecute");
   s = fencer.Lift("gpu-02");
   CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
-  CHECK_THAT(std::string(s.message()), Catch::StartsWith("cordoned by someone else: cordoned"));
+  CHECK_THAT(std::string(s.message()),
+             Catch::StartsWith("cordoned by someone else: cordoned"));
   CHECK(api.Patches().empty());
   CHECK(Cordoned(api.Node()));
 }
@@ -222,7 +242,8 @@ TEST_CASE("KubeFencer reports a node the API server does not have", "[remediatio
   KubeFencer fencer(FindExecutable("kubectl"), api.Kubeconfig(), kTaint);
   absl::Status s = fencer.Fence("gpu-99", "x");
   CHECK(s.code() == absl::StatusCode::kNotFound);
-  CHECK_THAT(std::string(s.message()), Catch::Contains("get node gpu-99 -o json: exit 1"));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("get node gpu-99 -o json: exit 1"));
   CHECK(fencer.Fence("--all", "x").code() == absl::StatusCode::kInvalidArgument);
   CHECK(api.Patches().empty());
 }

@@ -3,7 +3,6 @@
 #include "coordinator/remediation/policy.h"
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "tests/scratch_dir.h"
@@ -53,7 +52,8 @@ TEST_CASE("A good policy reads back whole", "[remediation]") {
   CHECK(p->flap.window == absl::Minutes(90));
   CHECK(p->allow_units.size() == 4);
   CHECK(p->escalate.webhook == "https://pager.example.com/hook");
-  CHECK(p->escalate.command == std::vector<std::string>{"/usr/local/bin/page-oncall", "--team", "gpu"});
+  CHECK(p->escalate.command ==
+        std::vector<std::string>{"/usr/local/bin/page-oncall", "--team", "gpu"});
   REQUIRE(p->rules.size() == 4);
   CHECK(p->rules[0].line == 11);
   CHECK(p->rules[0].match.xids == std::vector<int>{79, 48});
@@ -83,7 +83,8 @@ TEST_CASE("An empty policy is the safe defaults", "[remediation]") {
   CHECK(q->mode == Mode::kEnforce);
 }
 
-TEST_CASE("Match takes the first rule that fits by check and Xid and suite", "[remediation]") {
+TEST_CASE("Match takes the first rule that fits by check and Xid and suite",
+          "[remediation]") {
   auto p = ParsePolicy(kGood, "good.yaml");
   REQUIRE(p.ok());
   FindingKey xid{"watch.xid", "watch", 79, v1::SEVERITY_CRITICAL};
@@ -97,8 +98,10 @@ TEST_CASE("Match takes the first rule that fits by check and Xid and suite", "[r
   CHECK(p->Match({"watch.servicex", "", std::nullopt, v1::SEVERITY_FAIL}) == nullptr);
   CHECK(p->Match({"watch.fs.readonly", "health", std::nullopt, v1::SEVERITY_FAIL}) ==
         &p->rules[2]);
-  CHECK(p->Match({"watch.fs.readonly", "audit", std::nullopt, v1::SEVERITY_FAIL}) == nullptr);
-  CHECK(p->Match({"watch.gpu.lost", "", std::nullopt, v1::SEVERITY_FAIL}) == &p->rules[3]);
+  CHECK(p->Match({"watch.fs.readonly", "audit", std::nullopt, v1::SEVERITY_FAIL}) ==
+        nullptr);
+  CHECK(p->Match({"watch.gpu.lost", "", std::nullopt, v1::SEVERITY_FAIL}) ==
+        &p->rules[3]);
   CHECK(p->Match({"watch.gpu.lost.x", "", std::nullopt, v1::SEVERITY_FAIL}) == nullptr);
 }
 
@@ -112,7 +115,8 @@ TEST_CASE("Severity opens an incident at or above the policy's level", "[remedia
   CHECK_FALSE(OpensIncident(policy, {"x", "", std::nullopt, v1::SEVERITY_INFO}));
 }
 
-TEST_CASE("ValidateAgainstNode refuses a GPU index the node lacks with the line", "[remediation]") {
+TEST_CASE("ValidateAgainstNode refuses a GPU index the node lacks with the line",
+          "[remediation]") {
   auto p = ParsePolicy(kGood, "good.yaml");
   REQUIRE(p.ok());
   CHECK(ValidateAgainstNode(*p, 8).ok());
@@ -138,43 +142,59 @@ TEST_CASE("Bad policies are refused with file and line and reason", "[remediatio
       {"fence: lsf\n", "p.yaml:1:8: fence 'lsf'"},
       {"mode: enforce\nbogus: 1\n", "p.yaml:2:1: unknown key 'bogus' in the policy"},
       {"fence: kubernetes\n", "p.yaml:1:8: fence: kubernetes needs kubeconfig"},
-      {"fence: kubernetes\nkubeconfig: etc/kc\n", "p.yaml:2:13: kubeconfig 'etc/kc' must be an absolute path"},
-      {"taint: Bad_Prefix/x\n", "p.yaml:1:8: taint 'Bad_Prefix/x' is not a Kubernetes label key"},
+      {"fence: kubernetes\nkubeconfig: etc/kc\n",
+       "p.yaml:2:13: kubeconfig 'etc/kc' must be an absolute path"},
+      {"taint: Bad_Prefix/x\n",
+       "p.yaml:1:8: taint 'Bad_Prefix/x' is not a Kubernetes label key"},
       {"breaker: {max_nodes: 2, max_percent: 101}\n", "p.yaml:1:38: breaker.max_percent"},
       {"breaker: {max_nodes: 2, max_percent: 0}\n", "p.yaml:1:38: breaker.max_percent"},
       {"breaker: {max_nodes: 2, max_percent: -5}\n", "p.yaml:1:38:"},
       {"breaker: {max_node: 2}\n", "p.yaml:1:11: unknown key 'max_node' in breaker"},
-      {"flap: {count: 2, window: 24 hours}\n", "p.yaml:1:26: flap.window '24 hours' must be a duration"},
+      {"flap: {count: 2, window: 24 hours}\n",
+       "p.yaml:1:26: flap.window '24 hours' must be a duration"},
       {"flap: {count: 2, window: 0s}\n", "p.yaml:1:26: flap.window '0s'"},
       {"flap: {count: 2, window: -1h}\n", "p.yaml:1:26: flap.window '-1h'"},
       {"flap:\n  count: 2\n  window: 24\n", "p.yaml:3:11: flap.window '24'"},
-      {"allow_units: [\"nvidia-fabricmanager\"]\n", "p.yaml:1:15: 'nvidia-fabricmanager' is not a systemd unit name"},
-      {"allow_units: [\"-x.service\"]\n", "p.yaml:1:15: '-x.service' is not a systemd unit name"},
-      {"escalate: {command: [page-oncall]}\n", "p.yaml:1:22: escalate.command's program 'page-oncall' must be an absolute path"},
+      {"allow_units: [\"nvidia-fabricmanager\"]\n",
+       "p.yaml:1:15: 'nvidia-fabricmanager' is not a systemd unit name"},
+      {"allow_units: [\"-x.service\"]\n",
+       "p.yaml:1:15: '-x.service' is not a systemd unit name"},
+      {"escalate: {command: [page-oncall]}\n",
+       "p.yaml:1:22: escalate.command's program 'page-oncall' must be an absolute path"},
       {"escalate: {webhook: \"ftp://x\"}\n", "p.yaml:1:21: escalate.webhook 'ftp://x'"},
       {"escalate: {sms: 1}\n", "p.yaml:1:12: unknown key 'sms' in escalate"},
-      {head + "rules:\n  - match: {check: watch.xid}\n", "p.yaml:4:5: rule 'watch.xid' has no steps"},
-      {head + "rules:\n  - match: {check: watch.xid}\n    steps: []\n", "p.yaml:5:12: rule 'watch.xid' has no steps"},
+      {head + "rules:\n  - match: {check: watch.xid}\n",
+       "p.yaml:4:5: rule 'watch.xid' has no steps"},
+      {head + "rules:\n  - match: {check: watch.xid}\n    steps: []\n",
+       "p.yaml:5:12: rule 'watch.xid' has no steps"},
       {head + "rules:\n  - match: {check: watch.xid}\n    steps: [collect, fix_it]\n",
        "p.yaml:5:22: unknown action 'fix_it'"},
-      {head + "rules:\n  - match: {check: watch.xid}\n    steps: [collect, {drain_it: 1}]\n",
+      {head +
+           "rules:\n  - match: {check: watch.xid}\n    steps: [collect, {drain_it: 1}]\n",
        "p.yaml:5:23: unknown action 'drain_it'"},
-      {head + "rules:\n  - match: {check: w}\n    steps:\n      - collect\n      - restart_unit: sshd.service\n",
-       "p.yaml:7:23: unit 'sshd.service' is not in allow_units (nvidia-fabricmanager.service)"},
-      {head + "rules:\n  - match: {check: w}\n    steps: [{restart_unit: \"a b.service\"}]\n",
+      {head + "rules:\n  - match: {check: w}\n    steps:\n      - collect\n      - "
+              "restart_unit: sshd.service\n",
+       "p.yaml:7:23: unit 'sshd.service' is not in allow_units "
+       "(nvidia-fabricmanager.service)"},
+      {head + "rules:\n  - match: {check: w}\n    steps: [{restart_unit: \"a "
+              "b.service\"}]\n",
        "p.yaml:5:28: 'a b.service' is not a systemd unit name"},
       {head + "rules:\n  - match: {check: w}\n    steps: [restart_unit]\n",
        "p.yaml:5:13: restart_unit needs a unit"},
-      {head + "rules:\n  - match: {check: w}\n    steps: [collect, escalate, reset_gpu]\n",
+      {head +
+           "rules:\n  - match: {check: w}\n    steps: [collect, escalate, reset_gpu]\n",
        "p.yaml:5:32: rule 'w': 'reset_gpu' after escalate"},
-      {head + "rules:\n  - match: {check: w}\n    steps: [escalate, {restart_unit: nvidia-fabricmanager.service}]\n",
+      {head + "rules:\n  - match: {check: w}\n    steps: [escalate, {restart_unit: "
+              "nvidia-fabricmanager.service}]\n",
        "p.yaml:5:23: rule 'w': 'restart_unit' after escalate"},
       {head + "rules:\n  - match: {check: w}\n    steps: [{reset_gpu: 64}]\n",
        "p.yaml:5:25: reset_gpu's GPU index '64' must be a whole number in [0, 63]"},
       {head + "rules:\n  - match: {check: w, xid: [79, x]}\n    steps: [collect]\n",
        "p.yaml:4:33: an Xid 'x'"},
-      {head + "rules:\n  - match: {check: \"w*x\"}\n    steps: [collect]\n", "p.yaml:4:20: match.check 'w*x'"},
-      {head + "rules:\n  - match: {suite: health}\n    steps: [collect]\n", "p.yaml:4:12: match needs check"},
+      {head + "rules:\n  - match: {check: \"w*x\"}\n    steps: [collect]\n",
+       "p.yaml:4:20: match.check 'w*x'"},
+      {head + "rules:\n  - match: {suite: health}\n    steps: [collect]\n",
+       "p.yaml:4:12: match needs check"},
       {head + "rules:\n  - match: {check: w}\n    steps: [collect]\n    when: always\n",
        "p.yaml:6:5: unknown key 'when' in a rule"},
       {"rules:\n  - match: {check: w}\n    steps: [collect, reboot, verify]\n",
@@ -200,7 +220,8 @@ TEST_CASE("LoadPolicy reads a file and names it in errors", "[remediation]") {
   auto bad = LoadPolicy(path);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(std::string(bad.status().message()), Catch::StartsWith(path + ":1:7: "));
-  CHECK(LoadPolicy(dir.path + "/missing.yaml").status().code() == absl::StatusCode::kNotFound);
+  CHECK(LoadPolicy(dir.path + "/missing.yaml").status().code() ==
+        absl::StatusCode::kNotFound);
 }
 
 TEST_CASE("Unit names and label keys are checked by their grammar", "[remediation]") {

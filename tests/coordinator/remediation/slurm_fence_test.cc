@@ -5,7 +5,6 @@
 // prints them; Reason= last with its "[user@time]" stamp), and applies
 // `update NodeName=N State=DRAIN|RESUME [Reason=...]` to that state.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -51,14 +50,21 @@ class FakeSlurm {
     testing::WriteFileWithMode(Scontrol(), kFakeScontrol, 0755);
   }
   std::string Scontrol() const { return dir_.path + "/scontrol"; }
-  void SetNode(const std::string& node, const std::string& state, const std::string& reason = "") {
-    testing::WriteFileWithMode(dir_.path + "/nodes/" + node + ".state", state + "\n", 0644);
+  void SetNode(const std::string& node, const std::string& state,
+               const std::string& reason = "") {
+    testing::WriteFileWithMode(dir_.path + "/nodes/" + node + ".state", state + "\n",
+                               0644);
     if (!reason.empty()) {
-      testing::WriteFileWithMode(dir_.path + "/nodes/" + node + ".reason", reason + "\n", 0644);
+      testing::WriteFileWithMode(dir_.path + "/nodes/" + node + ".reason", reason + "\n",
+                                 0644);
     }
   }
-  std::string State(const std::string& node) const { return Read("/nodes/" + node + ".state"); }
-  std::string Reason(const std::string& node) const { return Read("/nodes/" + node + ".reason"); }
+  std::string State(const std::string& node) const {
+    return Read("/nodes/" + node + ".state");
+  }
+  std::string Reason(const std::string& node) const {
+    return Read("/nodes/" + node + ".reason");
+  }
   // Each call's arguments (argv[1..] joined by spaces).
   std::vector<std::string> Calls() const {
     const std::string log = Read("/argv.log");
@@ -85,7 +91,8 @@ class FakeSlurm {
   testing::ScratchDir dir_;
 };
 
-TEST_CASE("SlurmFencer drains an idle node with cmax's reason and resumes it", "[remediation]") {
+TEST_CASE("SlurmFencer drains an idle node with cmax's reason and resumes it",
+          "[remediation]") {
   FakeSlurm slurm;
   slurm.SetNode("n1", "IDLE");
   SlurmFencer fencer(slurm.Scontrol());
@@ -95,14 +102,16 @@ TEST_CASE("SlurmFencer drains an idle node with cmax's reason and resumes it", "
   CHECK(before->Describe() == "not fenced: State=IDLE");
 
   REQUIRE(fencer.Fence("n1", "Xid 79 on GPU 3 \"fell off the bus\"; incident=7").ok());
-  CHECK(slurm.Updates() == std::vector<std::string>{
-                               "update NodeName=n1 State=DRAIN Reason=cmax: Xid 79 on GPU 3 "
-                               "fell off the bus incident7"});
+  CHECK(slurm.Updates() ==
+        std::vector<std::string>{
+            "update NodeName=n1 State=DRAIN Reason=cmax: Xid 79 on GPU 3 "
+            "fell off the bus incident7"});
   CHECK(slurm.State("n1") == "IDLE+DRAIN");
   auto fenced = fencer.Inspect("n1");
   REQUIRE(fenced.ok());
   CHECK(fenced->holder == FenceHolder::kCmax);
-  CHECK(fenced->Describe() == "fenced by cmax: cmax: Xid 79 on GPU 3 fell off the bus incident7");
+  CHECK(fenced->Describe() ==
+        "fenced by cmax: cmax: Xid 79 on GPU 3 fell off the bus incident7");
 
   // Fencing again is a no-op; lifting resumes the node.
   REQUIRE(fencer.Fence("n1", "again").ok());
@@ -119,7 +128,8 @@ TEST_CASE("SlurmFencer leaves an operator's drain and down alone", "[remediation
   FakeSlurm slurm;
   slurm.SetNode("n1", "IDLE+DRAIN", "maint [root@2026-12-01T10:00:00]");
   slurm.SetNode("n2", "DOWN*", "Not responding [slurm@2026-12-02T11:12:13]");
-  slurm.SetNode("n3", "MIXED+DRAIN", "cmax run-20261201: gemm slow [slurm@2026-12-01T10:00:00]");
+  slurm.SetNode("n3", "MIXED+DRAIN",
+                "cmax run-20261201: gemm slow [slurm@2026-12-01T10:00:00]");
   SlurmFencer fencer(slurm.Scontrol());
 
   absl::Status s = fencer.Fence("n1", "Xid 79");
@@ -143,12 +153,14 @@ TEST_CASE("SlurmFencer leaves an operator's drain and down alone", "[remediation
   CHECK(slurm.Reason("n1") == "maint [root@2026-12-01T10:00:00]");
 }
 
-TEST_CASE("SlurmFencer reports unknown nodes and bad names and failing commands", "[remediation]") {
+TEST_CASE("SlurmFencer reports unknown nodes and bad names and failing commands",
+          "[remediation]") {
   FakeSlurm slurm;
   SlurmFencer fencer(slurm.Scontrol());
   absl::Status s = fencer.Fence("n9", "x");
   CHECK(s.code() == absl::StatusCode::kNotFound);
-  CHECK_THAT(std::string(s.message()), Catch::Contains("show node n9 -o: exit 1: Node n9 not found"));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("show node n9 -o: exit 1: Node n9 not found"));
 
   for (const std::string bad : {"-n1", "n1 n2", "", "n1;reboot", "State=DOWN"}) {
     CHECK(fencer.Fence(bad, "x").code() == absl::StatusCode::kInvalidArgument);
@@ -160,7 +172,8 @@ TEST_CASE("SlurmFencer reports unknown nodes and bad names and failing commands"
   CHECK(missing.Inspect("n1").status().code() == absl::StatusCode::kUnavailable);
 }
 
-TEST_CASE("SlurmFencer gives up on a scontrol that hangs within its timeout", "[remediation]") {
+TEST_CASE("SlurmFencer gives up on a scontrol that hangs within its timeout",
+          "[remediation]") {
   testing::ScratchDir dir;
   const std::string path = dir.path + "/scontrol";
   testing::WriteFileWithMode(path, "#!/bin/sh\nexec sleep 30\n", 0755);
@@ -172,7 +185,8 @@ TEST_CASE("SlurmFencer gives up on a scontrol that hangs within its timeout", "[
 }
 
 TEST_CASE("SanitizeSlurmReason keeps what scontrol cannot misread", "[remediation]") {
-  CHECK(SanitizeSlurmReason("cmax: a=b \"c\" 'd' $(e) f/g+h-i_j.k") == "cmax: ab c d e f/g+h-i_j.k");
+  CHECK(SanitizeSlurmReason("cmax: a=b \"c\" 'd' $(e) f/g+h-i_j.k") ==
+        "cmax: ab c d e f/g+h-i_j.k");
   CHECK(SanitizeSlurmReason(std::string(300, 'x')).size() == 100);
   CHECK(IsFenceableNodeName("gpu-node-01.cluster"));
   CHECK_FALSE(IsFenceableNodeName("-x"));
