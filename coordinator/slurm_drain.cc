@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/subprocess.h"
 #include "coordinator/registry.h"
+#include "coordinator/remediation/fence.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -18,15 +19,7 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 }  // namespace
 
 std::string SlurmReason(const std::string& run_id, const std::string& reason) {
-  std::string out;
-  for (char c : absl::StrCat("cmax ", run_id, ": ", reason)) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == ' ' || c == ':' || c == '.' || c == '_' || c == '/' || c == '+' ||
-                       c == '-';
-    if (plain) out += c;
-    if (out.size() >= 100) break;
-  }
-  return out;
+  return remediation::SanitizeSlurmReason(absl::StrCat("cmax ", run_id, ": ", reason));
 }
 
 SlurmDrainer::~SlurmDrainer() { Stop(); }
