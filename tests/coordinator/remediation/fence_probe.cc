@@ -10,7 +10,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 3 || argc > 4) {
-    std::fprintf(stderr, "usage: remediation_fence_probe inspect|fence|lift NODE [REASON]\n");
+    std::fprintf(stderr,
+                 "usage: remediation_fence_probe inspect|fence|lift NODE [REASON]\n");
     return 2;
   }
   const std::string verb = argv[1];

@@ -240,7 +240,8 @@ TEST_CASE("KubeFencer takes cmax's taint key without cmax's annotation for an op
           "[remediation]") {
   if (const std::string why = FakeApiServer::Skip(); !why.empty()) CMAX_SKIP(why);
   std::string json = NodeJson("gpu-04", false);
-  const std::string theirs = R"({"key":"nvidia.com/gpu","value":"present","effect":"NoExecute"})";
+  const std::string theirs =
+      R"({"key":"nvidia.com/gpu","value":"present","effect":"NoExecute"})";
   json.replace(json.find(theirs), theirs.size(),
                R"({"key":"cmax.io/quarantined","value":"oncall","effect":"NoSchedule"})");
   FakeApiServer api(json);
