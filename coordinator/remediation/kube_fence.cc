@@ -97,9 +97,10 @@ FenceState StateOf(const NodeView& view, const std::string& taint_key) {
     fs.holder = FenceHolder::kCmax;
   } else if (view.cordoned || view.tainted || view.foreign_taint) {
     fs.holder = FenceHolder::kOperator;
-    if (!view.cordoned)
+    if (!view.cordoned) {
       fs.detail = absl::StrCat(fs.detail, " (", taint_key, " set without ",
                                kFencedByAnnotation, "=", kFencedByValue, ")");
+    }
   }
   return fs;
 }

@@ -8,7 +8,9 @@
 #  2. bad input: a node that is not a Slurm node, a node name with shell
 #     characters, a finding whose subject holds quotes and is far too long.
 #  3. cmax-coordinator --slurm-drain drains a node whose verdict is fail,
-#     with the run id in the reason, and leaves a drained node alone.
+#     with the run id in the reason, and leaves a drained node alone;
+#     3b. the fault loop's SlurmFencer (remediation_fence_probe) drains with
+#     "cmax: ...", lifts its own drain, and leaves an operator's alone.
 #  4. deploy/slurm/cmax-eval.sbatch runs the quick plan on the allocation
 #     and ends, printing the scorecard's path.
 #  5. a schedule with --only-idle (cmaxctl schedule add): while a sleep job
@@ -168,6 +170,29 @@ grep -q "is drained already: left as it is" "$t/log/coordinator.log" || fail "no
 scontrol update NodeName="$node" State=RESUME
 wait_for 30 is_idle || fail "resume after --slurm-drain"
 for p in "${pids[@]:2}"; do kill "$p" 2>/dev/null; done
+
+echo "== 3b. the fault loop's fencer (coordinator/remediation/fence.h) on real Slurm"
+probe=$bin/remediation_fence_probe
+# The HealthCheckProgram resumes any drain whose reason starts "cmax:" once
+# its checks pass, the fencer's too: a root it cannot check keeps it out of
+# the way here (it neither drains nor resumes).
+echo "$t/roots/absent" >"$t/hc-root"; sleep 3
+out=$("$probe" fence "$node" 'Xid 79 on GPU 3 "bus"') || fail "fence: $out"
+[[ $(state) == *DRAIN* && $(reason) == "cmax: Xid 79 on GPU 3 bus ["* ]] ||
+  fail "fence: not drained with cmax's reason (state $(state), reason $(reason))"
+out=$("$probe" inspect "$node"); [[ $out == "fenced by cmax: cmax: Xid 79 on GPU 3 bus" ]] || fail "inspect: $out"
+out=$("$probe" lift "$node") || fail "lift: $out"
+wait_for 30 is_idle || fail "lift: not resumed (state $(state), reason $(reason))"
+scontrol update NodeName="$node" State=DRAIN Reason="maintenance window" || fail "operator drain"
+out=$("$probe" fence "$node" x); [[ $out == "ALREADY_EXISTS: held by operator: maintenance window" ]] ||
+  fail "fence over an operator's drain: $out"
+out=$("$probe" lift "$node"); [[ $out == "FAILED_PRECONDITION: drained by someone else: maintenance window" ]] ||
+  fail "lift of an operator's drain: $out"
+[[ $(reason) == "maintenance window"* ]] || fail "the fencer changed an operator's drain: $(reason)"
+scontrol update NodeName="$node" State=RESUME
+wait_for 30 is_idle || fail "resume after the operator's drain (3b)"
+echo "$t/roots/clean" >"$t/hc-root"
+echo "  drained, inspected and lifted its own; left the operator's drain alone"
 
 echo "== 4. cmax-eval.sbatch"
 mkdir -p "$t/job" && cd "$t/job"

@@ -236,6 +236,24 @@ TEST_CASE("KubeFencer leaves an operator's cordon untouched", "[remediation]") {
   CHECK(Cordoned(api.Node()));
 }
 
+TEST_CASE("KubeFencer takes cmax's taint key without cmax's annotation for an operator's",
+          "[remediation]") {
+  if (const std::string why = FakeApiServer::Skip(); !why.empty()) CMAX_SKIP(why);
+  std::string json = NodeJson("gpu-04", false);
+  const std::string theirs =
+      R"({"key":"nvidia.com/gpu","value":"present","effect":"NoExecute"})";
+  json.replace(json.find(theirs), theirs.size(),
+               R"({"key":"cmax.io/quarantined","value":"oncall","effect":"NoSchedule"})");
+  FakeApiServer api(json);
+  KubeFencer fencer(FindExecutable("kubectl"), api.Kubeconfig(), kTaint);
+  absl::Status s = fencer.Fence("gpu-04", "x");
+  CHECK(IsHeldByOperator(s));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("cmax.io/quarantined set without cmax.io/fenced-by=cmax"));
+  CHECK(fencer.Lift("gpu-04").code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(api.Patches().empty());
+}
+
 TEST_CASE("KubeFencer reports a node the API server does not have", "[remediation]") {
   if (const std::string why = FakeApiServer::Skip(); !why.empty()) CMAX_SKIP(why);
   FakeApiServer api(NodeJson("gpu-03", false));
