@@ -47,6 +47,18 @@ Agent::Agent(AgentOptions options)
   relay.clock_offset_ns = options_.clock_offset_ns;
   relay_ = std::make_unique<RendezvousRelay>(relay, connection_.get());
   executor_ = std::make_unique<Executor>(exec, connection_.get(), relay_.get());
+  if (options_.watch) {
+    WatchOptions w;
+    w.bench_dir = options_.bench_dir;
+    w.work_dir = options_.work_dir;
+    w.boot_id = boot_id_;
+    w.root = options_.root;
+    w.services = options_.watch_services;
+    w.filesystems = options_.watch_filesystems;
+    w.fs_full_percent = options_.watch_fs_full_percent;
+    w.interval_s = options_.watch_interval_s;
+    watch_ = std::make_unique<WatchRunner>(w, connection_.get());
+  }
 }
 
 Agent::~Agent() { Stop(); }
@@ -80,7 +92,16 @@ absl::Status Agent::Start() {
               options_.node_name, inventory_.gpu_count(), inventory_.gpu_model(),
               inventory_.cpu_cores(), inventory_.memory_gib(), kCmaxVersion, boot_id_);
   CMAX_RETURN_IF_ERROR(relay_->Start());
+  RemediationRunner::Options r;
+  r.allowed_units = options_.remediation_units;
+  r.gpu_count = inventory_.gpu_count();
+  r.work_dir = options_.work_dir;
+  r.clock = AgentClock(options_.clock_offset_ns);
+  Executor* executor = executor_.get();
+  r.busy = [executor] { return executor->Stats().running > 0; };
+  remediation_ = std::make_unique<RemediationRunner>(r, connection_.get());
   executor_->Start();
+  if (watch_) watch_->Start();
   connection_->Start();
   started_ = true;
   return absl::OkStatus();
@@ -88,7 +109,9 @@ absl::Status Agent::Start() {
 
 void Agent::Stop() {
   if (connection_) connection_->Stop();
+  remediation_.reset();  // waits for a command under way
   if (executor_) executor_->Stop();
+  if (watch_) watch_->Stop();
   if (relay_) relay_->Stop();
 }
 
@@ -109,6 +132,9 @@ v1::Hello Agent::MakeHello() {
 void Agent::OnConnected(uint64_t generation) {
   executor_->OnConnected(generation);
   relay_->OnConnected(generation);
+  if (watch_) watch_->OnConnected(generation);
+  generation_ = generation;
+  if (remediation_) remediation_->OnConnected(generation);
 }
 
 void Agent::OnMessage(const v1::CoordinatorMessage& message) {
@@ -130,6 +156,12 @@ void Agent::OnMessage(const v1::CoordinatorMessage& message) {
       break;  // handled by the connection
     case v1::CoordinatorMessage::kRendezvous:
       relay_->OnReply(message.rendezvous());
+      break;
+    case v1::CoordinatorMessage::kRemediate:
+      if (remediation_) remediation_->Post(generation_, message.remediate());
+      break;
+    case v1::CoordinatorMessage::kWatchAck:
+      if (watch_) watch_->HandleAck(message.watch_ack().epoch(), message.watch_ack().next_seq());
       break;
     default:
       Log()->warn("unknown message from the coordinator (field {})",
@@ -158,6 +190,16 @@ std::string Agent::MetricsText() const {
            "when a task of this suite last ended on this agent (Unix time)");
   for (const auto& [suite, ns] : st.last_end_unix_ns) {
     m.Sample(static_cast<double>(ns) / 1e9, {{"suite", suite}});
+  }
+  if (watch_) {
+    const WatchStats w = watch_->Stats();
+    m.Family("cmax_agent_watch_running", "gauge", "1 while cmax-watch, the passive watch, runs");
+    m.Sample(w.running ? 1 : 0);
+    m.Family("cmax_agent_watch_starts_total", "counter", "times cmax-watch was started");
+    m.Sample(static_cast<double>(w.starts));
+    m.Family("cmax_agent_watch_records_unacked", "gauge",
+             "watch records not yet acknowledged by the coordinator");
+    m.Sample(static_cast<double>(w.unacked_records));
   }
   return m.text();
 }

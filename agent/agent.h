@@ -11,6 +11,7 @@
 #ifndef CMAX_AGENT_AGENT_H_
 #define CMAX_AGENT_AGENT_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +20,9 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/connection.h"
 #include "agent/executor.h"
+#include "agent/remediation_actions.h"
 #include "agent/rendezvous_relay.h"
+#include "agent/watch_runner.h"
 #include "cmax/v1/inventory.pb.h"
 
 namespace cmax::agent {
@@ -43,6 +46,15 @@ struct AgentOptions {
   int64_t inventory_timeout_ms = 10000;
   // Addresses reported in Hello (--advertise); empty: ReachableAddresses().
   std::vector<std::string> advertise;
+  // The passive watch between runs (watch_runner.h); false: not started.
+  bool watch = true;
+  std::vector<std::string> watch_services;
+  std::vector<std::string> watch_filesystems = {"/"};
+  double watch_fs_full_percent = 95;
+  double watch_interval_s = 5;
+  // Units a remediation step may restart (--remediation-units); the
+  // coordinator can never name one outside it (remediation_actions.h).
+  std::vector<std::string> remediation_units;
 };
 
 class Agent : public ConnectionHandler {
@@ -72,6 +84,9 @@ class Agent : public ConnectionHandler {
   std::unique_ptr<Connection> connection_;
   std::unique_ptr<RendezvousRelay> relay_;  // before executor_: it outlives it
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<WatchRunner> watch_;  // null with --watch=false
+  std::unique_ptr<RemediationRunner> remediation_;  // made in Start (needs the GPU count)
+  std::atomic<uint64_t> generation_{0};  // the stream's, for remediation results
   bool started_ = false;
 };
 

@@ -23,12 +23,14 @@
 #include "absl/strings/strip.h"
 #include "agent/agent.h"
 #include "agent/host_info.h"
+#include "agent/remediation_actions.h"
 #include "common/allowed_files.h"
 #include "common/logging.h"
 #include "common/metrics_http.h"
 #include "common/net_address.h"
 #include "common/owned_dir.h"
 #include "common/secrets.h"
+#include "common/systemd_unit.h"
 #include "common/version.h"
 
 ABSL_FLAG(std::string, coordinator, "", "coordinator address HOST:PORT (required)");
@@ -75,6 +77,18 @@ ABSL_FLAG(std::string, read_token_file, "",
           "connect to the coordinator as this agent");
 ABSL_FLAG(std::string, metrics_tls_cert, "", "server certificate (PEM) for --metrics-listen");
 ABSL_FLAG(std::string, metrics_tls_key, "", "its private key (PEM)");
+ABSL_FLAG(bool, watch, true,
+          "keep the passive watch (cmax-watch, beside the agent) running between runs: kernel "
+          "log, GPUs, ports, --watch-services, --watch-filesystems (docs/remediation.md)");
+ABSL_FLAG(std::string, watch_services, "",
+          "systemd units the watch reports when they stop, e.g. "
+          "nvidia-fabricmanager.service,nvidia-persistenced.service");
+ABSL_FLAG(std::string, watch_filesystems, "/", "mount points the watch reports when they fill up");
+ABSL_FLAG(double, watch_fs_full_percent, 95, "a file system at or above this use is full");
+ABSL_FLAG(double, watch_interval, 5, "seconds between the watch's polls of units, file systems and ports");
+ABSL_FLAG(std::string, remediation_units, "",
+          "systemd units a remediation step from the coordinator may restart, comma-separated "
+          "(none by default: every restart is refused; docs/remediation-agent.md)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 ABSL_FLAG(
     int64_t, test_clock_offset_ms, 0,
@@ -119,6 +133,43 @@ std::string OwnDirectory() {
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
 }
 
+// The --watch* flags into `options`; INVALID_ARGUMENT names the bad value.
+absl::Status WatchFlags(cmax::agent::AgentOptions* options) {
+  options->watch = absl::GetFlag(FLAGS_watch);
+  options->watch_services =
+      absl::StrSplit(absl::GetFlag(FLAGS_watch_services), ',', absl::SkipWhitespace());
+  for (const std::string& u : options->watch_services) {
+    if (!cmax::IsSystemdUnitName(u)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--watch-services: '", u, "' is not a systemd unit name (e.g. nvidia-fabricmanager.service)"));
+    }
+  }
+  options->watch_filesystems =
+      absl::StrSplit(absl::GetFlag(FLAGS_watch_filesystems), ',', absl::SkipWhitespace());
+  for (const std::string& m : options->watch_filesystems) {
+    if (m.empty() || m[0] != '/' || absl::StrContains(m, "..")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--watch-filesystems: '", m, "' is not an absolute path"));
+    }
+  }
+  options->watch_fs_full_percent = absl::GetFlag(FLAGS_watch_fs_full_percent);
+  if (!(options->watch_fs_full_percent > 0 && options->watch_fs_full_percent <= 100)) {
+    return absl::InvalidArgumentError("--watch-fs-full-percent: not in (0, 100]");
+  }
+  options->remediation_units =
+      absl::StrSplit(absl::GetFlag(FLAGS_remediation_units), ',', absl::SkipWhitespace());
+  for (const std::string& u : options->remediation_units) {
+    if (absl::Status s = cmax::agent::ValidateUnitName(u); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--remediation-units: ", s.message()));
+    }
+  }
+  options->watch_interval_s = absl::GetFlag(FLAGS_watch_interval);
+  if (!(options->watch_interval_s >= 0.05 && options->watch_interval_s <= 3600)) {
+    return absl::InvalidArgumentError("--watch-interval: not in [0.05, 3600] seconds");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,6 +180,8 @@ int main(int argc, char** argv) {
       "       [--allow-read DIR,...] [--storage-roots DIR,...] [--allow-exporter-ports PORT,...]\n"
       "       [--root DIR]\n"
       "       [--bench-dir DIR] [--advertise ADDR[,ADDR...]]\n"
+      "       [--watch=false | --watch-services U,... --watch-filesystems DIR,... --watch-fs-full-percent P\n"
+      "        --watch-interval S] [--remediation-units U,...]\n"
       "       [--metrics-listen HOST:PORT [--metrics-tls-cert F --metrics-tls-key F] [--read-token-file F]]\n"
       "       [--log-level info] [--test-clock-offset-ms N (test only)]\n"
       "Flags may be written with dashes or underscores.");
@@ -169,6 +222,10 @@ int main(int argc, char** argv) {
   options.bench_dir = absl::GetFlag(FLAGS_bench_dir);
   if (options.bench_dir.empty()) options.bench_dir = OwnDirectory();
   options.clock_offset_ns = absl::GetFlag(FLAGS_test_clock_offset_ms) * 1000000;
+  if (absl::Status s = WatchFlags(&options); !s.ok()) {
+    std::fprintf(stderr, "cmax-agent: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   {
     std::string advertise = absl::GetFlag(FLAGS_advertise);
     if (advertise.empty()) {

@@ -438,7 +438,12 @@ void RemediationRunner::RunReset(const v1::RemediationAction& action,
 
 void RemediationRunner::RunReboot(const v1::RemediationAction& action,
                                   v1::RemediationResult* result) {
-  const std::vector<std::string> argv = {options_.systemctl, "reboot"};
+  // Straight to PID 1 (as root, over its private socket): `systemctl
+  // reboot` asks logind first, which refuses a caller without CAP_SYS_BOOT,
+  // and the agent's unit keeps that capability out of its bounding set
+  // (docs/remediation-agent.md). The node is fenced and idle (checked).
+  const std::vector<std::string> argv = {options_.systemctl, "start", "reboot.target",
+                                         "--job-mode=replace-irreversibly", "--no-block"};
   if (FindExecutable(options_.systemctl).empty()) {
     result->set_ok(false);
     result->set_message(absl::StrCat(

@@ -113,6 +113,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   core->schedules_.SetLimits({options.min_schedule_every_ns, options.max_schedules});
   CMAX_RETURN_IF_ERROR(core->schedules_.Load());
   core->ReconcileScheduleRuns();
+  CMAX_RETURN_IF_ERROR(core->InitRemediation());
   // History is evidence, not state the runs need: a failure here is logged
   // and the coordinator starts.
   if (auto s = core->BackfillHistory(); !s.ok()) {

@@ -39,6 +39,7 @@
 #include "coordinator/heartbeat_pacer.h"
 #include "coordinator/history_pool.h"
 #include "coordinator/registry.h"
+#include "coordinator/remediation/incidents.h"
 #include "coordinator/rendezvous.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/schedules.h"
@@ -68,6 +69,13 @@ struct CoreOptions {
   // --slurm-drain: the scontrol that drains the nodes whose verdict is fail
   // when a run ends (coordinator/slurm_drain.h). Empty: off.
   std::string slurm_scontrol;
+  // --remediation-policy: the fault loop's policy file
+  // (coordinator/remediation/policy.h). Empty: the defaults (dry-run, no
+  // fence, no rules: every incident is planned as "escalate").
+  std::string remediation_policy;
+  // What fences run (a path, or a name looked up on PATH).
+  std::string scontrol = "scontrol";
+  std::string kubectl = "kubectl";
   // The sinfo that schedules with --only-idle ask (a path, or a name looked
   // up on PATH at each slot; coordinator/slurm_idle.h).
   std::string slurm_sinfo = "sinfo";
@@ -156,6 +164,14 @@ class CoordinatorCore {
   absl::StatusOr<v1::UpdateScheduleResponse> HandleUpdateSchedule(
       const v1::UpdateScheduleRequest& request);
 
+  // The fault loop (coordinator/remediation/incidents.h): its state, and
+  // the admin's commands (`by`: who asked, as the service authenticated
+  // them). Each answers once its change is durable.
+  absl::StatusOr<v1::RemediationStatus> HandleGetRemediation(
+      const v1::GetRemediationRequest& request);
+  absl::StatusOr<v1::RemediationStatus> HandleUpdateRemediation(
+      const v1::UpdateRemediationRequest& request, const std::string& by);
+
   // A node's history (its runs and their nodes are read), or without a node
   // the fleet's (every summary is read) (docs/history.md); NOT_FOUND for a
   // node no finished run had, INVALID_ARGUMENT for a bad node name. In
@@ -233,6 +249,11 @@ class CoordinatorCore {
   void Checkpoint();  // EndRound and begin the next round at once
   void OnRecords(AgentSession* session, const std::string& node, const v1::RecordBatch& batch);
   void OnStatus(AgentSession* session, const std::string& node, const v1::TaskStatus& status);
+  // The passive watch's records from `node` (its own stream): stored once
+  // each, acknowledged once durable, findings handed to the incidents.
+  void OnWatch(AgentSession* session, const std::string& node, const v1::WatchBatch& batch);
+  absl::Status InitRemediation();
+  void RemediationMetrics(cmax::MetricsText* m);
   // Stores every pending record batch in one transaction, then acknowledges
   // them (group commit); on failure closes their streams unacknowledged.
   void FlushIngest();
@@ -360,6 +381,25 @@ class CoordinatorCore {
   };
   std::optional<LastScorecard> last_scorecard_;
   std::unique_ptr<SlurmDrainer> slurm_;  // --slurm-drain; null when off
+  // The fault loop: its view of this core (core_remediation.cc) and the
+  // state machine.
+  class IncidentHooksImpl final : public remediation::IncidentHooks {
+   public:
+    explicit IncidentHooksImpl(CoordinatorCore* core) : core_(core) {}
+    int FleetSize() override;
+    bool Connected(const std::string& node) override;
+    int GpuCount(const std::string& node) override;
+    bool SendAction(const std::string& node, const v1::RemediationAction& action) override;
+    absl::StatusOr<std::string> StartVerifyRun(const std::string& node,
+                                               const std::string& incident_id) override;
+    void Persist(const v1::RemediationIncident& incident) override;
+
+   private:
+    CoordinatorCore* core_;
+  };
+  IncidentHooksImpl incident_hooks_{this};
+  std::unique_ptr<remediation::IncidentManager> incidents_;
+  int64_t watch_records_ = 0;  // stored since start (/metrics)
   // Schedules: their view of this core (core_schedules.cc), the clock they
   // read, the component, and the sinfo runner of --only-idle.
   class ScheduleHooks final : public ScheduleRunner {

@@ -163,6 +163,8 @@ void CoordinatorCore::Tick() {
   if (!shutting_down && mono - last_schedules_tick_ns_ >= 200000000) {
     last_schedules_tick_ns_ = mono;
     schedules_.Tick();
+    // The fault loop: fence results, held incidents, step timeouts.
+    incidents_->Tick(now);
   }
 }
 
@@ -259,6 +261,7 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
     }
     Log()->info("agent {} connected from {} ({} GPUs, {} held tasks)", hello.node_name(),
                 session->peer(), hello.inventory().gpu_count(), hello.held_size());
+    incidents_->OnConnected(hello.node_name(), now);
     AgentRow row;
     row.node = hello.node_name();
     row.inventory = hello.inventory();
@@ -310,6 +313,14 @@ void CoordinatorCore::HandleAgentMessage(const std::shared_ptr<AgentSession>& se
       break;
     case v1::AgentMessage::kStatus:
       OnStatus(session.get(), node, message.status());
+      break;
+    case v1::AgentMessage::kWatch:
+      OnWatch(session.get(), node, message.watch());
+      break;
+    case v1::AgentMessage::kRemediation:
+      // The node is the stream's own: a result for another node's incident
+      // is refused by the manager.
+      incidents_->OnResult(node, message.remediation(), now);
       break;
     case v1::AgentMessage::kRendezvous: {
       std::vector<RendezvousOut> replies;

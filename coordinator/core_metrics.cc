@@ -53,6 +53,49 @@ absl::StatusOr<std::string> CoordinatorCore::RenderMetrics(absl::Duration timeou
   return std::move(reply->text);
 }
 
+// The fault loop: watch records, incidents by state, and the measured
+// phases of closed incidents by finding class (check id).
+void CoordinatorCore::RemediationMetrics(cmax::MetricsText* m) {
+  m->Family("cmax_watch_records_stored_total", "counter",
+            "records of the nodes' passive watch stored since the coordinator started");
+  m->Sample(static_cast<double>(watch_records_));
+  std::map<std::string, int> states;
+  struct Phase {
+    double sum = 0;
+    int count = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Phase> phases;  // (phase, check)
+  for (const auto& [id, inc] : incidents_->incidents()) {
+    ++states[remediation::IncidentStateName(inc.state())];
+    const remediation::IncidentTimings t = remediation::TimingsOf(inc);
+    for (const auto& [name, v] : {std::pair{"detect", t.detect_s}, {"quarantine", t.quarantine_s},
+                                  {"repair", t.repair_s}}) {
+      if (v < 0) continue;
+      Phase& p = phases[{name, inc.check_id()}];
+      p.sum += v;
+      ++p.count;
+    }
+  }
+  m->Family("cmax_incidents", "gauge", "incidents of the fault loop in the store, by state");
+  for (const char* s : {"planned", "held", "quarantined", "remediating", "verifying", "returned",
+                        "escalated", "dismissed"}) {
+    m->Sample(states[s], {{"state", s}});
+  }
+  m->Family("cmax_remediation_paused", "gauge", "1 while an admin has paused the fault loop");
+  m->Sample(incidents_->Status("", false).paused() ? 1 : 0);
+  m->Family("cmax_incident_phase_seconds_total", "counter",
+            "seconds summed over the incidents' measured phases: detect (signal to "
+            "coordinator), quarantine (to fenced), repair (to returned), by finding class");
+  for (const auto& [key, p] : phases) {
+    m->Sample(p.sum, {{"phase", key.first}, {"check", key.second}});
+  }
+  m->Family("cmax_incident_phases_timed_total", "counter",
+            "incidents whose phase was measured (divide the seconds by it for the mean)");
+  for (const auto& [key, p] : phases) {
+    m->Sample(p.count, {{"phase", key.first}, {"check", key.second}});
+  }
+}
+
 std::string CoordinatorCore::MetricsText() {
   cmax::MetricsText m;
   m.Family("cmax_build_info", "gauge", "cmax version of this coordinator");
@@ -98,6 +141,7 @@ std::string CoordinatorCore::MetricsText() {
            "time from a record batch's arrival on the core thread until it is stored and "
            "acknowledged");
   m.Write(batch_seconds_);
+  RemediationMetrics(&m);
   m.Family("cmax_store_bytes", "gauge", "size of the SQLite store (database and WAL files)");
   m.Sample(static_cast<double>(FileBytes(db_path_) + FileBytes(db_path_ + "-wal")));
   {

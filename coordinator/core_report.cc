@@ -199,6 +199,13 @@ void CoordinatorCore::CompleteRun(BuiltScorecard built) {
     }
     slurm_->Drain(run_id, std::move(failed));
   }
+  {
+    std::map<std::string, std::pair<std::string, std::string>> verdicts;
+    for (const auto& n : card.nodes()) {
+      verdicts[n.node()] = {n.verdict(), n.reasons_size() > 0 ? n.reasons(0) : ""};
+    }
+    incidents_->OnRunEnded(run_id, verdicts, NowUnixNs());
+  }
   ++runs_ended_[run->info.state()];
   run->info.set_tier(card.tier());
   run->info.set_nodes_failed(nodes_failed);

@@ -86,11 +86,18 @@ ABSL_FLAG(std::string, http_listen, "",
           "(a bare PORT: 127.0.0.1); off unless given. Asks the same token as gRPC (a sign-in "
           "form sets a session cookie); beyond loopback it needs --tls-cert and --tls-key (then "
           "HTTPS) and a token: --allow-insecure does not apply");
+ABSL_FLAG(std::string, remediation_policy, "",
+          "the fault loop's policy file (YAML; docs/remediation.md): dry-run or enforce, the "
+          "fence (slurm, kubernetes, none), the breaker, and the steps per finding class. "
+          "Without it: dry-run, no fence, every incident planned as escalate");
+ABSL_FLAG(std::string, kubectl, "kubectl",
+          "the kubectl a policy's kubernetes fence runs (path or name on PATH)");
 ABSL_FLAG(bool, slurm_drain, false,
           "when a run ends, drain in Slurm the nodes whose verdict is fail (scontrol update "
           "NodeName=N State=DRAIN Reason='cmax RUN: first reason'); nodes already drained are "
           "left alone. Off by default");
-ABSL_FLAG(std::string, scontrol, "scontrol", "the scontrol --slurm-drain runs (path or name on PATH)");
+ABSL_FLAG(std::string, scontrol, "scontrol",
+          "the scontrol that --slurm-drain and a remediation policy's slurm fence run (path or name on PATH)");
 ABSL_FLAG(std::string, sinfo, "sinfo",
           "the sinfo that schedules with --only-idle ask which nodes are idle (path or name on "
           "PATH, looked up at each slot: without it such a slot is skipped, 'not measured')");
@@ -250,6 +257,9 @@ int main(int argc, char** argv) {
     log->info("--slurm-drain: failed nodes are drained through {}", options.slurm_scontrol);
   }
   options.slurm_sinfo = absl::GetFlag(FLAGS_sinfo);
+  options.remediation_policy = absl::GetFlag(FLAGS_remediation_policy);
+  options.scontrol = absl::GetFlag(FLAGS_scontrol);
+  options.kubectl = absl::GetFlag(FLAGS_kubectl);
   if (std::string keep = absl::GetFlag(FLAGS_keep_runs_for); !keep.empty()) {
     auto ns = cmax::coordinator::ParseDuration(keep, "--keep-runs-for", "3600s, 90d, 365d", 3650);
     if (!ns.ok()) return Fail(std::string(ns.status().message()));

@@ -548,6 +548,25 @@ grpc::ServerUnaryReactor* CoordinatorService::UpdateSchedule(
                [core, request] { return core->HandleUpdateSchedule(*request); });
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::GetRemediation(
+    grpc::CallbackServerContext* context, const v1::GetRemediationRequest* request,
+    v1::RemediationStatus* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorize(context, Role::kRead, "GetRemediation"), response,
+               [core, request] { return core->HandleGetRemediation(*request); });
+}
+
+// Pause, resume, approve and dismiss act on nodes: the admin role only.
+grpc::ServerUnaryReactor* CoordinatorService::UpdateRemediation(
+    grpc::CallbackServerContext* context, const v1::UpdateRemediationRequest* request,
+    v1::RemediationStatus* response) {
+  CoordinatorCore* core = core_;
+  return Unary(core_, context, Authorize(context, Role::kAdmin, "UpdateRemediation"), response,
+               [core, request, by = CallerName(context)] {
+                 return core->HandleUpdateRemediation(*request, by);
+               });
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::GetHistory(
     grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
     v1::GetHistoryResponse* response) {

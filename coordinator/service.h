@@ -58,6 +58,12 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* GetHistory(grpc::CallbackServerContext* context,
                                        const v1::GetHistoryRequest* request,
                                        v1::GetHistoryResponse* response) override;
+  grpc::ServerUnaryReactor* GetRemediation(grpc::CallbackServerContext* context,
+                                           const v1::GetRemediationRequest* request,
+                                           v1::RemediationStatus* response) override;
+  grpc::ServerUnaryReactor* UpdateRemediation(grpc::CallbackServerContext* context,
+                                              const v1::UpdateRemediationRequest* request,
+                                              v1::RemediationStatus* response) override;
   grpc::ServerUnaryReactor* ListSchedules(grpc::CallbackServerContext* context,
                                           const v1::ListSchedulesRequest* request,
                                           v1::ListSchedulesResponse* response) override;

@@ -43,6 +43,13 @@ CREATE TABLE IF NOT EXISTS summarized_runs(run_id TEXT PRIMARY KEY, summarized_n
 CREATE TABLE IF NOT EXISTS run_bands(
   run_id TEXT NOT NULL, figure TEXT NOT NULL, p10 REAL NOT NULL, p90 REAL NOT NULL,
   PRIMARY KEY(run_id, figure)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS watch_records(
+  node TEXT NOT NULL, epoch TEXT NOT NULL, seq INTEGER NOT NULL, received_ns INTEGER NOT NULL,
+  record BLOB NOT NULL, PRIMARY KEY(node, epoch, seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS watch_records_by_time ON watch_records(node, received_ns);
+CREATE TABLE IF NOT EXISTS incidents(
+  incident_id TEXT PRIMARY KEY, node TEXT NOT NULL, detected_ns INTEGER NOT NULL,
+  state INTEGER NOT NULL, info BLOB NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES('schema', 'cmax.v1');
 )sql";
 
@@ -539,6 +546,72 @@ absl::StatusOr<std::vector<v1::ScheduleInfo>> Store::LoadSchedules() {
     out.push_back(std::move(info));
   }
   if (rc != SQLITE_DONE) return Error("load schedules", rc);
+  return out;
+}
+
+absl::Status Store::PutWatchRecords(const std::string& node, const std::string& epoch,
+                                    const std::vector<std::pair<int64_t, const v1::Record*>>& rows,
+                                    int64_t received_ns) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
+  Stmt s(db_, "INSERT OR IGNORE INTO watch_records(node, epoch, seq, received_ns, record) "
+              "VALUES(?,?,?,?,?)");
+  for (const auto& [seq, record] : rows) {
+    sqlite3_reset(s.get());
+    s.Text(1, node);
+    s.Text(2, epoch);
+    s.Int(3, seq);
+    s.Int(4, received_ns);
+    s.Blob(5, record->SerializeAsString());
+    if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) return Error("put watch record", rc);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Store::WatchRow>> Store::LoadWatchRecords(const std::string& node,
+                                                                     int limit) {
+  Stmt s(db_, "SELECT node, epoch, seq, received_ns, record FROM watch_records "
+              "WHERE ? = '' OR node = ? ORDER BY received_ns DESC, seq DESC LIMIT ?");
+  s.Text(1, node);
+  s.Text(2, node);
+  s.Int(3, limit);
+  std::vector<WatchRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    WatchRow row{s.ColText(0), s.ColText(1), s.ColInt(2), s.ColInt(3), {}};
+    if (!row.record.ParseFromString(s.ColBlob(4))) {
+      return absl::DataLossError("load watch records: a stored record does not parse");
+    }
+    out.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) return Error("load watch records", rc);
+  return out;
+}
+
+absl::Status Store::PutIncident(const v1::RemediationIncident& incident) {
+  CMAX_RETURN_IF_ERROR(EnsureRoundTxn());
+  Stmt s(db_, "INSERT OR REPLACE INTO incidents(incident_id, node, detected_ns, state, info) "
+              "VALUES(?,?,?,?,?)");
+  s.Text(1, incident.incident_id());
+  s.Text(2, incident.node());
+  s.Int(3, incident.detected_unix_ns());
+  s.Int(4, incident.state());
+  s.Blob(5, incident.SerializeAsString());
+  int rc = sqlite3_step(s.get());
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error("put incident", rc);
+}
+
+absl::StatusOr<std::vector<v1::RemediationIncident>> Store::LoadIncidents() {
+  Stmt s(db_, "SELECT info FROM incidents ORDER BY detected_ns, incident_id");
+  std::vector<v1::RemediationIncident> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    v1::RemediationIncident inc;
+    if (!inc.ParseFromString(s.ColBlob(0))) {
+      return absl::DataLossError("load incidents: a stored incident does not parse");
+    }
+    out.push_back(std::move(inc));
+  }
+  if (rc != SQLITE_DONE) return Error("load incidents", rc);
   return out;
 }
 

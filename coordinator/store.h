@@ -32,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "cmax/v1/history.pb.h"
+#include "cmax/v1/incident.pb.h"
 #include "cmax/v1/inventory.pb.h"
 #include "cmax/v1/plan.pb.h"
 #include "cmax/v1/schedule.pb.h"
@@ -129,6 +130,23 @@ class Store {
   absl::Status DeleteSchedule(const std::string& schedule_id);  // OK when absent
   // Oldest first. DATA_LOSS when a row does not parse.
   absl::StatusOr<std::vector<v1::ScheduleInfo>> LoadSchedules();
+
+  // The passive watch's records (node, epoch, seq), each stored once; in
+  // the round's transaction where there is one. Loaded newest first, at
+  // most `limit`; `node` empty: every node.
+  struct WatchRow {
+    std::string node, epoch;
+    int64_t seq = 0;
+    int64_t received_ns = 0;
+    v1::Record record;
+  };
+  absl::Status PutWatchRecords(const std::string& node, const std::string& epoch,
+                               const std::vector<std::pair<int64_t, const v1::Record*>>& rows,
+                               int64_t received_ns);
+  absl::StatusOr<std::vector<WatchRow>> LoadWatchRecords(const std::string& node, int limit);
+  // Incidents of the fault loop (coordinator/remediation/incidents.h).
+  absl::Status PutIncident(const v1::RemediationIncident& incident);
+  absl::StatusOr<std::vector<v1::RemediationIncident>> LoadIncidents();
 
   // Node history (history.proto, docs/history.md): one summary per (run,
   // node), written when the run's scorecard is done, kept when records are

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/systemd_unit.h"
 
 namespace cmax::watch {
 namespace {
@@ -38,7 +39,8 @@ UnitStates ParseSystemctlShow(const std::string& text) {
   auto flush = [&] {
     auto id = block.find("Id");
     if (id != block.end() && !id->second.empty()) {
-      out[id->second] = {block["ActiveState"], block["SubState"], block["Result"]};
+      out[id->second] = {block["ActiveState"], block["SubState"], block["Result"],
+                         block["LoadState"]};
     }
     block.clear();
   };
@@ -55,22 +57,12 @@ UnitStates ParseSystemctlShow(const std::string& text) {
   return out;
 }
 
-bool IsUnitName(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name[0] == '-' || name[0] == '.') return false;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == ':' || c == '_' || c == '.' || c == '\\' || c == '@' || c == '-';
-    if (!ok) return false;
-  }
-  for (const char* suffix : {".service", ".socket", ".target", ".mount"}) {
-    if (absl::EndsWith(name, suffix) && name.size() > std::strlen(suffix)) return true;
-  }
-  return false;
-}
+bool IsUnitName(const std::string& name) { return IsSystemdUnitName(name); }
 
 std::vector<v1::Finding> UnitFindings(const UnitStates& before, const UnitStates& now) {
   std::vector<v1::Finding> out;
   for (const auto& [name, state] : now) {
+    if (state.load_state == "not-found") continue;
     auto it = before.find(name);
     bool was_active = it == before.end() || it->second.active_state == "active" ||
                       it->second.active_state.empty();
@@ -97,6 +89,14 @@ std::vector<v1::Finding> UnitFindings(const UnitStates& before, const UnitStates
       (*f.mutable_labels())["unit"] = name;
       out.push_back(std::move(f));
     }
+  }
+  return out;
+}
+
+std::vector<std::string> NotInstalled(const UnitStates& now) {
+  std::vector<std::string> out;
+  for (const auto& [name, state] : now) {
+    if (state.load_state == "not-found") out.push_back(name);
   }
   return out;
 }

@@ -33,10 +33,11 @@ struct UnitState {
   std::string active_state;  // active, inactive, failed, activating, ...
   std::string sub_state;     // running, dead, failed, ...
   std::string result;        // success, exit-code, signal, ...
+  std::string load_state;    // loaded, not-found, masked, ...
 };
 using UnitStates = std::map<std::string, UnitState>;  // by unit name
 
-// `systemctl show -p Id -p ActiveState -p SubState -p Result U1 U2 ...`:
+// `systemctl show -p Id -p LoadState -p ActiveState -p SubState -p Result U1 ...`:
 // one block of KEY=VALUE lines per unit, blocks separated by a blank line.
 // A block without Id= is skipped.
 UnitStates ParseSystemctlShow(const std::string& text);
@@ -45,7 +46,11 @@ UnitStates ParseSystemctlShow(const std::string& text);
 // .socket, .target, .mount): [A-Za-z0-9:_.\\@-], at most 255 characters.
 bool IsUnitName(const std::string& name);
 
+// Findings for units that left or came back to "active". A unit that is not
+// installed (LoadState=not-found) raises none: the watch says it is not
+// watched (NotInstalled) instead of calling it failed.
 std::vector<v1::Finding> UnitFindings(const UnitStates& before, const UnitStates& now);
+std::vector<std::string> NotInstalled(const UnitStates& now);
 
 // --------------------------------------------------------- file systems
 

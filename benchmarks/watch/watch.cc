@@ -17,7 +17,7 @@ namespace cmax::watch {
 namespace {
 
 absl::StatusOr<UnitStates> SystemctlUnits(const std::vector<std::string>& units) {
-  std::vector<std::string> argv = {"systemctl", "show", "-p", "Id", "-p", "ActiveState",
+  std::vector<std::string> argv = {"systemctl", "show", "-p", "Id", "-p", "LoadState", "-p", "ActiveState",
                                    "-p", "SubState", "-p", "Result", "--"};
   argv.insert(argv.end(), units.begin(), units.end());
   auto r = RunCommand(argv, std::chrono::seconds(5), 256 << 10);
@@ -207,6 +207,11 @@ void Watch::PollState(bool first) {
       units_error_ = why;
     } else {
       units_error_.clear();
+      if (first) {
+        for (const std::string& u : NotInstalled(*units)) {
+          NotWatched("watch.service", "reliability", u, "the unit is not installed on this node");
+        }
+      }
       for (auto& f : UnitFindings(units_, *units)) Emit(std::move(f), std::nullopt);
       units_ = std::move(*units);
     }

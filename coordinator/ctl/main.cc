@@ -20,6 +20,7 @@
 #include "coordinator/ctl/client.h"
 #include "coordinator/ctl/progress.h"
 #include "coordinator/ctl/history.h"
+#include "coordinator/ctl/remediation.h"
 #include "coordinator/ctl/schedule.h"
 
 namespace cmax::ctl {
@@ -52,6 +53,14 @@ commands:
   schedule list [--json]                   schedules: state, last run and outcome, next
                                            slot, skipped slots and why
   schedule pause|resume|remove ID
+  remediation status [--node NODE] [--all] [--json]
+                                           the fault loop: incidents from the nodes' watch,
+                                           their steps and time to detect, quarantine and
+                                           repair (docs/remediation.md)
+  remediation pause|resume|reload          (admin) stop or restart the loop; read the
+                                           policy again (a bad one is refused, the old stays)
+  remediation approve|dismiss INCIDENT     (admin) run a planned or held incident; return
+                                           an escalated node; close a planned one
   history [NODE] [--json]                  a node's verdicts over time, reasons (first,
                                            last, repeat offenders), figures with trend
                                            and fleet band, incidents and time to repair;
@@ -453,6 +462,7 @@ int main(int argc, char** argv) {
   if (command == "report") return CmdReport(c, args);
   if (command == "export") return CmdExport(c, args);
   if (command == "schedule") return CmdSchedule(c, args);
+  if (command == "remediation") return CmdRemediation(c, args);
   if (command == "history") return CmdHistory(c, args);
   if (command == "help") return FullUsage("");
   return FullUsage(absl::StrCat("unknown command '", command, "'"));

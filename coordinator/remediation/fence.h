@@ -7,7 +7,7 @@
 //                          refuses it (FAILED_PRECONDITION), always.
 //
 // Implementations: SlurmFencer (scontrol drain/resume, cmax's drains carry the
-// reason prefix "cmax: "), KubeFencer (kubectl cordon, a NoSchedule taint and
+// reason prefix "cmax fence: "), KubeFencer (kubectl cordon, a NoSchedule taint and
 // the annotation cmax.io/fenced-by=cmax) and NoFencer (fence: none).
 //
 // Every command is an argv (never a shell) run under a timeout (10 s by
@@ -51,7 +51,7 @@ struct FenceState {
 };
 
 // The Slurm drain reason prefix that marks cmax's drains.
-inline constexpr char kSlurmReasonMarker[] = "cmax: ";
+inline constexpr char kSlurmReasonMarker[] = "cmax fence: ";
 // The annotation (and value) that marks cmax's cordons.
 inline constexpr char kFencedByAnnotation[] = "cmax.io/fenced-by";
 inline constexpr char kFencedByValue[] = "cmax";
@@ -93,8 +93,8 @@ class Fencer {
 
 // fence: slurm. `scontrol`: a path, or a name looked up on PATH.
 //   Inspect: scontrol show node N -o   (a State= with DRAIN, DOWN or FAIL is
-//            fenced; cmax's when Reason= begins with "cmax: ")
-//   Fence:   scontrol update NodeName=N State=DRAIN Reason="cmax: <reason>"
+//            fenced; cmax's when Reason= begins with "cmax fence: ")
+//   Fence:   scontrol update NodeName=N State=DRAIN Reason="cmax fence: <reason>"
 //   Lift:    scontrol update NodeName=N State=RESUME  (only cmax's drain)
 class SlurmFencer : public Fencer {
  public:

@@ -368,7 +368,9 @@ TEST_CASE("remediation_actions: reboot is reported as requested before it runs",
   CHECK_THAT(r.message(), Catch::StartsWith("reboot requested"));
   REQUIRE(WaitFor([&] { return runner.PendingCount() == 0; }, kWait));
   CHECK(fakes.Calls() == "sent reboot requested: " + fakes.Path("systemctl") +
-                             " reboot\nsystemctl reboot\n");
+                             " start reboot.target --job-mode=replace-irreversibly --no-block\n"
+                             "systemctl start reboot.target --job-mode=replace-irreversibly "
+                             "--no-block\n");
   CHECK(outbox.Results().size() == 1);  // no second result when the request worked
 }
 

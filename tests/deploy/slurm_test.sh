@@ -178,9 +178,9 @@ probe=$bin/remediation_fence_probe
 # the way here (it neither drains nor resumes).
 echo "$t/roots/absent" >"$t/hc-root"; sleep 3
 out=$("$probe" fence "$node" 'Xid 79 on GPU 3 "bus"') || fail "fence: $out"
-[[ $(state) == *DRAIN* && $(reason) == "cmax: Xid 79 on GPU 3 bus ["* ]] ||
+[[ $(state) == *DRAIN* && $(reason) == "cmax fence: Xid 79 on GPU 3 bus ["* ]] ||
   fail "fence: not drained with cmax's reason (state $(state), reason $(reason))"
-out=$("$probe" inspect "$node"); [[ $out == "fenced by cmax: cmax: Xid 79 on GPU 3 bus" ]] || fail "inspect: $out"
+out=$("$probe" inspect "$node"); [[ $out == "fenced by cmax: cmax fence: Xid 79 on GPU 3 bus" ]] || fail "inspect: $out"
 out=$("$probe" lift "$node") || fail "lift: $out"
 wait_for 30 is_idle || fail "lift: not resumed (state $(state), reason $(reason))"
 scontrol update NodeName="$node" State=DRAIN Reason="maintenance window" || fail "operator drain"

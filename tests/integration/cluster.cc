@@ -218,6 +218,7 @@ absl::Status Cluster::StartAgent(int i) {
   if (netns_ && !options_.tls) argv.push_back("--allow-insecure");
   argv.insert(argv.end(), {"--storage-roots",
                            absl::StrCat(agent_work_dir(i), "/storage,", shared_storage_dir())});
+  argv.insert(argv.end(), options_.agent_args.begin(), options_.agent_args.end());
   SpawnOptions so;
   so.argv = InNamespace(absl::StrCat(prefix_, "-", i), argv);
   so.env = options_.agent_env;

@@ -58,6 +58,8 @@ struct ClusterOptions {
   // Added to every agent's environment (and so to its suites'): e.g. a PATH
   // with a fake tool first (tests/integration/rdma_test.cc).
   std::map<std::string, std::string> agent_env;
+  // Added to every agent's command line (e.g. --watch-interval 0.5).
+  std::vector<std::string> agent_args;
   // Every agent's --bench-dir; empty: the build's own (BinDir()). A folder
   // with a stand-in cmax-bench, e.g. the hostile rank of rdma_test.cc.
   std::string bench_dir;

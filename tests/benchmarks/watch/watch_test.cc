@@ -97,6 +97,11 @@ TEST_CASE("unit states are parsed from systemctl show and judged on change") {
   REQUIRE(back.size() == 1);
   CHECK(back[0].check_id() == "watch.service.recovered");
   CHECK(back[0].severity() == v1::SEVERITY_INFO);
+  // A unit that is not installed is not a failure: the watch says it is not watched.
+  UnitStates missing = ParseSystemctlShow(
+      "Id=nvidia-imex.service\nLoadState=not-found\nActiveState=inactive\nSubState=dead\nResult=success\n");
+  CHECK(UnitFindings({}, missing).empty());
+  CHECK(NotInstalled(missing) == std::vector<std::string>{"nvidia-imex.service"});
   // A unit already down when the watch starts is reported, marked at_start.
   auto start = UnitFindings({}, after);
   REQUIRE(start.size() == 1);

@@ -104,14 +104,14 @@ TEST_CASE("SlurmFencer drains an idle node with cmax's reason and resumes it",
   REQUIRE(fencer.Fence("n1", "Xid 79 on GPU 3 \"fell off the bus\"; incident=7").ok());
   CHECK(slurm.Updates() ==
         std::vector<std::string>{
-            "update NodeName=n1 State=DRAIN Reason=cmax: Xid 79 on GPU 3 "
+            "update NodeName=n1 State=DRAIN Reason=cmax fence: Xid 79 on GPU 3 "
             "fell off the bus incident7"});
   CHECK(slurm.State("n1") == "IDLE+DRAIN");
   auto fenced = fencer.Inspect("n1");
   REQUIRE(fenced.ok());
   CHECK(fenced->holder == FenceHolder::kCmax);
   CHECK(fenced->Describe() ==
-        "fenced by cmax: cmax: Xid 79 on GPU 3 fell off the bus incident7");
+        "fenced by cmax: cmax fence: Xid 79 on GPU 3 fell off the bus incident7");
 
   // Fencing again is a no-op; lifting resumes the node.
   REQUIRE(fencer.Fence("n1", "again").ok());
