@@ -15,6 +15,8 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
   report.root = root.root();
   report.distro = collector.distro();
   report.advisories_path = db.path;
+  report.advisories_generated = db.generated;
+  report.advisories_error = db.error;
   report.versions = collector.CollectAll();
   report.kernel = collector.Kernel();
 
@@ -27,7 +29,19 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
       break;
     }
   }
-  for (auto& r : CheckAdvisories(report.versions, db)) report.checks.push_back(std::move(r));
+  JudgeOptions judge;
+  judge.grace_days = options.grace_days;
+  judge.max_table_age_days = options.max_table_age_days;
+  absl::CivilDay day;
+  if (options.today.empty()) {
+    judge.today = absl::ToCivilDay(absl::Now(), absl::UTCTimeZone());
+  } else if (absl::ParseCivilTime(options.today, &day)) {
+    judge.today = day;
+  }
+  if (db.error.empty()) report.checks.push_back(CheckTableAge(db, judge));
+  for (auto& r : CheckAdvisories(report.versions, db, judge)) {
+    report.checks.push_back(std::move(r));
+  }
   for (auto& r : CheckKernel(report.kernel)) report.checks.push_back(std::move(r));
   for (auto& r : CheckFirmwareUniform(report.versions)) report.checks.push_back(std::move(r));
   for (auto& r : CheckInfiniband(root, options.tenancy, commands)) {
