@@ -23,6 +23,13 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
   std::string today = options.today_ym.empty()
                           ? absl::FormatTime("%Y-%m", absl::Now(), absl::UTCTimeZone())
                           : options.today_ym;
+  if (!db.error.empty()) {
+    // The table is unusable: only the version checks, each UNKNOWN with the
+    // reason (the audit as a whole could not run; the driver's branch is
+    // among them as audit.version.driver).
+    for (auto& r : CheckAdvisories(report.versions, db)) report.checks.push_back(std::move(r));
+    return report;
+  }
   for (const auto& v : report.versions) {
     if (v.component == "driver") {
       report.checks.push_back(CheckDriverBranch(v, db, today));

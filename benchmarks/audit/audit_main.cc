@@ -186,6 +186,9 @@ int RunAudit(int argc, char** argv) {
     unusable.error = reason;
     audit::AuditReport report = audit::RunAuditChecks(options, unusable);
     if (jsonl) {
+      // Could not run: findings only, each not measured (no inventory).
+      report.versions.clear();
+      report.kernel = audit::KernelInfo();
       audit::WriteRecords(report, out);
     } else {
       audit::WriteHuman(report, verbose, isatty(fileno(stdout)) == 1, stdout);

@@ -358,7 +358,8 @@ TEST_CASE("an unusable table leaves every version check UNKNOWN with the reason"
   REQUIRE(ctk != nullptr);
   CHECK(ctk->status == CheckStatus::kUnknown);
   CHECK(absl::StrContains(ctk->why, "missing 'url'"));
-  CHECK(StatusOf(r, "audit.driver.branch") == CheckStatus::kUnknown);
+  CHECK(StatusOf(r, "audit.version.driver") == CheckStatus::kUnknown);
+  CHECK(testing::FindCheck(r, "audit.driver.branch") == nullptr);
   for (const auto& c : r.checks) {
     if (!c.component.empty() && c.component != "kernel") CHECK(c.status != CheckStatus::kPass);
   }
