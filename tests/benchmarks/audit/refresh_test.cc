@@ -365,5 +365,25 @@ TEST_CASE("an unusable table leaves every version check UNKNOWN with the reason"
   }
 }
 
+TEST_CASE("the shipped table judges DCGM, CUDA and Docker and says how old it is",
+          "[audit][refresh]") {
+  AdvisoryDb db = Shipped();
+  CHECK(db.generated == "2025-11-05");
+  Node n{.dcgm = "3.1.6", .cuda = "12.8.1", .docker = "24.0.9"};
+  AuditReport r = AuditNode(n, db, "2026-12-07");
+  CHECK(StatusOf(r, "audit.advisory.NVIDIA-5453") == CheckStatus::kFail);
+  CHECK(StatusOf(r, "audit.advisory.NVIDIA-5661") == CheckStatus::kWarn);  // medium
+  CHECK(StatusOf(r, "audit.advisory.GHSA-v23v-6jw2-98fq") == CheckStatus::kFail);
+  const CheckResult* age = testing::FindCheck(r, "audit.advisories.age");
+  REQUIRE(age != nullptr);
+  CHECK(age->status == CheckStatus::kWarn);
+  CHECK(absl::StrContains(age->why, "2025-11-05"));
+  Node fixed{.dcgm = "3.1.7", .cuda = "13.0.88", .docker = "27.1.1"};
+  AuditReport ok = AuditNode(fixed, db, "2026-12-07");
+  for (const char* id : {"NVIDIA-5453", "NVIDIA-5661", "GHSA-v23v-6jw2-98fq"}) {
+    CHECK(StatusOf(ok, absl::StrCat("audit.advisory.", id)) == CheckStatus::kPass);
+  }
+}
+
 }  // namespace
 }  // namespace cmax::audit
