@@ -49,6 +49,9 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
   for (auto& r : CheckAdvisories(report.versions, db, judge)) {
     report.checks.push_back(std::move(r));
   }
+  for (auto& r : CheckKernelAdvisories(report.kernel, report.distro, db, judge)) {
+    report.checks.push_back(std::move(r));
+  }
   for (auto& r : CheckKernel(report.kernel)) report.checks.push_back(std::move(r));
   for (auto& r : CheckFirmwareUniform(report.versions)) report.checks.push_back(std::move(r));
   for (auto& r : CheckInfiniband(root, options.tenancy, commands)) {

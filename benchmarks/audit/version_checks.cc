@@ -340,6 +340,67 @@ std::vector<CheckResult> CheckAdvisories(const std::vector<ComponentVersion>& ve
   return out;
 }
 
+namespace {
+
+// One kernel advisory (see CheckKernelAdvisories).
+CheckResult JudgeKernel(const Advisory& a, const ComponentInfo& info, const KernelInfo& k,
+                        const ComponentVersion& v, const JudgeOptions& options) {
+  CheckResult r = Base(a, info, v);
+  auto fix = a.distributions.find(v.distro);
+  if (fix == a.distributions.end()) {
+    r.status = CheckStatus::kUnknown;
+    r.why = absl::StrCat("no fixed kernel package is recorded for ",
+                         v.distro.empty() ? "this distribution" : v.distro);
+    return r;
+  }
+  r.required = absl::StrCat(">= ", fix->second, " (", v.distro, " package, running)");
+  if (v.version.empty()) {
+    r.status = CheckStatus::kUnknown;
+    r.why = absl::StrCat("the running kernel ", k.running,
+                         " has no linux-image package in dpkg: its package version is unknown");
+    return r;
+  }
+  if (CompareDebian(v.version, fix->second) >= 0) {
+    r.status = CheckStatus::kPass;
+    r.why = absl::StrCat("the running kernel's package ", v.version, " carries the fix");
+    return r;
+  }
+  const bool pending =
+      !k.newest_package.empty() && CompareDebian(k.newest_package, fix->second) >= 0;
+  r.why = pending ? absl::StrCat("the fixed kernel (", k.newest, ", package ", k.newest_package,
+                                 ") is installed but not running: the running ", k.running,
+                                 " (", v.version, ") is vulnerable until a reboot")
+                  : absl::StrCat("the running kernel's package ", v.version, " is older than ",
+                                 fix->second, ", and no fixed kernel is installed");
+  r.remediation = pending ? "Drain the node and reboot into the installed fixed kernel."
+                          : absl::StrCat("Install the fixed kernel (", fix->second,
+                                         " or newer) and reboot.");
+  JudgeMiss(a, options, &r);
+  return r;
+}
+
+}  // namespace
+
+std::vector<CheckResult> CheckKernelAdvisories(const KernelInfo& k, const std::string& distro,
+                                               const AdvisoryDb& db, const JudgeOptions& options) {
+  std::vector<CheckResult> out;
+  auto info = db.components.find("kernel");
+  if (info == db.components.end() || k.running.empty()) return out;
+  ComponentVersion v;
+  v.component = "kernel";
+  v.installed = true;
+  v.version = k.running_package;
+  v.source = "dpkg";
+  v.package = "linux-image-" + k.running;
+  v.distribution_package = true;
+  v.distro = distro;
+  v.evidence = "/proc/sys/kernel/osrelease " + k.running;
+  for (const auto& a : db.advisories) {
+    if (a.component == "kernel") out.push_back(JudgeKernel(a, info->second, k, v, options));
+  }
+  return out;
+}
+
 CheckResult CheckTableAge(const AdvisoryDb& db, const JudgeOptions& options) {
   CheckResult r;
   r.check_id = "audit.advisories.age";

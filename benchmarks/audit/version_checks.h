@@ -66,6 +66,15 @@ CheckResult CheckTableAge(const AdvisoryDb& db, const JudgeOptions& options);
 CheckResult CheckDriverBranch(const ComponentVersion& driver, const AdvisoryDb& db,
                               const std::string& today_ym);
 
+// The running kernel against the table's kernel advisories, by the dpkg
+// version of its linux-image package and the fixed package recorded for
+// `distro` (kernel advisories list distribution fixes only). Running a fixed
+// package: PASS. Not running it while the newest installed kernel is fixed
+// (a reboot pending): judged as a miss (FAIL for critical/high), saying so.
+// Package version unknown or no fix recorded for the distribution: UNKNOWN.
+std::vector<CheckResult> CheckKernelAdvisories(const KernelInfo& kernel, const std::string& distro,
+                                               const AdvisoryDb& db, const JudgeOptions& options);
+
 // Running kernel vs. the newest installed, and /var/run/reboot-required.
 std::vector<CheckResult> CheckKernel(const KernelInfo& kernel);
 

@@ -385,5 +385,59 @@ TEST_CASE("the shipped table judges DCGM, CUDA and Docker and says how old it is
   }
 }
 
+// A kernel advisory fixed in Debian bookworm's 6.1.123-1 (a test table; the
+// package versions are bookworm's linux-image-6.1.0-N-amd64 numbering).
+AdvisoryDb KernelTable() {
+  auto db = ParseAdvisories(
+      "generated: 2025-11-01\n"
+      "components: {kernel: {name: Linux kernel, scheme: debian}}\n"
+      "advisories:\n"
+      "  - {id: DSA-TEST-1, component: kernel, severity: high, published: 2025-01-01,\n"
+      "     distributions: {debian/bookworm: 6.1.123-1}, url: https://security-tracker.debian.org/}\n",
+      "kernel.yaml");
+  REQUIRE(db.ok());
+  return *db;
+}
+
+AuditReport AuditKernel(const std::string& running_pkg, const std::string& newest_pkg) {
+  TempDir dir;
+  dir.Write("bin/.keep", "");
+  dir.Write("root/etc/os-release", "ID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\n");
+  dir.Write("root/proc/sys/kernel/osrelease", "6.1.0-28-amd64\n");
+  dir.Write("root/lib/modules/6.1.0-28-amd64/modules.dep", "");
+  dir.Write("root/lib/modules/6.1.0-30-amd64/modules.dep", "");
+  dir.Write("root/var/lib/dpkg/status",
+            absl::StrCat("Package: linux-image-6.1.0-28-amd64\nStatus: install ok installed\n"
+                         "Version: ", running_pkg, "\n\n"
+                         "Package: linux-image-6.1.0-30-amd64\nStatus: install ok installed\n"
+                         "Version: ", newest_pkg, "\n\n"));
+  testing::ScopedPath path(dir.path() + "/bin");
+  AuditOptions options;
+  options.root = dir.path() + "/root";
+  options.today = "2025-11-01";
+  options.command_timeout = std::chrono::milliseconds(5000);
+  return RunAuditChecks(options, KernelTable());
+}
+
+TEST_CASE("a fixed kernel installed but not running fails like a missing fix",
+          "[audit][refresh]") {
+  AuditReport pending = AuditKernel("6.1.119-1", "6.1.124-1");
+  CHECK(pending.kernel.running_package == "6.1.119-1");
+  CHECK(pending.kernel.newest_package == "6.1.124-1");
+  const CheckResult* c = testing::FindCheck(pending, "audit.advisory.DSA-TEST-1");
+  REQUIRE(c != nullptr);
+  CHECK(c->status == CheckStatus::kFail);
+  CHECK(absl::StrContains(c->why, "installed but not running"));
+  CHECK(absl::StrContains(c->remediation, "reboot"));
+
+  const CheckResult* missing =
+      testing::FindCheck(AuditKernel("6.1.119-1", "6.1.122-1"), "audit.advisory.DSA-TEST-1");
+  CHECK(missing->status == CheckStatus::kFail);
+  CHECK(absl::StrContains(missing->why, "no fixed kernel is installed"));
+
+  CHECK(StatusOf(AuditKernel("6.1.124-1", "6.1.124-1"), "audit.advisory.DSA-TEST-1") ==
+        CheckStatus::kPass);
+}
+
 }  // namespace
 }  // namespace cmax::audit
