@@ -304,11 +304,14 @@ absl::StatusOr<ParsedDocument> ParseCsaf(const Struct& root, const std::string& 
   }
   std::string aggregate;
   if (const Struct* agg = Obj(*doc, "aggregate_severity")) aggregate = NormalizeSeverity(Str(*agg, "text"));
+  // The table has no way to say "no fix anywhere" yet: such drafts are left out.
+  const size_t fixed_drafts = std::count_if(drafts.begin(), drafts.end(),
+                                            [](const auto& kv) { return !kv.second.fixed.empty(); });
   for (auto& [component, d] : drafts) {
-    if (d.fixed.empty()) continue;  // the table has no way to say "no fix anywhere" yet
+    if (d.fixed.empty()) continue;
     Advisory a;
-    a.id = drafts.size() == 1 ? absl::StrCat("NVIDIA-", out.id)
-                              : absl::StrCat("NVIDIA-", out.id, "-", component);
+    a.id = fixed_drafts == 1 ? absl::StrCat("NVIDIA-", out.id)
+                             : absl::StrCat("NVIDIA-", out.id, "-", component);
     a.component = component;
     a.cves.assign(d.cves.begin(), d.cves.end());
     a.severity = !aggregate.empty() ? aggregate : d.severity;
