@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/civil_time.h"
 #include "yaml-cpp/yaml.h"
 
 #ifndef CMAX_AUDIT_SOURCE_DATA
@@ -56,6 +57,18 @@ class Parser {
       out.push_back(item.Scalar());
     }
     return out;
+  }
+
+  // An optional "YYYY-MM-DD" scalar; empty when absent.
+  absl::StatusOr<std::string> Date(const YAML::Node& parent, const char* key,
+                                   const std::string& where) {
+    auto text = Scalar(parent, key, where, false);
+    if (!text.ok() || text->empty()) return text;
+    absl::CivilDay day;
+    if (!absl::ParseCivilTime(*text, &day)) {
+      return Error(parent[key], where, absl::StrCat("'", key, "' ", *text, " is not YYYY-MM-DD"));
+    }
+    return *text;
   }
 
   absl::Status ParseComponents(const YAML::Node& node, AdvisoryDb* db) {
@@ -170,6 +183,12 @@ class Parser {
     auto rem = Scalar(v, "remediation", where, false);
     if (!rem.ok()) return rem.status();
     a.remediation = *rem;
+    auto published = Date(v, "published", where);
+    if (!published.ok()) return published.status();
+    a.published = *published;
+    auto affected = List(v, "affected", where);
+    if (!affected.ok()) return affected.status();
+    a.affected = *affected;
     db->advisories.push_back(std::move(a));
     return absl::OkStatus();
   }
@@ -242,6 +261,12 @@ absl::StatusOr<AdvisoryDb> ParseAdvisories(const std::string& text, const std::s
   try {
     if (auto s = p.ParseComponents(root["components"], &db); !s.ok()) return s;
     if (auto s = p.ParseBranches(root["driver_branches"], &db); !s.ok()) return s;
+    auto generated = p.Date(root, "generated", "");
+    if (!generated.ok()) return generated.status();
+    db.generated = *generated;
+    auto sources = p.List(root, "sources", "");
+    if (!sources.ok()) return sources.status();
+    db.sources = *sources;
     YAML::Node list = root["advisories"];
     if (!list || !list.IsSequence()) return p.Error(root, "", "'advisories' must be a list");
     std::set<std::string> ids;

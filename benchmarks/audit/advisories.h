@@ -51,6 +51,14 @@ struct Advisory {
   std::vector<std::string> links;       // more references
   std::string description;
   std::string remediation;
+  // The first publication date, "YYYY-MM-DD" (CSAF initial_release_date, OSV
+  // published); empty when the source does not say. The grace period counts
+  // from it.
+  std::string published;
+  // The affected ranges as the source states them, one per branch:
+  // "< 570.133.07", "<= 1.17.7", ">= 24.0.0 (no fix)". A range whose
+  // branch has no fixed version marks that branch unfixed.
+  std::vector<std::string> affected;
   int line = 0;           // 1-based line in the file
 };
 
@@ -69,6 +77,13 @@ struct AdvisoryDb {
   std::vector<DriverBranchInfo> driver_branches;
   std::string driver_table_as_of;   // what date the branch table reflects
   std::string driver_table_source;
+  // When the table was generated, "YYYY-MM-DD" (empty: undated, e.g. a
+  // hand-written table without `generated:`), and what it was built from.
+  std::string generated;
+  std::vector<std::string> sources;
+  // Set when the table could not be loaded (empty otherwise): every version
+  // check is then UNKNOWN with this reason, never a pass.
+  std::string error;
 };
 
 // Parses the YAML text; `source` names it in errors. INVALID_ARGUMENT names

@@ -15,19 +15,43 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
   report.root = root.root();
   report.distro = collector.distro();
   report.advisories_path = db.path;
+  report.advisories_generated = db.generated;
+  report.advisories_error = db.error;
   report.versions = collector.CollectAll();
   report.kernel = collector.Kernel();
 
   std::string today = options.today_ym.empty()
                           ? absl::FormatTime("%Y-%m", absl::Now(), absl::UTCTimeZone())
                           : options.today_ym;
+  if (!db.error.empty()) {
+    // The table is unusable: only the version checks, each UNKNOWN with the
+    // reason (the audit as a whole could not run; the driver's branch is
+    // among them as audit.version.driver).
+    for (auto& r : CheckAdvisories(report.versions, db)) report.checks.push_back(std::move(r));
+    return report;
+  }
   for (const auto& v : report.versions) {
     if (v.component == "driver") {
       report.checks.push_back(CheckDriverBranch(v, db, today));
       break;
     }
   }
-  for (auto& r : CheckAdvisories(report.versions, db)) report.checks.push_back(std::move(r));
+  JudgeOptions judge;
+  judge.grace_days = options.grace_days;
+  judge.max_table_age_days = options.max_table_age_days;
+  absl::CivilDay day;
+  if (options.today.empty()) {
+    judge.today = absl::ToCivilDay(absl::Now(), absl::UTCTimeZone());
+  } else if (absl::ParseCivilTime(options.today, &day)) {
+    judge.today = day;
+  }
+  if (db.error.empty()) report.checks.push_back(CheckTableAge(db, judge));
+  for (auto& r : CheckAdvisories(report.versions, db, judge)) {
+    report.checks.push_back(std::move(r));
+  }
+  for (auto& r : CheckKernelAdvisories(report.kernel, report.distro, db, judge)) {
+    report.checks.push_back(std::move(r));
+  }
   for (auto& r : CheckKernel(report.kernel)) report.checks.push_back(std::move(r));
   for (auto& r : CheckFirmwareUniform(report.versions)) report.checks.push_back(std::move(r));
   for (auto& r : CheckInfiniband(root, options.tenancy, commands)) {

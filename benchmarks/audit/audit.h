@@ -22,6 +22,9 @@ struct AuditOptions {
   Tenancy tenancy = Tenancy::kUnspecified;
   std::vector<HostPort> forbidden;
   std::string today_ym;  // "YYYY-MM"; empty: the current month (UTC)
+  std::string today;     // "YYYY-MM-DD" for the table's age and grace; empty: today (UTC)
+  int grace_days = 0;            // see JudgeOptions (version_checks.h)
+  int max_table_age_days = 30;
   std::chrono::milliseconds command_timeout{10000};
   std::chrono::milliseconds connect_timeout{1000};
 };
@@ -30,13 +33,16 @@ struct AuditReport {
   std::string root;
   std::string distro;
   std::string advisories_path;
+  std::string advisories_generated;  // the table's `generated` date, or empty
+  std::string advisories_error;      // why the table is unusable, or empty
   std::vector<ComponentVersion> versions;
   KernelInfo kernel;
   std::vector<CheckResult> checks;
 };
 
 // Runs every collector and check. Never fails: what cannot be measured is
-// UNKNOWN or SKIPPED in the report.
+// UNKNOWN or SKIPPED in the report. A `db` with `error` set (the table could
+// not be loaded) leaves every version check UNKNOWN with that reason.
 AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db);
 
 // 0 when nothing failed, 1 when any check is FAIL or CRITICAL.

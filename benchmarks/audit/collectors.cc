@@ -420,6 +420,12 @@ KernelInfo Collector::Kernel() const {
   for (const auto& rel : k.installed) {
     if (k.newest.empty() || CompareDebian(rel, k.newest) > 0) k.newest = rel;
   }
+  auto package = [this](const std::string& release) -> std::string {
+    auto it = dpkg_.find("linux-image-" + release);
+    return release.empty() || it == dpkg_.end() ? "" : it->second;
+  };
+  k.running_package = package(k.running);
+  k.newest_package = package(k.newest);
   k.reboot_required = root_.Exists("/var/run/reboot-required") ||
                       root_.Exists("/run/reboot-required");
   for (const char* f : {"/var/run/reboot-required.pkgs", "/run/reboot-required.pkgs"}) {

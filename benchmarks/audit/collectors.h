@@ -60,6 +60,11 @@ struct KernelInfo {
   std::string newest;                  // newest of `installed` (debian ordering)
   bool reboot_required = false;        // /var/run/reboot-required exists
   std::vector<std::string> reboot_packages;  // /var/run/reboot-required.pkgs
+  // The dpkg versions of the linux-image-<release> packages of the running
+  // and of the newest installed kernel ("6.1.119-1"); empty when dpkg does
+  // not list them (rpm systems, custom kernels).
+  std::string running_package;
+  std::string newest_package;
 };
 
 // Installed packages from a dpkg status file: name -> version, only those

@@ -34,9 +34,17 @@ std::string VersionLabel(const ComponentVersion& v) {
 }  // namespace
 
 void WriteHuman(const AuditReport& report, int verbosity, bool hyperlinks, FILE* out) {
+  std::string table = report.advisories_path;
+  if (!report.advisories_error.empty()) {
+    absl::StrAppend(&table, "  (unusable: ", report.advisories_error, ")");
+  } else {
+    absl::StrAppend(&table, "  (generated ",
+                    report.advisories_generated.empty() ? "unknown" : report.advisories_generated,
+                    ")");
+  }
   std::fprintf(out, "cmax audit  root %s  distribution %s\nadvisories  %s\n\n",
                report.root.c_str(), report.distro.empty() ? "unknown" : report.distro.c_str(),
-               report.advisories_path.c_str());
+               table.c_str());
   std::fprintf(out, "%-20s %-28s %s\n", "COMPONENT", "VERSION", "SOURCE");
   for (const auto& v : report.versions) {
     std::string name = v.device.empty() ? v.component : absl::StrCat(v.component, ":", v.device);

@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 
 namespace cmax::audit {
 namespace {
@@ -54,6 +57,41 @@ std::string SeriesName(VersionScheme scheme, const std::string& key) {
   return absl::StrCat("the ", key, " series");
 }
 
+// True when `v` lies in one of the advisory's affected ranges that the
+// source marks "(no fix)" (">= 24.0.0 (no fix)", "<= 550.54.15 (no fix)");
+// that range goes to `range`. Clauses are "op version" joined by ", ".
+bool InUnfixedRange(const Advisory& a, VersionScheme scheme, const std::string& v,
+                    std::string* range) {
+  for (const auto& text : a.affected) {
+    if (!absl::StrContains(text, "(no fix)")) continue;
+    absl::string_view body = absl::StripSuffix(text, "(no fix)");
+    bool holds = true;
+    for (absl::string_view clause : absl::StrSplit(body, ',', absl::SkipWhitespace())) {
+      clause = absl::StripAsciiWhitespace(clause);
+      const size_t cut = clause.find_first_not_of("<>=");
+      if (cut == 0 || cut == absl::string_view::npos) return false;
+      const std::string op(clause.substr(0, cut));
+      const std::string bound(absl::StripAsciiWhitespace(clause.substr(cut)));
+      auto below = Less(scheme, v, bound);
+      auto above = Less(scheme, bound, v);
+      if (!below.ok() || !above.ok()) {
+        holds = false;
+        break;
+      }
+      if (op == "<") holds = holds && *below;
+      else if (op == "<=") holds = holds && !*above;
+      else if (op == ">=") holds = holds && !*below;
+      else if (op == ">") holds = holds && *above;
+      else holds = holds && !*below && !*above;
+    }
+    if (holds) {
+      *range = text;
+      return true;
+    }
+  }
+  return false;
+}
+
 // Upstream ladder evaluation.
 AdvisoryVerdict Ladder(const Advisory& a, VersionScheme scheme, const std::string& v) {
   AdvisoryVerdict out;
@@ -86,7 +124,16 @@ AdvisoryVerdict Ladder(const Advisory& a, VersionScheme scheme, const std::strin
                     : absl::StrCat(v, " includes the fix (", f, ")");
     return out;
   }
-  // No fix on this branch: fixed only when newer than every listed fix.
+  // No fix on this branch: in a range the source says has no fix, vulnerable.
+  std::string unfixed;
+  if (InUnfixedRange(a, scheme, v, &unfixed)) {
+    out.kind = AdvisoryVerdict::kVulnerable;
+    out.required = absl::StrCat(">= ", absl::StrJoin(a.fixed, " / >= "));
+    out.why = absl::StrCat(v, " is in the affected range ", unfixed,
+                           ": move to a fixed release (", absl::StrJoin(a.fixed, ", "), ")");
+    return out;
+  }
+  // Otherwise fixed only when newer than every listed fix.
   std::vector<std::string> newer;
   for (const auto& f : a.fixed) {
     auto less = Less(scheme, v, f);
@@ -180,64 +227,215 @@ AdvisoryVerdict EvaluateAdvisory(const Advisory& a, const ComponentInfo& info,
   return Ladder(a, info.scheme, compared);
 }
 
+namespace {
+
+CheckResult ComponentCheck(const std::string& prefix, const ComponentVersion& v,
+                           const std::string& name, CheckStatus status) {
+  CheckResult r;
+  r.check_id = absl::StrCat(prefix, v.component);
+  r.category = "security";
+  r.status = status;
+  r.subject = absl::StrCat("component:", v.component);
+  r.component = v.component;
+  r.found = v.Describe();
+  r.title = name;
+  if (!v.evidence.empty()) r.evidence.push_back(v.evidence);
+  return r;
+}
+
+std::string DateText(absl::CivilDay day) { return absl::FormatCivilTime(day); }
+
+// A miss (kVulnerable) in time and by severity: FAIL for critical and high,
+// WARN for medium and low; WARN within the grace period after publication.
+void JudgeMiss(const Advisory& a, const JudgeOptions& options, CheckResult* r) {
+  const bool severe = a.severity == "critical" || a.severity == "high";
+  r->status = severe ? CheckStatus::kFail : CheckStatus::kWarn;
+  if (!severe) absl::StrAppend(&r->why, " (", a.severity, " severity: a warning)");
+  absl::CivilDay published;
+  if (options.grace_days <= 0 || !options.today || a.published.empty() ||
+      !absl::ParseCivilTime(a.published, &published)) {
+    return;
+  }
+  const absl::CivilDay grace_end = published + options.grace_days;
+  if (*options.today >= grace_end) return;
+  r->status = CheckStatus::kWarn;
+  absl::StrAppend(&r->why, "; within the ", options.grace_days,
+                  "-day grace period after the advisory's publication on ", a.published,
+                  ": a warning until ", DateText(grace_end), ", a failure from then on");
+}
+
+CheckResult JudgeOne(const Advisory& a, const ComponentInfo& info, const ComponentVersion& v,
+                     const JudgeOptions& options) {
+  CheckResult r = Base(a, info, v);
+  AdvisoryVerdict verdict = EvaluateAdvisory(a, info, v);
+  r.required = verdict.required;
+  r.why = verdict.why;
+  if (!a.published.empty()) r.evidence.push_back(absl::StrCat(a.id, " published ", a.published));
+  switch (verdict.kind) {
+    case AdvisoryVerdict::kFixed:
+    case AdvisoryVerdict::kNotAffected: r.status = CheckStatus::kPass; break;
+    case AdvisoryVerdict::kVulnerable: JudgeMiss(a, options, &r); break;
+    case AdvisoryVerdict::kUnknown: r.status = CheckStatus::kUnknown; break;
+  }
+  return r;
+}
+
+// The checks for one collected component (see CheckAdvisories).
+std::vector<CheckResult> CheckComponent(const ComponentVersion& v, const AdvisoryDb& db,
+                                        const JudgeOptions& options) {
+  auto info_it = db.components.find(v.component);
+  const std::string name = info_it == db.components.end() ? v.component : info_it->second.name;
+  std::vector<const Advisory*> advisories;
+  for (const auto& a : db.advisories) {
+    if (a.component == v.component) advisories.push_back(&a);
+  }
+  if (!v.installed) {
+    if (advisories.empty()) return {};
+    CheckResult r = ComponentCheck("audit.installed.", v, name + ": not installed",
+                                   CheckStatus::kSkipped);
+    r.found = "not installed";
+    r.why = absl::StrCat("no ", name, " found (files, package database, commands); its ",
+                         advisories.size(), " advisories do not apply");
+    return {r};
+  }
+  if (!db.error.empty()) {
+    CheckResult r = ComponentCheck("audit.version.", v, name + ": not judged",
+                                   CheckStatus::kUnknown);
+    r.why = absl::StrCat("the advisory table is unusable (", db.error, "): ", v.Describe(),
+                         " was not checked against any advisory");
+    r.not_measured = true;
+    return {r};
+  }
+  if (v.version.empty()) {
+    CheckResult r = ComponentCheck("audit.version.", v, name + ": version unknown",
+                                   CheckStatus::kUnknown);
+    r.why = absl::StrCat("installed, but its version could not be read (", v.error, "); ",
+                         advisories.size(), " advisories not checked");
+    return {r};
+  }
+  if (info_it == db.components.end() || advisories.empty()) {
+    CheckResult r = ComponentCheck("audit.advisories.", v, name + ": no advisories in the table",
+                                   CheckStatus::kUnknown);
+    r.why = absl::StrCat("the advisory table (generated ", db.generated.empty() ? "?" : db.generated,
+                         ") has no advisory for ", name, ": ", v.version, " is not judged");
+    r.not_measured = true;  // nothing to compare with: never a pass
+    return {r};
+  }
+  std::vector<CheckResult> out;
+  for (const Advisory* a : advisories) out.push_back(JudgeOne(*a, info_it->second, v, options));
+  return out;
+}
+
+}  // namespace
+
 std::vector<CheckResult> CheckAdvisories(const std::vector<ComponentVersion>& versions,
-                                         const AdvisoryDb& db) {
+                                         const AdvisoryDb& db, const JudgeOptions& options) {
   std::vector<CheckResult> out;
   std::set<std::string> reported_missing;
   for (const auto& v : versions) {
-    auto info_it = db.components.find(v.component);
-    if (info_it == db.components.end()) continue;
-    const ComponentInfo& info = info_it->second;
-    std::vector<const Advisory*> advisories;
-    for (const auto& a : db.advisories) {
-      if (a.component == v.component) advisories.push_back(&a);
-    }
-    if (advisories.empty()) continue;
-    if (!v.installed) {
-      if (!reported_missing.insert(v.component).second) continue;
-      CheckResult r;
-      r.check_id = absl::StrCat("audit.installed.", v.component);
-      r.category = "security";
-      r.status = CheckStatus::kSkipped;
-      r.subject = absl::StrCat("component:", v.component);
-      r.component = v.component;
-      r.title = absl::StrCat(info.name, ": not installed");
-      r.found = "not installed";
-      r.why = absl::StrCat("no ", info.name, " found (files, package database, commands); its ",
-                           advisories.size(), " advisories do not apply");
-      out.push_back(r);
-      continue;
-    }
-    if (v.version.empty()) {
-      CheckResult r;
-      r.check_id = absl::StrCat("audit.version.", v.component);
-      r.category = "security";
-      r.status = CheckStatus::kUnknown;
-      r.subject = absl::StrCat("component:", v.component);
-      r.component = v.component;
-      r.title = absl::StrCat(info.name, ": version unknown");
-      r.found = v.Describe();
-      r.why = absl::StrCat("installed, but its version could not be read (", v.error, "); ",
-                           advisories.size(), " advisories not checked");
-      r.evidence.push_back(v.evidence);
-      out.push_back(r);
-      continue;
-    }
-    for (const Advisory* a : advisories) {
-      CheckResult r = Base(*a, info, v);
-      AdvisoryVerdict verdict = EvaluateAdvisory(*a, info, v);
-      r.required = verdict.required;
-      r.why = verdict.why;
-      switch (verdict.kind) {
-        case AdvisoryVerdict::kFixed:
-        case AdvisoryVerdict::kNotAffected: r.status = CheckStatus::kPass; break;
-        case AdvisoryVerdict::kVulnerable: r.status = CheckStatus::kFail; break;
-        case AdvisoryVerdict::kUnknown: r.status = CheckStatus::kUnknown; break;
-      }
-      out.push_back(r);
-    }
+    // One "not installed" per component (per-device components repeat).
+    if (!v.installed && !reported_missing.insert(v.component).second) continue;
+    for (auto& r : CheckComponent(v, db, options)) out.push_back(std::move(r));
   }
   return out;
+}
+
+namespace {
+
+// One kernel advisory (see CheckKernelAdvisories).
+CheckResult JudgeKernel(const Advisory& a, const ComponentInfo& info, const KernelInfo& k,
+                        const ComponentVersion& v, const JudgeOptions& options) {
+  CheckResult r = Base(a, info, v);
+  auto fix = a.distributions.find(v.distro);
+  if (fix == a.distributions.end()) {
+    r.status = CheckStatus::kUnknown;
+    r.why = absl::StrCat("no fixed kernel package is recorded for ",
+                         v.distro.empty() ? "this distribution" : v.distro);
+    return r;
+  }
+  r.required = absl::StrCat(">= ", fix->second, " (", v.distro, " package, running)");
+  if (v.version.empty()) {
+    r.status = CheckStatus::kUnknown;
+    r.why = absl::StrCat("the running kernel ", k.running,
+                         " has no linux-image package in dpkg: its package version is unknown");
+    return r;
+  }
+  if (CompareDebian(v.version, fix->second) >= 0) {
+    r.status = CheckStatus::kPass;
+    r.why = absl::StrCat("the running kernel's package ", v.version, " carries the fix");
+    return r;
+  }
+  const bool pending =
+      !k.newest_package.empty() && CompareDebian(k.newest_package, fix->second) >= 0;
+  r.why = pending ? absl::StrCat("the fixed kernel (", k.newest, ", package ", k.newest_package,
+                                 ") is installed but not running: the running ", k.running,
+                                 " (", v.version, ") is vulnerable until a reboot")
+                  : absl::StrCat("the running kernel's package ", v.version, " is older than ",
+                                 fix->second, ", and no fixed kernel is installed");
+  r.remediation = pending ? "Drain the node and reboot into the installed fixed kernel."
+                          : absl::StrCat("Install the fixed kernel (", fix->second,
+                                         " or newer) and reboot.");
+  JudgeMiss(a, options, &r);
+  return r;
+}
+
+}  // namespace
+
+std::vector<CheckResult> CheckKernelAdvisories(const KernelInfo& k, const std::string& distro,
+                                               const AdvisoryDb& db, const JudgeOptions& options) {
+  std::vector<CheckResult> out;
+  auto info = db.components.find("kernel");
+  if (info == db.components.end() || k.running.empty()) return out;
+  ComponentVersion v;
+  v.component = "kernel";
+  v.installed = true;
+  v.version = k.running_package;
+  v.source = "dpkg";
+  v.package = "linux-image-" + k.running;
+  v.distribution_package = true;
+  v.distro = distro;
+  v.evidence = "/proc/sys/kernel/osrelease " + k.running;
+  for (const auto& a : db.advisories) {
+    if (a.component == "kernel") out.push_back(JudgeKernel(a, info->second, k, v, options));
+  }
+  return out;
+}
+
+CheckResult CheckTableAge(const AdvisoryDb& db, const JudgeOptions& options) {
+  CheckResult r;
+  r.check_id = "audit.advisories.age";
+  r.category = "security";
+  r.subject = "node";
+  r.title = "Advisory table date";
+  r.found = db.generated.empty() ? "no generated date" : "generated " + db.generated;
+  r.required = absl::StrCat("generated within ", options.max_table_age_days, " days");
+  r.evidence.push_back(db.path);
+  r.remediation = "Run `cmax-bench audit refresh --from DIR --out FILE` on the vendors' current "
+                  "advisories and audit with --advisories FILE (docs/audit.md).";
+  absl::CivilDay generated;
+  if (db.generated.empty() || !absl::ParseCivilTime(db.generated, &generated)) {
+    r.status = CheckStatus::kWarn;
+    r.why = "the advisory table does not say when it was generated: how current it is cannot be told";
+    return r;
+  }
+  if (!options.today) {
+    r.status = CheckStatus::kUnknown;
+    r.why = "today's date is unknown: the table's age cannot be judged";
+    return r;
+  }
+  const int64_t age = *options.today - generated;
+  if (age > options.max_table_age_days) {
+    r.status = CheckStatus::kWarn;
+    r.why = absl::StrCat("the advisory table was generated on ", db.generated, ", ", age,
+                         " days ago (more than ", options.max_table_age_days,
+                         "): advisories published since are not checked");
+    return r;
+  }
+  r.status = CheckStatus::kInfo;
+  r.remediation.clear();
+  r.why = absl::StrCat("the advisory table was generated on ", db.generated, ", ",
+                       std::max<int64_t>(age, 0), " days ago");
+  return r;
 }
 
 CheckResult CheckDriverBranch(const ComponentVersion& driver, const AdvisoryDb& db,
@@ -253,6 +451,13 @@ CheckResult CheckDriverBranch(const ComponentVersion& driver, const AdvisoryDb& 
     r.status = driver.installed ? CheckStatus::kUnknown : CheckStatus::kSkipped;
     r.title = "NVIDIA driver branch: no driver";
     r.why = driver.installed ? "the driver version could not be read" : "no NVIDIA driver found";
+    return r;
+  }
+  if (!db.error.empty()) {
+    r.status = CheckStatus::kUnknown;
+    r.title = "NVIDIA driver branch: not judged";
+    r.why = absl::StrCat("the advisory table is unusable (", db.error, ")");
+    r.not_measured = true;
     return r;
   }
   auto branch = DriverBranch(driver.version);

@@ -5,9 +5,11 @@
 #ifndef CMAX_BENCHMARKS_AUDIT_VERSION_CHECKS_H_
 #define CMAX_BENCHMARKS_AUDIT_VERSION_CHECKS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/time/civil_time.h"
 #include "benchmarks/audit/advisories.h"
 #include "benchmarks/audit/check_result.h"
 #include "benchmarks/audit/collectors.h"
@@ -31,11 +33,31 @@ struct AdvisoryVerdict {
 AdvisoryVerdict EvaluateAdvisory(const Advisory& advisory, const ComponentInfo& component,
                                  const ComponentVersion& version);
 
+// How misses are judged in time.
+struct JudgeOptions {
+  // Today (UTC). Without it no grace period applies and the table's age is
+  // not judged.
+  std::optional<absl::CivilDay> today;
+  // Days after an advisory's publication during which a miss is a WARN
+  // (saying when the grace ends), not a FAIL. 0: no grace.
+  int grace_days = 0;
+  // A table generated longer ago than this is stale (a WARN).
+  int max_table_age_days = 30;
+};
+
 // One result per (installed component, advisory); one SKIPPED result per
 // component with advisories that is not installed; one UNKNOWN result per
-// installed component whose version could not be read.
+// installed component whose version could not be read, whose table has no
+// advisory for it (not measured), or when the table itself is unusable
+// (db.error). A miss of a critical or high advisory FAILs, of a medium or low
+// one WARNs; within the grace period after publication any miss WARNs.
 std::vector<CheckResult> CheckAdvisories(const std::vector<ComponentVersion>& versions,
-                                         const AdvisoryDb& db);
+                                         const AdvisoryDb& db, const JudgeOptions& options = {});
+
+// The table's own date: INFO with the date when it is at most
+// max_table_age_days old; WARN when older, undated, or when today is unknown
+// is never claimed fresh (UNKNOWN). Category security; never a PASS.
+CheckResult CheckTableAge(const AdvisoryDb& db, const JudgeOptions& options);
 
 // The driver's branch against the table. `today_ym` is "YYYY-MM"; a branch
 // past its end-of-life month is end of life. Supported: PASS; end of life:
@@ -43,6 +65,15 @@ std::vector<CheckResult> CheckAdvisories(const std::vector<ComponentVersion>& ve
 // and this driver is below them; not in the table: UNKNOWN; no driver: SKIPPED.
 CheckResult CheckDriverBranch(const ComponentVersion& driver, const AdvisoryDb& db,
                               const std::string& today_ym);
+
+// The running kernel against the table's kernel advisories, by the dpkg
+// version of its linux-image package and the fixed package recorded for
+// `distro` (kernel advisories list distribution fixes only). Running a fixed
+// package: PASS. Not running it while the newest installed kernel is fixed
+// (a reboot pending): judged as a miss (FAIL for critical/high), saying so.
+// Package version unknown or no fix recorded for the distribution: UNKNOWN.
+std::vector<CheckResult> CheckKernelAdvisories(const KernelInfo& kernel, const std::string& distro,
+                                               const AdvisoryDb& db, const JudgeOptions& options);
 
 // Running kernel vs. the newest installed, and /var/run/reboot-required.
 std::vector<CheckResult> CheckKernel(const KernelInfo& kernel);
