@@ -76,6 +76,9 @@ struct CoreOptions {
   // What fences run (a path, or a name looked up on PATH).
   std::string scontrol = "scontrol";
   std::string kubectl = "kubectl";
+  // --verify-plan: the plan a repaired node must pass before it returns;
+  // empty: the built-in verify-gpu.yaml or verify-cpu.yaml by its GPUs.
+  std::string verify_plan;
   // The sinfo that schedules with --only-idle ask (a path, or a name looked
   // up on PATH at each slot; coordinator/slurm_idle.h).
   std::string slurm_sinfo = "sinfo";

@@ -2,13 +2,18 @@
 // (stored once, acknowledged once durable, findings handed to the incident
 // manager), the manager's view of this core (IncidentHooksImpl), its policy
 // and fencer, and the operators' commands. Core thread only.
+#include <fstream>
+#include <sstream>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/plan_parser.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "common/time_util.h"
 #include "coordinator/core.h"
+#include "coordinator/remediation/verify_plans.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -143,20 +148,26 @@ bool CoordinatorCore::IncidentHooksImpl::SendAction(const std::string& node,
 
 absl::StatusOr<std::string> CoordinatorCore::IncidentHooksImpl::StartVerifyRun(
     const std::string& node, const std::string& incident_id) {
-  v1::Plan plan;
-  plan.set_name(absl::StrCat("verify ", incident_id));
-  plan.set_description(absl::StrCat("cmax remediation: verify ", node, " before it is returned"));
-  plan.set_source("(remediation verify)");
-  v1::SuiteSpec* health = plan.add_suites();
-  health->set_suite("health");
-  health->set_scope(v1::SCOPE_NODE);
-  health->mutable_nodes()->add_names(node);
-  v1::SuiteSpec* burn = plan.add_suites();
-  burn->set_suite("burnin");
-  burn->set_scope(v1::SCOPE_NODE);
-  burn->mutable_nodes()->add_names(node);
-  (*burn->mutable_params())["backend"] = GpuCount(node) > 0 ? "cuda" : "cpu";
-  (*burn->mutable_params())["duration"] = "20";
+  const CoreOptions& o = core_->options_;
+  std::string text, source;
+  if (o.verify_plan.empty()) {
+    text = remediation::VerifyPlanYaml(GpuCount(node) > 0);
+    source = GpuCount(node) > 0 ? "(built-in verify-gpu.yaml)" : "(built-in verify-cpu.yaml)";
+  } else {
+    std::ifstream in(o.verify_plan);
+    if (!in) return absl::NotFoundError(absl::StrCat("--verify-plan ", o.verify_plan, ": cannot read"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    source = o.verify_plan;
+  }
+  CMAX_ASSIGN_OR_RETURN(v1::Plan plan, ParsePlan(text, source));
+  plan.set_name(absl::StrCat(plan.name(), " ", incident_id));
+  // The incident's node alone, whatever the plan selects.
+  for (v1::SuiteSpec& s : *plan.mutable_suites()) {
+    s.mutable_nodes()->Clear();
+    s.mutable_nodes()->add_names(node);
+  }
   std::vector<std::string> only = {node};
   CMAX_ASSIGN_OR_RETURN(v1::SubmitRunResponse started, core_->StartRun(plan, &only, ""));
   return started.run_id();

@@ -90,6 +90,9 @@ ABSL_FLAG(std::string, remediation_policy, "",
           "the fault loop's policy file (YAML; docs/remediation.md): dry-run or enforce, the "
           "fence (slurm, kubernetes, none), the breaker, and the steps per finding class. "
           "Without it: dry-run, no fence, every incident planned as escalate");
+ABSL_FLAG(std::string, verify_plan, "",
+          "the plan a repaired node must pass (verdict pass) before the fault loop returns it; "
+          "default: the built-in health and 60 s burn-in (coordinator/remediation/data/)");
 ABSL_FLAG(std::string, kubectl, "kubectl",
           "the kubectl a policy's kubernetes fence runs (path or name on PATH)");
 ABSL_FLAG(bool, slurm_drain, false,
@@ -260,6 +263,7 @@ int main(int argc, char** argv) {
   options.remediation_policy = absl::GetFlag(FLAGS_remediation_policy);
   options.scontrol = absl::GetFlag(FLAGS_scontrol);
   options.kubectl = absl::GetFlag(FLAGS_kubectl);
+  options.verify_plan = absl::GetFlag(FLAGS_verify_plan);
   if (std::string keep = absl::GetFlag(FLAGS_keep_runs_for); !keep.empty()) {
     auto ns = cmax::coordinator::ParseDuration(keep, "--keep-runs-for", "3600s, 90d, 365d", 3650);
     if (!ns.ok()) return Fail(std::string(ns.status().message()));

@@ -242,7 +242,7 @@ TEST_CASE("each judged component just below its floor misses, at the floor passe
   }
 }
 
-TEST_CASE("a branch the advisory fixed nowhere fails; above every range passes",
+TEST_CASE("a branch the advisory fixed nowhere fails, above every range passes",
           "[audit][refresh]") {
   AdvisoryDb db = Refreshed();
   // Docker 24.0 is affected (24.0.0 to 25.0.6) and got no 24.0 release.
