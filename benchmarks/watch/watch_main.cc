@@ -10,6 +10,7 @@
 #include "benchmarks/watch/watch.h"
 #include "common/args.h"
 #include "common/record_io.h"
+#include "common/version.h"
 
 namespace {
 
@@ -34,7 +35,7 @@ void PrintFinding(const cmax::v1::Finding& f) {
 int main(int argc, char** argv) {
   std::string root = "/", services, filesystems = "/";
   double full = 95, interval = 5, gpu_interval = 30, cpu_report = 60, tick = 1, duration = 0;
-  bool jsonl = false;
+  bool jsonl = false, version = false;
   cmax::ArgParser p("cmax-watch [options]",
                     "Watches this node between runs: the kernel log (Xid, SXid, a GPU off the "
                     "bus, machine checks, PCIe AER, read-only remounts), the listed systemd "
@@ -51,7 +52,12 @@ int main(int argc, char** argv) {
   p.AddDouble("tick", &tick, "seconds between reads of the kernel log");
   p.AddDouble("duration", &duration, "stop after this many seconds (0: until SIGTERM)");
   p.AddFlag("jsonl", &jsonl, "write records as JSON lines (what the agent reads)");
+  p.AddFlag("version", &version, "print the version and exit");
   cmax::ParseToolArgsOrExit(p, argc, argv);
+  if (version) {
+    std::printf("cmax-watch %s\n", cmax::kCmaxVersion);
+    return 0;
+  }
 
   cmax::watch::WatchOptions o;
   o.root = root;

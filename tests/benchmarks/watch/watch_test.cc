@@ -303,6 +303,10 @@ TEST_CASE("cmax-watch runs alone, refuses a bad unit name and reports its CPU us
   REQUIRE(bad.ok());
   CHECK(bad->exit.code == 2);
   CHECK(bad->err.find("'nvidia;reboot' is not a systemd unit name") != std::string::npos);
+  auto version = RunCommand({CMAX_WATCH_BIN, "--version"}, std::chrono::seconds(10));
+  REQUIRE(version.ok());
+  CHECK(version->exit.code == 0);
+  CHECK(version->out.rfind("cmax-watch ", 0) == 0);
   FixtureNode node;
   auto run = RunCommand({CMAX_WATCH_BIN, "--root", node.dir.path, "--jsonl", "--duration", "1.2",
                          "--tick", "0.1", "--cpu-report", "0.5"},
