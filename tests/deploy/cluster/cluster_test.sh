@@ -244,7 +244,16 @@ wait_agents 3 60
 # warns); the operator then moves them to the credential the upgrade made,
 # as docs/security.md ("Upgrading to separate agent credentials") says.
 cl_log "agents move to /etc/cmax/agent-token"
-cl_x head journalctl -u cmax-coordinator --no-pager | grep -q "no --agent-token-file" ||
+# Read whole first: `journalctl | grep -q` under pipefail fails when grep
+# stops at the match while journalctl is still writing (SIGPIPE). A few
+# tries: journald may file a line a moment after the daemon wrote it.
+warned=0
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  cl_x head journalctl -u cmax-coordinator --no-pager >"$out/journal-upgrade.txt" || true
+  if grep -q "no --agent-token-file" "$out/journal-upgrade.txt"; then warned=1; break; fi
+  sleep 1
+done
+[[ $warned -eq 1 ]] ||
   cl_fail "the upgraded coordinator did not warn that agents present the operators' token"
 cl_x head test -s /etc/cmax/agent-token || cl_fail "the upgrade made no /etc/cmax/agent-token"
 copy_out head /etc/cmax/agent-token "$CL_WORK/agent-token"
