@@ -82,7 +82,7 @@ void CoordinatorCore::RemediationMetrics(cmax::MetricsText* m) {
     m->Sample(states[s], {{"state", s}});
   }
   m->Family("cmax_remediation_paused", "gauge", "1 while an admin has paused the fault loop");
-  m->Sample(incidents_->Status("", false).paused() ? 1 : 0);
+  m->Sample(incidents_->paused() ? 1 : 0);
   m->Family("cmax_incident_phase_seconds_total", "counter",
             "seconds summed over the incidents' measured phases: detect (signal to "
             "coordinator), quarantine (to fenced), repair (to returned), by finding class");

@@ -10,6 +10,7 @@
 #include "common/plural.h"
 #include "common/severity.h"
 #include "common/task_state.h"
+#include "common/time_util.h"
 
 namespace cmax::ctl {
 namespace {
@@ -230,6 +231,13 @@ std::string ForTerminalJson(std::string_view json) {
     }
   }
   return out;
+}
+
+std::string WholeSecondsTime(int64_t unix_ns) {
+  if (unix_ns <= 0) return "-";
+  std::string t = FormatRfc3339(unix_ns);
+  if (size_t dot = t.find('.'); dot != std::string::npos) t = t.substr(0, dot) + "Z";
+  return t;
 }
 
 }  // namespace cmax::ctl

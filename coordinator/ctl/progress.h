@@ -4,6 +4,7 @@
 #ifndef CMAX_COORDINATOR_CTL_PROGRESS_H_
 #define CMAX_COORDINATOR_CTL_PROGRESS_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -75,6 +76,10 @@ std::string SummaryLine(const v1::RunInfo& run, const TaskCounts& counts);
 // agent cannot set the window title, move the cursor, recolour or erase
 // lines (and hide a FAIL). Valid UTF-8 text is otherwise left as it is.
 std::string ForTerminal(std::string_view text);
+
+// A Unix time as RFC 3339 in whole seconds ("2026-11-29T21:17:45Z"), what
+// the schedule and remediation listings show; "-" for 0 or less.
+std::string WholeSecondsTime(int64_t unix_ns);
 
 // The same for JSON that cmaxctl prints (--json): the same characters are
 // written as JSON escapes ("\u001b", "\u009b"), so the output still parses

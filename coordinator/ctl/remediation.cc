@@ -27,12 +27,8 @@ int Usage(const std::string& error) {
   return kExitUsage;
 }
 
-std::string Time(int64_t unix_ns) {
-  if (unix_ns <= 0) return "-";
-  std::string t = FormatRfc3339(unix_ns);
-  if (size_t dot = t.find('.'); dot != std::string::npos) t = t.substr(0, dot) + "Z";
-  return t;
-}
+// Whole seconds are plenty here (progress.h).
+std::string Time(int64_t unix_ns) { return WholeSecondsTime(unix_ns); }
 
 std::string Seconds(int64_t from, int64_t to) {
   if (from <= 0 || to < from) return "-";

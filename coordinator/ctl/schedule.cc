@@ -40,13 +40,8 @@ int Usage(const std::string& error) {
   return kExitUsage;
 }
 
-std::string Time(int64_t unix_ns) {
-  if (unix_ns <= 0) return "-";
-  std::string t = FormatRfc3339(unix_ns);
-  // Whole seconds are plenty for slots: "2026-11-29T21:17:45Z".
-  if (size_t dot = t.find('.'); dot != std::string::npos) t = t.substr(0, dot) + "Z";
-  return t;
-}
+// Whole seconds are plenty here (progress.h).
+std::string Time(int64_t unix_ns) { return WholeSecondsTime(unix_ns); }
 
 std::string Plain(const std::string& s) { return ForTerminal(s); }
 

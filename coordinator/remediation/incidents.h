@@ -104,6 +104,7 @@ class IncidentManager {
   void SetPolicy(Policy policy, std::unique_ptr<Fencer> fencer);
   void SetPolicyError(std::string error) { policy_error_ = std::move(error); }
   const Policy& policy() const { return policy_; }
+  bool paused() const { return paused_; }
 
   // A finding `node` sent about itself. `signal_ns` when the node saw the
   // signal, `now_ns` when the coordinator has it (both coordinator clock).
