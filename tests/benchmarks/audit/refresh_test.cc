@@ -338,6 +338,26 @@ TEST_CASE("firmware: another LTS train below its fix fails, a newer train passes
                  "audit.advisory.NVIDIA-5699") == CheckStatus::kPass);
 }
 
+TEST_CASE("the shipped table judges the 2026 bulletins, firmware, containerd and kubelet",
+          "[audit][refresh]") {
+  AdvisoryDb db = Shipped();
+  Node below{.driver = "580.126.09", .dcgm = "4.5.2", .ctk = "1.19.0", .nic_fw = "28.43.8001",
+             .containerd = "containerd github.com/containerd/containerd v1.7.32 1a2b3c4",
+             .kubelet = "Kubernetes v1.31.5", .dcgm_exporter = "4.5.2-4.8.1"};
+  AuditReport low = AuditNode(below, db, "2026-12-07");
+  for (const char* id : {"NVIDIA-5821", "NVIDIA-5857-dcgm", "NVIDIA-5850", "NVIDIA-5699",
+                         "GO-2026-5475", "GO-2025-3465", "NVIDIA-5857-dcgm_exporter"}) {
+    CHECK(StatusOf(low, absl::StrCat("audit.advisory.", id)) == CheckStatus::kFail);
+  }
+  CHECK(StatusOf(low, "audit.advisory.NVIDIA-5747") == CheckStatus::kPass);
+  // An end-of-life branch that misses no fix only warns (lifecycle).
+  AuditReport eol = AuditNode(Node{.driver = "535.309.01"}, db, "2026-07-15");
+  const CheckResult* branch = testing::FindCheck(eol, "audit.driver.branch");
+  REQUIRE(branch != nullptr);
+  CHECK(branch->status == CheckStatus::kWarn);
+  CHECK(branch->category == "lifecycle");
+}
+
 TEST_CASE("a component the table has no floor for is UNKNOWN, never a pass",
           "[audit][refresh]") {
   AdvisoryDb db = Shipped();
