@@ -392,7 +392,10 @@ std::vector<ComponentVersion> Collector::CollectAll() {
                        {"containerd", "--version"}, "\\sv?" + semver + "(?:\\s|$)"));
   out.push_back(Docker());
   for (auto& fw : NicFirmware()) out.push_back(fw);
-  out.push_back(Simple("ofed", {}, {}, {"ofed_info", "-s"}, R"((\d+\.\d+-[0-9.]*[0-9]))"));
+  // MLNX_OFED only: DOCA-OFED prints "OFED-internal-<version>", whose
+  // numbers are not MLNX_OFED's and no bulletin names (UNKNOWN).
+  out.push_back(Simple("ofed", {}, {}, {"ofed_info", "-s"},
+                       R"(MLNX_OFED_LINUX-(\d+\.\d+-[0-9.]*[0-9]))"));
   out.push_back(Simple("dcgm", {"datacenter-gpu-manager-4-core", "datacenter-gpu-manager"}, {},
                        {"dcgmi", "--version"}, "version:\\s*v?" + semver));
   // Release tags are "<DCGM>-<exporter>" ("4.4.1-4.5.2"); NVIDIA's bulletins

@@ -91,6 +91,7 @@ std::string DateOf(const std::string& timestamp) {
 VersionScheme SchemeFor(const std::string& component) {
   if (component == "driver") return VersionScheme::kDriver;
   if (component == "nic_firmware") return VersionScheme::kFirmware;
+  if (component == "ofed") return VersionScheme::kRpm;
   return VersionScheme::kSemver;
 }
 
@@ -184,6 +185,7 @@ std::string NvidiaComponent(const std::string& product, const std::string& arch)
     return "";
   }
   if (absl::StrContains(product, "Container Toolkit")) return "container_toolkit";
+  if (product == "Mellanox OFED" || product == "MLNX_OFED") return "ofed";
   if (product == "DCGM Exporter") return "dcgm_exporter";
   if (product == "DCGM" || product == "NVIDIA DCGM" ||
       absl::StrContains(product, "Data Center GPU Manager")) {
@@ -220,17 +222,17 @@ void WalkCsafBranches(const ListValue& branches, const std::string& arch,
 
 // The version a product name carries ("All driver versions prior to
 // 570.133.07" -> "570.133.07", "v1.16.2" -> "1.16.2"); "" when none.
-std::string VersionIn(const std::string& name) {
+std::string VersionIn(const std::string& name, const std::string& component) {
   static const RE2 kVersion(R"((\d+(?:\.\d+)+))");
+  // MLNX_OFED: "24.10-3.2.5.0" (release and build, both dotted).
+  static const RE2 kOfed(R"((\d+\.\d+-\d+(?:\.\d+)+))");
   std::string v;
-  RE2::PartialMatch(name, kVersion, &v);
+  RE2::PartialMatch(name, component == "ofed" ? kOfed : kVersion, &v);
   return v;
 }
 
-// "<= 1.17.7" for "... up to and including 1.17.7", "< 570.133.07" for
-// "... prior to 570.133.07"; "" when the name gives no bound.
-std::string AffectedBound(const std::string& name) {
-  const std::string v = VersionIn(name);
+std::string AffectedBound(const std::string& name, const std::string& component) {
+  const std::string v = VersionIn(name, component);
   if (v.empty()) return "";
   const std::string lower = absl::AsciiStrToLower(name);
   if (absl::StrContains(lower, "and including")) return absl::StrCat("<= ", v);
@@ -256,10 +258,10 @@ absl::Status AddCsafVulnerability(const Struct& vuln, const std::map<std::string
       Draft& d = (*drafts)[comp];
       touched.insert(comp);
       const bool fixed = std::string(key) == "fixed";
-      std::string bound = fixed ? "" : AffectedBound(it->second.name);
+      std::string bound = fixed ? "" : AffectedBound(it->second.name, comp);
       // The bound's own version ("0.0 to 4.5.2" is bounded by 4.5.2).
       const std::string named =
-          fixed ? VersionIn(it->second.name) : bound.substr(bound.find(' ') + 1);
+          fixed ? VersionIn(it->second.name, comp) : bound.substr(bound.find(' ') + 1);
       if (named.empty() || (!fixed && bound.empty())) continue;
       const std::string version = TableVersion(comp, named);
       if (fixed) {

@@ -13,13 +13,17 @@
 namespace cmax::audit {
 namespace {
 
-// The branch a fixed version belongs to, for ladders: "1.2" for semver,
+// The branch a fixed version belongs to, for ladders: "1.2" for semver and
+// rpm,
 // "570" for drivers, the train "39" for firmware (NVIDIA's firmware bulletins
 // give one fix per train, for every family on it: "xx.39.8002"); "" where a
 // scheme has no branches.
 std::string BranchKey(VersionScheme scheme, const std::string& v) {
   switch (scheme) {
     case VersionScheme::kSemver: return MajorMinor(v);
+    // MLNX_OFED "24.10-3.2.5.0": the release, "24.10" (the only component
+    // with this scheme; distribution packages are compared apart).
+    case VersionScheme::kRpm: return MajorMinor(v);
     case VersionScheme::kDriver: {
       auto b = DriverBranch(v);
       return b.ok() ? absl::StrCat(*b) : "";

@@ -79,6 +79,7 @@ struct Node {
   // Command output of containerd --version, kubelet --version,
   // dcgm-exporter --version and nv-fabricmanager --version (empty: absent).
   std::string containerd, kubelet, dcgm_exporter, fabric_manager;
+  std::string ofed;  // ofed_info -s
 };
 
 // A fake command printing `out` (empty: none).
@@ -116,6 +117,7 @@ void BuildRoot(const TempDir& dir, const Node& n) {
   FakeCommand(dir, "kubelet", n.kubelet);
   FakeCommand(dir, "dcgm-exporter", n.dcgm_exporter);
   FakeCommand(dir, "nv-fabricmanager", n.fabric_manager);
+  FakeCommand(dir, "ofed_info", n.ofed);
   if (!n.runc.empty()) {
     dir.Write("bin/runc", absl::StrCat("#!/bin/sh\nprintf 'runc version ", n.runc,
                                        "\\ncommit: v", n.runc, "\\nspec: 1.0.2-dev\\n'\n"),
@@ -155,9 +157,9 @@ TEST_CASE("refresh maps NVIDIA's CSAF bulletins and OSV records to the table",
   auto result = RefreshFromDirectory(Documents(), Shipped(), "2025-11-01");
   REQUIRE(result.ok());
   CHECK(result->skipped.empty());
-  CHECK(result->parsed.size() == 16);
+  CHECK(result->parsed.size() == 17);
   CHECK(result->db.generated == "2025-11-01");
-  CHECK(result->db.sources.size() == 16);
+  CHECK(result->db.sources.size() == 17);
   const AdvisoryDb& db = result->db;
 
   const Advisory* ctk = FindAdvisory(db, "NVIDIA-5659");
@@ -356,6 +358,25 @@ TEST_CASE("the shipped table judges the 2026 bulletins, firmware, containerd and
   REQUIRE(branch != nullptr);
   CHECK(branch->status == CheckStatus::kWarn);
   CHECK(branch->category == "lifecycle");
+}
+
+TEST_CASE("MLNX_OFED per release: below its fix fails, at it passes, DOCA-OFED is UNKNOWN",
+          "[audit][refresh]") {
+  AdvisoryDb db = Refreshed("2026-12-07");
+  const Advisory* ofed = FindAdvisory(db, "NVIDIA-5654");
+  REQUIRE(ofed != nullptr);
+  CHECK(ofed->component == "ofed");
+  CHECK(ofed->fixed == std::vector<std::string>{"23.10-5.1.4.0", "24.10-3.2.5.0", "5.8-7.0.6.1"});
+  auto status = [&](const std::string& out) {
+    return StatusOf(AuditNode(Node{.ofed = out}, db, "2026-12-07"), "audit.advisory.NVIDIA-5654");
+  };
+  CHECK(status("MLNX_OFED_LINUX-24.10-3.1.0.0:") == CheckStatus::kFail);
+  CHECK(status("MLNX_OFED_LINUX-24.10-3.2.5.0:") == CheckStatus::kPass);
+  CHECK(status("MLNX_OFED_LINUX-5.8-6.0.4.2:") == CheckStatus::kFail);
+  CHECK(status("MLNX_OFED_LINUX-5.8-7.0.6.1:") == CheckStatus::kPass);
+  CHECK(status("MLNX_OFED_LINUX-23.10-5.1.4.0:") == CheckStatus::kPass);
+  AuditReport doca = AuditNode(Node{.ofed = "OFED-internal-25.01-0.6.0:"}, db, "2026-12-07");
+  CHECK(StatusOf(doca, "audit.version.ofed") == CheckStatus::kUnknown);
 }
 
 TEST_CASE("a component the table has no floor for is UNKNOWN, never a pass",
