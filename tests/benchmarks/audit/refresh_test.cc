@@ -157,9 +157,9 @@ TEST_CASE("refresh maps NVIDIA's CSAF bulletins and OSV records to the table",
   auto result = RefreshFromDirectory(Documents(), Shipped(), "2025-11-01");
   REQUIRE(result.ok());
   CHECK(result->skipped.empty());
-  CHECK(result->parsed.size() == 17);
+  CHECK(result->parsed.size() == 19);
   CHECK(result->db.generated == "2025-11-01");
-  CHECK(result->db.sources.size() == 17);
+  CHECK(result->db.sources.size() == 19);
   const AdvisoryDb& db = result->db;
 
   const Advisory* ctk = FindAdvisory(db, "NVIDIA-5659");
@@ -377,6 +377,24 @@ TEST_CASE("MLNX_OFED per release: below its fix fails, at it passes, DOCA-OFED i
   CHECK(status("MLNX_OFED_LINUX-23.10-5.1.4.0:") == CheckStatus::kPass);
   AuditReport doca = AuditNode(Node{.ofed = "OFED-internal-25.01-0.6.0:"}, db, "2026-12-07");
   CHECK(StatusOf(doca, "audit.version.ofed") == CheckStatus::kUnknown);
+}
+
+TEST_CASE("the 2026 CUDA Toolkit and runc advisories: below fails, at the fix passes",
+          "[audit][refresh]") {
+  AdvisoryDb db = Refreshed("2026-12-07");
+  auto status = [&](const Node& n, const std::string& id) {
+    return StatusOf(AuditNode(n, db, "2026-12-07"), "audit.advisory." + id);
+  };
+  // NVIDIA-5755: every CUDA Toolkit before 13.1.
+  CHECK(status(Node{.cuda = "12.9.1"}, "NVIDIA-5755") == CheckStatus::kFail);
+  CHECK(status(Node{.cuda = "13.0.2"}, "NVIDIA-5755") == CheckStatus::kFail);
+  CHECK(status(Node{.cuda = "13.1.0"}, "NVIDIA-5755") == CheckStatus::kPass);
+  // GO-2026-5761: runc 1.3.6 / 1.4.3.
+  CHECK(status(Node{.runc = "1.3.5"}, "GO-2026-5761") == CheckStatus::kFail);
+  CHECK(status(Node{.runc = "1.3.6"}, "GO-2026-5761") == CheckStatus::kPass);
+  CHECK(status(Node{.runc = "1.4.2"}, "GO-2026-5761") == CheckStatus::kFail);
+  CHECK(status(Node{.runc = "1.4.3"}, "GO-2026-5761") == CheckStatus::kPass);
+  CHECK(status(Node{.runc = "1.2.8"}, "GO-2026-5761") == CheckStatus::kFail);  // 1.2 got no fix
 }
 
 TEST_CASE("a component the table has no floor for is UNKNOWN, never a pass",
