@@ -241,7 +241,7 @@ CheckResult ComponentCheck(const std::string& prefix, const ComponentVersion& v,
   r.check_id = absl::StrCat(prefix, v.component);
   r.category = "security";
   r.status = status;
-  r.subject = absl::StrCat("component:", v.component);
+  r.subject = absl::StrCat("component:", v.component, v.device.empty() ? "" : ":" + v.device);
   r.component = v.component;
   r.found = v.Describe();
   r.title = name;

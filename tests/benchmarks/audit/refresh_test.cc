@@ -324,6 +324,8 @@ TEST_CASE("newly judged components: below the floor fails, at it passes, unreada
     CHECK(StatusOf(unknown, absl::StrCat("audit.version.", c)) == CheckStatus::kUnknown);
   }
   CHECK(StatusOf(unknown, "audit.fabric_manager.driver_match") == CheckStatus::kUnknown);
+  CHECK(testing::FindCheck(unknown, "audit.version.nic_firmware")->subject ==
+        "component:nic_firmware:mlx5_0");
 }
 
 TEST_CASE("firmware: another LTS train below its fix fails, a newer train passes",
