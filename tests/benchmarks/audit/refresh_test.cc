@@ -157,9 +157,9 @@ TEST_CASE("refresh maps NVIDIA's CSAF bulletins and OSV records to the table",
   auto result = RefreshFromDirectory(Documents(), Shipped(), "2025-11-01");
   REQUIRE(result.ok());
   CHECK(result->skipped.empty());
-  CHECK(result->parsed.size() == 19);
+  CHECK(result->parsed.size() == 22);
   CHECK(result->db.generated == "2025-11-01");
-  CHECK(result->db.sources.size() == 19);
+  CHECK(result->db.sources.size() == 22);
   const AdvisoryDb& db = result->db;
 
   const Advisory* ctk = FindAdvisory(db, "NVIDIA-5659");
@@ -340,6 +340,20 @@ TEST_CASE("firmware: another LTS train below its fix fails, a newer train passes
                  "audit.advisory.NVIDIA-5699") == CheckStatus::kFail);
   CHECK(StatusOf(AuditNode(Node{.nic_fw = "40.47.1000"}, db, "2026-12-07"),
                  "audit.advisory.NVIDIA-5699") == CheckStatus::kPass);
+  // The earlier bulletins on LTS24 (train 43): 5655 (high) fails, 5684
+  // (medium) warns below 43.3608; at it both pass, 5699's 43.8002 still fails.
+  AuditReport below = AuditNode(Node{.nic_fw = "28.43.3606"}, db, "2026-12-07");
+  CHECK(StatusOf(below, "audit.advisory.NVIDIA-5655") == CheckStatus::kFail);
+  CHECK(StatusOf(below, "audit.advisory.NVIDIA-5684") == CheckStatus::kWarn);
+  AuditReport at = AuditNode(Node{.nic_fw = "28.43.3608"}, db, "2026-12-07");
+  CHECK(StatusOf(at, "audit.advisory.NVIDIA-5655") == CheckStatus::kPass);
+  CHECK(StatusOf(at, "audit.advisory.NVIDIA-5684") == CheckStatus::kPass);
+  CHECK(StatusOf(at, "audit.advisory.NVIDIA-5562") == CheckStatus::kPass);
+  CHECK(StatusOf(at, "audit.advisory.NVIDIA-5699") == CheckStatus::kFail);
+  // A fix NVIDIA names for one family (ConnectX-4's 12.28.2302) does not
+  // judge another family on that train: UNKNOWN, never a pass.
+  AuditReport cx5 = AuditNode(Node{.nic_fw = "16.28.4000"}, db, "2026-12-07");
+  CHECK(StatusOf(cx5, "audit.advisory.NVIDIA-5562") == CheckStatus::kUnknown);
 }
 
 TEST_CASE("the shipped table judges the 2026 bulletins, firmware, containerd and kubelet",
