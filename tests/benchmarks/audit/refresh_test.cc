@@ -157,9 +157,9 @@ TEST_CASE("refresh maps NVIDIA's CSAF bulletins and OSV records to the table",
   auto result = RefreshFromDirectory(Documents(), Shipped(), "2025-11-01");
   REQUIRE(result.ok());
   CHECK(result->skipped.empty());
-  CHECK(result->parsed.size() == 22);
+  CHECK(result->parsed.size() == 28);
   CHECK(result->db.generated == "2025-11-01");
-  CHECK(result->db.sources.size() == 22);
+  CHECK(result->db.sources.size() == 28);
   const AdvisoryDb& db = result->db;
 
   const Advisory* ctk = FindAdvisory(db, "NVIDIA-5659");
@@ -442,6 +442,28 @@ TEST_CASE("the shipped table's refreshed entries come from the kept documents",
     CheckSameAsShipped(result->db, shipped, &compared);
   }
   CHECK(compared >= 45);
+}
+
+TEST_CASE("containerd: each record's own range, introduced versions respected",
+          "[audit][refresh]") {
+  AdvisoryDb db = Shipped();
+  auto status = [&](const std::string& v, const std::string& id) {
+    Node n{.containerd = "containerd github.com/containerd/containerd v" + v + " 1a2b3c4"};
+    return StatusOf(AuditNode(n, db, "2026-12-07"), "audit.advisory." + id);
+  };
+  CHECK(status("1.7.26", "GO-2025-3528") == CheckStatus::kFail);
+  CHECK(status("1.7.27", "GO-2025-3528") == CheckStatus::kPass);
+  CHECK(status("1.7.26", "GO-2026-5378") == CheckStatus::kPass);  // introduced in 1.7.27
+  CHECK(status("1.7.27", "GO-2026-5378") == CheckStatus::kFail);
+  CHECK(status("1.7.32", "GO-2026-5378") == CheckStatus::kPass);
+  CHECK(status("2.0.4", "GO-2025-3701") == CheckStatus::kFail);
+  CHECK(status("2.0.5", "GO-2025-3701") == CheckStatus::kPass);
+  CHECK(status("1.7.33", "GO-2025-3701") == CheckStatus::kPass);  // 2.0.1 introduced it
+  CHECK(status("2.1.0", "GO-2025-3699") == CheckStatus::kFail);
+  CHECK(status("2.1.1", "GO-2025-3699") == CheckStatus::kPass);
+  CHECK(status("1.7.28", "GO-2025-4108") == CheckStatus::kFail);
+  CHECK(status("2.3.2", "GO-2026-5758") == CheckStatus::kPass);
+  CHECK(status("2.3.1", "GO-2026-5758") == CheckStatus::kFail);
 }
 
 TEST_CASE("a component the table has no floor for is UNKNOWN, never a pass",
