@@ -221,7 +221,8 @@ void WalkCsafBranches(const ListValue& branches, const std::string& arch,
 }
 
 // The version a product name carries ("All driver versions prior to
-// 570.133.07" -> "570.133.07", "v1.16.2" -> "1.16.2"); "" when none.
+// 570.133.07" -> "570.133.07", "v1.16.2" -> "1.16.2"; for MLNX_OFED
+// "5.8-7.0.6.1"); "" when none.
 std::string VersionIn(const std::string& name, const std::string& component) {
   static const RE2 kVersion(R"((\d+(?:\.\d+)+))");
   // MLNX_OFED: "24.10-3.2.5.0" (release and build, both dotted).
@@ -231,6 +232,9 @@ std::string VersionIn(const std::string& name, const std::string& component) {
   return v;
 }
 
+// "<= 1.17.7" for "... up to and including 1.17.7", "< 570.133.07" for
+// "... prior to 570.133.07", "<= 4.5.2" for "0.0 to 4.5.2"; "" when the name
+// gives no bound.
 std::string AffectedBound(const std::string& name, const std::string& component) {
   const std::string v = VersionIn(name, component);
   if (v.empty()) return "";

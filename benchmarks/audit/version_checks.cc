@@ -14,8 +14,7 @@ namespace cmax::audit {
 namespace {
 
 // The branch a fixed version belongs to, for ladders: "1.2" for semver and
-// rpm,
-// "570" for drivers, the train "39" for firmware (NVIDIA's firmware bulletins
+// rpm, "570" for drivers, the train "39" for firmware (NVIDIA's firmware bulletins
 // give one fix per train, for every family on it: "xx.39.8002"); "" where a
 // scheme has no branches.
 std::string BranchKey(VersionScheme scheme, const std::string& v) {
@@ -655,9 +654,8 @@ CheckResult JudgeFabricManager(const ComponentVersion& fm, const ComponentVersio
   }
   r.status = CheckStatus::kFail;
   r.why = absl::StrCat("Fabric Manager ", fm.version, " does not match the driver ",
-                       driver_version, ": NVIDIA requires the same version, and a mismatch "
-                       "keeps Fabric Manager from starting (NVSwitch systems then run no CUDA "
-                       "work)");
+                       driver_version, ": NVIDIA's Fabric Manager user guide requires the same "
+                       "version as the driver");
   r.remediation = absl::StrCat("Install Fabric Manager ", driver_version,
                                " (the package of the running driver's version).");
   return r;
