@@ -639,6 +639,7 @@ CheckResult JudgeFabricManager(const ComponentVersion& fm, const ComponentVersio
                          driver == nullptr ? "not collected" : driver->Describe());
   r.evidence.push_back(r.found);
   r.links.push_back(kFabricManagerGuide);
+  r.links.push_back(kFabricManagerDriverMatch);
   const std::string driver_version = driver != nullptr ? driver->version : "";
   r.required = driver_version.empty() ? "= the driver's version" : "= " + driver_version;
   if (fm.version.empty() || driver_version.empty()) {
@@ -654,8 +655,7 @@ CheckResult JudgeFabricManager(const ComponentVersion& fm, const ComponentVersio
   }
   r.status = CheckStatus::kFail;
   r.why = absl::StrCat("Fabric Manager ", fm.version, " does not match the driver ",
-                       driver_version, ": NVIDIA's Fabric Manager user guide requires the same "
-                       "version as the driver");
+                       driver_version, ": Fabric Manager must be the same version as the driver");
   r.remediation = absl::StrCat("Install Fabric Manager ", driver_version,
                                " (the package of the running driver's version).");
   return r;
