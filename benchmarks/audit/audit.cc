@@ -54,6 +54,7 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
   }
   for (auto& r : CheckKernel(report.kernel)) report.checks.push_back(std::move(r));
   for (auto& r : CheckFirmwareUniform(report.versions)) report.checks.push_back(std::move(r));
+  for (auto& r : CheckFabricManager(report.versions)) report.checks.push_back(std::move(r));
   for (auto& r : CheckInfiniband(root, options.tenancy, commands)) {
     report.checks.push_back(std::move(r));
   }

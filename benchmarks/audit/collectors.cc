@@ -362,11 +362,11 @@ std::vector<ComponentVersion> Collector::NicFirmware() {
   for (const auto& dev : root_.List("/sys/class/infiniband")) {
     std::string path = absl::StrCat("/sys/class/infiniband/", dev, "/fw_ver");
     auto v = root_.ReadLine(path);
-    if (!v || v->empty()) continue;
     ComponentVersion c = Missing("nic_firmware");
     c.device = dev;
-    c.installed = true;
-    c.version = *v;
+    c.installed = true;  // the device is there; an unreadable version is UNKNOWN
+    c.version = v ? *v : "";
+    if (c.version.empty()) c.error = absl::StrCat(root_.Path(path), " is missing or empty");
     c.source = "sysfs";
     c.evidence = root_.Path(path);
     if (auto board = root_.ReadLine(absl::StrCat("/sys/class/infiniband/", dev, "/board_id"))) {
@@ -392,9 +392,16 @@ std::vector<ComponentVersion> Collector::CollectAll() {
                        {"containerd", "--version"}, "\\sv?" + semver + "(?:\\s|$)"));
   out.push_back(Docker());
   for (auto& fw : NicFirmware()) out.push_back(fw);
-  out.push_back(Simple("ofed", {}, {}, {"ofed_info", "-s"}, R"((\d+\.\d+-[0-9.]*[0-9]))"));
+  // MLNX_OFED only: DOCA-OFED prints "OFED-internal-<version>", whose
+  // numbers are not MLNX_OFED's and no bulletin names (UNKNOWN).
+  out.push_back(Simple("ofed", {}, {}, {"ofed_info", "-s"},
+                       R"(MLNX_OFED_LINUX-(\d+\.\d+-[0-9.]*[0-9]))"));
   out.push_back(Simple("dcgm", {"datacenter-gpu-manager-4-core", "datacenter-gpu-manager"}, {},
                        {"dcgmi", "--version"}, "version:\\s*v?" + semver));
+  // Release tags are "<DCGM>-<exporter>" ("4.4.1-4.5.2"); NVIDIA's bulletins
+  // name the exporter's own version, the second.
+  out.push_back(Simple("dcgm_exporter", {}, {}, {"dcgm-exporter", "--version"},
+                       R"((?:\d+\.\d+\.\d+-)?(\d+\.\d+\.\d+))"));
   out.push_back(Simple("fabric_manager", {}, {}, {"nv-fabricmanager", "--version"},
                        R"((\d+\.\d+\.\d+))"));
   out.push_back(Simple("slurm", {"slurmd", "slurm-wlm", "slurm-smd-slurmd", "slurm-slurmd"},

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/civil_time.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -88,7 +89,21 @@ std::string DateOf(const std::string& timestamp) {
 // The scheme of the components refresh maps to (as the shipped table
 // declares them).
 VersionScheme SchemeFor(const std::string& component) {
-  return component == "driver" ? VersionScheme::kDriver : VersionScheme::kSemver;
+  if (component == "driver") return VersionScheme::kDriver;
+  if (component == "nic_firmware") return VersionScheme::kFirmware;
+  if (component == "ofed") return VersionScheme::kRpm;
+  return VersionScheme::kSemver;
+}
+
+// A version as the table writes it for `component`. NVIDIA's firmware
+// bulletins name a train's fix without the family ("46.3008", "xx.41.1000"):
+// that fix holds for every family on the train, written "xx.46.3008";
+// "12.28.2302" names one family and stays as it is.
+std::string TableVersion(const std::string& component, const std::string& version) {
+  if (component != "nic_firmware" || std::count(version.begin(), version.end(), '.') != 1) {
+    return version;
+  }
+  return absl::StrCat("xx.", version);
 }
 
 // The branch of a version for per-branch fixes: "570" for drivers, "1.17"
@@ -97,6 +112,10 @@ std::string BranchOf(const std::string& component, const std::string& version) {
   if (component == "driver") {
     auto b = DriverBranch(version);
     return b.ok() ? absl::StrCat(*b) : "";
+  }
+  if (component == "nic_firmware") {  // the train: "xx.46.3008" -> "46"
+    auto t = FirmwareTrain(version);
+    return t.ok() ? t->substr(t->find('.') + 1) : "";
   }
   return MajorMinor(version);
 }
@@ -156,11 +175,18 @@ struct CsafProduct {
 // the GPU driver only the data center ("Tesla") rows of a Linux(Rnnn) branch;
 // vGPU and gaming rows are other products.
 std::string NvidiaComponent(const std::string& product, const std::string& arch) {
-  const bool linux_arch = arch.empty() || arch == "All" || absl::StrContains(arch, "Linux");
+  // Adapter firmware rows: "ConnectX GA", "ConnectX LTS24", "BlueField GA",
+  // "ConnectX-4 LX" (their architecture names the adapters, not an OS).
+  static const RE2 kFirmwareRow(R"((ConnectX|BlueField)(\s+(GA|LTS\d+)|-?4(\s+LX)?))");
+  if (RE2::FullMatch(product, kFirmwareRow)) return "nic_firmware";
+  const bool linux_arch = arch.empty() || absl::StartsWith(arch, "All") ||
+                          absl::StrContains(arch, "Linux");
   if (!linux_arch || absl::StrContains(arch, "vGPU") || absl::StrContains(arch, "Gaming")) {
     return "";
   }
   if (absl::StrContains(product, "Container Toolkit")) return "container_toolkit";
+  if (product == "Mellanox OFED" || product == "MLNX_OFED") return "ofed";
+  if (product == "DCGM Exporter") return "dcgm_exporter";
   if (product == "DCGM" || product == "NVIDIA DCGM" ||
       absl::StrContains(product, "Data Center GPU Manager")) {
     return "dcgm";
@@ -195,21 +221,28 @@ void WalkCsafBranches(const ListValue& branches, const std::string& arch,
 }
 
 // The version a product name carries ("All driver versions prior to
-// 570.133.07" -> "570.133.07", "v1.16.2" -> "1.16.2"); "" when none.
-std::string VersionIn(const std::string& name) {
+// 570.133.07" -> "570.133.07", "v1.16.2" -> "1.16.2"; for MLNX_OFED
+// "5.8-7.0.6.1"); "" when none.
+std::string VersionIn(const std::string& name, const std::string& component) {
   static const RE2 kVersion(R"((\d+(?:\.\d+)+))");
+  // MLNX_OFED: "24.10-3.2.5.0" (release and build, both dotted).
+  static const RE2 kOfed(R"((\d+\.\d+-\d+(?:\.\d+)+))");
   std::string v;
-  RE2::PartialMatch(name, kVersion, &v);
+  RE2::PartialMatch(name, component == "ofed" ? kOfed : kVersion, &v);
   return v;
 }
 
 // "<= 1.17.7" for "... up to and including 1.17.7", "< 570.133.07" for
-// "... prior to 570.133.07"; "" when the name gives no bound.
-std::string AffectedBound(const std::string& name) {
-  const std::string v = VersionIn(name);
+// "... prior to 570.133.07", "<= 4.5.2" for "0.0 to 4.5.2"; "" when the name
+// gives no bound.
+std::string AffectedBound(const std::string& name, const std::string& component) {
+  const std::string v = VersionIn(name, component);
   if (v.empty()) return "";
   const std::string lower = absl::AsciiStrToLower(name);
   if (absl::StrContains(lower, "and including")) return absl::StrCat("<= ", v);
+  // "0.0  to 4.8.2": from one version to another, both included.
+  static const RE2 kSpan(R"(^\s*\d+(?:\.\d+)+\s+to\s+(\d+(?:\.\d+)+)\s*$)");
+  if (std::string last; RE2::FullMatch(name, kSpan, &last)) return absl::StrCat("<= ", last);
   if (absl::StrContains(lower, "prior to") || absl::StrContains(lower, "up to")) {
     return absl::StrCat("< ", v);
   }
@@ -228,12 +261,18 @@ absl::Status AddCsafVulnerability(const Struct& vuln, const std::map<std::string
       const std::string& comp = it->second.component;
       Draft& d = (*drafts)[comp];
       touched.insert(comp);
-      const std::string version = VersionIn(it->second.name);
-      if (version.empty()) continue;
-      if (std::string(key) == "fixed") {
+      const bool fixed = std::string(key) == "fixed";
+      std::string bound = fixed ? "" : AffectedBound(it->second.name, comp);
+      // The bound's own version ("0.0 to 4.5.2" is bounded by 4.5.2).
+      const std::string named =
+          fixed ? VersionIn(it->second.name, comp) : bound.substr(bound.find(' ') + 1);
+      if (named.empty() || (!fixed && bound.empty())) continue;
+      const std::string version = TableVersion(comp, named);
+      if (fixed) {
         if (auto s = AddFixed(comp, version, &d); !s.ok()) return s;
       } else {
-        d.affected.emplace_back(AffectedBound(it->second.name), BranchOf(comp, version));
+        if (version != named) absl::StrReplaceAll({{named, version}}, &bound);
+        d.affected.emplace_back(bound, BranchOf(comp, version));
       }
     }
   }
@@ -337,7 +376,9 @@ std::string OsvComponent(const Struct& package) {
       {"github.com/containerd/containerd/v2", "containerd"},
       {"github.com/docker/docker", "docker"},
       {"github.com/moby/moby", "docker"},
-      {"github.com/NVIDIA/nvidia-container-toolkit", "container_toolkit"}};
+      {"github.com/NVIDIA/nvidia-container-toolkit", "container_toolkit"},
+      // The Kubernetes release; on a node, the kubelet's.
+      {"k8s.io/kubernetes", "kubelet"}};
   auto it = kModules.find(Str(package, "name"));
   return it == kModules.end() ? "" : it->second;
 }

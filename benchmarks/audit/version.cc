@@ -298,28 +298,42 @@ absl::StatusOr<int> CompareDriver(absl::string_view a, absl::string_view b) {
   return CompareNumericParts(*pa, *pb);
 }
 
-absl::StatusOr<std::string> FirmwareTrain(absl::string_view version) {
-  auto parts = NumericParts(version, "firmware");
-  if (!parts.ok()) return parts.status();
-  if (parts->size() != 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", version, "' is not a family.train.patch firmware version"));
+namespace {
+
+// family, train, patch of "28.39.1002"; the family may be "xx", as NVIDIA's
+// bulletins write a fix that holds for every family on a train
+// ("xx.41.1000").
+absl::StatusOr<std::vector<std::string>> FirmwareParts(absl::string_view version) {
+  absl::string_view s = absl::StripAsciiWhitespace(version);
+  const bool any_family = absl::StartsWith(s, "xx.");
+  auto parts = NumericParts(any_family ? s.substr(3) : s, "firmware");
+  if (parts.ok() && parts->size() == (any_family ? 2 : 3)) {
+    if (any_family) parts->insert(parts->begin(), "xx");
+    return parts;
   }
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", version, "' is not a family.train.patch firmware version"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FirmwareTrain(absl::string_view version) {
+  auto parts = FirmwareParts(version);
+  if (!parts.ok()) return parts.status();
   return absl::StrCat((*parts)[0], ".", (*parts)[1]);
 }
 
 absl::StatusOr<int> CompareFirmware(absl::string_view a, absl::string_view b) {
-  auto ta = FirmwareTrain(a);
-  if (!ta.ok()) return ta.status();
-  auto tb = FirmwareTrain(b);
-  if (!tb.ok()) return tb.status();
-  auto pa = NumericParts(a, "firmware");
-  auto pb = NumericParts(b, "firmware");
-  if (CompareNumericParts(
-          {(*pa)[0], (*pa)[1]}, {(*pb)[0], (*pb)[1]}) != 0) {
+  auto pa = FirmwareParts(a);
+  if (!pa.ok()) return pa.status();
+  auto pb = FirmwareParts(b);
+  if (!pb.ok()) return pb.status();
+  const bool same_family =
+      (*pa)[0] == "xx" || (*pb)[0] == "xx" || CompareDigits((*pa)[0], (*pb)[0]) == 0;
+  if (!same_family || CompareDigits((*pa)[1], (*pb)[1]) != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "firmware ", a, " (train ", *ta, ") and ", b, " (train ", *tb,
-        ") are on different trains"));
+        "firmware ", a, " (train ", (*pa)[0], ".", (*pa)[1], ") and ", b, " (train ", (*pb)[0],
+        ".", (*pb)[1], ") are on different trains"));
   }
   return CompareDigits((*pa)[2], (*pb)[2]);
 }

@@ -13,7 +13,9 @@
 //   driver    NVIDIA driver versions "580.65.06": the branch is the first
 //             number; versions compare only within one branch.
 //   firmware  ConnectX/BlueField "family.train.patch" (28.39.1002): versions
-//             compare only within one family and train.
+//             compare only within one family and train. A family "xx"
+//             ("xx.46.3008", as NVIDIA's bulletins write a fix for every
+//             family on train 46) matches any family.
 #ifndef CMAX_BENCHMARKS_AUDIT_VERSION_H_
 #define CMAX_BENCHMARKS_AUDIT_VERSION_H_
 

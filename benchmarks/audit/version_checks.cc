@@ -13,18 +13,23 @@
 namespace cmax::audit {
 namespace {
 
-// The branch a fixed version belongs to, for ladders: "1.2" for semver,
-// "570" for drivers, "28.39" for firmware; "" where a scheme has no branches.
+// The branch a fixed version belongs to, for ladders: "1.2" for semver and
+// rpm, "570" for drivers, the train "39" for firmware (NVIDIA's firmware bulletins
+// give one fix per train, for every family on it: "xx.39.8002"); "" where a
+// scheme has no branches.
 std::string BranchKey(VersionScheme scheme, const std::string& v) {
   switch (scheme) {
     case VersionScheme::kSemver: return MajorMinor(v);
+    // MLNX_OFED "24.10-3.2.5.0": the release, "24.10" (the only component
+    // with this scheme; distribution packages are compared apart).
+    case VersionScheme::kRpm: return MajorMinor(v);
     case VersionScheme::kDriver: {
       auto b = DriverBranch(v);
       return b.ok() ? absl::StrCat(*b) : "";
     }
     case VersionScheme::kFirmware: {
       auto t = FirmwareTrain(v);
-      return t.ok() ? *t : "";
+      return t.ok() ? t->substr(t->find('.') + 1) : "";
     }
     default: return "";
   }
@@ -40,11 +45,11 @@ absl::StatusOr<bool> Less(VersionScheme scheme, const std::string& a, const std:
     if (*ba != *bb) return *ba < *bb;
   }
   if (scheme == VersionScheme::kFirmware) {
-    auto ta = FirmwareTrain(a);
-    if (!ta.ok()) return ta.status();
-    auto tb = FirmwareTrain(b);
-    if (!tb.ok()) return tb.status();
-    if (*ta != *tb) return CompareRpm(*ta, *tb) < 0;
+    // Trains order by number, whatever the family (newer trains are newer).
+    const std::string ta = BranchKey(scheme, a), tb = BranchKey(scheme, b);
+    if (ta.empty()) return FirmwareTrain(a).status();
+    if (tb.empty()) return FirmwareTrain(b).status();
+    if (ta != tb) return CompareRpm(ta, tb) < 0;
   }
   auto c = CompareVersions(scheme, a, b);
   if (!c.ok()) return c.status();
@@ -235,7 +240,7 @@ CheckResult ComponentCheck(const std::string& prefix, const ComponentVersion& v,
   r.check_id = absl::StrCat(prefix, v.component);
   r.category = "security";
   r.status = status;
-  r.subject = absl::StrCat("component:", v.component);
+  r.subject = absl::StrCat("component:", v.component, v.device.empty() ? "" : ":" + v.device);
   r.component = v.component;
   r.found = v.Describe();
   r.title = name;
@@ -606,6 +611,61 @@ std::vector<CheckResult> CheckFirmwareUniform(const std::vector<ComponentVersion
     out.push_back(r);
   }
   return out;
+}
+
+}  // namespace cmax::audit
+
+namespace cmax::audit {
+namespace {
+
+const ComponentVersion* Find(const std::vector<ComponentVersion>& versions,
+                             const std::string& component) {
+  for (const auto& v : versions) {
+    if (v.component == component) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+CheckResult JudgeFabricManager(const ComponentVersion& fm, const ComponentVersion* driver) {
+  CheckResult r;
+  r.check_id = "audit.fabric_manager.driver_match";
+  r.category = "security";
+  r.subject = "component:fabric_manager";
+  r.component = "fabric_manager";
+  r.title = "Fabric Manager: same version as the driver";
+  r.found = absl::StrCat("Fabric Manager ", fm.Describe(), "; driver ",
+                         driver == nullptr ? "not collected" : driver->Describe());
+  r.evidence.push_back(r.found);
+  r.links.push_back(kFabricManagerGuide);
+  r.links.push_back(kFabricManagerDriverMatch);
+  const std::string driver_version = driver != nullptr ? driver->version : "";
+  r.required = driver_version.empty() ? "= the driver's version" : "= " + driver_version;
+  if (fm.version.empty() || driver_version.empty()) {
+    r.status = CheckStatus::kUnknown;
+    r.why = fm.version.empty() ? "Fabric Manager is installed but its version could not be read"
+                               : "the driver's version could not be read";
+    return r;
+  }
+  if (fm.version == driver_version) {
+    r.status = CheckStatus::kPass;
+    r.why = absl::StrCat("Fabric Manager and the driver are both ", driver_version);
+    return r;
+  }
+  r.status = CheckStatus::kFail;
+  r.why = absl::StrCat("Fabric Manager ", fm.version, " does not match the driver ",
+                       driver_version, ": Fabric Manager must be the same version as the driver");
+  r.remediation = absl::StrCat("Install Fabric Manager ", driver_version,
+                               " (the package of the running driver's version).");
+  return r;
+}
+
+std::vector<CheckResult> CheckFabricManager(const std::vector<ComponentVersion>& versions) {
+  const ComponentVersion* fm = Find(versions, "fabric_manager");
+  if (fm == nullptr || !fm->installed) return {};
+  const ComponentVersion* driver = Find(versions, "driver");
+  return {JudgeFabricManager(*fm, driver != nullptr && driver->installed ? driver : nullptr)};
 }
 
 }  // namespace cmax::audit

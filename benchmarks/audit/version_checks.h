@@ -78,6 +78,19 @@ std::vector<CheckResult> CheckKernelAdvisories(const KernelInfo& kernel, const s
 // Running kernel vs. the newest installed, and /var/run/reboot-required.
 std::vector<CheckResult> CheckKernel(const KernelInfo& kernel);
 
+// Fabric Manager against the driver: NVIDIA ships them as one release and
+// requires the same version (kFabricManagerGuide; Sidero's Talos guide says
+// it in so many words: kFabricManagerDriverMatch). Same version: PASS;
+// different: FAIL; either unreadable: UNKNOWN; Fabric Manager not installed:
+// no result.
+inline constexpr char kFabricManagerGuide[] =
+    "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html";
+inline constexpr char kFabricManagerDriverMatch[] =
+    "https://www.talos.dev/v1.10/talos-guides/configuration/nvidia-fabricmanager";
+CheckResult JudgeFabricManager(const ComponentVersion& fabric_manager,
+                               const ComponentVersion* driver);
+std::vector<CheckResult> CheckFabricManager(const std::vector<ComponentVersion>& versions);
+
 // WARN when NICs of one firmware family run different versions on this node.
 std::vector<CheckResult> CheckFirmwareUniform(const std::vector<ComponentVersion>& versions);
 

@@ -28,7 +28,7 @@ bool HasLink(const CheckResult& c, const std::string& needle) {
   return false;
 }
 
-TEST_CASE("Container Toolkit 1.17.7 fails NVIDIAScape with its link, 1.17.8 passes",
+TEST_CASE("Container Toolkit 1.17.7 fails NVIDIAScape with its link, 1.17.8 passes it",
           "[audit]") {
   AdvisoryDb db = Shipped();
   AuditReport old = AuditFixture(Fixture("bin/empty"), "ctk-1.17.7", db);
@@ -49,9 +49,14 @@ TEST_CASE("Container Toolkit 1.17.7 fails NVIDIAScape with its link, 1.17.8 pass
   const CheckResult* f = FindCheck(fixed, "audit.advisory.NVIDIA-5659");
   REQUIRE(f != nullptr);
   CHECK(f->status == CheckStatus::kPass);
+  // ... and every advisory before June 2026; NVIDIA-5850 (June 2026, high:
+  // up to and including 1.19.0 affected, fixed in 1.19.1) fails it.
   for (const auto& check : fixed.checks) {
-    if (check.component == "container_toolkit") CHECK(check.status == CheckStatus::kPass);
+    if (check.component != "container_toolkit") continue;
+    CHECK(check.status == (check.advisory_id == "NVIDIA-5850" ? CheckStatus::kFail
+                                                              : CheckStatus::kPass));
   }
+  CHECK(FindCheck(fixed, "audit.advisory.NVIDIA-5850")->required == ">= 1.19.1");
 }
 
 TEST_CASE("an installed component whose version cannot be read is UNKNOWN, never a pass",
@@ -122,13 +127,17 @@ TEST_CASE("driver branches: newer than the fix passes, end of life warns or fail
   CHECK(FindCheck(r535, "audit.advisory.NVIDIA-5670")->status == CheckStatus::kPass);
   CHECK(FindCheck(r535, "audit.advisory.NVIDIA-5614")->status == CheckStatus::kPass);
   CHECK(FindCheck(r535, "audit.driver.branch")->status == CheckStatus::kPass);
-  // The same driver once its branch is past end of life warns.
+  // The same driver once its branch is past end of life: it also misses the
+  // 2026 R535 fixes (NVIDIA-5747: 535.288.01, NVIDIA-5821: 535.309.01), so
+  // it fails under security (an end-of-life branch with nothing missed only
+  // warns: refresh_test).
   AuditReport later = AuditFixture(Fixture("roots/driver-535"), "empty", db,
                                    Tenancy::kUnspecified, "2026-07");
   const CheckResult* eol = FindCheck(later, "audit.driver.branch");
-  CHECK(eol->status == CheckStatus::kWarn);
-  CHECK(eol->category == "lifecycle");
+  CHECK(eol->status == CheckStatus::kFail);
+  CHECK(eol->category == "security");
   CHECK(absl::StrContains(eol->why, "end of life"));
+  CHECK(absl::StrContains(eol->why, "NVIDIA-5821"));
 
   // R550 is end of life and the July 2025 fixes exist only on R570 and R535.
   AuditReport r550 = AuditFixture(Fixture("roots/driver-550"), "empty", db);

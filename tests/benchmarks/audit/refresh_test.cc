@@ -76,7 +76,16 @@ AdvisoryDb Refreshed(const std::string& today = "2025-11-01") {
 // Versions of one node, each read the way the collectors read it.
 struct Node {
   std::string driver, dcgm, cuda, docker, runc, ctk, nic_fw;
+  // Command output of containerd --version, kubelet --version,
+  // dcgm-exporter --version and nv-fabricmanager --version (empty: absent).
+  std::string containerd, kubelet, dcgm_exporter, fabric_manager;
+  std::string ofed;  // ofed_info -s
 };
+
+// A fake command printing `out` (empty: none).
+void FakeCommand(const TempDir& dir, const std::string& name, const std::string& out) {
+  if (!out.empty()) dir.Write("bin/" + name, absl::StrCat("#!/bin/sh\nprintf '", out, "\\n'\n"), true);
+}
 
 void BuildRoot(const TempDir& dir, const Node& n) {
   if (!n.driver.empty()) {
@@ -100,10 +109,15 @@ void BuildRoot(const TempDir& dir, const Node& n) {
               absl::StrCat("{\n   \"cuda\" : {\n      \"name\" : \"CUDA SDK\",\n      \"version\" : \"",
                            n.cuda, "\"\n   }\n}\n"));
   }
-  if (!n.nic_fw.empty()) {
-    dir.Write("root/sys/class/infiniband/mlx5_0/fw_ver", n.nic_fw + "\n");
+  if (!n.nic_fw.empty()) {  // "-": the device without a readable fw_ver
+    dir.Write("root/sys/class/infiniband/mlx5_0/fw_ver", n.nic_fw == "-" ? "" : n.nic_fw + "\n");
   }
   dir.Write("bin/.keep", "");
+  FakeCommand(dir, "containerd", n.containerd);
+  FakeCommand(dir, "kubelet", n.kubelet);
+  FakeCommand(dir, "dcgm-exporter", n.dcgm_exporter);
+  FakeCommand(dir, "nv-fabricmanager", n.fabric_manager);
+  FakeCommand(dir, "ofed_info", n.ofed);
   if (!n.runc.empty()) {
     dir.Write("bin/runc", absl::StrCat("#!/bin/sh\nprintf 'runc version ", n.runc,
                                        "\\ncommit: v", n.runc, "\\nspec: 1.0.2-dev\\n'\n"),
@@ -143,9 +157,9 @@ TEST_CASE("refresh maps NVIDIA's CSAF bulletins and OSV records to the table",
   auto result = RefreshFromDirectory(Documents(), Shipped(), "2025-11-01");
   REQUIRE(result.ok());
   CHECK(result->skipped.empty());
-  CHECK(result->parsed.size() == 7);
+  CHECK(result->parsed.size() == 28);
   CHECK(result->db.generated == "2025-11-01");
-  CHECK(result->db.sources.size() == 7);
+  CHECK(result->db.sources.size() == 28);
   const AdvisoryDb& db = result->db;
 
   const Advisory* ctk = FindAdvisory(db, "NVIDIA-5659");
@@ -228,11 +242,8 @@ TEST_CASE("each judged component just below its floor misses, at the floor passe
   const CheckResult* dcgm = testing::FindCheck(low, "audit.advisory.NVIDIA-5453");
   CHECK(dcgm->required == ">= 3.1.7");
   CHECK(dcgm->advisory_id == "NVIDIA-5453");
-  // NIC firmware is read but no advisory covers it: UNKNOWN, never a pass.
-  const CheckResult* fw = testing::FindCheck(low, "audit.advisories.nic_firmware");
-  REQUIRE(fw != nullptr);
-  CHECK(fw->status == CheckStatus::kUnknown);
-  CHECK(fw->not_measured);
+  // NIC firmware on train 39 (LTS23) below NVIDIA-5699's 39.8002.
+  CHECK(StatusOf(low, "audit.advisory.NVIDIA-5699") == CheckStatus::kFail);
 
   Node at{"570.133.07", "3.1.7", "12.9.0", "25.0.6", "1.1.12", "1.17.8", ""};
   AuditReport high = AuditNode(at, db);
@@ -240,6 +251,231 @@ TEST_CASE("each judged component just below its floor misses, at the floor passe
                          "GO-2024-2491", "NVIDIA-5659"}) {
     CHECK(StatusOf(high, absl::StrCat("audit.advisory.", id)) == CheckStatus::kPass);
   }
+}
+
+TEST_CASE("refresh maps firmware trains, DCGM Exporter, containerd and Kubernetes",
+          "[audit][refresh]") {
+  AdvisoryDb db = Refreshed();
+  const Advisory* fw = FindAdvisory(db, "NVIDIA-5699");
+  REQUIRE(fw != nullptr);
+  CHECK(fw->component == "nic_firmware");
+  CHECK(fw->severity == "critical");
+  CHECK(fw->fixed == std::vector<std::string>{"xx.28.4702", "xx.32.1908", "xx.35.8002",
+                                              "xx.39.8002", "xx.43.8002", "xx.46.3008"});
+  const Advisory* exporter = FindAdvisory(db, "NVIDIA-5857-dcgm_exporter");
+  REQUIRE(exporter != nullptr);
+  CHECK(exporter->fixed == std::vector<std::string>{"4.8.2"});
+  CHECK(exporter->affected == std::vector<std::string>{"<= 4.8.2"});
+  CHECK(FindAdvisory(db, "NVIDIA-5857-dcgm")->fixed == std::vector<std::string>{"4.5.3"});
+  CHECK(FindAdvisory(db, "NVIDIA-5850")->fixed == std::vector<std::string>{"1.19.1"});
+  CHECK(FindAdvisory(db, "NVIDIA-5821")->fixed ==
+        std::vector<std::string>{"535.309.01", "580.159.03", "595.71.05"});
+  const Advisory* containerd = FindAdvisory(db, "GO-2026-5475");
+  REQUIRE(containerd != nullptr);
+  CHECK(containerd->component == "containerd");
+  CHECK(containerd->introduced == "1.7.0");
+  CHECK(containerd->fixed ==
+        std::vector<std::string>{"1.7.33", "2.0.10", "2.1.9", "2.2.5", "2.3.2"});
+  CHECK(FindAdvisory(db, "GO-2025-4100")->component == "containerd");
+  const Advisory* kube = FindAdvisory(db, "GO-2025-3465");
+  REQUIRE(kube != nullptr);
+  CHECK(kube->component == "kubelet");
+  CHECK(kube->cves == std::vector<std::string>{"CVE-2025-0426"});
+  CHECK(FindAdvisory(db, "GO-2024-3286")->fixed ==
+        std::vector<std::string>{"1.28.12", "1.29.7", "1.30.3"});
+}
+
+TEST_CASE("newly judged components: below the floor fails, at it passes, unreadable UNKNOWN",
+          "[audit][refresh]") {
+  AdvisoryDb db = Refreshed("2026-12-07");
+  Node below{.driver = "580.159.02", .dcgm = "4.5.2", .ctk = "1.19.0", .nic_fw = "28.46.3007",
+             .containerd = "containerd github.com/containerd/containerd/v2 v2.2.4 77c8e1a",
+             .kubelet = "Kubernetes v1.32.1",
+             .dcgm_exporter = "DCGM Exporter version 4.5.2-4.8.1",
+             .fabric_manager = "Fabric Manager version is : 580.159.01"};
+  AuditReport low = AuditNode(below, db, "2026-12-07");
+  for (const char* id : {"NVIDIA-5821", "NVIDIA-5857-dcgm", "NVIDIA-5850", "NVIDIA-5699",
+                         "GO-2026-5475", "GO-2025-3465", "NVIDIA-5857-dcgm_exporter"}) {
+    CHECK(StatusOf(low, absl::StrCat("audit.advisory.", id)) == CheckStatus::kFail);
+  }
+  CHECK(testing::FindCheck(low, "audit.advisory.NVIDIA-5699")->required == ">= xx.46.3008");
+  CHECK(StatusOf(low, "audit.advisory.GO-2025-4100") == CheckStatus::kPass);  // 2.2.0 fixed it
+  CHECK(StatusOf(low, "audit.fabric_manager.driver_match") == CheckStatus::kFail);
+
+  Node at{.driver = "580.159.03", .dcgm = "4.5.3", .ctk = "1.19.1", .nic_fw = "28.46.3008",
+          .containerd = "containerd github.com/containerd/containerd/v2 v2.2.5 1a2b3c4",
+          .kubelet = "Kubernetes v1.32.2",
+          .dcgm_exporter = "DCGM Exporter version 4.5.3-4.8.2",
+          .fabric_manager = "Fabric Manager version is : 580.159.03"};
+  AuditReport high = AuditNode(at, db, "2026-12-07");
+  for (const char* id : {"NVIDIA-5821", "NVIDIA-5747", "NVIDIA-5857-dcgm", "NVIDIA-5850",
+                         "NVIDIA-5699", "GO-2026-5475", "GO-2025-4100", "GO-2025-3465",
+                         "GO-2024-3286", "NVIDIA-5857-dcgm_exporter"}) {
+    CHECK(StatusOf(high, absl::StrCat("audit.advisory.", id)) == CheckStatus::kPass);
+  }
+  CHECK(StatusOf(high, "audit.fabric_manager.driver_match") == CheckStatus::kPass);
+
+  Node unreadable{.driver = "580.159.03", .nic_fw = "-", .containerd = "containerd: no version",
+                  .kubelet = "kubelet: no version", .dcgm_exporter = "no version",
+                  .fabric_manager = "Fabric Manager: unknown"};
+  AuditReport unknown = AuditNode(unreadable, db, "2026-12-07");
+  for (const char* c : {"nic_firmware", "containerd", "kubelet", "dcgm_exporter",
+                        "fabric_manager"}) {
+    CHECK(StatusOf(unknown, absl::StrCat("audit.version.", c)) == CheckStatus::kUnknown);
+  }
+  CHECK(StatusOf(unknown, "audit.fabric_manager.driver_match") == CheckStatus::kUnknown);
+  CHECK(testing::FindCheck(unknown, "audit.version.nic_firmware")->subject ==
+        "component:nic_firmware:mlx5_0");
+}
+
+TEST_CASE("firmware: another LTS train below its fix fails, a newer train passes",
+          "[audit][refresh]") {
+  AdvisoryDb db = Refreshed("2026-12-07");
+  CHECK(StatusOf(AuditNode(Node{.nic_fw = "22.43.8001"}, db, "2026-12-07"),
+                 "audit.advisory.NVIDIA-5699") == CheckStatus::kFail);
+  CHECK(StatusOf(AuditNode(Node{.nic_fw = "22.43.8002"}, db, "2026-12-07"),
+                 "audit.advisory.NVIDIA-5699") == CheckStatus::kPass);
+  // Train 45 (an older GA) has no fix of its own: older than 46.3008, it fails.
+  CHECK(StatusOf(AuditNode(Node{.nic_fw = "32.45.1020"}, db, "2026-12-07"),
+                 "audit.advisory.NVIDIA-5699") == CheckStatus::kFail);
+  CHECK(StatusOf(AuditNode(Node{.nic_fw = "40.47.1000"}, db, "2026-12-07"),
+                 "audit.advisory.NVIDIA-5699") == CheckStatus::kPass);
+  // The earlier bulletins on LTS24 (train 43): 5655 (high) fails, 5684
+  // (medium) warns below 43.3608; at it both pass, 5699's 43.8002 still fails.
+  AuditReport below = AuditNode(Node{.nic_fw = "28.43.3606"}, db, "2026-12-07");
+  CHECK(StatusOf(below, "audit.advisory.NVIDIA-5655") == CheckStatus::kFail);
+  CHECK(StatusOf(below, "audit.advisory.NVIDIA-5684") == CheckStatus::kWarn);
+  AuditReport at = AuditNode(Node{.nic_fw = "28.43.3608"}, db, "2026-12-07");
+  CHECK(StatusOf(at, "audit.advisory.NVIDIA-5655") == CheckStatus::kPass);
+  CHECK(StatusOf(at, "audit.advisory.NVIDIA-5684") == CheckStatus::kPass);
+  CHECK(StatusOf(at, "audit.advisory.NVIDIA-5562") == CheckStatus::kPass);
+  CHECK(StatusOf(at, "audit.advisory.NVIDIA-5699") == CheckStatus::kFail);
+  // A fix NVIDIA names for one family (ConnectX-4's 12.28.2302) does not
+  // judge another family on that train: UNKNOWN, never a pass.
+  AuditReport cx5 = AuditNode(Node{.nic_fw = "16.28.4000"}, db, "2026-12-07");
+  CHECK(StatusOf(cx5, "audit.advisory.NVIDIA-5562") == CheckStatus::kUnknown);
+}
+
+TEST_CASE("the shipped table judges the 2026 bulletins, firmware, containerd and kubelet",
+          "[audit][refresh]") {
+  AdvisoryDb db = Shipped();
+  Node below{.driver = "580.126.09", .dcgm = "4.5.2", .ctk = "1.19.0", .nic_fw = "28.43.8001",
+             .containerd = "containerd github.com/containerd/containerd v1.7.32 1a2b3c4",
+             .kubelet = "Kubernetes v1.31.5", .dcgm_exporter = "4.5.2-4.8.1"};
+  AuditReport low = AuditNode(below, db, "2026-12-07");
+  for (const char* id : {"NVIDIA-5821", "NVIDIA-5857-dcgm", "NVIDIA-5850", "NVIDIA-5699",
+                         "GO-2026-5475", "GO-2025-3465", "NVIDIA-5857-dcgm_exporter"}) {
+    CHECK(StatusOf(low, absl::StrCat("audit.advisory.", id)) == CheckStatus::kFail);
+  }
+  CHECK(StatusOf(low, "audit.advisory.NVIDIA-5747") == CheckStatus::kPass);
+  // An end-of-life branch that misses no fix only warns (lifecycle).
+  AuditReport eol = AuditNode(Node{.driver = "535.309.01"}, db, "2026-07-15");
+  const CheckResult* branch = testing::FindCheck(eol, "audit.driver.branch");
+  REQUIRE(branch != nullptr);
+  CHECK(branch->status == CheckStatus::kWarn);
+  CHECK(branch->category == "lifecycle");
+}
+
+TEST_CASE("MLNX_OFED per release: below its fix fails, at it passes, DOCA-OFED is UNKNOWN",
+          "[audit][refresh]") {
+  AdvisoryDb db = Refreshed("2026-12-07");
+  const Advisory* ofed = FindAdvisory(db, "NVIDIA-5654");
+  REQUIRE(ofed != nullptr);
+  CHECK(ofed->component == "ofed");
+  CHECK(ofed->fixed == std::vector<std::string>{"23.10-5.1.4.0", "24.10-3.2.5.0", "5.8-7.0.6.1"});
+  auto status = [&](const std::string& out) {
+    return StatusOf(AuditNode(Node{.ofed = out}, db, "2026-12-07"), "audit.advisory.NVIDIA-5654");
+  };
+  CHECK(status("MLNX_OFED_LINUX-24.10-3.1.0.0:") == CheckStatus::kFail);
+  CHECK(status("MLNX_OFED_LINUX-24.10-3.2.5.0:") == CheckStatus::kPass);
+  CHECK(status("MLNX_OFED_LINUX-5.8-6.0.4.2:") == CheckStatus::kFail);
+  CHECK(status("MLNX_OFED_LINUX-5.8-7.0.6.1:") == CheckStatus::kPass);
+  CHECK(status("MLNX_OFED_LINUX-23.10-5.1.4.0:") == CheckStatus::kPass);
+  AuditReport doca = AuditNode(Node{.ofed = "OFED-internal-25.01-0.6.0:"}, db, "2026-12-07");
+  CHECK(StatusOf(doca, "audit.version.ofed") == CheckStatus::kUnknown);
+}
+
+TEST_CASE("the 2026 CUDA Toolkit and runc advisories: below fails, at the fix passes",
+          "[audit][refresh]") {
+  AdvisoryDb db = Refreshed("2026-12-07");
+  auto status = [&](const Node& n, const std::string& id) {
+    return StatusOf(AuditNode(n, db, "2026-12-07"), "audit.advisory." + id);
+  };
+  // NVIDIA-5755: every CUDA Toolkit before 13.1.
+  CHECK(status(Node{.cuda = "12.9.1"}, "NVIDIA-5755") == CheckStatus::kFail);
+  CHECK(status(Node{.cuda = "13.0.2"}, "NVIDIA-5755") == CheckStatus::kFail);
+  CHECK(status(Node{.cuda = "13.1.0"}, "NVIDIA-5755") == CheckStatus::kPass);
+  // GO-2026-5761: runc 1.3.6 / 1.4.3.
+  CHECK(status(Node{.runc = "1.3.5"}, "GO-2026-5761") == CheckStatus::kFail);
+  CHECK(status(Node{.runc = "1.3.6"}, "GO-2026-5761") == CheckStatus::kPass);
+  CHECK(status(Node{.runc = "1.4.2"}, "GO-2026-5761") == CheckStatus::kFail);
+  CHECK(status(Node{.runc = "1.4.3"}, "GO-2026-5761") == CheckStatus::kPass);
+  CHECK(status(Node{.runc = "1.2.8"}, "GO-2026-5761") == CheckStatus::kFail);  // 1.2 got no fix
+}
+
+// The shipped entries that refresh made, as refresh makes them again from
+// the kept documents (fixtures, and the older NVIDIA bulletins in
+// nvidia-2022-2025/): same fixes, ranges, severity, date and CVEs.
+void CheckSameAsShipped(const AdvisoryDb& refreshed, const AdvisoryDb& shipped, int* compared) {
+  for (const auto& a : refreshed.advisories) {
+    const Advisory* s = FindAdvisory(shipped, a.id);
+    if (s == nullptr || (a.id.rfind("NVIDIA-", 0) != 0 && a.id.rfind("GO-", 0) != 0)) continue;
+    if (a.id == "GO-2024-2491") continue;  // shipped as its GHSA, hand-written
+    INFO(a.id);
+    CHECK(s->component == a.component);
+    CHECK(s->fixed == a.fixed);
+    CHECK(s->severity == a.severity);
+    CHECK(s->published == a.published);
+    CHECK(s->cves == a.cves);
+    ++*compared;
+  }
+}
+
+TEST_CASE("the shipped table's refreshed entries come from the kept documents",
+          "[audit][refresh]") {
+  AdvisoryDb shipped = Shipped();
+  int compared = 0;
+  for (const std::string dir : {Documents(), Documents() + "/nvidia-2022-2025"}) {
+    auto result = RefreshFromDirectory(dir, shipped, "2026-12-07");
+    REQUIRE(result.ok());
+    CHECK(result->skipped.empty());
+    CheckSameAsShipped(result->db, shipped, &compared);
+  }
+  CHECK(compared >= 45);
+}
+
+TEST_CASE("containerd: each record's own range, introduced versions respected",
+          "[audit][refresh]") {
+  AdvisoryDb db = Shipped();
+  auto status = [&](const std::string& v, const std::string& id) {
+    Node n{.containerd = "containerd github.com/containerd/containerd v" + v + " 1a2b3c4"};
+    return StatusOf(AuditNode(n, db, "2026-12-07"), "audit.advisory." + id);
+  };
+  CHECK(status("1.7.26", "GO-2025-3528") == CheckStatus::kFail);
+  CHECK(status("1.7.27", "GO-2025-3528") == CheckStatus::kPass);
+  CHECK(status("1.7.26", "GO-2026-5378") == CheckStatus::kPass);  // introduced in 1.7.27
+  CHECK(status("1.7.27", "GO-2026-5378") == CheckStatus::kFail);
+  CHECK(status("1.7.32", "GO-2026-5378") == CheckStatus::kPass);
+  CHECK(status("2.0.4", "GO-2025-3701") == CheckStatus::kFail);
+  CHECK(status("2.0.5", "GO-2025-3701") == CheckStatus::kPass);
+  CHECK(status("1.7.33", "GO-2025-3701") == CheckStatus::kPass);  // 2.0.1 introduced it
+  CHECK(status("2.1.0", "GO-2025-3699") == CheckStatus::kFail);
+  CHECK(status("2.1.1", "GO-2025-3699") == CheckStatus::kPass);
+  CHECK(status("1.7.28", "GO-2025-4108") == CheckStatus::kFail);
+  CHECK(status("2.3.2", "GO-2026-5758") == CheckStatus::kPass);
+  CHECK(status("2.3.1", "GO-2026-5758") == CheckStatus::kFail);
+}
+
+TEST_CASE("a component the table has no floor for is UNKNOWN, never a pass",
+          "[audit][refresh]") {
+  AdvisoryDb db = Shipped();
+  AuditReport r = AuditNode(Node{.fabric_manager = "Fabric Manager version is : 580.95.05"}, db);
+  const CheckResult* fm = testing::FindCheck(r, "audit.advisories.fabric_manager");
+  REQUIRE(fm != nullptr);
+  CHECK(fm->status == CheckStatus::kUnknown);
+  CHECK(fm->not_measured);
+  // No driver to compare with: the consistency rule cannot say either.
+  CHECK(StatusOf(r, "audit.fabric_manager.driver_match") == CheckStatus::kUnknown);
 }
 
 TEST_CASE("a branch the advisory fixed nowhere fails, above every range passes",

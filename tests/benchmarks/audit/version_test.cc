@@ -85,6 +85,20 @@ TEST_CASE("firmware compares family.train.patch within the train", "[audit][vers
   CHECK_FALSE(FirmwareTrain("28.39").ok());
 }
 
+TEST_CASE("a firmware fix for family xx holds on every family of its train",
+          "[audit][version]") {
+  auto below = CompareFirmware("28.46.2000", "xx.46.3008");
+  REQUIRE(below.ok());
+  CHECK(*below < 0);
+  auto above = CompareFirmware("xx.46.3008", "32.46.3010");
+  REQUIRE(above.ok());
+  CHECK(*above < 0);
+  CHECK(CompareFirmware("28.45.1000", "xx.46.3008").status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  CHECK(*FirmwareTrain("xx.46.3008") == "xx.46");
+  CHECK_FALSE(FirmwareTrain("xx.46").ok());
+}
+
 TEST_CASE("package versions reduce to their upstream base", "[audit][version]") {
   CHECK(UpstreamBase("1.1.5+ds1-1+deb12u1") == "1.1.5");
   CHECK(UpstreamBase("1:3.3.5") == "3.3.5");
