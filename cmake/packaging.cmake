@@ -68,6 +68,15 @@ install(FILES ${_cmax_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-coordina
 install(TARGETS cmax-agent RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT agent)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/cmax-agent.service
         DESTINATION lib/systemd/system COMPONENT agent)
+# The agent's env file as deploy/install.sh and the node tarball write it
+# (the watch's defaults with it): the package's postinst copies it to
+# /etc/cmax/agent.env when there is none.
+file(READ ${PROJECT_SOURCE_DIR}/deploy/systemd/agent.env _agent_env)
+# The packages install under /usr (CPACK_PACKAGING_INSTALL_PREFIX below).
+string(REPLACE "@SHARE@" "/usr/share/cmax" _agent_env "${_agent_env}")
+file(WRITE ${CMAKE_BINARY_DIR}/packaging/agent.env "${_agent_env}")
+install(FILES ${CMAKE_BINARY_DIR}/packaging/agent.env
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/cmax-agent COMPONENT agent)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-agent
         COMPONENT agent)
 install(FILES ${_cmax_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/../cmax-agent/docs

@@ -64,6 +64,11 @@ cmp -s /etc/cmax/token /etc/cmax/read-token && fail "the read-only token is the 
 [[ $(stat -c '%G %a' /etc/cmax/agent-token) == "cmax 640" ]] || fail "/etc/cmax/agent-token is $(stat -c '%G %a' /etc/cmax/agent-token 2>&1)"
 cmp -s /etc/cmax/token /etc/cmax/agent-token && fail "the agents' token is the operators' token"
 grep -q -- '--token-file /etc/cmax/agent-token' /etc/cmax/agent.env || fail "agent.env does not present the agent token"
+# The watch between runs is on by default and configured there (issue 47):
+# the units and file systems it follows.
+grep -q -- '^CMAX_WATCH_ARGS=--watch-services nvidia-fabricmanager.service' /etc/cmax/agent.env ||
+  fail "agent.env does not configure the watch (CMAX_WATCH_ARGS)"
+grep -q '^CMAX_ALLOW_READ=/usr/share/cmax,/etc/cmax$' /etc/cmax/agent.env || fail "agent.env's CMAX_ALLOW_READ: $(grep ALLOW_READ /etc/cmax/agent.env)"
 grep -q -- '--agent-token-file /etc/cmax/agent-token' /etc/cmax/coordinator.env || fail "coordinator.env names no --agent-token-file"
 [[ $(stat -c '%a' /var/lib/cmax-agent) == 700 ]] || fail "/var/lib/cmax-agent mode $(stat -c '%a' /var/lib/cmax-agent)"
 for f in /etc/cmax/coordinator.env /etc/cmax/agent.env /usr/share/cmax/plans/quick.yaml \
