@@ -264,6 +264,15 @@ void CheckGpus(const absl::StatusOr<GpuInventory>& probed, const std::vector<Pci
     for (const auto& g : pci) f.add_evidence(absl::StrCat("present: ", g.address));
   }
   if (!probed.ok()) {
+    if (expect_gpus == 0 && pci.empty()) {
+      // The plan says this node has no GPU (a CPU node's remediation verify,
+      // for one) and the bus agrees: that is the measurement, not a gap.
+      r->Find("health.no_gpu", v1::SEVERITY_INFO, "reliability", "node",
+              "no NVIDIA GPU on the PCI bus, as the plan expects (expect-gpus 0)",
+              absl::StrCat("no NVIDIA device under /sys/bus/pci; NVML: ", probed.status().message()),
+              "none");
+      return;
+    }
     if (absl::IsUnavailable(probed.status())) {
       r->Find("health.gpu_not_measured", v1::SEVERITY_INFO, "reliability", "node",
               "GPU health not measured: no NVML library",

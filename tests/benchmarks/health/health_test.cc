@@ -322,6 +322,28 @@ TEST_CASE("GPU checks: DBE, pending remap, narrow link, throttling, and no NVML 
   CHECK_FALSE(none.logs.empty());
 }
 
+TEST_CASE("a node the plan says has no GPU, and none on the bus, is measured as such",
+          "[health]") {
+  auto t = DefaultThresholds();
+  REQUIRE(t.ok());
+  const auto no_nvml = absl::UnavailableError("dlopen libnvidia-ml.so.1: not found");
+  // expect-gpus 0 (the remediation verify of a CPU node) and an empty bus.
+  HealthResult cpu_node;
+  CheckGpus(no_nvml, {}, *t, 0, &cpu_node);
+  const v1::Finding& f = Only(cpu_node, "health.no_gpu");
+  CHECK(f.severity() == v1::SEVERITY_INFO);
+  CHECK_FALSE(f.not_measured());
+  CHECK(cpu_node.findings.size() == 1);
+  // Without the expectation the same node is not measured, as before.
+  HealthResult unknown;
+  CheckGpus(no_nvml, {}, *t, -1, &unknown);
+  CHECK(Only(unknown, "health.gpu_not_measured").not_measured());
+  // A GPU on the bus with no NVML is not measured whatever the plan expects.
+  HealthResult gpu_on_bus;
+  CheckGpus(no_nvml, {{0, "0000:18:00.0", "0000:18:00"}}, *t, 0, &gpu_on_bus);
+  CHECK(Only(gpu_on_bus, "health.gpu_not_measured").not_measured());
+}
+
 TEST_CASE("the driver's recovery action fails the GPU with what to do", "[health]") {
   auto t = DefaultThresholds();
   REQUIRE(t.ok());
