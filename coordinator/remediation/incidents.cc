@@ -250,10 +250,14 @@ void IncidentManager::Start(v1::RemediationIncident& inc, int64_t now_ns) {
     inc.set_state(v1::INCIDENT_HELD);
     inc.set_reason(absl::StrCat("remediation paused by ", paused_by_));
   } else if (!BreakerAllows()) {
+    std::string reason = absl::StrCat("breaker open: ", InRemediation(),
+                                      " node(s) in remediation (at most ", policy_.breaker.max_nodes,
+                                      ", ", policy_.breaker.max_percent, " % of ",
+                                      hooks_->FleetSize(), ")");
+    // Held again on every round while the breaker stays open: said once.
+    if (inc.state() == v1::INCIDENT_HELD && inc.reason() == reason) return;
     inc.set_state(v1::INCIDENT_HELD);
-    inc.set_reason(absl::StrCat("breaker open: ", InRemediation(), " node(s) in remediation (at most ",
-                                policy_.breaker.max_nodes, ", ", policy_.breaker.max_percent,
-                                " % of ", hooks_->FleetSize(), ")"));
+    inc.set_reason(std::move(reason));
     Log()->warn("incident {} on {}: held, {}", inc.incident_id(), inc.node(), inc.reason());
   } else {
     inc.set_state(v1::INCIDENT_QUARANTINED);
@@ -622,7 +626,8 @@ void IncidentManager::Tick(int64_t now_ns) {
         absl::StartsWith(inc.reason(), "held by operator")) {
       continue;
     }
-    if (!BreakerAllows()) break;
+    // Starts it, or holds it saying the breaker is open (an incident held
+    // by a pause now waits for the breaker, and says so).
     Start(inc, now_ns);
   }
 }
