@@ -43,6 +43,7 @@ absl::Status CoordinatorCore::InitRemediation() {
   std::unique_ptr<remediation::Fencer> fencer = FencerFor(policy, options_);
   remediation::IncidentOptions o;
   o.escalations_dir = options_.data_dir + "/escalations";
+  o.webhook_poster = options_.webhook_poster;
   Log()->info("remediation: {} ({}), fence {}, {} rule(s)", remediation::ModeName(policy.mode),
               policy.source, remediation::FenceKindName(policy.fence), policy.rules.size());
   incidents_ = std::make_unique<remediation::IncidentManager>(&incident_hooks_, std::move(policy),

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "common/severity.h"
 #include "common/status_macros.h"
+#include "coordinator/remediation/webhook.h"
 
 namespace cmax::remediation {
 namespace {
@@ -210,16 +211,14 @@ class Parser {
     if (node["webhook"]) {
       CMAX_ASSIGN_OR_RETURN(escalation->webhook,
                             Scalar(node["webhook"], "escalate.webhook"));
-      const std::string& url = escalation->webhook;
-      const bool scheme =
-          absl::StartsWith(url, "https://") || absl::StartsWith(url, "http://");
-      const bool spaces = std::any_of(url.begin(), url.end(), [](char c) {
-        return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
-      });
-      if (!scheme || spaces || url.size() > 2048 || absl::EndsWith(url, "//")) {
-        return Error(node["webhook"],
-                     absl::StrCat("escalate.webhook '", url,
-                                  "' must be an http(s) URL without spaces"));
+      // The URL is not repeated: it may carry a token (webhook.h).
+      auto url = ParseWebhookUrl(escalation->webhook);
+      if (!url.ok()) {
+        return Error(node["webhook"], absl::StrCat("escalate.webhook must be an http(s) URL: ",
+                                                   url.status().message()));
+      }
+      if (escalation->webhook.size() > 2048) {
+        return Error(node["webhook"], "escalate.webhook is longer than 2048 characters");
       }
     }
     if (node["command"]) CMAX_RETURN_IF_ERROR(ParseCommand(node["command"], escalation));
