@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "common/severity.h"
 #include "common/status_macros.h"
+#include "common/systemd_unit.h"
 #include "coordinator/remediation/webhook.h"
 
 namespace cmax::remediation {
@@ -505,25 +506,15 @@ std::string DescribeSteps(const Rule& rule) {
   return absl::StrJoin(parts, " \u2192 ");
 }
 
+// The unit types a policy may name (restart_unit, allow_units). The name
+// itself is checked by common/systemd_unit.h, as the agent and the watch
+// check theirs (so a bare template "getty@.service" is refused here too).
+constexpr absl::string_view kPolicyUnitTypes[] = {"service", "socket", "target",
+                                                  "mount",   "automount", "swap",
+                                                  "timer",   "path",      "slice"};
+
 bool IsValidUnitName(std::string_view unit) {
-  static const std::set<std::string_view> kSuffixes = {"service", "socket",    "target",
-                                                       "mount",   "automount", "swap",
-                                                       "timer",   "path",      "slice"};
-  const size_t dot = unit.rfind('.');
-  if (unit.size() > 255 || dot == std::string_view::npos || dot == 0) return false;
-  if (kSuffixes.count(unit.substr(dot + 1)) == 0) return false;
-  const std::string_view name = unit.substr(0, dot);
-  if (name.front() == '-' || name.front() == '.' || name.front() == '@') return false;
-  int ats = 0;
-  for (char c : name) {
-    if (c == '@') {
-      ++ats;
-      continue;
-    }
-    if (!(IsAlnum(c) || c == ':' || c == '_' || c == '.' || c == '-' || c == '\\'))
-      return false;
-  }
-  return ats <= 1;
+  return CheckSystemdUnitName(absl::string_view(unit.data(), unit.size()), kPolicyUnitTypes).ok();
 }
 
 bool IsValidLabelKey(std::string_view key) {

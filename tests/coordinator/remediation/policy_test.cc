@@ -239,6 +239,8 @@ TEST_CASE("Unit names and label keys are checked by their grammar", "[remediatio
   CHECK_FALSE(IsValidUnitName("a;b.service"));
   CHECK_FALSE(IsValidUnitName("a@b@c.service"));
   CHECK_FALSE(IsValidUnitName("x.exe"));
+  CHECK_FALSE(IsValidUnitName("getty@.service"));  // a template, no instance
+  CHECK_FALSE(IsValidUnitName("dev-sda.device"));  // not a type a policy names
   CHECK(IsValidLabelKey("cmax.io/quarantined"));
   CHECK(IsValidLabelKey("quarantined"));
   CHECK_FALSE(IsValidLabelKey("cmax.io/"));
