@@ -32,7 +32,7 @@ std::unique_ptr<remediation::Fencer> FencerFor(const remediation::Policy& policy
 }
 
 absl::StatusOr<remediation::Policy> ReadPolicy(const std::string& path) {
-  if (path.empty()) return remediation::ParsePolicy("", "(no --remediation-policy: the defaults)");
+  if (path.empty()) return remediation::ParsePolicy("", "no --remediation-policy: the defaults");
   return remediation::LoadPolicy(path);
 }
 
