@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/subprocess.h"
+#include "common/systemd_unit.h"
 
 namespace cmax::agent {
 namespace {
@@ -18,19 +19,14 @@ namespace {
 std::shared_ptr<spdlog::logger> Log() { return GetLogger("remediation"); }
 
 constexpr size_t kMaxIncidentId = 64;
-constexpr size_t kMaxUnitName = 255;  // systemd's UNIT_NAME_MAX less the NUL
 constexpr size_t kStderrTail = 2048;
 constexpr size_t kJournalCap = 256 * 1024;
 constexpr char kSince[] = "-15min";
 
-constexpr const char* kUnitTypes[] = {"service",   "socket", "device", "mount",
-                                      "automount", "swap",   "target", "path",
-                                      "timer",     "slice",  "scope"};
-
-bool IsUnitChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == ':' || c == '-' ||
-         c == '_' || c == '.' || c == '\\' || c == '@';
-}
+// systemd's unit types: any of them may be restarted if listed.
+constexpr absl::string_view kUnitTypes[] = {"service",   "socket", "device", "mount",
+                                            "automount", "swap",   "target", "path",
+                                            "timer",     "slice",  "scope"};
 
 // `text` with every byte that is not part of valid UTF-8 replaced by '?'
 // (proto3 string fields must hold valid UTF-8; stderr may not be).
@@ -122,48 +118,7 @@ std::chrono::milliseconds Remaining(std::chrono::steady_clock::time_point deadli
 }  // namespace
 
 absl::Status ValidateUnitName(absl::string_view name) {
-  if (name.empty()) return absl::InvalidArgumentError("empty unit name");
-  if (name.size() > kMaxUnitName) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unit name longer than ", kMaxUnitName, " characters"));
-  }
-  for (char c : name) {
-    if (!IsUnitChar(c)) {
-      // The name itself is not repeated: it may hold anything.
-      return absl::InvalidArgumentError(
-          absl::StrCat("unit name has a character systemd refuses (byte 0x",
-                       absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2), ")"));
-    }
-  }
-  if (name[0] == '-' || name[0] == '.' || name[0] == '@') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unit name \"", name, "\" must start with a letter, digit, ':', '_' or '\\'"));
-  }
-  size_t dot = name.rfind('.');
-  if (dot == absl::string_view::npos || dot == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unit name \"", name, "\" has no type suffix"));
-  }
-  absl::string_view type = name.substr(dot + 1);
-  bool known = std::any_of(std::begin(kUnitTypes), std::end(kUnitTypes),
-                           [&](const char* t) { return type == t; });
-  if (!known) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unit name \"", name, "\" has an unknown type \".", type, "\""));
-  }
-  absl::string_view stem = name.substr(0, dot);
-  size_t at = stem.find('@');
-  if (at != absl::string_view::npos) {
-    if (stem.find('@', at + 1) != absl::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unit name \"", name, "\" has two '@'"));
-    }
-    if (at + 1 == stem.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unit name \"", name, "\" is a template without an instance"));
-    }
-  }
-  return absl::OkStatus();
+  return CheckSystemdUnitName(name, kUnitTypes);
 }
 
 absl::Status ValidateIncidentId(absl::string_view id) {

@@ -48,10 +48,11 @@
 
 namespace cmax::agent {
 
-// Whether `name` is a valid systemd unit name to restart: "prefix.type" or
-// "prefix@instance.type" (no bare template "prefix@.type"), at most 255
-// characters of [A-Za-z0-9:_.\-@\\], not starting with '-' or '.', with one
-// of systemd's unit types as suffix. INVALID_ARGUMENT says what is wrong.
+// Whether `name` is a valid systemd unit name to restart
+// (common/systemd_unit.h's check): "prefix.type" or "prefix@instance.type"
+// (no bare template "prefix@.type"), at most 255 characters of
+// [A-Za-z0-9:_.\-@\\], not starting with '-', '.' or '@', with any of
+// systemd's unit types as suffix. INVALID_ARGUMENT says what is wrong.
 absl::Status ValidateUnitName(absl::string_view name);
 
 // Whether `id` is a valid incident id: 1 to 64 of [A-Za-z0-9_:.-], and not

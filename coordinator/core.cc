@@ -23,6 +23,7 @@
 #include "common/secrets.h"
 #include "common/status_macros.h"
 #include "common/time_util.h"
+#include "coordinator/await_on_core.h"
 
 namespace cmax::coordinator {
 namespace {
@@ -373,37 +374,8 @@ absl::Status CoordinatorCore::HandleWatchRun(const std::string& run_id,
 
 }  // namespace cmax::coordinator
 
-// --- The web view's snapshots (coordinator/web). ---
+// --- The web view's snapshots (coordinator/web; await_on_core.h). ---
 namespace cmax::coordinator {
-namespace {
-
-// Runs `fn` on the core thread through `post` and waits up to `timeout` for
-// its answer. The answer lives in a shared block, so a late one (after the
-// wait gave up) writes into memory that is still there.
-template <typename T>
-absl::StatusOr<T> AwaitOnCore(CoordinatorCore* core, std::function<absl::StatusOr<T>()> fn,
-                              absl::Duration timeout) {
-  struct Reply {
-    absl::Mutex mu;
-    bool done ABSL_GUARDED_BY(mu) = false;
-    absl::StatusOr<T> value ABSL_GUARDED_BY(mu) = absl::UnknownError("no answer");
-  };
-  auto reply = std::make_shared<Reply>();
-  core->Post([reply, fn = std::move(fn)] {
-    absl::StatusOr<T> v = fn();
-    absl::MutexLock lock(&reply->mu);
-    reply->value = std::move(v);
-    reply->done = true;
-  });
-  absl::MutexLock lock(&reply->mu);
-  auto done = [r = reply.get()]() ABSL_SHARED_LOCKS_REQUIRED(r->mu) { return r->done; };
-  if (!reply->mu.AwaitWithTimeout(absl::Condition(&done), timeout)) {
-    return absl::UnavailableError("the coordinator core did not answer in time");
-  }
-  return std::move(reply->value);
-}
-
-}  // namespace
 
 std::string RunSubmittedLine(const std::string& run_id, const std::string& plan, size_t tasks,
                              size_t nodes) {

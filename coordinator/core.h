@@ -79,6 +79,9 @@ struct CoreOptions {
   // --verify-plan: the plan a repaired node must pass before it returns;
   // empty: the built-in verify-gpu.yaml or verify-cpu.yaml by its GPUs.
   std::string verify_plan;
+  // POSTs the policy's escalate.webhook (remediation/webhook_http.h, set by
+  // main); empty: an escalated incident's webhook step says it is not sent.
+  remediation::WebhookPoster webhook_poster;
   // The sinfo that schedules with --only-idle ask (a path, or a name looked
   // up on PATH at each slot; coordinator/slurm_idle.h).
   std::string slurm_sinfo = "sinfo";

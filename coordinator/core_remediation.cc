@@ -32,7 +32,7 @@ std::unique_ptr<remediation::Fencer> FencerFor(const remediation::Policy& policy
 }
 
 absl::StatusOr<remediation::Policy> ReadPolicy(const std::string& path) {
-  if (path.empty()) return remediation::ParsePolicy("", "(no --remediation-policy: the defaults)");
+  if (path.empty()) return remediation::ParsePolicy("", "no --remediation-policy: the defaults");
   return remediation::LoadPolicy(path);
 }
 
@@ -43,6 +43,7 @@ absl::Status CoordinatorCore::InitRemediation() {
   std::unique_ptr<remediation::Fencer> fencer = FencerFor(policy, options_);
   remediation::IncidentOptions o;
   o.escalations_dir = options_.data_dir + "/escalations";
+  o.webhook_poster = options_.webhook_poster;
   Log()->info("remediation: {} ({}), fence {}, {} rule(s)", remediation::ModeName(policy.mode),
               policy.source, remediation::FenceKindName(policy.fence), policy.rules.size());
   incidents_ = std::make_unique<remediation::IncidentManager>(&incident_hooks_, std::move(policy),

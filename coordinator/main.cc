@@ -26,6 +26,7 @@
 #include "common/version.h"
 #include "coordinator/core.h"
 #include "coordinator/data_dir_lock.h"
+#include "coordinator/remediation/webhook_http.h"
 #include "coordinator/schedule_terms.h"
 #include "coordinator/service.h"
 #include "coordinator/web/web_server.h"
@@ -264,6 +265,7 @@ int main(int argc, char** argv) {
   options.scontrol = absl::GetFlag(FLAGS_scontrol);
   options.kubectl = absl::GetFlag(FLAGS_kubectl);
   options.verify_plan = absl::GetFlag(FLAGS_verify_plan);
+  options.webhook_poster = cmax::remediation::HttpWebhookPoster();
   if (std::string keep = absl::GetFlag(FLAGS_keep_runs_for); !keep.empty()) {
     auto ns = cmax::coordinator::ParseDuration(keep, "--keep-runs-for", "3600s, 90d, 365d", 3650);
     if (!ns.ok()) return Fail(std::string(ns.status().message()));

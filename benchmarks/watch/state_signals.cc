@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "common/systemd_unit.h"
 
 namespace cmax::watch {
 namespace {
@@ -56,8 +55,6 @@ UnitStates ParseSystemctlShow(const std::string& text) {
   flush();
   return out;
 }
-
-bool IsUnitName(const std::string& name) { return IsSystemdUnitName(name); }
 
 std::vector<v1::Finding> UnitFindings(const UnitStates& before, const UnitStates& now) {
   std::vector<v1::Finding> out;

@@ -42,10 +42,6 @@ using UnitStates = std::map<std::string, UnitState>;  // by unit name
 // A block without Id= is skipped.
 UnitStates ParseSystemctlShow(const std::string& text);
 
-// True for a valid systemd unit name with a suffix we may watch (.service,
-// .socket, .target, .mount): [A-Za-z0-9:_.\\@-], at most 255 characters.
-bool IsUnitName(const std::string& name);
-
 // Findings for units that left or came back to "active". A unit that is not
 // installed (LoadState=not-found) raises none: the watch says it is not
 // watched (NotInstalled) instead of calling it failed.

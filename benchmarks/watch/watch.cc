@@ -12,6 +12,7 @@
 #include "benchmarks/watch/kernel_signals.h"
 #include "benchmarks/health/nvml_loader.h"
 #include "common/subprocess.h"
+#include "common/systemd_unit.h"
 
 namespace cmax::watch {
 namespace {
@@ -56,7 +57,7 @@ double ProcessCpuSeconds() {
 
 absl::Status ValidateOptions(const WatchOptions& o) {
   for (const auto& u : o.services) {
-    if (!IsUnitName(u)) {
+    if (!IsSystemdUnitName(u)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--services: '", u, "' is not a systemd unit name (e.g. nvidia-fabricmanager.service)"));
     }

@@ -41,7 +41,7 @@ namespace cmax::watch {
 
 struct WatchOptions {
   std::string root = "/";
-  std::vector<std::string> services;            // unit names (IsUnitName)
+  std::vector<std::string> services;            // unit names (IsSystemdUnitName)
   std::vector<std::string> filesystems = {"/"};  // mount points, absolute
   double fs_full_percent = 95;
   absl::Duration interval = absl::Seconds(5);

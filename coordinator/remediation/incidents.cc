@@ -26,6 +26,7 @@ constexpr char kRunning[] = "running";
 constexpr char kDone[] = "done";
 constexpr char kFailed[] = "failed";
 constexpr char kSkipped[] = "skipped";
+constexpr char kSending[] = "sending";  // the webhook, on the worker
 
 bool InRemediationState(v1::IncidentState s) {
   return s == v1::INCIDENT_QUARANTINED || s == v1::INCIDENT_REMEDIATING ||
@@ -129,6 +130,11 @@ void IncidentManager::Load(std::vector<v1::RemediationIncident> stored, int64_t 
     const std::string id = inc.incident_id();
     sequence_ = std::max<int64_t>(sequence_, static_cast<int64_t>(incidents_.size()) + 1);
     v1::RemediationIncident& kept = incidents_[id] = std::move(inc);
+    for (auto& s : *kept.mutable_steps()) {
+      if (s.outcome() != kSending) continue;
+      s.set_outcome(kFailed);
+      s.set_message("the coordinator stopped before the webhook answered");
+    }
     if (IsClosed(kept.state())) continue;
     open_by_node_[kept.node()] = id;
     if (InRemediationState(kept.state())) {
@@ -379,8 +385,24 @@ void IncidentManager::Escalate(v1::RemediationIncident& inc, const std::string& 
   inc.set_reason(why);
   Log()->error("incident {} on {}: escalated to a person: {} (the node stays fenced)",
                inc.incident_id(), inc.node(), why);
+  if (!policy_.escalate.webhook.empty()) AddWebhookStep(inc, now_ns);
   Finish(inc, v1::INCIDENT_ESCALATED, now_ns);
   if (!policy_.escalate.command.empty()) Post(inc, Job::kEscalate);
+  if (!policy_.escalate.webhook.empty()) Post(inc, Job::kWebhook);
+}
+
+// The webhook's own step, "sending" until the worker's answer (Take); not
+// pending, so an approved escalated incident never waits on it.
+void IncidentManager::AddWebhookStep(v1::RemediationIncident& inc, int64_t now_ns) {
+  auto url = ParseWebhookUrl(policy_.escalate.webhook);
+  v1::IncidentStep* s = inc.add_steps();
+  s->set_step(inc.steps_size() - 1);
+  s->set_kind("webhook");
+  s->set_detail(url.ok() ? absl::StrCat("POST the incident to ", url->Redacted())
+                         : "POST the incident to the webhook");
+  s->set_outcome(kSending);
+  s->set_by("cmax (policy)");
+  s->set_started_unix_ns(now_ns);
 }
 
 void IncidentManager::Finish(v1::RemediationIncident& inc, v1::IncidentState state, int64_t now_ns) {
@@ -505,6 +527,8 @@ void IncidentManager::Post(const v1::RemediationIncident& inc, Job job) {
     };
   } else if (job == Job::kLift) {
     fn = [=] { return WorkResult{id, job, fencer->Lift(node), ""}; };
+  } else if (job == Job::kWebhook) {
+    fn = WebhookJob(inc);
   } else {
     const std::string path = absl::StrCat(options_.escalations_dir, "/", id, ".json");
     const std::string json = MessageToJsonLine(inc, /*pretty=*/true);
@@ -525,6 +549,28 @@ void IncidentManager::Post(const v1::RemediationIncident& inc, Job job) {
   }
   absl::MutexLock lock(&mu_);
   jobs_.push_back(std::move(fn));
+}
+
+std::function<IncidentManager::WorkResult()> IncidentManager::WebhookJob(
+    const v1::RemediationIncident& inc) {
+  const std::string id = inc.incident_id();
+  const std::string json = MessageToJsonLine(inc, /*pretty=*/true);
+  const absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(policy_.escalate.webhook);
+  const WebhookPoster post = options_.webhook_poster;
+  const WebhookRetry retry = options_.webhook_retry;
+  return [=] {
+    if (!url.ok()) {
+      return WorkResult{id, Job::kWebhook, absl::InvalidArgumentError(absl::StrCat(
+                                               "the webhook URL: ", url.status().message())), ""};
+    }
+    if (!post) {
+      return WorkResult{id, Job::kWebhook,
+                        absl::UnimplementedError("this coordinator has no HTTP client: not sent"), ""};
+    }
+    std::string outcome;
+    absl::Status s = SendWebhook(post, *url, json, retry, &outcome);
+    return WorkResult{id, Job::kWebhook, s, outcome};
+  };
 }
 
 void IncidentManager::WorkerLoop() {
@@ -558,13 +604,8 @@ void IncidentManager::Take(const WorkResult& r, int64_t now_ns) {
   auto it = incidents_.find(r.incident_id);
   if (it == incidents_.end()) return;
   v1::RemediationIncident& inc = it->second;
-  if (r.job == Job::kEscalate) {
-    for (auto& s : *inc.mutable_steps()) {
-      if (s.kind() != "escalate") continue;
-      s.set_message(r.status.ok() ? "the escalate command took the incident"
-                                  : absl::StrCat("the escalate command failed: ", r.status.message()));
-    }
-    Save(inc);
+  if (r.job == Job::kEscalate || r.job == Job::kWebhook) {
+    TakeHook(inc, r, now_ns);
     return;
   }
   v1::IncidentStep* step = Current(inc);
@@ -603,6 +644,33 @@ void IncidentManager::Take(const WorkResult& r, int64_t now_ns) {
   step->set_outcome(kDone);
   step->set_message("cmax's fence lifted");
   Finish(inc, v1::INCIDENT_RETURNED, now_ns);
+}
+
+// An escalate hook's outcome: the command's on the escalate step, the
+// webhook's on its own step (its detail names the URL without its secrets).
+void IncidentManager::TakeHook(v1::RemediationIncident& inc, const WorkResult& r, int64_t now_ns) {
+  if (r.job == Job::kEscalate) {
+    for (auto& s : *inc.mutable_steps()) {
+      if (s.kind() != "escalate") continue;
+      s.set_message(r.status.ok() ? "the escalate command took the incident"
+                                  : absl::StrCat("the escalate command failed: ", r.status.message()));
+    }
+    Save(inc);
+    return;
+  }
+  for (auto& s : *inc.mutable_steps()) {
+    if (s.kind() != "webhook" || s.outcome() != kSending) continue;
+    s.set_outcome(r.status.ok() ? kDone : kFailed);
+    s.set_ended_unix_ns(now_ns);
+    s.set_message(r.status.ok() ? absl::StrCat("delivered: ", r.detail)
+                                : absl::StrCat("not delivered: ", r.status.message()));
+    if (r.status.ok()) {
+      Log()->info("incident {} on {}: {}: {}", inc.incident_id(), inc.node(), s.detail(), s.message());
+    } else {
+      Log()->error("incident {} on {}: {}: {}", inc.incident_id(), inc.node(), s.detail(), s.message());
+    }
+  }
+  Save(inc);
 }
 
 void IncidentManager::Tick(int64_t now_ns) {

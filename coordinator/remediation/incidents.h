@@ -22,7 +22,8 @@
 //   VERIFYING: a run of the health suite and a short burn-in on the node
 //     ▼ the node's verdict passes           any failure, timeout, flapping
 //   RETURNED (cmax's fence lifted)          ESCALATED (fenced; a person decides:
-//                                           the escalate command gets the JSON)
+//                                           the escalate command gets the JSON,
+//                                           the webhook a POST of it)
 //
 // Guards: dry-run unless the policy says enforce; a node failing the same
 // check `flap.count` times within `flap.window` is escalated, never returned;
@@ -31,8 +32,9 @@
 // under way (a person decides) rather than guess.
 //
 // Thread: owned by the coordinator's core thread; not thread-safe. Fence,
-// lift and escalate commands run on the manager's worker thread and their
-// results are taken up by Tick().
+// lift, the escalate command and the webhook run on the manager's worker
+// thread and their results are taken up by Tick(): the webhook's outcome
+// closes its own step (kind "webhook").
 #ifndef CMAX_COORDINATOR_REMEDIATION_INCIDENTS_H_
 #define CMAX_COORDINATOR_REMEDIATION_INCIDENTS_H_
 
@@ -52,6 +54,7 @@
 #include "cmax/v1/service.pb.h"
 #include "coordinator/remediation/fence.h"
 #include "coordinator/remediation/policy.h"
+#include "coordinator/remediation/webhook.h"
 
 namespace cmax::remediation {
 
@@ -76,6 +79,10 @@ struct IncidentOptions {
   absl::Duration verify_timeout = absl::Minutes(60);
   size_t max_findings = 20;      // kept per incident
   std::string escalations_dir;   // where the escalate command's JSON files go
+  // POSTs the escalate webhook (webhook_http.h); empty: the webhook step
+  // records that this coordinator cannot send it.
+  WebhookPoster webhook_poster;
+  WebhookRetry webhook_retry;
 };
 
 // The phases measured per closed incident (for /metrics and the CLI).
@@ -135,7 +142,7 @@ class IncidentManager {
   bool WorkerIdle() const;
 
  private:
-  enum class Job { kFence, kLift, kEscalate };
+  enum class Job { kFence, kLift, kEscalate, kWebhook };
   struct WorkResult {
     std::string incident_id;
     Job job;
@@ -151,6 +158,9 @@ class IncidentManager {
   void Escalate(v1::RemediationIncident& inc, const std::string& why, int64_t now_ns);
   void Finish(v1::RemediationIncident& inc, v1::IncidentState state, int64_t now_ns);
   void Take(const WorkResult& r, int64_t now_ns);
+  void TakeHook(v1::RemediationIncident& inc, const WorkResult& r, int64_t now_ns);
+  void AddWebhookStep(v1::RemediationIncident& inc, int64_t now_ns);
+  std::function<WorkResult()> WebhookJob(const v1::RemediationIncident& inc);
   void Post(const v1::RemediationIncident& inc, Job job);
   void WorkerLoop();
   bool BreakerAllows() const;

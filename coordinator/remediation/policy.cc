@@ -14,6 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "common/severity.h"
 #include "common/status_macros.h"
+#include "common/systemd_unit.h"
+#include "coordinator/remediation/webhook.h"
 
 namespace cmax::remediation {
 namespace {
@@ -210,16 +212,14 @@ class Parser {
     if (node["webhook"]) {
       CMAX_ASSIGN_OR_RETURN(escalation->webhook,
                             Scalar(node["webhook"], "escalate.webhook"));
-      const std::string& url = escalation->webhook;
-      const bool scheme =
-          absl::StartsWith(url, "https://") || absl::StartsWith(url, "http://");
-      const bool spaces = std::any_of(url.begin(), url.end(), [](char c) {
-        return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
-      });
-      if (!scheme || spaces || url.size() > 2048 || absl::EndsWith(url, "//")) {
-        return Error(node["webhook"],
-                     absl::StrCat("escalate.webhook '", url,
-                                  "' must be an http(s) URL without spaces"));
+      // The URL is not repeated: it may carry a token (webhook.h).
+      auto url = ParseWebhookUrl(escalation->webhook);
+      if (!url.ok()) {
+        return Error(node["webhook"], absl::StrCat("escalate.webhook must be an http(s) URL: ",
+                                                   url.status().message()));
+      }
+      if (escalation->webhook.size() > 2048) {
+        return Error(node["webhook"], "escalate.webhook is longer than 2048 characters");
       }
     }
     if (node["command"]) CMAX_RETURN_IF_ERROR(ParseCommand(node["command"], escalation));
@@ -506,25 +506,15 @@ std::string DescribeSteps(const Rule& rule) {
   return absl::StrJoin(parts, " \u2192 ");
 }
 
+// The unit types a policy may name (restart_unit, allow_units). The name
+// itself is checked by common/systemd_unit.h, as the agent and the watch
+// check theirs (so a bare template "getty@.service" is refused here too).
+constexpr absl::string_view kPolicyUnitTypes[] = {"service", "socket", "target",
+                                                  "mount",   "automount", "swap",
+                                                  "timer",   "path",      "slice"};
+
 bool IsValidUnitName(std::string_view unit) {
-  static const std::set<std::string_view> kSuffixes = {"service", "socket",    "target",
-                                                       "mount",   "automount", "swap",
-                                                       "timer",   "path",      "slice"};
-  const size_t dot = unit.rfind('.');
-  if (unit.size() > 255 || dot == std::string_view::npos || dot == 0) return false;
-  if (kSuffixes.count(unit.substr(dot + 1)) == 0) return false;
-  const std::string_view name = unit.substr(0, dot);
-  if (name.front() == '-' || name.front() == '.' || name.front() == '@') return false;
-  int ats = 0;
-  for (char c : name) {
-    if (c == '@') {
-      ++ats;
-      continue;
-    }
-    if (!(IsAlnum(c) || c == ':' || c == '_' || c == '.' || c == '-' || c == '\\'))
-      return false;
-  }
-  return ats <= 1;
+  return CheckSystemdUnitName(absl::string_view(unit.data(), unit.size()), kPolicyUnitTypes).ok();
 }
 
 bool IsValidLabelKey(std::string_view key) {

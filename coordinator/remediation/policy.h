@@ -170,9 +170,10 @@ absl::Status ValidateAgainstNode(const Policy& policy, int gpu_count);
 std::string DescribeSteps(const Rule& rule);
 
 // Name checks used by the parser, exposed for the fencers and the tests.
-// A systemd unit name: name[@instance].suffix, at most 255 characters,
-// characters [A-Za-z0-9:_.\-] (and one '@'), not starting with '-' or '.',
-// suffix one of service socket target mount automount swap timer path slice.
+// A systemd unit name (common/systemd_unit.h's check): name[@instance].suffix,
+// at most 255 characters of [A-Za-z0-9:_.\-\\] and at most one '@' (an instance
+// after it), not starting with '-', '.' or '@', suffix one of service socket
+// target mount automount swap timer path slice.
 bool IsValidUnitName(std::string_view unit);
 // A Kubernetes label key: [prefix/]name, prefix a DNS subdomain (at most 253,
 // lower-case alphanumerics, '-' and '.'), name at most 63 characters of

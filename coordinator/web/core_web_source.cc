@@ -2,7 +2,8 @@
 // snapshot the core thread makes (CoordinatorCore::Snapshot*: Post and
 // wait), waiting at most the timeout given; history comes from the history
 // threads instead (SnapshotHistory), and a request that gives up leaves
-// its query.
+// its query. Remediation incidents are the core's GetRemediation answer.
+#include "coordinator/await_on_core.h"
 #include "coordinator/core.h"
 #include "coordinator/web/web_server.h"
 
@@ -24,6 +25,18 @@ class CoreWebSource : public WebSource {
   }
   absl::StatusOr<v1::GetHistoryResponse> History(const std::string& node) override {
     return core_->SnapshotHistory(node, timeout_);
+  }
+  absl::StatusOr<v1::RemediationStatus> Remediation(const std::string& node) override {
+    CoordinatorCore* core = core_;
+    return AwaitOnCore<v1::RemediationStatus>(
+        core_,
+        [core, node]() -> absl::StatusOr<v1::RemediationStatus> {
+          v1::GetRemediationRequest request;
+          request.set_node(node);
+          request.set_include_closed(true);
+          return core->HandleGetRemediation(request);
+        },
+        timeout_);
   }
 
  private:

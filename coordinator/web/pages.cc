@@ -54,12 +54,6 @@ std::string Nav(const PageContext& ctx) {
   return out;
 }
 
-std::string FormatTime(int64_t unix_ns) {
-  if (unix_ns <= 0) return "";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixNanos(unix_ns),
-                          absl::UTCTimeZone());
-}
-
 std::string StateCell(absl::string_view state) {
   std::string cls(state);
   std::replace(cls.begin(), cls.end(), ' ', '_');
@@ -91,6 +85,12 @@ google::protobuf::Value Bool(bool b) {
 // string_view is not std::string_view, hence the conversion.
 std::string HtmlEscape(absl::string_view text) {
   return reports::HtmlEscape(std::string_view(text.data(), text.size()));
+}
+
+std::string FormatTime(int64_t unix_ns) {
+  if (unix_ns <= 0) return "";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixNanos(unix_ns),
+                          absl::UTCTimeZone());
 }
 
 bool IsLocalPath(absl::string_view next) {
@@ -719,14 +719,15 @@ std::string IncidentRows(
 
 }  // namespace
 
-std::string NodeHistoryPage(const v1::NodeHistory& h, const PageContext& ctx) {
+std::string NodeHistoryPage(const v1::NodeHistory& h, const PageContext& ctx,
+                            absl::string_view remediation_section) {
   std::string out = Head(absl::StrCat("cmax: node ", h.node()));
   absl::StrAppend(
       &out, "<body>", Nav(ctx), "<h1>Node ", HtmlEscape(h.node()), "</h1>\n",
       "<p id=\"node-state\">Now: <b>", HtmlEscape(h.state()), "</b>; ", h.runs_size(),
       " runs, ", h.incidents_size(),
       " incidents. <a href=\"/fleet\">Fleet history</a>, <a href=\"/api/nodes/",
-      HtmlEscape(h.node()), "\">JSON</a>.</p>\n");
+      HtmlEscape(h.node()), "\">JSON</a>.</p>\n", remediation_section);
   absl::StrAppend(&out, "<h2 id=\"incidents\">Incidents</h2>\n");
   if (h.incidents_size() == 0) {
     absl::StrAppend(&out, "<p class=\"muted\">No run has rejected this node.</p>\n");

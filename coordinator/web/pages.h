@@ -5,6 +5,7 @@
 #ifndef CMAX_COORDINATOR_WEB_PAGES_H_
 #define CMAX_COORDINATOR_WEB_PAGES_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ namespace cmax::coordinator::web {
 
 // &, <, >, " and ' as entities: safe in text and in quoted attributes.
 std::string HtmlEscape(absl::string_view text);
+// "2026-12-07 19:09:01 UTC"; "" for a time not set (<= 0).
+std::string FormatTime(int64_t unix_ns);
 
 // What every page's frame needs.
 struct PageContext {
@@ -78,8 +81,10 @@ std::string ErrorPage(int status, absl::string_view message, const PageContext& 
 // offenders), a chart per figure (the node's values, its trend, the
 // fleet's p10-p90 band) and incidents. "/fleet": nodes by state, open
 // incidents, time to repair, failures per 1,000 GPU-hours by week (a chart)
-// and the reasons that recur most (docs/history.md).
-std::string NodeHistoryPage(const v1::NodeHistory& history, const PageContext& ctx);
+// and the reasons that recur most (docs/history.md). `remediation_section`
+// (remediation_section.h, already escaped) follows the node's state.
+std::string NodeHistoryPage(const v1::NodeHistory& history, const PageContext& ctx,
+                            absl::string_view remediation_section = "");
 std::string FleetPage(const v1::ReliabilitySummary& fleet, const PageContext& ctx);
 
 // Whether `next` is a path of this server that a sign-in may return to:

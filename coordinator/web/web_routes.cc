@@ -25,6 +25,7 @@
 #include "common/run_id.h"
 #include "common/secrets.h"
 #include "coordinator/web/pages.h"
+#include "coordinator/web/remediation_section.h"
 #include "google/protobuf/util/json_util.h"
 #include "reports/scorecard.h"
 
@@ -305,6 +306,26 @@ bool WebRoutes::LoadRun(const httplib::Request& req, httplib::Response& res,
   return true;
 }
 
+// "/nodes/NAME": the node's history and its remediation incidents. A node no
+// run had (history NOT_FOUND) still has a page while the fault loop has
+// incidents on it.
+void WebRoutes::NodePage(const httplib::Request& req, httplib::Response& res,
+                         const std::string& node) {
+  absl::StatusOr<v1::GetHistoryResponse> h = source_->History(node);
+  if (!h.ok() && !absl::IsNotFound(h.status())) return Error(req, res, h.status(), true);
+  const absl::StatusOr<v1::RemediationStatus> incidents = source_->Remediation(node);
+  if (!h.ok()) {
+    if (!incidents.ok() || incidents->incidents_size() == 0) {
+      return Error(req, res, h.status(), true);
+    }
+    h = v1::GetHistoryResponse();
+    h->mutable_node()->set_node(node);
+    h->mutable_node()->set_state("no run yet");
+  }
+  res.set_content(NodeHistoryPage(h->node(), Context(req), RemediationSection(node, incidents)),
+                  "text/html; charset=utf-8");
+}
+
 void WebRoutes::Install(httplib::Server& srv) {
   srv.set_pre_routing_handler(
       [this](const httplib::Request& req, httplib::Response& res) {
@@ -481,12 +502,11 @@ void WebRoutes::Install(httplib::Server& srv) {
   // History (docs/history.md): a node's page, the fleet's, and their JSON.
   auto history = [this](const httplib::Request& req, httplib::Response& res,
                         const std::string& node, bool page) {
+    if (page && !node.empty()) return NodePage(req, res, node);
     auto h = source_->History(node);
     if (!h.ok()) return Error(req, res, h.status(), page);
     if (!page) return res.set_content(ToJson(*h), "application/json");
-    res.set_content(node.empty() ? FleetPage(h->fleet(), Context(req))
-                                 : NodeHistoryPage(h->node(), Context(req)),
-                    "text/html; charset=utf-8");
+    res.set_content(FleetPage(h->fleet(), Context(req)), "text/html; charset=utf-8");
   };
   srv.Get(R"(/nodes/([^/]+))",
           [history](const httplib::Request& req, httplib::Response& res) {

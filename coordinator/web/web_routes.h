@@ -23,6 +23,7 @@
 //   /runs/ID/scorecard.json   scorecard.json as a download
 //   /compare?a=RUN&b=RUN      ComparePage of the two scorecards; 501 unset
 //   /nodes/NAME               the node's history with charts (NodeHistoryPage)
+//                             and its remediation incidents (remediation_section.h)
 //   /fleet                    the fleet's history (FleetPage)
 //   /api/nodes/NAME, /api/fleet  GetHistory as JSON
 //   /api/agents, /api/runs    ListAgents / ListRuns as JSON (proto field names)
@@ -46,6 +47,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cmax/v1/incident.pb.h"
 #include "cmax/v1/scorecard.pb.h"
 #include "cmax/v1/service.pb.h"
 
@@ -70,6 +72,12 @@ class WebSource {
   virtual absl::StatusOr<v1::GetHistoryResponse> History(const std::string& node) {
     (void)node;
     return absl::UnimplementedError("history is not available here");
+  }
+  // The fault loop's incidents on `node`, closed ones too (GetRemediation).
+  // Default: UNIMPLEMENTED (the node page says they are not available).
+  virtual absl::StatusOr<v1::RemediationStatus> Remediation(const std::string& node) {
+    (void)node;
+    return absl::UnimplementedError("remediation incidents are not available here");
   }
 };
 
@@ -131,6 +139,7 @@ class WebRoutes {
              bool page) const;
   bool LoadRun(const httplib::Request& req, httplib::Response& res, const std::string& id,
                bool page, v1::GetRunResponse* out);
+  void NodePage(const httplib::Request& req, httplib::Response& res, const std::string& node);
   // The run's parsed scorecard.json, from the cache while its file's size
   // and mtime are unchanged. NOT_FOUND: none yet; RESOURCE_EXHAUSTED: larger
   // than options_.max_compare_bytes; INTERNAL: unreadable or not a card.

@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/subprocess.h"
 #include "coordinator/core.h"
+#include "coordinator/remediation/fence.h"
 #include "coordinator/web/pages.h"
 #include "reports/history.h"
 #include "reports/scorecard.h"
@@ -30,6 +31,37 @@ namespace cmax::coordinator::web {
 namespace {
 
 constexpr char kToken[] = "s3cret-token-for-the-web-test";
+
+// The fault loop's answer for `node`, made by the real incident manager:
+// n1 has one escalated incident whose check id and title carry markup;
+// "many" (no run ever had it) has 25.
+struct NoCore : remediation::IncidentHooks {
+  int FleetSize() override { return 10; }
+  bool Connected(const std::string&) override { return true; }
+  int GpuCount(const std::string&) override { return 8; }
+  bool SendAction(const std::string&, const v1::RemediationAction&) override { return true; }
+  absl::StatusOr<std::string> StartVerifyRun(const std::string&, const std::string&) override {
+    return absl::UnavailableError("no runs");
+  }
+  void Persist(const v1::RemediationIncident&) override {}
+};
+
+v1::RemediationStatus RealIncidents(const std::string& node) {
+  constexpr int64_t kSec = 1'000'000'000;
+  NoCore core;
+  auto policy = remediation::ParsePolicy("mode: enforce\n", "test.yaml");
+  REQUIRE(policy.ok());
+  remediation::IncidentManager m(&core, *policy, remediation::MakeFencer(*policy));
+  const int n = node == "many" ? 25 : node == "n1" ? 1 : 0;
+  for (int i = 0; i < n; ++i) {
+    v1::Finding f;
+    f.set_check_id(n == 1 ? "watch.<script>alert(2)</script>" : absl::StrCat("watch.x", i));
+    f.set_severity(v1::SEVERITY_FAIL);
+    f.set_title("Xid 79 <img src=x onerror=alert(3)>");
+    m.OnFinding(node, f, 1795996800 * kSec + i * 60 * kSec, 1795996802 * kSec + i * 60 * kSec);
+  }
+  return m.Status(node, /*include_closed=*/true);
+}
 
 // Runs r1 (completed, with a scorecard) and r2 (running); agents n1 and n2.
 class FakeSource : public WebSource {
@@ -97,6 +129,9 @@ class FakeSource : public WebSource {
     }
     *resp.mutable_fleet() = reports::ComputeReliability(all);
     return resp;
+  }
+  absl::StatusOr<v1::RemediationStatus> Remediation(const std::string& node) override {
+    return RealIncidents(node);
   }
   FakeSource(const std::string& report_root) {
     run1.mutable_run()->set_run_id("r1");
@@ -318,6 +353,53 @@ TEST_CASE("node and fleet history pages draw their charts and escape every text"
   auto denied = f.Get("/nodes/n1");
   REQUIRE(denied);
   CHECK(denied->status == 401);
+}
+
+TEST_CASE("a node page lists the node's remediation incidents, every text escaped", "[web]") {
+  Fixture f;
+  auto node = f.Get("/nodes/n1", f.Bearer());
+  REQUIRE(node);
+  CHECK(node->status == 200);
+  const std::string& page = node->body;
+  const std::string id = RealIncidents("n1").incidents(0).incident_id();
+  CHECK(page.find("<h2 id=\"remediation\">Remediation incidents</h2>") != std::string::npos);
+  CHECK(page.find(absl::StrCat("<h3 class=\"remediation-incident\">", id, "</h3>")) !=
+        std::string::npos);
+  CHECK(page.find("<b class=\"state-escalated\">escalated</b> <b class=\"err\">needs "
+                  "hardware</b>") != std::string::npos);
+  CHECK(page.find("opened 2026-11-30 00:00:02 UTC") != std::string::npos);
+  CHECK(page.find("detect 2.0 s, quarantine 0.0 s, repair <span class=\"muted\">not "
+                  "measured</span>") != std::string::npos);
+  // The steps: the fence (none) and the escalation, each with its outcome and who.
+  CHECK(page.find("<b>fence</b> none (fence: none; the node stays schedulable)</td><td>done"
+                  "</td><td>cmax (policy)</td><td class=\"n\">0.0 s</td>") != std::string::npos);
+  CHECK(page.find("<b>escalate</b>") != std::string::npos);
+  // The check id and title carry markup: shown as text, never as markup.
+  CHECK(page.find("<script>alert(2)") == std::string::npos);
+  CHECK(page.find("<img src=x") == std::string::npos);
+  CHECK(page.find("watch.&lt;script&gt;alert(2)&lt;/script&gt;") != std::string::npos);
+  CHECK(page.find("Xid 79 &lt;img src=x onerror=alert(3)&gt;") != std::string::npos);
+}
+
+TEST_CASE("a node page shows the newest 20 incidents and counts the rest", "[web]") {
+  Fixture f;
+  // No run had this node: its page is there for its incidents.
+  auto node = f.Get("/nodes/many", f.Bearer());
+  REQUIRE(node);
+  CHECK(node->status == 200);
+  const std::string& page = node->body;
+  CHECK(page.find("25 incident(s), newest first; the newest 20 shown, 5 more") !=
+        std::string::npos);
+  size_t shown = 0;
+  for (size_t at = page.find("class=\"remediation-incident\""); at != std::string::npos;
+       at = page.find("class=\"remediation-incident\"", at + 1)) {
+    ++shown;
+  }
+  CHECK(shown == 20);
+  // Newest first: check x24 is listed, x0..x4 are not.
+  CHECK(page.find("watch.x24") < page.find("watch.x23"));
+  CHECK(page.find("<b>watch.x4</b>") == std::string::npos);
+  CHECK(page.find("<b>watch.x5</b>") != std::string::npos);
 }
 
 TEST_CASE("the run page shows progress and failures with every text escaped", "[web]") {

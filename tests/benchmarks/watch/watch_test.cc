@@ -19,6 +19,7 @@
 #include "benchmarks/watch/watch.h"
 #include "common/record_io.h"
 #include "common/subprocess.h"
+#include "common/systemd_unit.h"
 #include "tests/scratch_dir.h"
 
 namespace cmax::watch {
@@ -109,11 +110,13 @@ TEST_CASE("unit states are parsed from systemctl show and judged on change") {
 }
 
 TEST_CASE("unit names are checked before they reach systemctl") {
-  CHECK(IsUnitName("nvidia-fabricmanager.service"));
-  CHECK(IsUnitName("getty@tty1.service"));
-  CHECK_FALSE(IsUnitName("--now"));
-  CHECK_FALSE(IsUnitName("a;b.service"));
-  CHECK_FALSE(IsUnitName("nvidia-fabricmanager"));
+  CHECK(IsSystemdUnitName("nvidia-fabricmanager.service"));
+  CHECK(IsSystemdUnitName("getty@tty1.service"));
+  CHECK_FALSE(IsSystemdUnitName("--now"));
+  CHECK_FALSE(IsSystemdUnitName("a;b.service"));
+  CHECK_FALSE(IsSystemdUnitName("nvidia-fabricmanager"));
+  CHECK_FALSE(IsSystemdUnitName("getty@.service"));  // a template, no instance
+  CHECK_FALSE(IsSystemdUnitName("systemd-tmpfiles-clean.timer"));  // not a watched type
   WatchOptions o;
   o.services = {"x y.service"};
   CHECK(ValidateOptions(o).message().find("'x y.service'") != absl::string_view::npos);

@@ -161,7 +161,12 @@ TEST_CASE("Bad policies are refused with file and line and reason", "[remediatio
        "p.yaml:1:15: '-x.service' is not a systemd unit name"},
       {"escalate: {command: [page-oncall]}\n",
        "p.yaml:1:22: escalate.command's program 'page-oncall' must be an absolute path"},
-      {"escalate: {webhook: \"ftp://x\"}\n", "p.yaml:1:21: escalate.webhook 'ftp://x'"},
+      {"escalate: {webhook: \"ftp://x\"}\n",
+       "p.yaml:1:21: escalate.webhook must be an http(s) URL: it is not an http:// or https:// URL"},
+      {"escalate: {webhook: \"https://:tok@/x\"}\n",
+       "p.yaml:1:21: escalate.webhook must be an http(s) URL: it has no host name or address"},
+      {"escalate: {webhook: \"http://h:99999/x\"}\n",
+       "p.yaml:1:21: escalate.webhook must be an http(s) URL: its port is not 1..65535"},
       {"escalate: {sms: 1}\n", "p.yaml:1:12: unknown key 'sms' in escalate"},
       {head + "rules:\n  - match: {check: watch.xid}\n",
        "p.yaml:4:5: rule 'watch.xid' has no steps"},
@@ -234,6 +239,8 @@ TEST_CASE("Unit names and label keys are checked by their grammar", "[remediatio
   CHECK_FALSE(IsValidUnitName("a;b.service"));
   CHECK_FALSE(IsValidUnitName("a@b@c.service"));
   CHECK_FALSE(IsValidUnitName("x.exe"));
+  CHECK_FALSE(IsValidUnitName("getty@.service"));  // a template, no instance
+  CHECK_FALSE(IsValidUnitName("dev-sda.device"));  // not a type a policy names
   CHECK(IsValidLabelKey("cmax.io/quarantined"));
   CHECK(IsValidLabelKey("quarantined"));
   CHECK_FALSE(IsValidLabelKey("cmax.io/"));
