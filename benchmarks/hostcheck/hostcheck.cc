@@ -409,6 +409,48 @@ void CheckDriver(const Facts& f, Report& r) {
                       ", from ", d.source));
 }
 
+// GPUDirect RDMA between the GPUs and the RDMA NICs. ClusterMAX's Slurm
+// expectations ask for the dma_buf path of the open kernel module; the
+// out-of-tree nvidia_peermem is deprecated and does not pass on its own
+// (docs/clustermax-criteria.md). Whether the kernel was built with dma-buf
+// is not read here. No driver or no RDMA NIC: nothing to judge (a note).
+void CheckGpuDirectRdma(const Sysroot& root, const Facts& f, Report& r) {
+  const std::vector<std::string> nics = root.List("/sys/class/infiniband");
+  if (!f.driver.loaded || nics.empty()) {
+    r.Note("gpudirect_rdma", "-", !f.driver.loaded ? "no NVIDIA driver" : "no RDMA NIC in /sys/class/infiniband");
+    return;
+  }
+  if (f.driver.proc_version.empty()) {
+    r.NotMeasured("gpudirect_rdma", "GPUDirect RDMA",
+                  absl::FailedPreconditionError(
+                      "/proc/driver/nvidia/version has no readable NVRM line: whether the open "
+                      "kernel module (dma_buf) is loaded cannot be told"),
+                  "check `cat /proc/driver/nvidia/version`");
+    return;
+  }
+  const bool peermem = root.Exists("/sys/module/nvidia_peermem");
+  const std::string about = absl::StrCat(nics.size(), " RDMA NICs (", absl::StrJoin(nics, ", "), ")");
+  if (f.driver.open_kernel_module) {
+    r.Pass("gpudirect_rdma", "dma_buf",
+           absl::StrCat("open kernel module: GPUDirect RDMA through dma_buf for ", about,
+                        peermem ? "; nvidia_peermem is loaded too" : ""));
+    return;
+  }
+  const std::string title = peermem ? "GPUDirect RDMA only through the deprecated nvidia_peermem"
+                                    : "no GPUDirect RDMA path: proprietary kernel module, no nvidia_peermem";
+  r.Find("gpudirect_rdma", v1::SEVERITY_WARN, peermem ? "nvidia_peermem" : "none", title,
+         absl::StrCat(about, "; the NVRM line names the proprietary kernel module",
+                      peermem ? ", and /sys/module/nvidia_peermem exists"
+                              : " and /sys/module/nvidia_peermem does not exist: NICs read GPU "
+                                "memory through host memory"),
+         "install the open kernel module flavour of the driver (nvidia-open), whose dma_buf "
+         "support the RDMA stack uses without nvidia_peermem",
+         {absl::StrCat("/proc/driver/nvidia/version: ", f.driver.proc_version,
+                       " (proprietary kernel module)")},
+         "node", kCategory, {},
+         {"https://docs.nvidia.com/cuda/gpudirect-rdma/"});
+}
+
 void CheckCpus(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
   if (!f.cpus.ok()) {
     r.NotMeasured(
@@ -1100,6 +1142,7 @@ int RunHostcheck(int argc, char** argv) {
   Report report(&out);
   CheckGpus(o, f, out, report);
   CheckDriver(f, report);
+  CheckGpuDirectRdma(root, f, report);
   CheckCpuMemory(o, f, out, report);
   CheckSwap(f, out, report);
   CheckRootDisk(o, f, out, report);

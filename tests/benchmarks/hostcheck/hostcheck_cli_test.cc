@@ -431,3 +431,68 @@ TEST_CASE("hostcheck: a GB200 tray's records grade it without a failure",
     }
   }
 }
+
+namespace {
+
+// The line of hostcheck's table that names `check`, or "".
+std::string TableRow(const std::string& out, const std::string& check) {
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (absl::StrContains(line, check)) return std::string(line);
+  }
+  return "";
+}
+
+// healthy-8xh100 (open kernel module) with one RDMA NIC, the driver line
+// replaced by `nvrm` when given, and nvidia_peermem loaded when asked.
+void RdmaRoot(const std::string& path, const std::string& nvrm, bool peermem) {
+  std::filesystem::copy(FixtureRoot("healthy-8xh100"), path,
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::create_directories(path + "/sys/class/infiniband/mlx5_0");
+  if (!nvrm.empty()) std::ofstream(path + "/proc/driver/nvidia/version") << nvrm;
+  if (peermem) std::filesystem::create_directories(path + "/sys/module/nvidia_peermem");
+}
+
+}  // namespace
+
+TEST_CASE("hostcheck: GPUDirect RDMA passes through dma_buf, warns on nvidia_peermem alone",
+          "[hostcheck][cli]") {
+  cmax::testing::ScratchDir open_dir;
+  RdmaRoot(open_dir.path + "/r", "", false);
+  Run open = Hostcheck({"--root=" + open_dir.path + "/r"});
+  INFO(open.out << open.err);
+  CHECK_THAT(TableRow(open.out, "gpudirect_rdma"), Catch::Contains("PASS") &&
+                                                       Catch::Contains("dma_buf"));
+
+  const std::string proprietary =
+      "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 06:54:38 UTC 2025\n";
+  cmax::testing::ScratchDir peer_dir;
+  RdmaRoot(peer_dir.path + "/r", proprietary, true);
+  Run peer = Hostcheck({"--jsonl", "--root=" + peer_dir.path + "/r"});
+  const auto* f = peer.Check("hostcheck.gpudirect_rdma");
+  REQUIRE(f);
+  CHECK(f->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_FALSE(f->not_measured());
+  CHECK_THAT(f->title(), Catch::Contains("deprecated nvidia_peermem"));
+
+  cmax::testing::ScratchDir none_dir;
+  RdmaRoot(none_dir.path + "/r", proprietary, false);
+  Run none = Hostcheck({"--jsonl", "--root=" + none_dir.path + "/r"});
+  const auto* g = none.Check("hostcheck.gpudirect_rdma");
+  REQUIRE(g);
+  CHECK(g->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(g->title(), Catch::Contains("no GPUDirect RDMA path"));
+}
+
+TEST_CASE("hostcheck: GPUDirect RDMA is not measured when the driver line is unreadable",
+          "[hostcheck][cli]") {
+  cmax::testing::ScratchDir dir;
+  RdmaRoot(dir.path + "/r", "garbage\n", false);
+  Run r = Hostcheck({"--jsonl", "--root=" + dir.path + "/r"});
+  const auto* f = r.Check("hostcheck.gpudirect_rdma");
+  REQUIRE(f);
+  CHECK(f->not_measured());
+  CHECK_THAT(f->detail(), Catch::Contains("/proc/driver/nvidia/version"));
+  // No RDMA NIC: nothing to judge, no finding.
+  Run plain = Hostcheck({"--jsonl", "--root=" + FixtureRoot("healthy-8xh100")});
+  CHECK(plain.Check("hostcheck.gpudirect_rdma") == nullptr);
+}
