@@ -29,7 +29,8 @@ SuiteInfo Declaration() {
         "no NIC where others have one warns, as does a NIC whose port rate or PCIe width or speed\n"
         "is below its peers'; ACS ReqRedir/CmpltRedir on a bridge between a GPU and its NIC\n"
         "fails (not measured without root); the IOMMU translating DMA with RDMA NICs present\n"
-        "warns.",
+        "warns. With RDMA NICs, GPUDirect RDMA passes with the driver's open kernel module\n"
+        "(dma_buf) and warns with the proprietary one, with or without nvidia_peermem.",
     .scopes = {SCOPE_NODE},
     .default_timeout_s = 120,
     .exclusive = false,
