@@ -24,9 +24,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "benchmarks/health/fabric_domain.h"
 #include "benchmarks/hostcheck/cpu_topology.h"
 #include "benchmarks/hostcheck/host_facts.h"
@@ -449,6 +451,57 @@ void CheckGpuDirectRdma(const Sysroot& root, const Facts& f, Report& r) {
                        " (proprietary kernel module)")},
          "node", kCategory, {},
          {"https://docs.nvidia.com/cuda/gpudirect-rdma/"});
+}
+
+// Profiling access for users (docs/clustermax-criteria.md): perf for
+// unprivileged users (kernel.perf_event_paranoid above 2, a Debian/Ubuntu
+// patch, refuses them every event) and the GPU's performance counters for
+// Nsight Compute and CUPTI (the driver's RestrictProfilingToAdminUsers: 1
+// gives users ERR_NVGPUCTRPERM). Sets `restricted` and `unknown` lines.
+void ReadProfilingAccess(const Sysroot& root, const Facts& f, std::vector<std::string>& restricted,
+                         std::vector<std::string>& unknown, std::vector<std::string>& evidence) {
+  auto paranoid = root.ReadLine("/proc/sys/kernel/perf_event_paranoid");
+  int level = 0;
+  if (!paranoid || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*paranoid), &level)) {
+    unknown.push_back("/proc/sys/kernel/perf_event_paranoid unreadable");
+  } else {
+    evidence.push_back(absl::StrCat("kernel.perf_event_paranoid = ", level));
+    if (level > 2) restricted.push_back(absl::StrCat("perf: kernel.perf_event_paranoid is ", level));
+  }
+  if (!f.driver.loaded) return;
+  auto params = root.Read("/proc/driver/nvidia/params");
+  const std::string key = "RestrictProfilingToAdminUsers:";
+  const size_t at = params.ok() ? params->find(key) : std::string::npos;
+  if (at == std::string::npos) {
+    unknown.push_back("RestrictProfilingToAdminUsers not found in /proc/driver/nvidia/params");
+    return;
+  }
+  const std::string value(absl::StripAsciiWhitespace(
+      absl::string_view(*params).substr(at + key.size(), params->find('\n', at) - at - key.size())));
+  evidence.push_back(absl::StrCat("/proc/driver/nvidia/params: ", key, " ", value));
+  if (value != "0") restricted.push_back("GPU counters (Nsight Compute, CUPTI): RestrictProfilingToAdminUsers is " + value);
+}
+
+void CheckProfilingAccess(const Sysroot& root, const Facts& f, Report& r) {
+  std::vector<std::string> restricted, unknown, evidence;
+  ReadProfilingAccess(root, f, restricted, unknown, evidence);
+  if (!restricted.empty()) {
+    r.Find("profiling_access", v1::SEVERITY_WARN, "restricted", "profiling restricted to root",
+           absl::StrJoin(restricted, "; ") +
+               (unknown.empty() ? "" : absl::StrCat(" (", absl::StrJoin(unknown, "; "), ")")),
+           "let users profile: sysctl kernel.perf_event_paranoid=2 (or lower), and the nvidia "
+           "module option NVreg_RestrictProfilingToAdminUsers=0",
+           evidence, "node", kCategory, {},
+           {"https://developer.nvidia.com/nvidia-development-tools-solutions-err_nvgpuctrperm-permission-issue-performance-counters"});
+    return;
+  }
+  if (!unknown.empty()) {
+    r.NotMeasured("profiling_access", "profiling access",
+                  absl::NotFoundError(absl::StrJoin(unknown, "; ")),
+                  "check `sysctl kernel.perf_event_paranoid` and /proc/driver/nvidia/params");
+    return;
+  }
+  r.Pass("profiling_access", "users", absl::StrJoin(evidence, "; "));
 }
 
 void CheckCpus(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
@@ -1143,6 +1196,7 @@ int RunHostcheck(int argc, char** argv) {
   CheckGpus(o, f, out, report);
   CheckDriver(f, report);
   CheckGpuDirectRdma(root, f, report);
+  CheckProfilingAccess(root, f, report);
   CheckCpuMemory(o, f, out, report);
   CheckSwap(f, out, report);
   CheckRootDisk(o, f, out, report);

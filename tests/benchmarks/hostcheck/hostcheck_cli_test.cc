@@ -496,3 +496,43 @@ TEST_CASE("hostcheck: GPUDirect RDMA is not measured when the driver line is unr
   Run plain = Hostcheck({"--jsonl", "--root=" + FixtureRoot("healthy-8xh100")});
   CHECK(plain.Check("hostcheck.gpudirect_rdma") == nullptr);
 }
+
+TEST_CASE("hostcheck: profiling for users passes, restricted perf or GPU counters warn",
+          "[hostcheck][cli]") {
+  auto make = [](const std::string& path, const std::string& paranoid, const std::string& params) {
+    std::filesystem::copy(FixtureRoot("healthy-8xh100"), path,
+                          std::filesystem::copy_options::recursive);
+    if (!paranoid.empty()) std::ofstream(path + "/proc/sys/kernel/perf_event_paranoid") << paranoid;
+    if (!params.empty()) std::ofstream(path + "/proc/driver/nvidia/params") << params;
+  };
+  cmax::testing::ScratchDir dir;
+  make(dir.path + "/open", "2\n", "EnableMSI: 1\nRestrictProfilingToAdminUsers: 0\nOther: 1\n");
+  Run open = Hostcheck({"--root=" + dir.path + "/open"});
+  INFO(open.out << open.err);
+  CHECK_THAT(TableRow(open.out, "profiling_access"), Catch::Contains("PASS"));
+
+  make(dir.path + "/perf", "4\n", "RestrictProfilingToAdminUsers: 0\n");
+  Run perf = Hostcheck({"--jsonl", "--root=" + dir.path + "/perf"});
+  const auto* p = perf.Check("hostcheck.profiling_access");
+  REQUIRE(p);
+  CHECK(p->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(p->detail(), Catch::Contains("perf_event_paranoid is 4"));
+  CHECK_THAT(p->detail(), !Catch::Contains("RestrictProfilingToAdminUsers is"));
+
+  make(dir.path + "/gpu", "1\n", "RestrictProfilingToAdminUsers: 1\n");
+  Run gpu = Hostcheck({"--jsonl", "--root=" + dir.path + "/gpu"});
+  const auto* g = gpu.Check("hostcheck.profiling_access");
+  REQUIRE(g);
+  CHECK(g->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(g->detail(), Catch::Contains("RestrictProfilingToAdminUsers is 1"));
+
+  // Neither file: not measured, never a pass.
+  make(dir.path + "/none", "", "");
+  std::filesystem::remove(dir.path + "/none/proc/sys/kernel/perf_event_paranoid");
+  std::filesystem::remove(dir.path + "/none/proc/driver/nvidia/params");
+  Run none = Hostcheck({"--jsonl", "--root=" + dir.path + "/none"});
+  const auto* n = none.Check("hostcheck.profiling_access");
+  REQUIRE(n);
+  CHECK(n->not_measured());
+  CHECK_THAT(n->detail(), Catch::Contains("perf_event_paranoid"));
+}
