@@ -52,17 +52,18 @@ std::string Name(const CheckResult& c) {
 // The table's description, else what its entry says: severity, CVEs, floor.
 std::string WhyItMatters(const CheckResult& c) {
   if (!c.description.empty() || c.advisory_id.empty()) return c.description;
-  std::string out = absl::StrCat(Name(c), " has a ", c.advisory_severity.empty() ? "" : c.advisory_severity + " ",
-                                 "advisory, ", c.advisory_id);
+  std::string out = absl::StrCat(Name(c), c.advisory_severity.empty() ? " has an" : " has a ",
+                                 c.advisory_severity, " advisory, ", c.advisory_id);
   if (!c.cves.empty()) absl::StrAppend(&out, " (", absl::StrJoin(c.cves, ", "), ")");
   if (!c.required.empty()) absl::StrAppend(&out, "; fixed versions: ", c.required);
   absl::StrAppend(&out, "; the advisory page describes the impact");
   return out;
 }
 
-// The table's remediation, else an upgrade to the floor (only for a miss
-// whose floor is known).
+// Nothing for a check that passed or does not apply; else the table's
+// remediation, else an upgrade to the floor (a miss whose floor is known).
 std::string HowToFix(const CheckResult& c, bool hyperlinks) {
+  if (!IsMiss(c.status) && c.status != CheckStatus::kUnknown) return "";
   if (!c.remediation.empty()) return c.remediation;
   if (!IsMiss(c.status) || c.advisory_id.empty() || c.required.empty()) return "";
   // One floor (">= 1.17.8"): "to 1.17.8 or later"; a ladder or a package
