@@ -453,6 +453,31 @@ void CheckGpuDirectRdma(const Sysroot& root, const Facts& f, Report& r) {
          {"https://docs.nvidia.com/cuda/gpudirect-rdma/"});
 }
 
+// GDRCopy (low-latency GPU memory copies for NCCL's LL protocols and
+// NVSHMEM, a ClusterMAX expectation: docs/clustermax-criteria.md): its gdrdrv
+// kernel module on a GPU node with RDMA NICs. Same gating as GPUDirect RDMA.
+void CheckGdrcopy(const Sysroot& root, const Facts& f, Report& r) {
+  if (!f.driver.loaded || root.List("/sys/class/infiniband").empty()) {
+    r.Note("gdrcopy", "-", !f.driver.loaded ? "no NVIDIA driver" : "no RDMA NIC in /sys/class/infiniband");
+    return;
+  }
+  if (root.List("/sys/module").empty()) {
+    r.NotMeasured("gdrcopy", "GDRCopy",
+                  absl::NotFoundError("/sys/module lists no modules: which are loaded cannot be told"),
+                  "check `lsmod | grep gdrdrv`");
+    return;
+  }
+  if (root.Exists("/sys/module/gdrdrv")) {
+    r.Pass("gdrcopy", "gdrdrv", "the GDRCopy kernel module gdrdrv is loaded");
+    return;
+  }
+  r.Find("gdrcopy", v1::SEVERITY_WARN, "none", "GDRCopy not loaded",
+         "GPU node with RDMA NICs but no /sys/module/gdrdrv: NCCL and NVSHMEM go without "
+         "GDRCopy's low-latency copies",
+         "install GDRCopy and load its gdrdrv module (`modprobe gdrdrv`)", {}, "node", kCategory,
+         {}, {"https://github.com/NVIDIA/gdrcopy"});
+}
+
 // Profiling access for users (docs/clustermax-criteria.md): perf for
 // unprivileged users (kernel.perf_event_paranoid above 2, a Debian/Ubuntu
 // patch, refuses them every event) and the GPU's performance counters for
@@ -1196,6 +1221,7 @@ int RunHostcheck(int argc, char** argv) {
   CheckGpus(o, f, out, report);
   CheckDriver(f, report);
   CheckGpuDirectRdma(root, f, report);
+  CheckGdrcopy(root, f, report);
   CheckProfilingAccess(root, f, report);
   CheckCpuMemory(o, f, out, report);
   CheckSwap(f, out, report);

@@ -536,3 +536,31 @@ TEST_CASE("hostcheck: profiling for users passes, restricted perf or GPU counter
   CHECK(n->not_measured());
   CHECK_THAT(n->detail(), Catch::Contains("perf_event_paranoid"));
 }
+
+TEST_CASE("hostcheck: GDRCopy's gdrdrv on a GPU node with RDMA NICs passes, its absence warns",
+          "[hostcheck][cli]") {
+  cmax::testing::ScratchDir dir;
+  RdmaRoot(dir.path + "/with", "", false);
+  std::filesystem::create_directories(dir.path + "/with/sys/module/gdrdrv");
+  Run with = Hostcheck({"--root=" + dir.path + "/with"});
+  INFO(with.out << with.err);
+  CHECK_THAT(TableRow(with.out, "gdrcopy"), Catch::Contains("PASS"));
+
+  RdmaRoot(dir.path + "/without", "", false);
+  Run without = Hostcheck({"--jsonl", "--root=" + dir.path + "/without"});
+  const auto* f = without.Check("hostcheck.gdrcopy");
+  REQUIRE(f);
+  CHECK(f->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(f->detail(), Catch::Contains("/sys/module/gdrdrv"));
+
+  // No module list at all: not measured.
+  RdmaRoot(dir.path + "/bare", "", false);
+  std::filesystem::remove_all(dir.path + "/bare/sys/module");
+  Run bare = Hostcheck({"--jsonl", "--root=" + dir.path + "/bare"});
+  const auto* g = bare.Check("hostcheck.gdrcopy");
+  REQUIRE(g);
+  CHECK(g->not_measured());
+  // No RDMA NIC: nothing to judge, no finding.
+  Run plain = Hostcheck({"--jsonl", "--root=" + FixtureRoot("healthy-8xh100")});
+  CHECK(plain.Check("hostcheck.gdrcopy") == nullptr);
+}
