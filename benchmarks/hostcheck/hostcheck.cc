@@ -230,9 +230,10 @@ class Report {
   }
 
   void NotMeasured(const std::string& check, const std::string& what,
-                   const absl::Status& why, const std::string& action) {
+                   const absl::Status& why, const std::string& action,
+                   const std::string& category = kCategory) {
     Find(check, v1::SEVERITY_INFO, "-", absl::StrCat(what, " not measured"),
-         std::string(why.message()), action);
+         std::string(why.message()), action, {}, "node", category);
   }
 
   const std::vector<Row>& rows() const { return rows_; }
@@ -427,7 +428,7 @@ void CheckGpuDirectRdma(const Sysroot& root, const Facts& f, Report& r) {
                   absl::FailedPreconditionError(
                       "/proc/driver/nvidia/version has no readable NVRM line: whether the open "
                       "kernel module (dma_buf) is loaded cannot be told"),
-                  "check `cat /proc/driver/nvidia/version`");
+                  "check `cat /proc/driver/nvidia/version`", kNetworking);
     return;
   }
   const bool peermem = root.Exists("/sys/module/nvidia_peermem");
@@ -449,7 +450,7 @@ void CheckGpuDirectRdma(const Sysroot& root, const Facts& f, Report& r) {
          "support the RDMA stack uses without nvidia_peermem",
          {absl::StrCat("/proc/driver/nvidia/version: ", f.driver.proc_version,
                        " (proprietary kernel module)")},
-         "node", kCategory, {},
+         "node", kNetworking, {},
          {"https://docs.nvidia.com/cuda/gpudirect-rdma/"});
 }
 
@@ -464,7 +465,7 @@ void CheckGdrcopy(const Sysroot& root, const Facts& f, Report& r) {
   if (root.List("/sys/module").empty()) {
     r.NotMeasured("gdrcopy", "GDRCopy",
                   absl::NotFoundError("/sys/module lists no modules: which are loaded cannot be told"),
-                  "check `lsmod | grep gdrdrv`");
+                  "check `lsmod | grep gdrdrv`", kNetworking);
     return;
   }
   if (root.Exists("/sys/module/gdrdrv")) {
@@ -474,7 +475,7 @@ void CheckGdrcopy(const Sysroot& root, const Facts& f, Report& r) {
   r.Find("gdrcopy", v1::SEVERITY_WARN, "none", "GDRCopy not loaded",
          "GPU node with RDMA NICs but no /sys/module/gdrdrv: NCCL and NVSHMEM go without "
          "GDRCopy's low-latency copies",
-         "install GDRCopy and load its gdrdrv module (`modprobe gdrdrv`)", {}, "node", kCategory,
+         "install GDRCopy and load its gdrdrv module (`modprobe gdrdrv`)", {}, "node", kNetworking,
          {}, {"https://github.com/NVIDIA/gdrcopy"});
 }
 

@@ -473,6 +473,7 @@ TEST_CASE("hostcheck: GPUDirect RDMA passes through dma_buf, warns on nvidia_pee
   CHECK(f->severity() == cmax::v1::SEVERITY_WARN);
   CHECK_FALSE(f->not_measured());
   CHECK_THAT(f->title(), Catch::Contains("deprecated nvidia_peermem"));
+  CHECK(f->category() == "networking");  // the path RDMA traffic takes
 
   cmax::testing::ScratchDir none_dir;
   RdmaRoot(none_dir.path + "/r", proprietary, false);
