@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
+#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -169,6 +171,25 @@ v1::RuleResult MakeRule(const std::string& rule_id, const std::string& category,
 const v1::SuiteSpec* PlanEntryOf(const RunData& data, const v1::TaskInfo& task) {
   const int i = task.suite_index();
   return i >= 0 && i < data.plan.suites_size() ? &data.plan.suites(i) : nullptr;
+}
+
+bool IsSafeWebLink(const std::string& url) {
+  size_t host = 0;
+  if (absl::StartsWithIgnoreCase(url, "https://")) {
+    host = 8;
+  } else if (absl::StartsWithIgnoreCase(url, "http://")) {
+    host = 7;
+  } else {
+    return false;
+  }
+  if (url.size() <= host || url[host] == '/') return false;
+  for (char ch : url) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c == 0x7f || std::string_view("\"'<>\\`").find(ch) != std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::string LabelValue(const google::protobuf::Map<std::string, std::string>& labels,

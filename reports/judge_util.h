@@ -81,6 +81,12 @@ bool TaskStoppedOn(const v1::TaskInfo& t, const std::string& node);
 // The plan entry a task runs (TaskInfo.suite_index), nullptr when unknown.
 const v1::SuiteSpec* PlanEntryOf(const RunData& data, const v1::TaskInfo& task);
 
+// True for a URL the renderings may make a link of: http:// or https://
+// with a host, and no whitespace, control character, quote, backslash,
+// backtick or angle bracket (a finding's links come from agents and from
+// advisory tables; anything else is shown as text, never linked).
+bool IsSafeWebLink(const std::string& url);
+
 // The value of label `key`, "" when absent.
 std::string LabelValue(const google::protobuf::Map<std::string, std::string>& labels,
                        const std::string& key);

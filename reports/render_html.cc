@@ -57,11 +57,12 @@ std::string Clip(const std::string& text) {
                       " more bytes; the JSON scorecard has the whole text)");
 }
 
-std::string Link(const std::string& url) {
-  if (absl::StartsWithIgnoreCase(url, "https://") || absl::StartsWithIgnoreCase(url, "http://")) {
-    return absl::StrCat("<a href=\"", H(url), "\" rel=\"noopener noreferrer\">", H(url), "</a>");
-  }
-  return H(url);
+// <a href> for a web link IsSafeWebLink accepts (text: the URL unless given),
+// escaped; anything else as escaped text.
+std::string Link(const std::string& url, const std::string& text = "") {
+  if (!IsSafeWebLink(url)) return H(url);
+  return absl::StrCat("<a href=\"", H(url), "\" rel=\"noopener noreferrer\">",
+                      H(text.empty() ? url : text), "</a>");
 }
 
 // A CSS class name from a fixed set, never from the data.
@@ -580,7 +581,8 @@ void Findings(const v1::Scorecard& card, std::string* out) {
     const v1::Finding& f = *row.f;
     const std::string sev = SeverityKey(f);
     std::vector<std::string> links;
-    for (const auto& l : f.links()) links.push_back(Link(l));
+    const std::string advisory = LabelValue(f.labels(), "advisory");
+    for (const auto& l : f.links()) links.push_back(Link(l, links.empty() ? advisory : ""));
     // The title at a glance; the detail and evidence (CVE paragraphs,
     // per-GPU lines) folded under it, a click away.
     const bool folded = !f.detail().empty() || !f.evidence().empty() || !f.links().empty();

@@ -47,17 +47,22 @@ std::string Code(const std::string& text) {
   return absl::StrCat("`", absl::StrReplaceAll(text, {{"`", "'"}, {"\n", " "}, {"|", "\\|"}}), "`");
 }
 
-bool IsWebLink(const std::string& url) {
-  return absl::StartsWithIgnoreCase(url, "https://") || absl::StartsWithIgnoreCase(url, "http://");
+// [text](url) for a web link IsSafeWebLink accepts (text: the URL unless
+// given), with the characters that would end the link percent-encoded;
+// anything else as plain, escaped text.
+std::string MdLink(const std::string& url, const std::string& text = "") {
+  if (!IsSafeWebLink(url)) return Md(url);
+  std::string target = absl::StrReplaceAll(url, {{"(", "%28"}, {")", "%29"}, {"|", "%7C"}});
+  return absl::StrCat("[", Md(text.empty() ? url : text), "](", target, ")");
 }
 
-// [url](url) for web links with the characters that would end the link
-// percent-encoded; other links as plain text.
-std::string MdLink(const std::string& url) {
-  if (!IsWebLink(url)) return Md(url);
-  std::string target = absl::StrReplaceAll(
-      url, {{" ", "%20"}, {"(", "%28"}, {")", "%29"}, {"<", "%3C"}, {">", "%3E"}, {"|", "%7C"}});
-  return absl::StrCat("[", Md(url), "](", target, ")");
+// A finding's links; the first, its advisory's page, named by the
+// advisory's id (label "advisory") when it has one.
+std::vector<std::string> FindingLinks(const v1::Finding& f) {
+  std::vector<std::string> links;
+  const std::string advisory = LabelValue(f.labels(), "advisory");
+  for (const auto& l : f.links()) links.push_back(MdLink(l, links.empty() ? advisory : ""));
+  return links;
 }
 
 // A fenced code block whose fence is longer than any backtick run inside.
@@ -205,8 +210,7 @@ void Findings(const v1::Scorecard& card, std::string* out) {
     std::string text = absl::StrCat("**", Md(f.title()), "**");
     if (!f.detail().empty()) absl::StrAppend(&text, "<br>", Md(f.detail()));
     absl::StrAppend(&text, "<br>", Code(f.check_id()), f.simulated() ? " (simulated)" : "");
-    std::vector<std::string> links;
-    for (const auto& l : f.links()) links.push_back(MdLink(l));
+    const std::vector<std::string> links = FindingLinks(f);
     absl::StrAppend(out, "| ", f.not_measured() ? std::string("NOT MEASURED")
                                                  : Upper(SeverityName(f.severity())),
                     " | ",

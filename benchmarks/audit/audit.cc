@@ -6,6 +6,23 @@
 
 namespace cmax::audit {
 
+void AttachLinks(const AdvisoryDb& db, std::vector<CheckResult>& checks) {
+  for (auto& c : checks) {
+    auto comp = db.components.find(c.component);
+    if (comp != db.components.end()) {
+      c.component_name = comp->second.name;
+      c.upgrade_url = comp->second.upgrade_url;
+    }
+    if (c.advisory_id.empty()) continue;
+    for (const auto& a : db.advisories) {
+      if (a.id != c.advisory_id || a.component != c.component) continue;
+      c.advisory_url = a.url;
+      if (!a.upgrade_url.empty()) c.upgrade_url = a.upgrade_url;
+      break;
+    }
+  }
+}
+
 AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
   Sysroot root(options.root);
   CommandRunner commands(root, options.command_timeout);
@@ -28,6 +45,7 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
     // reason (the audit as a whole could not run; the driver's branch is
     // among them as audit.version.driver).
     for (auto& r : CheckAdvisories(report.versions, db)) report.checks.push_back(std::move(r));
+    AttachLinks(db, report.checks);
     return report;
   }
   for (const auto& v : report.versions) {
@@ -63,6 +81,7 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db) {
   }
   report.checks.push_back(CheckBmcDevice(root));
   report.checks.push_back(CheckNcclSystemEnv(root));
+  AttachLinks(db, report.checks);
   return report;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "benchmarks/audit/advisories.h"
 #include "benchmarks/audit/check_result.h"
 #include "benchmarks/audit/collectors.h"
@@ -48,10 +49,34 @@ AuditReport RunAuditChecks(const AuditOptions& options, const AdvisoryDb& db);
 // 0 when nothing failed, 1 when any check is FAIL or CRITICAL.
 int ExitCodeFor(const AuditReport& report);
 
-// Human output: versions, then one status line per check; verbosity 1 adds
-// advisory ids and links, 2 the description and remediation. `hyperlinks`
-// writes links as OSC 8 terminal hyperlinks.
-void WriteHuman(const AuditReport& report, int verbosity, bool hyperlinks, FILE* out);
+// Fills each check's advisory_url, upgrade_url and component_name from the
+// table (the advisory's entry, else the component's upgrade page).
+void AttachLinks(const AdvisoryDb& db, std::vector<CheckResult>& checks);
+
+// How the human output writes URLs: OSC 8 terminal hyperlinks, plain text,
+// or auto (OSC 8 on a terminal whose TERM is set and not "dumb").
+enum class LinkMode { kAuto, kOsc8, kPlain };
+
+// "auto", "osc8" or "plain" (empty: auto); INVALID_ARGUMENT otherwise.
+absl::StatusOr<LinkMode> ParseLinkMode(const std::string& text);
+
+// Whether to write OSC 8: osc8 yes, plain no, auto when `is_tty` and `term`
+// (TERM, nullptr when unset) is neither empty nor "dumb".
+bool UseHyperlinks(LinkMode mode, bool is_tty, const char* term);
+
+struct HumanOptions {
+  // 0: status, found, required and the verdict; 1 (-v) adds the advisory
+  // (id, severity, CVEs) and its links; 2 (-vv) why it matters and the
+  // evidence; 3 (-vvv) how to fix and the upgrade page.
+  int verbosity = 0;
+  bool hyperlinks = false;  // URLs as OSC 8 hyperlinks
+  bool color = false;       // statuses in ANSI colours
+};
+
+// Human output: versions, then the checks as HumanOptions says. Where the
+// table gives no description or remediation, "why it matters" and "how to
+// fix" are said from what it holds (severity, CVEs, floor, upgrade page).
+void WriteHuman(const AuditReport& report, const HumanOptions& options, FILE* out);
 
 // Records: a component_version Measurement per component (value 1; labels
 // component, version, source, ...) and a Finding per check.

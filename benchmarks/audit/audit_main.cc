@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -102,6 +103,7 @@ int RunAudit(int argc, char** argv) {
   std::string forbidden;
   bool jsonl = false;
   int verbose = 0;
+  std::string links;
   int64_t grace_days = 0;
   int64_t max_age_days = 30;
   SuiteFlags flags("audit", "cmax-bench");
@@ -111,7 +113,12 @@ int RunAudit(int argc, char** argv) {
   ArgParser& args = flags.extra();
   args.AddString("root", &root, "root of the system to audit (fixture trees; default /)");
   args.AddFlag("jsonl", &jsonl, "write records as JSON lines");
-  args.AddCount("verbose", "v", &verbose, "-v: advisory ids and links; -vv: description and fix");
+  args.AddCount("verbose", "v", &verbose,
+                "-v: each finding's advisory (id, severity, CVEs) and links; -vv: why it matters "
+                "and the evidence; -vvv: how to fix and the upgrade page");
+  args.AddString("links", &links,
+                 "auto, osc8 or plain: URLs as OSC 8 terminal hyperlinks or plain text (default "
+                 "$CMAX_LINKS, else auto: OSC 8 when stdout is a terminal and TERM is not dumb)");
   args.AddInt("grace-days", &grace_days,
               "days after an advisory's publication during which a miss warns instead of failing "
               "(default 0)");
@@ -126,6 +133,16 @@ int RunAudit(int argc, char** argv) {
     std::fputs(args.Help().c_str(), stdout);
     return kExitPassed;
   }
+  if (links.empty() && std::getenv("CMAX_LINKS") != nullptr) links = std::getenv("CMAX_LINKS");
+  auto link_mode = audit::ParseLinkMode(links);
+  if (!link_mode.ok()) {
+    return CouldNotRun(out, jsonl, "audit.usage", std::string(link_mode.status().message()));
+  }
+  const bool tty = isatty(fileno(stdout)) == 1;
+  audit::HumanOptions human;
+  human.verbosity = verbose;
+  human.hyperlinks = audit::UseHyperlinks(*link_mode, tty, std::getenv("TERM"));
+  human.color = audit::UseHyperlinks(audit::LinkMode::kAuto, tty, std::getenv("TERM"));
   if (grace_days < 0 || max_age_days < 0) {
     return CouldNotRun(out, jsonl, "audit.usage",
                        "--grace-days and --max-table-age-days must not be negative");
@@ -191,7 +208,7 @@ int RunAudit(int argc, char** argv) {
       report.kernel = audit::KernelInfo();
       audit::WriteRecords(report, out);
     } else {
-      audit::WriteHuman(report, verbose, isatty(fileno(stdout)) == 1, stdout);
+      audit::WriteHuman(report, human, stdout);
     }
     return CouldNotRun(out, jsonl, "audit.advisories",
                        absl::StrCat("advisory file unusable, nothing checked: ", reason));
@@ -200,7 +217,7 @@ int RunAudit(int argc, char** argv) {
   if (jsonl) {
     audit::WriteRecords(report, out);
   } else {
-    audit::WriteHuman(report, verbose, isatty(fileno(stdout)) == 1, stdout);
+    audit::WriteHuman(report, human, stdout);
   }
   return audit::ExitCodeFor(report) == 0 ? kExitPassed : kExitFoundFailures;
 }

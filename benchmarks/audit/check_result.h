@@ -30,6 +30,11 @@ struct CheckResult {
   std::string advisory_severity;  // low..critical, for advisories
   std::vector<std::string> cves;
   std::vector<std::string> links;   // advisory first, then references, upgrade
+  // Set from the table after the checks ran (AttachLinks, audit.h): the
+  // advisory's own page, the component's upgrade page and display name.
+  std::string advisory_url;
+  std::string upgrade_url;
+  std::string component_name;
   std::string description;
   std::string remediation;          // what to do (Finding.action)
   std::vector<std::string> evidence;

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "benchmarks/audit/audit.h"
@@ -9,10 +10,19 @@
 namespace cmax::audit {
 namespace {
 
-// OSC 8 hyperlink: ESC ] 8 ; ; URL ESC \ TEXT ESC ] 8 ; ; ESC \ .
+// OSC 8 hyperlink: ESC ] 8 ; ; URL ESC \ TEXT ESC ] 8 ; ; ESC \ . Only for an
+// http(s) URL without control characters (a table's URL must not write
+// escape sequences of its own); control characters are shown as '?'.
 std::string Link(const std::string& url, bool hyperlinks) {
-  if (!hyperlinks) return url;
-  return absl::StrCat("\033]8;;", url, "\033\\", url, "\033]8;;\033\\");
+  std::string clean = url;
+  bool control = false;
+  for (char& ch : clean) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?', control = true;
+  }
+  const bool web = absl::StartsWithIgnoreCase(clean, "https://") ||
+                   absl::StartsWithIgnoreCase(clean, "http://");
+  if (!hyperlinks || control || !web) return clean;
+  return absl::StrCat("\033]8;;", clean, "\033\\", clean, "\033]8;;\033\\");
 }
 
 const char* Color(CheckStatus s) {
@@ -31,9 +41,90 @@ std::string VersionLabel(const ComponentVersion& v) {
   return v.version.empty() ? "unknown" : v.version;
 }
 
+bool IsMiss(CheckStatus s) {
+  return s == CheckStatus::kWarn || s == CheckStatus::kFail || s == CheckStatus::kCritical;
+}
+
+std::string Name(const CheckResult& c) {
+  return c.component_name.empty() ? c.component : c.component_name;
+}
+
+// The table's description, else what its entry says: severity, CVEs, floor.
+std::string WhyItMatters(const CheckResult& c) {
+  if (!c.description.empty() || c.advisory_id.empty()) return c.description;
+  std::string out = absl::StrCat(Name(c), c.advisory_severity.empty() ? " has an" : " has a ",
+                                 c.advisory_severity, " advisory, ", c.advisory_id);
+  if (!c.cves.empty()) absl::StrAppend(&out, " (", absl::StrJoin(c.cves, ", "), ")");
+  if (!c.required.empty()) absl::StrAppend(&out, "; fixed versions: ", c.required);
+  absl::StrAppend(&out, "; the advisory page describes the impact");
+  return out;
+}
+
+// Nothing for a check that passed or does not apply; else the table's
+// remediation, else an upgrade to the floor (a miss whose floor is known).
+std::string HowToFix(const CheckResult& c, bool hyperlinks) {
+  if (!IsMiss(c.status) && c.status != CheckStatus::kUnknown) return "";
+  if (!c.remediation.empty()) return c.remediation;
+  if (!IsMiss(c.status) || c.advisory_id.empty() || c.required.empty()) return "";
+  // One floor (">= 1.17.8"): "to 1.17.8 or later"; a ladder or a package
+  // floor is quoted as the check states it.
+  const bool one = absl::StartsWith(c.required, ">= ") &&
+                   c.required.find_first_of("/(", 3) == std::string::npos;
+  std::string out = one ? absl::StrCat("upgrade ", Name(c), " to ", c.required.substr(3), " or later")
+                        : absl::StrCat("upgrade ", Name(c), " to a version meeting ", c.required);
+  const std::string& page = c.upgrade_url.empty() ? c.advisory_url : c.upgrade_url;
+  if (!page.empty()) absl::StrAppend(&out, " (", Link(page, hyperlinks), ")");
+  return out;
+}
+
+void Line(FILE* out, const std::string& text) { std::fprintf(out, "         %s\n", text.c_str()); }
+
+void WriteAdvisory(const CheckResult& c, bool hyperlinks, FILE* out) {
+  if (!c.advisory_id.empty()) {
+    Line(out, absl::StrCat("advisory ", c.advisory_id, " (", c.advisory_severity, ")",
+                           c.cves.empty() ? "" : ": " + absl::StrJoin(c.cves, ", ")));
+  }
+  for (const auto& l : c.links) {
+    if (!l.empty() && l != c.upgrade_url) Line(out, "link " + Link(l, hyperlinks));
+  }
+}
+
+void WriteCheck(const CheckResult& c, const HumanOptions& o, FILE* out) {
+  const std::string status = StatusName(c.status);
+  const std::string shown = o.color ? absl::StrCat(Color(c.status), status, "\033[0m") : status;
+  std::fprintf(out, "%s%s %s\n", shown.c_str(),
+               std::string(status.size() < 8 ? 8 - status.size() : 0, ' ').c_str(), c.title.c_str());
+  std::string line = absl::StrCat("found ", c.found.empty() ? "-" : c.found);
+  if (!c.required.empty()) absl::StrAppend(&line, "; required ", c.required);
+  Line(out, line);
+  if (!c.why.empty()) Line(out, c.why);
+  if (o.verbosity >= 1) WriteAdvisory(c, o.hyperlinks, out);
+  if (o.verbosity >= 2) {
+    if (const std::string why = WhyItMatters(c); !why.empty()) Line(out, "why it matters: " + why);
+    for (const auto& e : c.evidence) Line(out, "evidence: " + e);
+  }
+  if (o.verbosity >= 3) {
+    if (const std::string fix = HowToFix(c, o.hyperlinks); !fix.empty()) Line(out, "how to fix: " + fix);
+    if (!c.upgrade_url.empty()) Line(out, "upgrade page " + Link(c.upgrade_url, o.hyperlinks));
+  }
+}
+
 }  // namespace
 
-void WriteHuman(const AuditReport& report, int verbosity, bool hyperlinks, FILE* out) {
+absl::StatusOr<LinkMode> ParseLinkMode(const std::string& text) {
+  if (text.empty() || text == "auto") return LinkMode::kAuto;
+  if (text == "osc8") return LinkMode::kOsc8;
+  if (text == "plain") return LinkMode::kPlain;
+  return absl::InvalidArgumentError(
+      absl::StrCat("links must be auto, osc8 or plain, not '", text, "'"));
+}
+
+bool UseHyperlinks(LinkMode mode, bool is_tty, const char* term) {
+  if (mode != LinkMode::kAuto) return mode == LinkMode::kOsc8;
+  return is_tty && term != nullptr && *term != '\0' && std::string(term) != "dumb";
+}
+
+void WriteHuman(const AuditReport& report, const HumanOptions& options, FILE* out) {
   std::string table = report.advisories_path;
   if (!report.advisories_error.empty()) {
     absl::StrAppend(&table, "  (unusable: ", report.advisories_error, ")");
@@ -52,7 +143,7 @@ void WriteHuman(const AuditReport& report, int verbosity, bool hyperlinks, FILE*
     if (!v.package.empty()) {
       src += absl::StrCat(" ", v.package, v.distribution_package ? " (" + v.distro + ")" : "");
     }
-    if (v.installed && !v.evidence.empty() && verbosity > 0) src += "  " + v.evidence;
+    if (v.installed && !v.evidence.empty() && options.verbosity > 0) src += "  " + v.evidence;
     if (v.installed && v.version.empty() && !v.error.empty()) src += "  (" + v.error + ")";
     std::fprintf(out, "%-20s %-28s %s\n", name.c_str(), VersionLabel(v).c_str(), src.c_str());
   }
@@ -65,29 +156,7 @@ void WriteHuman(const AuditReport& report, int verbosity, bool hyperlinks, FILE*
   std::map<CheckStatus, int> counts;
   for (const auto& c : report.checks) {
     ++counts[c.status];
-    std::string status = StatusName(c.status);
-    std::string shown = hyperlinks ? absl::StrCat(Color(c.status), status, "\033[0m") : status;
-    std::fprintf(out, "%-*s %s\n", hyperlinks ? 8 + static_cast<int>(shown.size() - status.size()) : 8,
-                 shown.c_str(), c.title.c_str());
-    std::string line = absl::StrCat("found ", c.found.empty() ? "-" : c.found);
-    if (!c.required.empty()) absl::StrAppend(&line, "; required ", c.required);
-    std::fprintf(out, "         %s\n", line.c_str());
-    if (!c.why.empty()) std::fprintf(out, "         %s\n", c.why.c_str());
-    if (verbosity >= 1) {
-      if (!c.advisory_id.empty()) {
-        std::fprintf(out, "         advisory %s (%s)%s\n", c.advisory_id.c_str(),
-                     c.advisory_severity.c_str(),
-                     c.cves.empty() ? "" : absl::StrCat(": ", absl::StrJoin(c.cves, ", ")).c_str());
-      }
-      for (const auto& l : c.links) {
-        std::fprintf(out, "         link %s\n", Link(l, hyperlinks).c_str());
-      }
-    }
-    if (verbosity >= 2) {
-      if (!c.description.empty()) std::fprintf(out, "         about: %s\n", c.description.c_str());
-      if (!c.remediation.empty()) std::fprintf(out, "         fix: %s\n", c.remediation.c_str());
-      for (const auto& e : c.evidence) std::fprintf(out, "         evidence: %s\n", e.c_str());
-    }
+    WriteCheck(c, options, out);
   }
   std::fprintf(out, "\n%zu checks:", report.checks.size());
   for (auto s : {CheckStatus::kPass, CheckStatus::kInfo, CheckStatus::kWarn, CheckStatus::kFail,

@@ -24,9 +24,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "benchmarks/health/fabric_domain.h"
 #include "benchmarks/hostcheck/cpu_topology.h"
 #include "benchmarks/hostcheck/host_facts.h"
@@ -228,9 +230,10 @@ class Report {
   }
 
   void NotMeasured(const std::string& check, const std::string& what,
-                   const absl::Status& why, const std::string& action) {
+                   const absl::Status& why, const std::string& action,
+                   const std::string& category = kCategory) {
     Find(check, v1::SEVERITY_INFO, "-", absl::StrCat(what, " not measured"),
-         std::string(why.message()), action);
+         std::string(why.message()), action, {}, "node", category);
   }
 
   const std::vector<Row>& rows() const { return rows_; }
@@ -407,6 +410,124 @@ void CheckDriver(const Facts& f, Report& r) {
   r.Pass("nvidia_driver", d.version,
          absl::StrCat(d.open_kernel_module ? "open kernel module" : "kernel module",
                       ", from ", d.source));
+}
+
+// GPUDirect RDMA between the GPUs and the RDMA NICs. ClusterMAX's Slurm
+// expectations ask for the dma_buf path of the open kernel module; the
+// out-of-tree nvidia_peermem is deprecated and does not pass on its own
+// (docs/clustermax-criteria.md). Whether the kernel was built with dma-buf
+// is not read here. No driver or no RDMA NIC: nothing to judge (a note).
+void CheckGpuDirectRdma(const Sysroot& root, const Facts& f, Report& r) {
+  const std::vector<std::string> nics = root.List("/sys/class/infiniband");
+  if (!f.driver.loaded || nics.empty()) {
+    r.Note("gpudirect_rdma", "-", !f.driver.loaded ? "no NVIDIA driver" : "no RDMA NIC in /sys/class/infiniband");
+    return;
+  }
+  if (f.driver.proc_version.empty()) {
+    r.NotMeasured("gpudirect_rdma", "GPUDirect RDMA",
+                  absl::FailedPreconditionError(
+                      "/proc/driver/nvidia/version has no readable NVRM line: whether the open "
+                      "kernel module (dma_buf) is loaded cannot be told"),
+                  "check `cat /proc/driver/nvidia/version`", kNetworking);
+    return;
+  }
+  const bool peermem = root.Exists("/sys/module/nvidia_peermem");
+  const std::string about = absl::StrCat(nics.size(), " RDMA NICs (", absl::StrJoin(nics, ", "), ")");
+  if (f.driver.open_kernel_module) {
+    r.Pass("gpudirect_rdma", "dma_buf",
+           absl::StrCat("open kernel module: GPUDirect RDMA through dma_buf for ", about,
+                        peermem ? "; nvidia_peermem is loaded too" : ""));
+    return;
+  }
+  const std::string title = peermem ? "GPUDirect RDMA only through the deprecated nvidia_peermem"
+                                    : "no GPUDirect RDMA path: proprietary kernel module, no nvidia_peermem";
+  r.Find("gpudirect_rdma", v1::SEVERITY_WARN, peermem ? "nvidia_peermem" : "none", title,
+         absl::StrCat(about, "; the NVRM line names the proprietary kernel module",
+                      peermem ? ", and /sys/module/nvidia_peermem exists"
+                              : " and /sys/module/nvidia_peermem does not exist: NICs read GPU "
+                                "memory through host memory"),
+         "install the open kernel module flavour of the driver (nvidia-open), whose dma_buf "
+         "support the RDMA stack uses without nvidia_peermem",
+         {absl::StrCat("/proc/driver/nvidia/version: ", f.driver.proc_version,
+                       " (proprietary kernel module)")},
+         "node", kNetworking, {},
+         {"https://docs.nvidia.com/cuda/gpudirect-rdma/"});
+}
+
+// GDRCopy (low-latency GPU memory copies for NCCL's LL protocols and
+// NVSHMEM, a ClusterMAX expectation: docs/clustermax-criteria.md): its gdrdrv
+// kernel module on a GPU node with RDMA NICs. Same gating as GPUDirect RDMA.
+void CheckGdrcopy(const Sysroot& root, const Facts& f, Report& r) {
+  if (!f.driver.loaded || root.List("/sys/class/infiniband").empty()) {
+    r.Note("gdrcopy", "-", !f.driver.loaded ? "no NVIDIA driver" : "no RDMA NIC in /sys/class/infiniband");
+    return;
+  }
+  if (root.List("/sys/module").empty()) {
+    r.NotMeasured("gdrcopy", "GDRCopy",
+                  absl::NotFoundError("/sys/module lists no modules: which are loaded cannot be told"),
+                  "check `lsmod | grep gdrdrv`", kNetworking);
+    return;
+  }
+  if (root.Exists("/sys/module/gdrdrv")) {
+    r.Pass("gdrcopy", "gdrdrv", "the GDRCopy kernel module gdrdrv is loaded");
+    return;
+  }
+  r.Find("gdrcopy", v1::SEVERITY_WARN, "none", "GDRCopy not loaded",
+         "GPU node with RDMA NICs but no /sys/module/gdrdrv: NCCL and NVSHMEM go without "
+         "GDRCopy's low-latency copies",
+         "install GDRCopy and load its gdrdrv module (`modprobe gdrdrv`)", {}, "node", kNetworking,
+         {}, {"https://github.com/NVIDIA/gdrcopy"});
+}
+
+// Profiling access for users (docs/clustermax-criteria.md): perf for
+// unprivileged users (kernel.perf_event_paranoid above 2, a Debian/Ubuntu
+// patch, refuses them every event) and the GPU's performance counters for
+// Nsight Compute and CUPTI (the driver's RestrictProfilingToAdminUsers: 1
+// gives users ERR_NVGPUCTRPERM). Sets `restricted` and `unknown` lines.
+void ReadProfilingAccess(const Sysroot& root, const Facts& f, std::vector<std::string>& restricted,
+                         std::vector<std::string>& unknown, std::vector<std::string>& evidence) {
+  auto paranoid = root.ReadLine("/proc/sys/kernel/perf_event_paranoid");
+  int level = 0;
+  if (!paranoid || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*paranoid), &level)) {
+    unknown.push_back("/proc/sys/kernel/perf_event_paranoid unreadable");
+  } else {
+    evidence.push_back(absl::StrCat("kernel.perf_event_paranoid = ", level));
+    if (level > 2) restricted.push_back(absl::StrCat("perf: kernel.perf_event_paranoid is ", level));
+  }
+  if (!f.driver.loaded) return;
+  auto params = root.Read("/proc/driver/nvidia/params");
+  const std::string key = "RestrictProfilingToAdminUsers:";
+  const size_t at = params.ok() ? params->find(key) : std::string::npos;
+  if (at == std::string::npos) {
+    unknown.push_back("RestrictProfilingToAdminUsers not found in /proc/driver/nvidia/params");
+    return;
+  }
+  const std::string value(absl::StripAsciiWhitespace(
+      absl::string_view(*params).substr(at + key.size(), params->find('\n', at) - at - key.size())));
+  evidence.push_back(absl::StrCat("/proc/driver/nvidia/params: ", key, " ", value));
+  if (value != "0") restricted.push_back("GPU counters (Nsight Compute, CUPTI): RestrictProfilingToAdminUsers is " + value);
+}
+
+void CheckProfilingAccess(const Sysroot& root, const Facts& f, Report& r) {
+  std::vector<std::string> restricted, unknown, evidence;
+  ReadProfilingAccess(root, f, restricted, unknown, evidence);
+  if (!restricted.empty()) {
+    r.Find("profiling_access", v1::SEVERITY_WARN, "restricted", "profiling restricted to root",
+           absl::StrJoin(restricted, "; ") +
+               (unknown.empty() ? "" : absl::StrCat(" (", absl::StrJoin(unknown, "; "), ")")),
+           "let users profile: sysctl kernel.perf_event_paranoid=2 (or lower), and the nvidia "
+           "module option NVreg_RestrictProfilingToAdminUsers=0",
+           evidence, "node", kCategory, {},
+           {"https://developer.nvidia.com/nvidia-development-tools-solutions-err_nvgpuctrperm-permission-issue-performance-counters"});
+    return;
+  }
+  if (!unknown.empty()) {
+    r.NotMeasured("profiling_access", "profiling access",
+                  absl::NotFoundError(absl::StrJoin(unknown, "; ")),
+                  "check `sysctl kernel.perf_event_paranoid` and /proc/driver/nvidia/params");
+    return;
+  }
+  r.Pass("profiling_access", "users", absl::StrJoin(evidence, "; "));
 }
 
 void CheckCpus(const Options& o, const Facts& f, RecordWriter& out, Report& r) {
@@ -1100,6 +1221,9 @@ int RunHostcheck(int argc, char** argv) {
   Report report(&out);
   CheckGpus(o, f, out, report);
   CheckDriver(f, report);
+  CheckGpuDirectRdma(root, f, report);
+  CheckGdrcopy(root, f, report);
+  CheckProfilingAccess(root, f, report);
   CheckCpuMemory(o, f, out, report);
   CheckSwap(f, out, report);
   CheckRootDisk(o, f, out, report);

@@ -29,7 +29,11 @@ SuiteInfo Declaration() {
         "no NIC where others have one warns, as does a NIC whose port rate or PCIe width or speed\n"
         "is below its peers'; ACS ReqRedir/CmpltRedir on a bridge between a GPU and its NIC\n"
         "fails (not measured without root); the IOMMU translating DMA with RDMA NICs present\n"
-        "warns.",
+        "warns. With RDMA NICs, GPUDirect RDMA passes with the driver's open kernel module\n"
+        "(dma_buf) and warns with the proprietary one, with or without nvidia_peermem, and\n"
+        "GDRCopy's gdrdrv module not loaded warns.\n"
+        "Profiling for users warns when kernel.perf_event_paranoid is above 2 or the driver\n"
+        "has RestrictProfilingToAdminUsers: 1 (no GPU counters for Nsight Compute).",
     .scopes = {SCOPE_NODE},
     .default_timeout_s = 120,
     .exclusive = false,

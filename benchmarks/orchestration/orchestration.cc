@@ -294,6 +294,35 @@ void CheckSelect(const SlurmView& v, std::vector<Check>* out) {
   out->push_back(std::move(c));
 }
 
+// Job accounting for users (`sacct`, a ClusterMAX expectation:
+// docs/clustermax-criteria.md): AccountingStorageType must be slurmdbd for
+// sacct to show jobs; JobAcctGatherType decides whether usage is recorded.
+void CheckAccounting(const SlurmView& v, std::vector<Check>* out) {
+  Check c = Make("orchestration.slurm.accounting", Status::kPass, "");
+  c.links = {"https://slurm.schedmd.com/accounting.html"};
+  auto storage = v.Get("AccountingStorageType", v.slurm);
+  auto gather = v.Get("JobAcctGatherType", v.slurm);
+  for (const auto& x : {storage, gather}) {
+    if (x.has_value()) c.evidence.push_back(Shown(*x));
+  }
+  const std::string type = storage.has_value() ? storage->value : "";
+  if (!absl::EqualsIgnoreCase(type, "accounting_storage/slurmdbd")) {
+    c.status = Status::kWarn;
+    c.title = absl::StrCat("no job accounting (AccountingStorageType ",
+                           type.empty() ? "unset" : type, "): sacct has no jobs to show users");
+    c.action = absl::StrCat("Run slurmdbd and set AccountingStorageType=accounting_storage/slurmdbd "
+                            "and JobAcctGatherType=jobacct_gather/cgroup in ", v.conf_path, ".");
+    out->push_back(std::move(c));
+    return;
+  }
+  const std::string g = gather.has_value() ? gather->value : "";
+  c.title = absl::StrCat("job accounting through slurmdbd",
+                         g.empty() || absl::EndsWithIgnoreCase(g, "/none")
+                             ? "; JobAcctGatherType unset or none: no usage per job"
+                             : "; usage gathered by " + g);
+  out->push_back(std::move(c));
+}
+
 void CheckHealthProgram(const SlurmView& v, const Sysroot& root, std::vector<Check>* out) {
   Check c = Make("orchestration.slurm.health_check", Status::kPass, "HealthCheckProgram is set");
   c.links = {kSlurmConfLink};
@@ -894,6 +923,7 @@ std::vector<Check> RunChecks(const Options& o) {
       CheckTaskPlugin(*v, &out);
       CheckSelect(*v, &out);
       CheckHealthProgram(*v, root, &out);
+      CheckAccounting(*v, &out);
       CheckTopology(*v, root, host, &out);
       CheckContainers(*v, root, &out);
       CheckNodeState(o, host, &out);

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "reports/judge_util.h"
 #include "reports/scorecard.h"
 #include "tests/reports/scorecard_test_util.h"
 
@@ -27,6 +28,62 @@ RunData RunWithProblems() {
   d.tasks.push_back(Task("node-3", "selftest", v1::TASK_FAILED, 139, "killed by signal 11",
                          "Segmentation fault at <0x0>\n`boom`"));
   return d;
+}
+
+// A failed advisory finding as the audit writes it: the advisory's page
+// first, hostile URLs among the references, the upgrade page last.
+RunData RunWithAdvisory() {
+  RunData d = CleanHostcheckRun();
+  auto f = Find("node-2", "audit", "audit.advisory.NVIDIA-5659", v1::SEVERITY_CRITICAL, "security",
+                "component:container_toolkit", "FAIL: NVIDIA Container Toolkit: NVIDIA-5659",
+                "found 1.17.7; required >= 1.17.8");
+  v1::Finding* finding = f.mutable_record()->mutable_finding();
+  finding->add_links("https://nvidia.custhelp.com/app/answers/detail/a_id/5659");
+  finding->add_links("https://evil.example/\"onmouseover=\"alert(1)");
+  finding->add_links("javascript:alert(document.cookie)");
+  finding->add_links("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/");
+  (*finding->mutable_labels())["advisory"] = "NVIDIA-5659";
+  d.records.push_back(f);
+  return d;
+}
+
+TEST_CASE("the advisory's page is linked by its id, hostile URLs are not linked",
+          "[render]") {
+  const v1::Scorecard card = BuildScorecard(RunWithAdvisory());
+  const std::string md = RenderMarkdown(card);
+  CHECK(absl::StrContains(md, "[NVIDIA-5659](https://nvidia.custhelp.com/app/answers/detail/a_id/5659)"));
+  CHECK(absl::StrContains(md, "[https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/]"
+                              "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/)"));
+  // The Security section's rule links the same pages.
+  CHECK(absl::StrContains(md, "- Links: [https://nvidia.custhelp.com/app/answers/detail/a\\_id/5659]"
+                              "(https://nvidia.custhelp.com/app/answers/detail/a_id/5659)"));
+  CHECK_FALSE(absl::StrContains(md, "](https://evil"));
+  CHECK_FALSE(absl::StrContains(md, "](javascript:"));
+
+  const std::string html = RenderHtml(card);
+  CHECK(absl::StrContains(html, "<a href=\"https://nvidia.custhelp.com/app/answers/detail/a_id/5659\" "
+                                "rel=\"noopener noreferrer\">NVIDIA-5659</a>"));
+  CHECK(absl::StrContains(html, "<a href=\"https://docs.nvidia.com/datacenter/cloud-native/"
+                                "container-toolkit/\""));
+  CHECK_FALSE(absl::StrContains(html, "href=\"https://evil"));
+  CHECK_FALSE(absl::StrContains(html, "href=\"javascript:"));
+  CHECK_FALSE(absl::StrContains(html, "\"onmouseover"));
+  CHECK(absl::StrContains(html, "https://evil.example/&quot;onmouseover=&quot;alert(1)"));
+}
+
+TEST_CASE("only http(s) URLs with a host and no quotes, spaces or controls are links",
+          "[render]") {
+  CHECK(IsSafeWebLink("https://github.com/opencontainers/runc/security/advisories/GHSA-xr7r"));
+  CHECK(IsSafeWebLink("HTTP://example.com/a?b=c&d=(e)"));
+  CHECK_FALSE(IsSafeWebLink("javascript:alert(1)"));
+  CHECK_FALSE(IsSafeWebLink("https://"));
+  CHECK_FALSE(IsSafeWebLink("https:///etc/passwd"));
+  CHECK_FALSE(IsSafeWebLink("https://a.example/\"x"));
+  CHECK_FALSE(IsSafeWebLink("https://a.example/'x"));
+  CHECK_FALSE(IsSafeWebLink("https://a.example/ x"));
+  CHECK_FALSE(IsSafeWebLink("https://a.example/<x>"));
+  CHECK_FALSE(IsSafeWebLink("https://a.example/\nx"));
+  CHECK_FALSE(IsSafeWebLink("data:text/html,hi"));
 }
 
 TEST_CASE("JSON has the scorecard fields by their proto names", "[render]") {

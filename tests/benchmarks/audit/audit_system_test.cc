@@ -114,5 +114,30 @@ TEST_CASE("cmax-bench audit exits 1 when a check fails and prints the CVE with -
   CHECK_FALSE(absl::StrContains(res->out, "\033]8;;"));  // not a terminal: plain URLs
 }
 
+TEST_CASE("cmax-bench audit --links osc8 writes terminal hyperlinks, plain and a pipe do not",
+          "[audit][system]") {
+  testing::ScopedPath path(testing::Fixture("bin/ctk-1.17.7"));
+  const std::string root = testing::Fixture("roots/tenant");
+  const std::string page = "https://nvidia.custhelp.com/app/answers/detail/a_id/5659";
+  auto forced = RunCommand({Bench(), "audit", "--root", root, "-vvv", "--links", "osc8"},
+                           std::chrono::seconds(60));
+  REQUIRE(forced.ok());
+  INFO(forced->out << forced->err);
+  CHECK(forced->exit.code == 1);
+  CHECK(absl::StrContains(forced->out, "link \033]8;;" + page + "\033\\" + page));
+  CHECK(absl::StrContains(forced->out, "how to fix: "));
+  CHECK(absl::StrContains(forced->out, "upgrade page \033]8;;https://"));
+  auto plain = RunCommand({Bench(), "audit", "--root", root, "-vvv", "--links", "plain"},
+                          std::chrono::seconds(60));
+  REQUIRE(plain.ok());
+  CHECK(absl::StrContains(plain->out, "link " + page + "\n"));
+  CHECK_FALSE(absl::StrContains(plain->out, "\033]8;;"));
+  auto bad = RunCommand({Bench(), "audit", "--root", root, "--links", "always"},
+                        std::chrono::seconds(60));
+  REQUIRE(bad.ok());
+  CHECK(bad->exit.code == 2);
+  CHECK(absl::StrContains(bad->err, "auto, osc8 or plain"));
+}
+
 }  // namespace
 }  // namespace cmax::audit

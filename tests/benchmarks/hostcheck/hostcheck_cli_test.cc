@@ -431,3 +431,137 @@ TEST_CASE("hostcheck: a GB200 tray's records grade it without a failure",
     }
   }
 }
+
+namespace {
+
+// The line of hostcheck's table that names `check`, or "".
+std::string TableRow(const std::string& out, const std::string& check) {
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (absl::StrContains(line, check)) return std::string(line);
+  }
+  return "";
+}
+
+// healthy-8xh100 (open kernel module) with one RDMA NIC, the driver line
+// replaced by `nvrm` when given, and nvidia_peermem loaded when asked.
+void RdmaRoot(const std::string& path, const std::string& nvrm, bool peermem) {
+  std::filesystem::copy(FixtureRoot("healthy-8xh100"), path,
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::create_directories(path + "/sys/class/infiniband/mlx5_0");
+  if (!nvrm.empty()) std::ofstream(path + "/proc/driver/nvidia/version") << nvrm;
+  if (peermem) std::filesystem::create_directories(path + "/sys/module/nvidia_peermem");
+}
+
+}  // namespace
+
+TEST_CASE("hostcheck: GPUDirect RDMA passes through dma_buf, warns on nvidia_peermem alone",
+          "[hostcheck][cli]") {
+  cmax::testing::ScratchDir open_dir;
+  RdmaRoot(open_dir.path + "/r", "", false);
+  Run open = Hostcheck({"--root=" + open_dir.path + "/r"});
+  INFO(open.out << open.err);
+  CHECK_THAT(TableRow(open.out, "gpudirect_rdma"), Catch::Contains("PASS") &&
+                                                       Catch::Contains("dma_buf"));
+
+  const std::string proprietary =
+      "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 06:54:38 UTC 2025\n";
+  cmax::testing::ScratchDir peer_dir;
+  RdmaRoot(peer_dir.path + "/r", proprietary, true);
+  Run peer = Hostcheck({"--jsonl", "--root=" + peer_dir.path + "/r"});
+  const auto* f = peer.Check("hostcheck.gpudirect_rdma");
+  REQUIRE(f);
+  CHECK(f->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_FALSE(f->not_measured());
+  CHECK_THAT(f->title(), Catch::Contains("deprecated nvidia_peermem"));
+  CHECK(f->category() == "networking");  // the path RDMA traffic takes
+
+  cmax::testing::ScratchDir none_dir;
+  RdmaRoot(none_dir.path + "/r", proprietary, false);
+  Run none = Hostcheck({"--jsonl", "--root=" + none_dir.path + "/r"});
+  const auto* g = none.Check("hostcheck.gpudirect_rdma");
+  REQUIRE(g);
+  CHECK(g->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(g->title(), Catch::Contains("no GPUDirect RDMA path"));
+}
+
+TEST_CASE("hostcheck: GPUDirect RDMA is not measured when the driver line is unreadable",
+          "[hostcheck][cli]") {
+  cmax::testing::ScratchDir dir;
+  RdmaRoot(dir.path + "/r", "garbage\n", false);
+  Run r = Hostcheck({"--jsonl", "--root=" + dir.path + "/r"});
+  const auto* f = r.Check("hostcheck.gpudirect_rdma");
+  REQUIRE(f);
+  CHECK(f->not_measured());
+  CHECK_THAT(f->detail(), Catch::Contains("/proc/driver/nvidia/version"));
+  // No RDMA NIC: nothing to judge, no finding.
+  Run plain = Hostcheck({"--jsonl", "--root=" + FixtureRoot("healthy-8xh100")});
+  CHECK(plain.Check("hostcheck.gpudirect_rdma") == nullptr);
+}
+
+TEST_CASE("hostcheck: profiling for users passes, restricted perf or GPU counters warn",
+          "[hostcheck][cli]") {
+  auto make = [](const std::string& path, const std::string& paranoid, const std::string& params) {
+    std::filesystem::copy(FixtureRoot("healthy-8xh100"), path,
+                          std::filesystem::copy_options::recursive);
+    if (!paranoid.empty()) std::ofstream(path + "/proc/sys/kernel/perf_event_paranoid") << paranoid;
+    if (!params.empty()) std::ofstream(path + "/proc/driver/nvidia/params") << params;
+  };
+  cmax::testing::ScratchDir dir;
+  make(dir.path + "/open", "2\n", "EnableMSI: 1\nRestrictProfilingToAdminUsers: 0\nOther: 1\n");
+  Run open = Hostcheck({"--root=" + dir.path + "/open"});
+  INFO(open.out << open.err);
+  CHECK_THAT(TableRow(open.out, "profiling_access"), Catch::Contains("PASS"));
+
+  make(dir.path + "/perf", "4\n", "RestrictProfilingToAdminUsers: 0\n");
+  Run perf = Hostcheck({"--jsonl", "--root=" + dir.path + "/perf"});
+  const auto* p = perf.Check("hostcheck.profiling_access");
+  REQUIRE(p);
+  CHECK(p->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(p->detail(), Catch::Contains("perf_event_paranoid is 4"));
+  CHECK_THAT(p->detail(), !Catch::Contains("RestrictProfilingToAdminUsers is"));
+
+  make(dir.path + "/gpu", "1\n", "RestrictProfilingToAdminUsers: 1\n");
+  Run gpu = Hostcheck({"--jsonl", "--root=" + dir.path + "/gpu"});
+  const auto* g = gpu.Check("hostcheck.profiling_access");
+  REQUIRE(g);
+  CHECK(g->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(g->detail(), Catch::Contains("RestrictProfilingToAdminUsers is 1"));
+
+  // Neither file: not measured, never a pass.
+  make(dir.path + "/none", "", "");
+  std::filesystem::remove(dir.path + "/none/proc/sys/kernel/perf_event_paranoid");
+  std::filesystem::remove(dir.path + "/none/proc/driver/nvidia/params");
+  Run none = Hostcheck({"--jsonl", "--root=" + dir.path + "/none"});
+  const auto* n = none.Check("hostcheck.profiling_access");
+  REQUIRE(n);
+  CHECK(n->not_measured());
+  CHECK_THAT(n->detail(), Catch::Contains("perf_event_paranoid"));
+}
+
+TEST_CASE("hostcheck: GDRCopy's gdrdrv on a GPU node with RDMA NICs passes, its absence warns",
+          "[hostcheck][cli]") {
+  cmax::testing::ScratchDir dir;
+  RdmaRoot(dir.path + "/with", "", false);
+  std::filesystem::create_directories(dir.path + "/with/sys/module/gdrdrv");
+  Run with = Hostcheck({"--root=" + dir.path + "/with"});
+  INFO(with.out << with.err);
+  CHECK_THAT(TableRow(with.out, "gdrcopy"), Catch::Contains("PASS"));
+
+  RdmaRoot(dir.path + "/without", "", false);
+  Run without = Hostcheck({"--jsonl", "--root=" + dir.path + "/without"});
+  const auto* f = without.Check("hostcheck.gdrcopy");
+  REQUIRE(f);
+  CHECK(f->severity() == cmax::v1::SEVERITY_WARN);
+  CHECK_THAT(f->detail(), Catch::Contains("/sys/module/gdrdrv"));
+
+  // No module list at all: not measured.
+  RdmaRoot(dir.path + "/bare", "", false);
+  std::filesystem::remove_all(dir.path + "/bare/sys/module");
+  Run bare = Hostcheck({"--jsonl", "--root=" + dir.path + "/bare"});
+  const auto* g = bare.Check("hostcheck.gdrcopy");
+  REQUIRE(g);
+  CHECK(g->not_measured());
+  // No RDMA NIC: nothing to judge, no finding.
+  Run plain = Hostcheck({"--jsonl", "--root=" + FixtureRoot("healthy-8xh100")});
+  CHECK(plain.Check("hostcheck.gdrcopy") == nullptr);
+}

@@ -128,6 +128,10 @@ TEST_CASE("orchestration: a well set up Slurm node passes every check", "[orches
   CHECK(Names(topo, "/etc/slurm/topology.conf:2"));
   const Check& ct = Find(checks, "orchestration.slurm.containers");
   CHECK(ct.title == "container support: pyxis configured, enroot installed");
+  const Check& acct = Find(checks, "orchestration.slurm.accounting");
+  CHECK(acct.status == Status::kPass);
+  CHECK(acct.title == "job accounting through slurmdbd; usage gathered by jobacct_gather/cgroup");
+  CHECK(Names(acct, "/etc/slurm/slurm.conf:15: AccountingStorageType=accounting_storage/slurmdbd"));
   // Without the real root, scontrol is not run: not measured, never a pass.
   const Check& state = Find(checks, "orchestration.slurm.node_state");
   CHECK(state.status == Status::kNotMeasured);
@@ -162,6 +166,11 @@ TEST_CASE("orchestration: a badly set up Slurm node fails, naming file, line and
   CHECK(Find(checks, "orchestration.slurm.topology").status == Status::kWarn);
   CHECK(Find(checks, "orchestration.slurm.containers").title ==
         "container support: pyxis not configured, enroot not installed");
+  const Check& acct = Find(checks, "orchestration.slurm.accounting");
+  CHECK(acct.status == Status::kWarn);
+  CHECK(absl::StrContains(acct.title, "AccountingStorageType unset"));
+  CHECK(absl::StrContains(acct.action, "AccountingStorageType=accounting_storage/slurmdbd"));
+  CHECK(absl::StrContains(acct.action, " in " + dir + "slurm.conf"));
 }
 
 TEST_CASE("orchestration: scontrol's effective configuration wins over the files, and the node "
@@ -184,6 +193,8 @@ TEST_CASE("orchestration: scontrol's effective configuration wins over the files
   CHECK(Names(cd, "scontrol show config: ConstrainDevices (output line 24): ConstrainDevices=no"));
   CHECK(absl::StrContains(Find(checks, "orchestration.slurm.health_check").title, "every 300 s"));
   CHECK(absl::StrContains(Find(checks, "orchestration.slurm.topology").title, "topology/tree"));
+  // scontrol says "(null)": no accounting, whatever the file says.
+  CHECK(Find(checks, "orchestration.slurm.accounting").status == Status::kWarn);
   const Check& state = Find(checks, "orchestration.slurm.node_state");
   CHECK(state.status == Status::kWarn);
   CHECK(Names(state, "scontrol show node gpu-node-01 (output line 9): State=IDLE+DRAIN"));
