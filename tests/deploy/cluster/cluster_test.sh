@@ -50,24 +50,9 @@ exec 3>&1
 finish() {
   local rc=$?
   set +e
-  for h in head node1 node2 node3; do
-    if cl_host_running "$h"; then
-      cl_x "$h" journalctl --no-pager -o short-precise >"$out/journal-$h.txt" 2>/dev/null
-    fi
-  done
-  cl_down
-  local leaks
-  leaks=$(cl_leaks)
-  if [[ -n $leaks ]]; then
-    echo "FAIL: left behind after the test:" >&2
-    echo "$leaks" >&2
-    rc=1
-  else
-    echo "cleanup: no namespace, link, mount, loop device, nspawn or cgroup left behind" >&3
-  fi
-  rm -rf "$CL_WORK"
-  echo "cluster_test: $((SECONDS - started)) s, exit $rc (output: $out)" >&3
-  exit $rc
+  cl_finish "$rc" "$out" head node1 node2 node3
+  echo "cluster_test: $((SECONDS - started)) s, exit $CL_RC (output: $out)" >&3
+  exit "$CL_RC"
 }
 trap finish EXIT
 
@@ -82,16 +67,11 @@ rm -rf "$CL_WORK/debs/_CPack_Packages"
 ls "$CL_WORK"/debs/cmax-{coordinator,agent,bench}_*.deb >/dev/null || cl_fail "cpack made no cmax-coordinator/agent/bench package"
 new_version=$(dpkg-deb -f "$CL_WORK"/debs/cmax-agent_*.deb Version)
 
-# What the packages' metadata asks for (Depends; a first alternative, no
-# versions), the programs the suites run (the bench package's Recommends),
-# and nothing of cmax: the hosts' base tree has these, so `apt-get install
-# ./*.deb` inside a host (which has no network) resolves from the metadata.
-deps=$({ cl_deb_packages Depends "$CL_WORK"/debs/*.deb
-         cl_deb_packages Recommends "$CL_WORK"/debs/cmax-bench_*.deb; } | sort -u)
-# perftest and openmpi-bin are large and need RDMA/MPI hardware to do
-# anything; the suites that use them say "could not run" without them.
-deps=$(echo "$deps" | grep -vx -e perftest -e openmpi-bin)
-base=$(cl_rootfs "$build" $deps iproute2 procps)
+# The hosts' base tree has what the packages' metadata asks for (Depends; a
+# first alternative, no versions) and the programs the suites run (the bench
+# package's Recommends), and nothing of cmax, so `apt-get install ./*.deb`
+# inside a host (which has no network) resolves from the metadata.
+base=$(cl_cmax_rootfs "$build" "$CL_WORK/debs")
 cl_log "base tree: $base"
 
 # ---------------------------------------------------------------- hosts
@@ -110,29 +90,14 @@ cl_host_boot head --bind="$CL_WORK/hosts/head/data:/var/lib/cmax"
 for n in node1 node2 node3; do cl_host_boot "$n"; done
 cl_log "4 hosts booted with systemd ($((SECONDS - started)) s so far)"
 
-copy_in() {  # copy_in HOST SRC DEST [MODE]
-  local dest=$CL_WORK/hosts/$1/merged$3
-  mkdir -p "$(dirname "$dest")"
-  cp "$2" "$dest"
-  [[ -z ${4:-} ]] || chmod "$4" "$dest"
-}
-copy_out() { cp "$CL_WORK/hosts/$1/merged$2" "$3"; }
-
+copy_in() { cl_copy_in "$@"; }
+copy_out() { cl_copy_out "$@"; }
 # The hosts have no network: the Recommends that are not in the base tree
 # (openmpi-bin, perftest: their suites say "could not run" without them) are
 # left out rather than fetched.
 install_pkgs() {  # install_pkgs HOST DEBS_DIR PACKAGE...
   local host=$1 dir=$2; shift 2
-  local p files=()
-  cl_x "$host" rm -rf /root/debs
-  for p in "$@"; do
-    local f
-    f=$(ls "$dir/${p}_"*.deb)
-    copy_in "$host" "$f" "/root/debs/$(basename "$f")"
-    files+=("./debs/$(basename "$f")")
-  done
-  cl_x "$host" env -C /root DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${files[@]}" \
-    >"$out/apt-$host.log" 2>&1 || { tail -30 "$out/apt-$host.log"; cl_fail "$host: apt-get install ${files[*]}"; }
+  cl_install_debs "$host" "$dir" "$out/apt-$host.log" "$@"
 }
 
 # ---------------------------------------------------------------- upgrade, part 1

@@ -13,9 +13,13 @@
 #   cl_host_add NAME INDEX           overlay tree, namespace, veth, /etc/hosts
 #   cl_host_boot NAME [NSPAWN_ARG...] boot it; returns once systemd is running
 #   cl_x NAME CMD...                 run a command inside (all its namespaces)
+#   cl_copy_in NAME SRC DEST [MODE]  a file into the host's tree (cl_copy_out back)
+#   cl_install_debs NAME DIR LOG PACKAGE...  apt-get install of DIR's .debs there
 #   cl_host_poweroff NAME            `systemctl poweroff` inside, wait for exit
 #   cl_down                          stop and remove everything
 #   cl_leaks                         print what cl_down left behind (none: "")
+#   cl_finish RC OUT NAME...         an EXIT trap's work: journals to OUT, cl_down,
+#                                    the leak check, CL_WORK removed; sets CL_RC
 # Host addresses: 10.251.K.(10+INDEX), K derived from CL_PREFIX (tests/hosts.sh's
 # scheme, so parallel tests never collide).
 #
@@ -76,12 +80,25 @@ cl_real_package() {
 
 cl_rootfs() {
   local build=$1; shift
-  local pkgs key dir mirror p real=()
+  local pkgs key dir p real=()
   for p in "$@"; do real+=("$(cl_real_package "$p")"); done
   pkgs=$(printf '%s\n' systemd systemd-sysv dbus "${real[@]}" | sort -u | paste -sd, -)
   key=$(printf '%s' "$pkgs" | sha256sum | cut -c1-12)
   dir=$build/deploy-rootfs/bookworm-$key
-  if [[ -f $dir/.cmax-complete ]]; then echo "$dir"; return; fi
+  mkdir -p "$build/deploy-rootfs"
+  # Two deploy tests that ask for the same tree (ctest -j) make it once: the
+  # second waits for the first.
+  (
+    flock 9
+    cl_rootfs_make "$dir" "$pkgs"
+  ) 9>"$build/deploy-rootfs/.lock" || exit 1
+  echo "$dir"
+}
+
+# cl_rootfs_make DIR PACKAGES: debootstrap into DIR unless it is complete.
+cl_rootfs_make() {
+  local dir=$1 pkgs=$2 mirror
+  [[ -f $dir/.cmax-complete ]] && return 0
   command -v debootstrap >/dev/null || cl_fail "debootstrap is missing: run deploy/install-deps.sh --with-tests"
   mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)\/*$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
   [[ -n $mirror ]] || mirror=$(awk '$1 == "deb" && $3 ~ /^bookworm$/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
@@ -105,7 +122,21 @@ cl_rootfs() {
     >"$dir/etc/systemd/journald.conf.d/cmax-test.conf"
   apt-get -o Dir="$dir" clean >/dev/null 2>&1 || rm -f "$dir"/var/cache/apt/archives/*.deb
   touch "$dir/.cmax-complete"
-  echo "$dir"
+}
+
+# cl_cmax_rootfs BUILD_DIR DEBS_DIR: the base tree of the deploy tests that
+# boot hosts (cluster_test, faults/fault_loop_test): what cmax's packages
+# depend on and recommend, the Slurm daemons and munge, and a few tools; one
+# tree for both, so a CI run bootstraps it once.
+cl_cmax_rootfs() {
+  local build=$1 debs=$2 deps
+  deps=$({ cl_deb_packages Depends "$debs"/*.deb
+           cl_deb_packages Recommends "$debs"/cmax-bench_*.deb; } | sort -u)
+  # perftest and openmpi-bin are large and need RDMA/MPI hardware to do
+  # anything; the suites that use them say "could not run" without them.
+  deps=$(echo "$deps" | grep -vx -e perftest -e openmpi-bin)
+  # shellcheck disable=SC2086
+  cl_rootfs "$build" $deps iproute2 procps slurmctld slurmd slurm-client munge
 }
 
 cl_fabric_up() {
@@ -143,30 +174,49 @@ cl_host_add() {
 
 # cl_host_boot NAME [NSPAWN_ARG...]: boots the host in the background (its
 # console to CL_WORK/hosts/NAME/console.log) and waits up to 60 s for
-# `systemctl is-system-running` to answer running or degraded.
+# `systemctl is-system-running` to answer running or degraded. A reboot
+# inside the host (nspawn exits 133) powers it on again, as a machine's
+# firmware would, after running CL_WORK/hosts/NAME/on-reboot if that is an
+# executable (a test resets what a real reboot resets); every boot appends
+# a line to CL_WORK/hosts/NAME/boots.
 cl_host_boot() {
   local name=$1; shift
-  local root=$CL_WORK/hosts/$name cg r
+  local root=$CL_WORK/hosts/$name r
   for r in $(cl_cgroup_roots); do mkdir -p "$r/$CL_PREFIX-$name"; done
   (
     for r in $(cl_cgroup_roots); do echo $BASHPID >"$r/$CL_PREFIX-$name/cgroup.procs"; done
-    exec systemd-nspawn --boot --register=no --keep-unit --quiet --console=read-only \
-      -D "$root/merged" -M "$CL_PREFIX-$name" --hostname="$name" \
-      --network-namespace-path="/run/netns/$CL_PREFIX-$name" "$@" \
-      </dev/null >>"$root/console.log" 2>&1
+    while :; do
+      date +%s.%N >>"$root/boots"
+      systemd-nspawn --boot --register=no --keep-unit --quiet --console=read-only \
+        -D "$root/merged" -M "$CL_PREFIX-$name" --hostname="$name" \
+        --network-namespace-path="/run/netns/$CL_PREFIX-$name" "$@" \
+        </dev/null >>"$root/console.log" 2>&1 &
+      echo $! >"$root/nspawn.pid"
+      rc=0
+      wait $! || rc=$?
+      [[ $rc -eq 133 ]] || exit "$rc"
+      if [[ -x $root/on-reboot ]]; then "$root/on-reboot" >>"$root/console.log" 2>&1 || true; fi
+    done
   ) &
-  echo $! >"$root/nspawn.pid"
-  local state="" deadline=$((SECONDS + 60))
+  echo $! >"$root/supervisor.pid"
+  cl_host_wait_running "$name" 60
+}
+
+# cl_host_wait_running NAME SECONDS: until `systemctl is-system-running`
+# answers running or degraded inside the host.
+cl_host_wait_running() {
+  local name=$1 limit=$2 root=$CL_WORK/hosts/$1
+  local state="" deadline=$((SECONDS + limit))
   while ((SECONDS < deadline)); do
     if cl_leader "$name" >/dev/null 2>&1; then
       state=$(cl_x "$name" systemctl is-system-running 2>/dev/null || true)
       [[ $state == running || $state == degraded ]] && break
     fi
-    kill -0 "$(cat "$root/nspawn.pid")" 2>/dev/null || { tail -20 "$root/console.log" >&2; cl_fail "$name: systemd-nspawn exited while booting"; }
+    kill -0 "$(cat "$root/supervisor.pid")" 2>/dev/null || { tail -20 "$root/console.log" >&2; cl_fail "$name: systemd-nspawn exited while booting"; }
     sleep 0.3
   done
   [[ $state == running || $state == degraded ]] ||
-    { tail -20 "$root/console.log" >&2; cl_fail "$name: not running 60 s after boot (state '$state')"; }
+    { tail -20 "$root/console.log" >&2; cl_fail "$name: not running $limit s after boot (state '$state')"; }
   if [[ $state == degraded ]]; then
     echo "note: $name booted degraded:" >&2
     cl_x "$name" systemctl --failed --no-legend --no-pager >&2 || true
@@ -190,7 +240,7 @@ cl_x() {
 
 # cl_host_running NAME: whether its nspawn is alive.
 cl_host_running() {
-  local pidfile=$CL_WORK/hosts/$1/nspawn.pid
+  local pidfile=$CL_WORK/hosts/$1/supervisor.pid
   [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null
 }
 
@@ -198,7 +248,7 @@ cl_host_running() {
 # plug pulled: SIGKILL to the container's init and nspawn); waits for nspawn.
 cl_host_poweroff() {
   local name=$1 how=${2:-} pid
-  pid=$(cat "$CL_WORK/hosts/$name/nspawn.pid")
+  pid=$(cat "$CL_WORK/hosts/$name/supervisor.pid")
   if [[ $how == --now ]]; then
     kill -9 "$(cl_leader "$name")" 2>/dev/null || true
   else
@@ -257,4 +307,53 @@ cl_leaks() {
   for r in $(cl_cgroup_roots); do
     find "$r" -maxdepth 1 -type d -name "$CL_PREFIX-*" | sed 's/^/cgroup: /'
   done
+}
+
+# cl_copy_in NAME SRC DEST [MODE]: copies a file into the host's tree.
+cl_copy_in() {
+  local dest=$CL_WORK/hosts/$1/merged$3
+  mkdir -p "$(dirname "$dest")"
+  cp "$2" "$dest"
+  [[ -z ${4:-} ]] || chmod "$4" "$dest"
+}
+cl_copy_out() { cp "$CL_WORK/hosts/$1/merged$2" "$3"; }
+
+# cl_install_debs NAME DIR LOG PACKAGE...: `apt-get install ./PACKAGE_*.deb`
+# of DIR's packages inside the host (which has no network: what they depend
+# on comes from the base tree), its output to LOG.
+cl_install_debs() {
+  local host=$1 dir=$2 log=$3; shift 3
+  local p f files=()
+  cl_x "$host" rm -rf /root/debs
+  for p in "$@"; do
+    f=$(ls "$dir/${p}_"*.deb)
+    cl_copy_in "$host" "$f" "/root/debs/$(basename "$f")"
+    files+=("./debs/$(basename "$f")")
+  done
+  cl_x "$host" env -C /root DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${files[@]}" \
+    >"$log" 2>&1 || { tail -30 "$log"; cl_fail "$host: apt-get install ${files[*]}"; }
+}
+
+# cl_finish RC OUT NAME...: what a test's EXIT trap does: each running
+# host's journal to OUT/journal-NAME.txt, everything stopped and removed,
+# then the check that nothing was left behind (a leak makes RC 1). Sets
+# CL_RC to the resulting exit code.
+cl_finish() {
+  local rc=$1 out=$2 h leaks; shift 2
+  for h in "$@"; do
+    if cl_host_running "$h"; then
+      cl_x "$h" journalctl --no-pager -o short-precise >"$out/journal-$h.txt" 2>/dev/null
+    fi
+  done
+  cl_down
+  leaks=$(cl_leaks)
+  if [[ -n $leaks ]]; then
+    echo "FAIL: left behind after the test:" >&2
+    echo "$leaks" >&2
+    rc=1
+  else
+    echo "cleanup: no namespace, link, mount, loop device, nspawn or cgroup left behind" >&2
+  fi
+  rm -rf "$CL_WORK"
+  CL_RC=$rc
 }
