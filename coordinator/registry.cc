@@ -72,12 +72,15 @@ void Registry::OnPong(AgentSession* session, const v1::Pong& pong, int64_t t4) {
   if (rtt < 0) rtt = 0;
   double offset = ((t2 - t1) + (t3 - t4d)) / 2;
   ++e.pong_count;
-  // Keep the sample with the least round trip (least queuing error); let it
-  // age so a drifting clock is followed: a sample within 1.5x of the best, or
-  // every 30th, replaces it.
-  if (e.rtt_ns < 0 || rtt <= e.rtt_ns * 1.5 || e.pong_count % 30 == 0) {
+  // Keep the offset of the sample with the least round trip (least queuing
+  // error). The best round trip ages 5 % a sample, so a path that became
+  // slower for good, or a drifting clock, is followed within a few dozen
+  // samples, while one slow sample (a stream stalled for seconds, whose
+  // offset is off by up to half its round trip) never replaces a good one.
+  if (e.rtt_ns >= 0) e.rtt_ns = e.rtt_ns * 1.05 + 1000;
+  if (e.rtt_ns < 0 || rtt <= e.rtt_ns * 1.5) {
     e.offset_ns = offset;
-    e.rtt_ns = e.rtt_ns < 0 ? rtt : std::min(rtt, e.rtt_ns * 1.05 + 1000);
+    e.rtt_ns = e.rtt_ns < 0 ? rtt : std::min(rtt, e.rtt_ns);
   }
 }
 

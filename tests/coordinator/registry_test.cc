@@ -112,6 +112,24 @@ TEST_CASE("clock offset and round trip from ping and pong", "[registry]") {
   slow.set_t3_ns(slow.t2_ns());
   reg.OnPong(&s, slow, slow.t3_ns() - 5 * kMs + 1 * kMs);
   CHECK(reg.Find("a")->offset_ns == Approx(5.0 * kMs));
+  // Nor does one that stalled for seconds, however many samples came first
+  // (a 15 s round trip skews the offset by up to 7.5 s).
+  // (57 more: the stalled one is the 60th sample, a round number.)
+  for (int i = 0; i < 57; ++i) reg.OnPong(&s, p, t4);
+  v1::Pong stalled;
+  stalled.set_t1_ns(t1);
+  stalled.set_t2_ns(t1 + 15 * kS + 5 * kMs);  // 15 s out (queued), 1 ms back
+  stalled.set_t3_ns(stalled.t2_ns());
+  reg.OnPong(&s, stalled, stalled.t3_ns() - 5 * kMs + 1 * kMs);
+  CHECK(reg.Find("a")->offset_ns == Approx(5.0 * kMs));
+  // A path that became slower for good (10 ms each way, clock now 7 ms
+  // ahead) is followed after a few dozen samples.
+  v1::Pong slower;
+  slower.set_t1_ns(t1);
+  slower.set_t2_ns(t1 + 10 * kMs + 7 * kMs);
+  slower.set_t3_ns(slower.t2_ns());
+  for (int i = 0; i < 60; ++i) reg.OnPong(&s, slower, slower.t3_ns() - 7 * kMs + 10 * kMs);
+  CHECK(reg.Find("a")->offset_ns == Approx(7.0 * kMs));
   // A restarted agent process starts the estimate afresh.
   reg.OnHello(HelloFrom("a", "boot-2"), &s, 1, 0);
   CHECK(reg.Find("a")->rtt_ns < 0);
